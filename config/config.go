@@ -1,0 +1,157 @@
+package config
+
+import (
+	"time"
+)
+
+// TLS modes.
+const (
+	TLSAuto  = "auto"
+	TLSFiles = "files"
+	TLSOff   = "off"
+)
+
+// Provider kinds.
+const (
+	ProviderNomad  = "nomad"
+	ProviderASG    = "asg"
+	ProviderStatic = "static"
+)
+
+// Coordination kinds.
+const (
+	CoordConsul = "consul"
+	CoordLocal  = "local"
+)
+
+// Defaults. Ports follow etcd's own (2379 client, 2380 peer); the status
+// port is the next one up.
+const (
+	DefaultSize              = 3
+	DefaultClientPort        = 2379
+	DefaultPeerPort          = 2380
+	DefaultStatusPort        = 2381
+	DefaultQuotaBackendBytes = 2 << 30 // etcd's default
+	DefaultHeartbeat         = 100 * time.Millisecond
+	DefaultElection          = time.Second
+	DefaultCompactionMode    = "periodic"
+	DefaultCompactionRetain  = "1h"
+	DefaultSnapshotCount     = 10000
+	// DefaultStaleAfter is how long a member must be unreachable and absent
+	// from the provider before it is removed from the membership.
+	DefaultStaleAfter = 30 * time.Second
+)
+
+// Cluster is a decoded, defaulted and validated cluster definition.
+type Cluster struct {
+	Name    string
+	Size    int
+	DataDir string
+	Ports   Ports
+	Etcd    Etcd
+	TLS     TLS
+
+	Provider     Provider
+	Coordination Coordination
+
+	// Snapshot is nil when the definition has no snapshot block.
+	Snapshot *Snapshot
+	// Nomad holds the job settings; defaults apply when the block is absent.
+	Nomad NomadJob
+
+	// File is the path the definition was read from.
+	File string
+}
+
+// Ports are the default ports of every member.
+type Ports struct {
+	Client int
+	Peer   int
+	Status int
+}
+
+// Etcd holds the etcd tuning passed to every member.
+type Etcd struct {
+	QuotaBackendBytes       int64
+	AutoCompactionMode      string
+	AutoCompactionRetention string
+	HeartbeatInterval       time.Duration
+	ElectionTimeout         time.Duration
+	SnapshotCount           uint64
+}
+
+// TLS selects how members and clients are secured.
+type TLS struct {
+	Mode string
+	// Files mode only.
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// Provider says where members come from.
+type Provider struct {
+	Kind string
+	// StaleAfter is how long a member may be missing before it is removed.
+	StaleAfter time.Duration
+
+	Static []StaticMember
+	Nomad  NomadProvider
+	ASG    ASGProvider
+}
+
+// StaticMember is one member of a static provider.
+type StaticMember struct {
+	Name       string
+	Address    string
+	ClientPort int
+	PeerPort   int
+	StatusPort int
+}
+
+// NomadProvider finds members among a job's task group allocations.
+type NomadProvider struct {
+	Job       string
+	Group     string
+	Namespace string
+}
+
+// ASGProvider finds members among an AWS auto-scaling group's instances.
+type ASGProvider struct {
+	Name   string
+	Region string
+}
+
+// Coordination selects the lock and cluster record backend.
+type Coordination struct {
+	Kind string
+	// Local: a directory shared by all members on this machine.
+	Dir string
+	// Consul: KV prefix and session TTL.
+	Prefix     string
+	SessionTTL time.Duration
+}
+
+// Snapshot configures backups.
+type Snapshot struct {
+	Interval    time.Duration
+	RetainCount int
+	RetainAge   time.Duration
+	StoreKind   string
+	Path        string // file store
+	Bucket      string // s3 store
+	Endpoint    string
+	Region      string
+	PathStyle   bool
+}
+
+// NomadJob holds the settings of the rendered Nomad job.
+type NomadJob struct {
+	Job         string
+	Datacenters []string
+	Namespace   string
+	Region      string
+	Driver      string
+	CPU         int
+	MemoryMB    int
+}

@@ -1,0 +1,197 @@
+package config
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("../examples/*.hcl")
+	if err != nil || len(files) < 4 {
+		t.Fatalf("want >= 4 examples, got %v (%v)", files, err)
+	}
+	for _, f := range files {
+		c, _, diags := LoadFile(f)
+		if diags.HasErrors() {
+			t.Errorf("%s: %s", f, diags.Error())
+			continue
+		}
+		if c.Size < 1 {
+			t.Errorf("%s: size %d", f, c.Size)
+		}
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	src := `cluster "x" {
+  data_dir = "/d"
+  provider "static" {
+    member "a" { address = "127.0.0.1" }
+  }
+  coordination "local" { dir = "c" }
+}`
+	c, _, diags := Load("/etc/x.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if c.Size != 1 || c.TLS.Mode != TLSAuto || c.Ports.Client != 2379 || c.Etcd.ElectionTimeout != time.Second {
+		t.Fatalf("defaults not applied: %+v", c)
+	}
+	if c.Coordination.Dir != "/etc/c" {
+		t.Fatalf("relative dir not resolved against the file: %q", c.Coordination.Dir)
+	}
+	m := c.Provider.Static[0]
+	if m.ClientPort != 2379 || m.PeerPort != 2380 || m.StatusPort != 2381 {
+		t.Fatalf("member ports not defaulted: %+v", m)
+	}
+}
+
+// diagAt reports whether diags holds an error whose summary contains
+// summary and whose subject starts on line.
+func diagAt(diags hcl.Diagnostics, summary string, line int) bool {
+	for _, d := range diags {
+		if d.Severity == hcl.DiagError && strings.Contains(d.Summary, summary) && d.Subject != nil && d.Subject.Start.Line == line {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSemanticErrorsAllAtOnce(t *testing.T) {
+	src := `cluster "Bad_Name" {
+  size     = 11
+  data_dir = "/d"
+  ports {
+    client = 2379
+    peer   = 2379
+  }
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "200ms"
+    quota_backend_bytes = "lots"
+  }
+  tls {
+    mode    = "files"
+    ca_file = "/nonexistent/ca.pem"
+  }
+  provider "static" {
+    stale_after = "soon"
+    member "a" { address = "127.0.0.1" }
+  }
+  coordination "local" { dir = "c" }
+}`
+	_, res, diags := Load("bad.hcl", []byte(src))
+	want := []struct {
+		summary string
+		line    int
+	}{
+		{"Invalid cluster name", 1},
+		{"Size does not match", 2},
+		{"Duplicate port", 6},
+		{"Election timeout too short", 10},
+		{"Invalid size", 11},
+		{"TLS file not readable", 15},
+		{"Missing TLS file", 13},
+		{"Invalid duration", 18},
+	}
+	for _, w := range want {
+		if !diagAt(diags, w.summary, w.line) {
+			t.Errorf("missing %q at line %d", w.summary, w.line)
+		}
+	}
+	var buf bytes.Buffer
+	if err := res.WriteDiagnostics(&buf, diags); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if !strings.Contains(out, "bad.hcl line 6") || !strings.Contains(out, "peer   = 2379") {
+		t.Errorf("diagnostics lack file, line or snippet:\n%s", out)
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
+
+func TestSyntaxError(t *testing.T) {
+	_, res, diags := Load("broken.hcl", []byte("cluster \"x\" {\n  size = \n}\n"))
+	if !diags.HasErrors() {
+		t.Fatal("want a syntax error")
+	}
+	var buf bytes.Buffer
+	_ = res.WriteDiagnostics(&buf, diags)
+	if !strings.Contains(buf.String(), "broken.hcl line 2") {
+		t.Fatalf("want file and line in:\n%s", buf.String())
+	}
+}
+
+func TestUnknownAttributeInProvider(t *testing.T) {
+	src := `cluster "x" {
+  data_dir = "/d"
+  provider "static" {
+    member "a" { address = "127.0.0.1" }
+    colour = "blue"
+  }
+  coordination "local" { dir = "c" }
+}`
+	_, _, diags := Load("x.hcl", []byte(src))
+	if !diagAt(diags, "Unsupported argument", 5) {
+		t.Fatalf("want an unsupported-argument error on line 5, got %s", diags.Error())
+	}
+}
+
+func TestEvenSizeWarns(t *testing.T) {
+	src := `cluster "x" {
+  size = 4
+  data_dir = "/d"
+  provider "nomad" {}
+  coordination "local" { dir = "c" }
+}`
+	c, _, diags := Load("x.hcl", []byte(src))
+	if diags.HasErrors() || c == nil {
+		t.Fatal(diags.Error())
+	}
+	found := false
+	for _, d := range diags {
+		if d.Severity == hcl.DiagWarning && d.Summary == "Even cluster size" {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("want an even-size warning, got %v", diags)
+	}
+}
+
+func TestTLSFilesResolved(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"ca.pem", "c.pem", "k.pem"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := `cluster "x" {
+  data_dir = "d"
+  tls {
+    mode = "files"
+    ca_file = "ca.pem"
+    cert_file = "c.pem"
+    key_file = "k.pem"
+  }
+  provider "static" {
+    member "a" { address = "127.0.0.1" }
+  }
+  coordination "local" { dir = "c" }
+}`
+	c, _, diags := Load(filepath.Join(dir, "x.hcl"), []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	if c.TLS.CAFile != filepath.Join(dir, "ca.pem") || c.DataDir != filepath.Join(dir, "d") {
+		t.Fatalf("paths not resolved: %+v", c.TLS)
+	}
+}

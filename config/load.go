@@ -1,0 +1,408 @@
+package config
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/gohcl"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+)
+
+// The raw HCL schema. Optional fields are pointers so that defaults can be
+// told apart from explicit values.
+type fileSchema struct {
+	Clusters []clusterSchema `hcl:"cluster,block"`
+}
+
+type clusterSchema struct {
+	Name         string              `hcl:"name,label"`
+	Size         *int                `hcl:"size,optional"`
+	DataDir      *string             `hcl:"data_dir,optional"`
+	Ports        *portsSchema        `hcl:"ports,block"`
+	Etcd         *etcdSchema         `hcl:"etcd,block"`
+	TLS          *tlsSchema          `hcl:"tls,block"`
+	Provider     *providerSchema     `hcl:"provider,block"`
+	Coordination *coordinationSchema `hcl:"coordination,block"`
+	Snapshot     *snapshotSchema     `hcl:"snapshot,block"`
+	Nomad        *nomadSchema        `hcl:"nomad,block"`
+}
+
+type portsSchema struct {
+	Client *int `hcl:"client,optional"`
+	Peer   *int `hcl:"peer,optional"`
+	Status *int `hcl:"status,optional"`
+}
+
+type etcdSchema struct {
+	QuotaBackendBytes       *string `hcl:"quota_backend_bytes,optional"`
+	AutoCompactionMode      *string `hcl:"auto_compaction_mode,optional"`
+	AutoCompactionRetention *string `hcl:"auto_compaction_retention,optional"`
+	HeartbeatInterval       *string `hcl:"heartbeat_interval,optional"`
+	ElectionTimeout         *string `hcl:"election_timeout,optional"`
+	SnapshotCount           *int    `hcl:"snapshot_count,optional"`
+}
+
+type tlsSchema struct {
+	Mode     *string `hcl:"mode,optional"`
+	CAFile   *string `hcl:"ca_file,optional"`
+	CertFile *string `hcl:"cert_file,optional"`
+	KeyFile  *string `hcl:"key_file,optional"`
+}
+
+type providerSchema struct {
+	Kind   string   `hcl:"kind,label"`
+	Remain hcl.Body `hcl:",remain"`
+}
+
+type staticSchema struct {
+	StaleAfter *string              `hcl:"stale_after,optional"`
+	Members    []staticMemberSchema `hcl:"member,block"`
+}
+
+type staticMemberSchema struct {
+	Name       string `hcl:"name,label"`
+	Address    string `hcl:"address"`
+	ClientPort *int   `hcl:"client_port,optional"`
+	PeerPort   *int   `hcl:"peer_port,optional"`
+	StatusPort *int   `hcl:"status_port,optional"`
+}
+
+type nomadProviderSchema struct {
+	StaleAfter *string `hcl:"stale_after,optional"`
+	Job        *string `hcl:"job,optional"`
+	Group      *string `hcl:"group,optional"`
+	Namespace  *string `hcl:"namespace,optional"`
+}
+
+type asgProviderSchema struct {
+	StaleAfter *string `hcl:"stale_after,optional"`
+	Name       string  `hcl:"name"`
+	Region     *string `hcl:"region,optional"`
+}
+
+type coordinationSchema struct {
+	Kind   string   `hcl:"kind,label"`
+	Remain hcl.Body `hcl:",remain"`
+}
+
+type localCoordSchema struct {
+	Dir string `hcl:"dir"`
+}
+
+type consulCoordSchema struct {
+	Prefix     *string `hcl:"prefix,optional"`
+	SessionTTL *string `hcl:"session_ttl,optional"`
+}
+
+type snapshotSchema struct {
+	Interval    *string          `hcl:"interval,optional"`
+	RetainCount *int             `hcl:"retain_count,optional"`
+	RetainAge   *string          `hcl:"retain_age,optional"`
+	Store       *snapStoreSchema `hcl:"store,block"`
+}
+
+type snapStoreSchema struct {
+	Kind      string  `hcl:"kind,label"`
+	Path      *string `hcl:"path,optional"`
+	Bucket    *string `hcl:"bucket,optional"`
+	Endpoint  *string `hcl:"endpoint,optional"`
+	Region    *string `hcl:"region,optional"`
+	PathStyle *bool   `hcl:"path_style,optional"`
+}
+
+type nomadSchema struct {
+	Job         *string   `hcl:"job,optional"`
+	Datacenters *[]string `hcl:"datacenters,optional"`
+	Namespace   *string   `hcl:"namespace,optional"`
+	Region      *string   `hcl:"region,optional"`
+	Driver      *string   `hcl:"driver,optional"`
+	CPU         *int      `hcl:"cpu,optional"`
+	MemoryMB    *int      `hcl:"memory_mb,optional"`
+}
+
+// Result is what Load returns besides the cluster: the parser's files, for
+// printing diagnostics with source snippets.
+type Result struct {
+	Files map[string]*hcl.File
+}
+
+// WriteDiagnostics prints diags the way Terraform does: file, line, column
+// and a source snippet for each.
+func (r Result) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
+	wr := hcl.NewDiagnosticTextWriter(w, r.Files, 100, false)
+	return wr.WriteDiagnostics(diags)
+}
+
+// LoadFile reads and validates the cluster definition at path.
+func LoadFile(path string) (*Cluster, Result, hcl.Diagnostics) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Result{}, hcl.Diagnostics{{
+			Severity: hcl.DiagError,
+			Summary:  "Cannot read cluster definition",
+			Detail:   fmt.Sprintf("read %s: %s", path, err),
+		}}
+	}
+	return Load(path, src)
+}
+
+// Load parses src (named filename in diagnostics), decodes it, fills
+// defaults and validates. It returns all problems at once. The cluster is
+// nil when diags has errors.
+func Load(filename string, src []byte) (*Cluster, Result, hcl.Diagnostics) {
+	p := hclparse.NewParser()
+	f, diags := p.ParseHCL(src, filename)
+	res := Result{Files: p.Files()}
+	if diags.HasErrors() {
+		return nil, res, diags
+	}
+	var fs fileSchema
+	diags = append(diags, gohcl.DecodeBody(f.Body, nil, &fs)...)
+	if diags.HasErrors() {
+		return nil, res, diags
+	}
+	body := f.Body.(*hclsyntax.Body)
+	if len(fs.Clusters) != 1 {
+		rng := body.SrcRange
+		if len(fs.Clusters) > 1 {
+			rng = body.Blocks[1].DefRange()
+		}
+		diags = append(diags, &hcl.Diagnostic{
+			Severity: hcl.DiagError,
+			Summary:  "Exactly one cluster block required",
+			Detail:   fmt.Sprintf("The file defines %d cluster blocks; a cluster definition holds exactly one.", len(fs.Clusters)),
+			Subject:  &rng,
+		})
+		return nil, res, diags
+	}
+	d := &decoder{body: firstBlock(body, "cluster").Body}
+	c := d.cluster(fs.Clusters[0])
+	c.File = filename
+	d.validate(c, filepath.Dir(filename))
+	diags = append(diags, d.diags...)
+	if diags.HasErrors() {
+		return nil, res, diags
+	}
+	return c, res, diags
+}
+
+func firstBlock(b *hclsyntax.Body, typ string) *hclsyntax.Block {
+	for _, blk := range b.Blocks {
+		if blk.Type == typ {
+			return blk
+		}
+	}
+	return nil
+}
+
+// decoder turns the schema into a Cluster and remembers where each setting
+// came from, so semantic errors can point at it.
+type decoder struct {
+	body  *hclsyntax.Body
+	diags hcl.Diagnostics
+}
+
+// rangeOf finds the source range of the attribute at path (block types then
+// an attribute name), falling back to the closest enclosing block.
+func (d *decoder) rangeOf(path ...string) *hcl.Range {
+	b := d.body
+	rng := b.SrcRange
+	for i, name := range path {
+		if i == len(path)-1 {
+			if a, ok := b.Attributes[name]; ok {
+				r := a.Expr.Range()
+				return &r
+			}
+		}
+		blk := firstBlock(b, name)
+		if blk == nil {
+			break
+		}
+		rng = blk.DefRange()
+		b = blk.Body
+	}
+	return &rng
+}
+
+func (d *decoder) errorf(rng *hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+}
+
+func (d *decoder) warnf(rng *hcl.Range, summary, format string, args ...any) {
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+}
+
+func (d *decoder) duration(s *string, def time.Duration, path ...string) time.Duration {
+	if s == nil {
+		return def
+	}
+	v, err := time.ParseDuration(*s)
+	if err != nil || v < 0 {
+		d.errorf(d.rangeOf(path...), "Invalid duration", "%q is not a duration such as \"500ms\", \"30s\" or \"1h\".", *s)
+		return def
+	}
+	return v
+}
+
+func str(s *string, def string) string {
+	if s == nil {
+		return def
+	}
+	return *s
+}
+
+func num(n *int, def int) int {
+	if n == nil {
+		return def
+	}
+	return *n
+}
+
+func (d *decoder) cluster(s clusterSchema) *Cluster {
+	c := &Cluster{
+		Name:    s.Name,
+		Size:    num(s.Size, 0),
+		DataDir: str(s.DataDir, ""),
+		Ports:   Ports{Client: DefaultClientPort, Peer: DefaultPeerPort, Status: DefaultStatusPort},
+		Etcd: Etcd{
+			QuotaBackendBytes:       DefaultQuotaBackendBytes,
+			AutoCompactionMode:      DefaultCompactionMode,
+			AutoCompactionRetention: DefaultCompactionRetain,
+			HeartbeatInterval:       DefaultHeartbeat,
+			ElectionTimeout:         DefaultElection,
+			SnapshotCount:           DefaultSnapshotCount,
+		},
+		TLS: TLS{Mode: TLSAuto},
+	}
+	if p := s.Ports; p != nil {
+		c.Ports.Client = num(p.Client, c.Ports.Client)
+		c.Ports.Peer = num(p.Peer, c.Ports.Peer)
+		c.Ports.Status = num(p.Status, c.Ports.Status)
+	}
+	if e := s.Etcd; e != nil {
+		if e.QuotaBackendBytes != nil {
+			v, err := humanize.ParseBytes(*e.QuotaBackendBytes)
+			if err != nil || v == 0 {
+				d.errorf(d.rangeOf("etcd", "quota_backend_bytes"), "Invalid size", "%q is not a size such as \"2GiB\" or \"512MiB\".", *e.QuotaBackendBytes)
+			} else {
+				c.Etcd.QuotaBackendBytes = int64(v)
+			}
+		}
+		c.Etcd.AutoCompactionMode = str(e.AutoCompactionMode, c.Etcd.AutoCompactionMode)
+		c.Etcd.AutoCompactionRetention = str(e.AutoCompactionRetention, c.Etcd.AutoCompactionRetention)
+		c.Etcd.HeartbeatInterval = d.duration(e.HeartbeatInterval, c.Etcd.HeartbeatInterval, "etcd", "heartbeat_interval")
+		c.Etcd.ElectionTimeout = d.duration(e.ElectionTimeout, c.Etcd.ElectionTimeout, "etcd", "election_timeout")
+		if e.SnapshotCount != nil {
+			if *e.SnapshotCount <= 0 {
+				d.errorf(d.rangeOf("etcd", "snapshot_count"), "Invalid snapshot_count", "snapshot_count must be positive, got %d.", *e.SnapshotCount)
+			} else {
+				c.Etcd.SnapshotCount = uint64(*e.SnapshotCount)
+			}
+		}
+	}
+	if t := s.TLS; t != nil {
+		c.TLS.Mode = str(t.Mode, TLSAuto)
+		c.TLS.CAFile = str(t.CAFile, "")
+		c.TLS.CertFile = str(t.CertFile, "")
+		c.TLS.KeyFile = str(t.KeyFile, "")
+	}
+	if s.Provider == nil {
+		d.errorf(d.rangeOf(), "Missing provider block", "A cluster needs a provider block: provider \"nomad\", provider \"asg\" or provider \"static\".")
+	} else {
+		c.Provider = d.provider(*s.Provider)
+	}
+	if s.Coordination == nil {
+		d.errorf(d.rangeOf(), "Missing coordination block", "A cluster needs a coordination block: coordination \"consul\" or coordination \"local\".")
+	} else {
+		c.Coordination = d.coordination(*s.Coordination)
+	}
+	if s.Snapshot != nil {
+		c.Snapshot = d.snapshot(*s.Snapshot)
+	}
+	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512}
+	if n := s.Nomad; n != nil {
+		c.Nomad.Job = str(n.Job, c.Nomad.Job)
+		if n.Datacenters != nil {
+			c.Nomad.Datacenters = *n.Datacenters
+		}
+		c.Nomad.Namespace = str(n.Namespace, "")
+		c.Nomad.Region = str(n.Region, "")
+		c.Nomad.Driver = str(n.Driver, c.Nomad.Driver)
+		c.Nomad.CPU = num(n.CPU, c.Nomad.CPU)
+		c.Nomad.MemoryMB = num(n.MemoryMB, c.Nomad.MemoryMB)
+	}
+	return c
+}
+
+func (d *decoder) provider(s providerSchema) Provider {
+	p := Provider{Kind: s.Kind, StaleAfter: DefaultStaleAfter}
+	switch s.Kind {
+	case ProviderStatic:
+		var st staticSchema
+		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &st)...)
+		p.StaleAfter = d.duration(st.StaleAfter, p.StaleAfter, "provider", "stale_after")
+		for _, m := range st.Members {
+			p.Static = append(p.Static, StaticMember{
+				Name: m.Name, Address: m.Address,
+				ClientPort: num(m.ClientPort, 0), PeerPort: num(m.PeerPort, 0), StatusPort: num(m.StatusPort, 0),
+			})
+		}
+	case ProviderNomad:
+		var n nomadProviderSchema
+		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &n)...)
+		p.StaleAfter = d.duration(n.StaleAfter, p.StaleAfter, "provider", "stale_after")
+		p.Nomad = NomadProvider{Job: str(n.Job, ""), Group: str(n.Group, "etcd"), Namespace: str(n.Namespace, "")}
+	case ProviderASG:
+		var a asgProviderSchema
+		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &a)...)
+		p.StaleAfter = d.duration(a.StaleAfter, p.StaleAfter, "provider", "stale_after")
+		p.ASG = ASGProvider{Name: a.Name, Region: str(a.Region, "")}
+	default:
+		d.errorf(d.rangeOf("provider"), "Unknown provider", "Provider %q is not one of \"nomad\", \"asg\", \"static\".", s.Kind)
+	}
+	return p
+}
+
+func (d *decoder) coordination(s coordinationSchema) Coordination {
+	c := Coordination{Kind: s.Kind}
+	switch s.Kind {
+	case CoordLocal:
+		var l localCoordSchema
+		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &l)...)
+		c.Dir = l.Dir
+	case CoordConsul:
+		var cs consulCoordSchema
+		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &cs)...)
+		c.Prefix = str(cs.Prefix, "etcd-nomad")
+		c.SessionTTL = d.duration(cs.SessionTTL, 15*time.Second, "coordination", "session_ttl")
+	default:
+		d.errorf(d.rangeOf("coordination"), "Unknown coordination", "Coordination %q is not one of \"consul\", \"local\".", s.Kind)
+	}
+	return c
+}
+
+func (d *decoder) snapshot(s snapshotSchema) *Snapshot {
+	sn := &Snapshot{
+		Interval:    d.duration(s.Interval, 30*time.Minute, "snapshot", "interval"),
+		RetainCount: num(s.RetainCount, 24),
+		RetainAge:   d.duration(s.RetainAge, 7*24*time.Hour, "snapshot", "retain_age"),
+	}
+	if s.Store == nil {
+		d.errorf(d.rangeOf("snapshot"), "Missing snapshot store", "A snapshot block needs a store block: store \"file\" { path = ... } or store \"s3\" { bucket = ... }.")
+		return sn
+	}
+	st := s.Store
+	sn.StoreKind = st.Kind
+	sn.Path = str(st.Path, "")
+	sn.Bucket = str(st.Bucket, "")
+	sn.Endpoint = str(st.Endpoint, "")
+	sn.Region = str(st.Region, "")
+	sn.PathStyle = st.PathStyle != nil && *st.PathStyle
+	return sn
+}
