@@ -1,0 +1,85 @@
+package planner
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// genObservation builds a random but structurally plausible observation.
+func genObservation(rng *rand.Rand) Observation {
+	pick := func(n int) int { return rng.IntN(n) }
+	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
+	tokens := []string{"tokA", "tokB"}
+	o := Observation{
+		Self:        Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
+		DesiredSize: 1 + pick(5),
+		StaleAfter:  time.Duration(pick(3)) * 10 * time.Second,
+		HoldsLock:   pick(2) == 0,
+		NewToken:    "tokNew",
+	}
+	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
+	for i := 0; i < pick(6); i++ {
+		o.Instances = append(o.Instances, Instance{Name: names[i], PeerURL: "https://" + names[i] + ":2380"})
+	}
+	// Record.
+	switch pick(4) {
+	case 0:
+	case 1:
+		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), Seeder: names[pick(4)]}
+	default:
+		o.Record = &Record{ClusterID: 0xc1, Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), Seeder: names[pick(4)]}
+	}
+	// Members.
+	o.MembersKnown = pick(4) != 0
+	nm := pick(7)
+	for i := 0; i < nm; i++ {
+		m := Member{ID: uint64(i + 1), Name: names[pick(len(names))], PeerURLs: []string{"https://" + names[i%len(names)] + ":2380"}, Healthy: pick(3) != 0}
+		switch pick(8) {
+		case 0:
+			m.Learner = true
+		case 1:
+			m.Name = ""
+			m.Learner = pick(2) == 0
+			m.Healthy = false
+		}
+		if pick(3) == 0 {
+			m.AbsentFor = time.Duration(pick(60)) * time.Second
+		}
+		o.Members = append(o.Members, m)
+	}
+	if nm > 0 && pick(4) != 0 {
+		o.LeaderID = o.Members[pick(nm)].ID
+	}
+	// Self.
+	o.Running = pick(2) == 0
+	if o.Running && nm > 0 && pick(5) != 0 {
+		o.SelfID = o.Members[pick(nm)].ID
+	} else if o.Running {
+		o.SelfID = 99
+	}
+	// Local data.
+	switch pick(6) {
+	case 0, 1:
+		o.Local = Local{Empty: true}
+	case 2:
+		o.Local = Local{Unreadable: "permission denied"}
+	case 3:
+		o.Local = Local{Name: names[pick(4)]} // data without metadata
+	default:
+		o.Local = Local{Name: names[pick(4)], Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), MemberID: uint64(1 + pick(7)), ClusterID: uint64(pick(2)) * 0xc1, Revision: int64(pick(1000))}
+	}
+	if o.Running && o.Local.Empty {
+		o.Local = Local{Name: o.Self.Name, Token: tokens[0], Epoch: 1, MemberID: o.SelfID, ClusterID: 0xc1}
+	}
+	for i := 0; i < pick(4); i++ {
+		p := PeerStatus{Name: names[pick(len(names))]}
+		if pick(2) == 0 {
+			p.Token, p.Epoch, p.Running = tokens[pick(2)], uint64(1+pick(3)), pick(2) == 0
+		}
+		o.Peers = append(o.Peers, p)
+	}
+	return o
+}
+
+func describe(o Observation) string { return fmt.Sprintf("%+v", o) }

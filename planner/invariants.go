@@ -1,0 +1,113 @@
+package planner
+
+import "fmt"
+
+// Check returns an error when d, decided for o, breaks one of the safety
+// invariants of DESIGN.md (1, 2, 3, 5 and 6). It is a naive reference written
+// apart from Plan, so that a planner bug is not mirrored here.
+func Check(o Observation, d Decision) error {
+	name := o.Self.Name
+	if o.Local.Name != "" {
+		name = o.Local.Name
+	}
+	starts := d.Kind == Seed || d.Kind == Rejoin || d.Kind == JoinAsLearner || d.Kind == ResumeJoin
+
+	// Invariant 6: identity is the persisted name.
+	if starts && o.Local.Name != "" && d.Name != o.Local.Name {
+		return fmt.Errorf("invariant 6: runs as %q but the data dir says %q", d.Name, o.Local.Name)
+	}
+	// Every decision that acts under the lock must hold it.
+	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster) && !o.HoldsLock {
+		return fmt.Errorf("%s without holding the lock", d.Kind)
+	}
+	switch d.Kind {
+	case Seed:
+		// Invariant 1: one seed per epoch. Only with no record (or resuming
+		// our own unconfirmed one), no data here or at any peer.
+		if o.Running || !o.Local.Empty {
+			return fmt.Errorf("invariant 1: seed with data or while running")
+		}
+		if o.Record != nil && !(o.Record.ClusterID == 0 && o.Record.Seeder == name && !o.MembersKnown) {
+			return fmt.Errorf("invariant 1: seed while record %+v exists", *o.Record)
+		}
+		for _, p := range o.Peers {
+			if p.Token != "" && (o.Record == nil || p.Token == o.Record.Token) {
+				return fmt.Errorf("invariant 1: seed while peer %s holds data", p.Name)
+			}
+		}
+	case Rejoin:
+		// Invariant 5: never start foreign or stale data.
+		if o.Local.Empty || o.Local.Token == "" {
+			return fmt.Errorf("invariant 5: rejoin without verified data")
+		}
+		if r := o.Record; r != nil && (r.Token != o.Local.Token || r.Epoch != o.Local.Epoch) {
+			return fmt.Errorf("invariant 5: starting data of token %s epoch %d against record %s epoch %d", o.Local.Token, o.Local.Epoch, r.Token, r.Epoch)
+		}
+		if o.MembersKnown && o.Local.MemberID != 0 && findID(o.Members, o.Local.MemberID) < 0 {
+			return fmt.Errorf("invariant 5: starting the data of removed member %x", o.Local.MemberID)
+		}
+	case JoinAsLearner, ResumeJoin:
+		if !o.Local.Empty {
+			return fmt.Errorf("invariant 5: %s with data in the data dir", d.Kind)
+		}
+		if d.Kind == JoinAsLearner {
+			// Invariant 3: one membership change in flight.
+			for _, m := range o.Members {
+				if m.Learner || m.Name == "" {
+					return fmt.Errorf("invariant 3: join while member %x is in flight", m.ID)
+				}
+			}
+			if !o.MembersKnown {
+				return fmt.Errorf("invariant 3: join without a known member list")
+			}
+		}
+	case Promote:
+		if !o.Running || d.MemberID != o.SelfID {
+			return fmt.Errorf("invariant 3: promote of %x by %x", d.MemberID, o.SelfID)
+		}
+	case RemoveMember:
+		if !o.MembersKnown {
+			return fmt.Errorf("invariant 2: remove without a known member list")
+		}
+		i := findID(o.Members, d.MemberID)
+		if i < 0 {
+			return fmt.Errorf("remove of unknown member %x", d.MemberID)
+		}
+		m := o.Members[i]
+		if !m.Learner {
+			// Invariant 2: quorum of the new membership stays healthy.
+			after, healthy := 0, 0
+			for _, x := range o.Members {
+				if x.Learner || x.ID == m.ID {
+					continue
+				}
+				after++
+				if x.Healthy {
+					healthy++
+				}
+			}
+			if after == 0 || healthy < after/2+1 {
+				return fmt.Errorf("invariant 2: removing %x leaves %d healthy of %d voters", m.ID, healthy, after)
+			}
+			// Invariant 3: no voter removed while a learner is in flight.
+			for _, x := range o.Members {
+				if x.Learner || x.Name == "" {
+					return fmt.Errorf("invariant 3: voter removal while %x is in flight", x.ID)
+				}
+			}
+		}
+		// Invariant 3: never the leader while another choice exists.
+		if m.ID == o.LeaderID {
+			for _, x := range o.Members {
+				if x.ID != m.ID && x.ID != o.SelfID && o.StaleAfter > 0 && x.AbsentFor >= o.StaleAfter {
+					return fmt.Errorf("invariant 3: removing leader %x while %x is also stale", m.ID, x.ID)
+				}
+			}
+		}
+	case SetAside:
+		if o.Local.Empty && !o.Running {
+			return fmt.Errorf("invariant 7: set aside an empty data dir")
+		}
+	}
+	return nil
+}

@@ -1,0 +1,319 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+)
+
+// rules switch safety checks off. Plan always uses the zero value, which
+// keeps every check on; the invariant tests flip them to prove that the
+// checker catches a broken planner.
+type rules struct {
+	skipQuorumCheck     bool // remove members even below quorum
+	preferLeader        bool // pick the leader first for removal
+	seedDespiteRecord   bool // seed even when a record exists
+	rejoinForeign       bool // start data from another cluster as-is
+	ignorePersisted     bool // run under the configured name, not the persisted one
+	joinWhileInFlight   bool // add a learner while another change is in flight
+	seedDespitePeerData bool // seed while peers report data (lost record)
+}
+
+// Plan decides what this member does next. It is pure: the same
+// Observation always gives the same Decision.
+func Plan(o Observation) Decision { return rules{}.plan(o) }
+
+func (r rules) plan(o Observation) Decision {
+	name := o.Self.Name
+	if o.Local.Name != "" && !r.ignorePersisted {
+		// Invariant 6: identity is the name persisted in the data dir.
+		name = o.Local.Name
+	}
+	if o.Running {
+		return r.planRunning(o, name)
+	}
+	if o.Local.Unreadable != "" {
+		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
+	}
+	if !o.Local.Empty {
+		return r.planWithData(o, name)
+	}
+	return r.planEmpty(o, name)
+}
+
+// planWithData: etcd is stopped and the data dir holds data.
+func (r rules) planWithData(o Observation, name string) Decision {
+	l := o.Local
+	if l.Token == "" {
+		return Decision{Kind: SetAside, Name: name, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
+	}
+	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
+	}
+	if o.Record == nil {
+		for _, p := range o.Peers {
+			if p.Token != "" && p.Epoch > l.Epoch {
+				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
+			}
+		}
+		// Invariant 8: a lost record is re-written from the data once the
+		// member runs; data never means "seed".
+		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
+	}
+	rec := o.Record
+	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.rejoinForeign {
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
+	}
+	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// planEmpty: etcd is stopped and the data dir is empty.
+func (r rules) planEmpty(o Observation, name string) Decision {
+	rec := o.Record
+	if rec == nil || r.seedDespiteRecord && !o.MembersKnown {
+		for _, p := range o.Peers {
+			if p.Token != "" && !r.seedDespitePeerData {
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but peer %s holds data of epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch)}
+			}
+		}
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "no cluster record: taking the lock to seed"}
+		}
+		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: 1, Seeder: name},
+			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
+	}
+	if rec.ClusterID == 0 && !o.MembersKnown {
+		if rec.Seeder == name {
+			for _, p := range o.Peers {
+				if p.Token == rec.Token {
+					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of this cluster; waiting to join it", p.Name)}
+				}
+			}
+			if !o.HoldsLock {
+				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "seed recorded but not started: taking the lock to resume it"}
+			}
+			rc := *rec
+			return Decision{Kind: Seed, Name: name, Record: &rc, Reason: "resuming the seed this member recorded before it stopped"}
+		}
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("waiting for seeder %s to start the cluster", rec.Seeder)}
+	}
+	if !o.MembersKnown {
+		return Decision{Kind: Wait, Name: name, Reason: "cluster member list unreachable (no quorum or no running member): cannot join yet"}
+	}
+	for _, m := range o.Members {
+		if m.Name == name {
+			if m.Healthy || m.ID == o.LeaderID {
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member %x runs under this member's name %q and looks alive: waiting for it to fail before replacing it", m.ID, name)}
+			}
+			// Our old identity: its data is gone, so it can never come back.
+			d := r.removal(o, m, fmt.Sprintf("this member's data dir is empty, so its old identity %x is stale", m.ID))
+			d.Name = name
+			return d
+		}
+	}
+	for _, m := range o.Members {
+		if m.Name == "" && contains(m.PeerURLs, o.Self.PeerURL) {
+			return Decision{Kind: ResumeJoin, Name: name, MemberID: m.ID, Reason: fmt.Sprintf("already added as member %x; starting it", m.ID)}
+		}
+	}
+	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.joinWhileInFlight {
+		return Decision{Kind: Wait, Name: name, Reason: inFlight + ": one membership change at a time"}
+	}
+	if v := voters(o.Members); v >= o.DesiredSize && !r.joinWhileInFlight {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("cluster has %d of %d voters: waiting for a stale member to be removed", v, o.DesiredSize)}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "taking the lock to join as a learner"}
+	}
+	return Decision{Kind: JoinAsLearner, Name: name, Reason: fmt.Sprintf("joining cluster %x as a learner", rec.ClusterID)}
+}
+
+// planRunning: this member's etcd runs.
+func (r rules) planRunning(o Observation, name string) Decision {
+	if o.Record == nil {
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "cluster record missing: taking the lock to re-record it"}
+		}
+		return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
+			Reason: "cluster record missing: re-recording it from this member's data"}
+	}
+	if !o.MembersKnown {
+		return Decision{Kind: Wait, Name: name, Reason: "running; member list unreachable (no quorum yet)"}
+	}
+	i := findID(o.Members, o.SelfID)
+	if i < 0 {
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x is no longer in the cluster: stopping and setting its data aside", o.SelfID)}
+	}
+	self := o.Members[i]
+	if o.Record.ClusterID == 0 && o.Record.Token == o.Local.Token && o.Local.ClusterID != 0 {
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "cluster started but not confirmed in the record: taking the lock"}
+		}
+		rc := *o.Record
+		rc.ClusterID = o.Local.ClusterID
+		return Decision{Kind: RecordCluster, Name: name, Record: &rc, Reason: fmt.Sprintf("confirming cluster %x in the record", rc.ClusterID)}
+	}
+	if self.Learner {
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "learner: taking the lock to promote"}
+		}
+		return Decision{Kind: Promote, Name: name, MemberID: self.ID, Reason: "learner: promoting once caught up with the leader"}
+	}
+	// Housekeeping is done by one voter: the leader, or the lowest-id
+	// healthy voter when the leader is itself stale.
+	cands := r.staleMembers(o)
+	if len(cands) == 0 {
+		return Decision{Kind: Wait, Name: name, Reason: "healthy; nothing to do"}
+	}
+	if !actsForCluster(o, cands) {
+		return Decision{Kind: Wait, Name: name, Reason: "another voter handles stale members"}
+	}
+	d := r.removal(o, cands[0], fmt.Sprintf("member %s (%x) has been absent from the provider for %s", displayName(cands[0]), cands[0].ID, cands[0].AbsentFor))
+	d.Name = name
+	return d
+}
+
+// staleMembers lists the members that may be removed, best choice first:
+// learners and unstarted members, then unhealthy, then healthy voters; the
+// leader last (invariant 3).
+func (r rules) staleMembers(o Observation) []Member {
+	var out []Member
+	for _, m := range o.Members {
+		if m.ID == o.SelfID || m.AbsentFor < o.StaleAfter || o.StaleAfter <= 0 {
+			continue
+		}
+		out = append(out, m)
+	}
+	rank := func(m Member) int {
+		switch {
+		case m.ID == o.LeaderID:
+			if r.preferLeader {
+				return -1
+			}
+			return 3
+		case m.Learner || m.Name == "":
+			return 0
+		case !m.Healthy:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if rank(out[i]) != rank(out[j]) {
+			return rank(out[i]) < rank(out[j])
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// actsForCluster reports whether this member is the one voter that does
+// housekeeping: the leader, unless it is a candidate for removal.
+func actsForCluster(o Observation, cands []Member) bool {
+	leaderStale := false
+	for _, c := range cands {
+		if c.ID == o.LeaderID {
+			leaderStale = true
+		}
+	}
+	if o.LeaderID != 0 && !leaderStale {
+		return o.SelfID == o.LeaderID
+	}
+	stale := map[uint64]bool{}
+	for _, c := range cands {
+		stale[c.ID] = true
+	}
+	var lowest uint64
+	for _, m := range o.Members {
+		if !m.Learner && m.Healthy && m.Name != "" && !stale[m.ID] && (lowest == 0 || m.ID < lowest) {
+			lowest = m.ID
+		}
+	}
+	return lowest == o.SelfID
+}
+
+// removal returns RemoveMember for m if it is safe (invariants 2 and 3),
+// otherwise Wait.
+func (r rules) removal(o Observation, m Member, why string) Decision {
+	isVoter := !m.Learner
+	if isVoter {
+		if inFlight := changeInFlight(o.Members); inFlight != "" && !r.joinWhileInFlight {
+			return Decision{Kind: Wait, Reason: why + "; but " + inFlight + ": one membership change at a time"}
+		}
+		after := voters(o.Members) - 1
+		healthyAfter := healthyVoters(o.Members)
+		if m.Healthy {
+			healthyAfter--
+		}
+		if after < 1 || healthyAfter < Quorum(after) && !r.skipQuorumCheck {
+			return Decision{Kind: Wait, Reason: fmt.Sprintf("%s; but removing it would leave %d healthy of %d voters, below quorum %d", why, healthyAfter, after, Quorum(after))}
+		}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, NeedsLock: true, Reason: why + ": taking the lock to remove it"}
+	}
+	return Decision{Kind: RemoveMember, MemberID: m.ID, Reason: why + ": removing it"}
+}
+
+func changeInFlight(ms []Member) string {
+	for _, m := range ms {
+		if m.Name == "" {
+			return fmt.Sprintf("member %x was added but has not started", m.ID)
+		}
+		if m.Learner {
+			return fmt.Sprintf("learner %s (%x) is catching up", m.Name, m.ID)
+		}
+	}
+	return ""
+}
+
+func voters(ms []Member) int {
+	n := 0
+	for _, m := range ms {
+		if !m.Learner {
+			n++
+		}
+	}
+	return n
+}
+
+func healthyVoters(ms []Member) int {
+	n := 0
+	for _, m := range ms {
+		if !m.Learner && m.Healthy {
+			n++
+		}
+	}
+	return n
+}
+
+func findID(ms []Member, id uint64) int {
+	for i, m := range ms {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func contains(xs []string, x string) bool {
+	for _, s := range xs {
+		if s == x {
+			return true
+		}
+	}
+	return false
+}
+
+func displayName(m Member) string {
+	if m.Name == "" {
+		return "(unstarted)"
+	}
+	return m.Name
+}
+
+func short(tok string) string {
+	if len(tok) > 8 {
+		return tok[:8]
+	}
+	return tok
+}

@@ -1,0 +1,152 @@
+package planner
+
+import "time"
+
+// Observation is everything one supervisor loop saw.
+type Observation struct {
+	// Self is this member's configured identity and URLs.
+	Self Self
+	// DesiredSize is the number of voters the cluster should have.
+	DesiredSize int
+	// Instances are the members the provider says should exist.
+	Instances []Instance
+	// MembersKnown is true when the etcd member list was read with a
+	// linearizable request, which also proves the cluster has quorum.
+	MembersKnown bool
+	// Members is the etcd member list; meaningful only when MembersKnown.
+	Members []Member
+	// LeaderID is the current leader's member id, 0 if unknown.
+	LeaderID uint64
+	// Running is true when this member's etcd server is running; SelfID is
+	// then its member id.
+	Running bool
+	SelfID  uint64
+	// Local describes this member's data dir.
+	Local Local
+	// Record is the cluster record from the coordinator; nil when absent.
+	Record *Record
+	// HoldsLock is true when this member holds the coordination lock.
+	HoldsLock bool
+	// Peers are the statuses other members reported.
+	Peers []PeerStatus
+	// StaleAfter is how long a member must be absent from the provider
+	// before it may be removed.
+	StaleAfter time.Duration
+	// NewToken is a fresh random cluster token, used only if this loop seeds.
+	NewToken string
+}
+
+// Self is this member's configured identity.
+type Self struct {
+	Name      string
+	PeerURL   string
+	ClientURL string
+}
+
+// Instance is one member slot the provider knows about.
+type Instance struct {
+	Name    string
+	PeerURL string
+}
+
+// Member is one entry of etcd's member list, with health as seen by the
+// supervisor.
+type Member struct {
+	ID       uint64
+	Name     string // empty for a member added but never started
+	PeerURLs []string
+	Learner  bool
+	Healthy  bool
+	// AbsentFor is how long no provider instance has matched this member
+	// (by name, or by peer URL for an unstarted member); 0 while present.
+	AbsentFor time.Duration
+}
+
+// Local describes the data dir.
+type Local struct {
+	// Empty is true when there is no etcd data.
+	Empty bool
+	// Unreadable, when not empty, says why the data dir cannot be used.
+	Unreadable string
+	// From the data dir's metadata, written when the member first started.
+	// A data dir with etcd data but no metadata has an empty Token.
+	Name      string
+	MemberID  uint64
+	ClusterID uint64
+	Token     string
+	Epoch     uint64
+	Revision  int64
+}
+
+// Record is the cluster record kept by the coordinator: the committed truth
+// of which cluster incarnation (token, epoch) is current.
+type Record struct {
+	ClusterID uint64 // 0 until the seeder confirms the started cluster
+	Token     string
+	Epoch     uint64
+	Seeder    string
+}
+
+// PeerStatus is what another member reported about itself.
+type PeerStatus struct {
+	Name     string
+	MemberID uint64
+	Token    string // empty when the peer has no data
+	Epoch    uint64
+	Running  bool
+	Learner  bool
+	Healthy  bool
+}
+
+// Kind names a decision.
+type Kind string
+
+// Decision kinds.
+const (
+	// Wait: do nothing this loop.
+	Wait Kind = "wait"
+	// Seed: create the record (create-only) and start a one-member cluster.
+	Seed Kind = "seed"
+	// Rejoin: start etcd with the data in the data dir.
+	Rejoin Kind = "rejoin"
+	// JoinAsLearner: add this member as a learner, then start it empty.
+	JoinAsLearner Kind = "join-as-learner"
+	// ResumeJoin: this member was added but never started; start it empty.
+	ResumeJoin Kind = "resume-join"
+	// Promote: promote this running learner to a voter.
+	Promote Kind = "promote"
+	// RemoveMember: remove MemberID from the membership.
+	RemoveMember Kind = "remove-member"
+	// SetAside: stop etcd if running and rename the data dir (never delete).
+	SetAside Kind = "set-aside"
+	// RecordCluster: write the cluster record from this member's data.
+	RecordCluster Kind = "record-cluster"
+)
+
+// Decision is what the supervisor should do next.
+type Decision struct {
+	Kind   Kind
+	Reason string
+	// Name is the member name to run under (start decisions).
+	Name string
+	// MemberID: the member to remove (RemoveMember), this member's id
+	// (ResumeJoin, Promote).
+	MemberID uint64
+	// Record is the record to create (Seed) or write (RecordCluster).
+	Record *Record
+	// NeedsLock is true when the action requires the coordination lock and
+	// this member does not hold it: take it and observe again.
+	NeedsLock bool
+}
+
+// ChangesMembership reports whether d changes the etcd membership.
+func (d Decision) ChangesMembership() bool {
+	switch d.Kind {
+	case JoinAsLearner, Promote, RemoveMember:
+		return true
+	}
+	return false
+}
+
+// Quorum is the number of votes a membership of n voters needs.
+func Quorum(n int) int { return n/2 + 1 }
