@@ -1,0 +1,223 @@
+// Package certs creates the cluster CA and the member and client
+// certificates of TLS mode "auto", and writes them with safe permissions.
+// The CA is created once per cluster and shared through the coordinator;
+// this package never decides where it is stored.
+package certs
+
+import (
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Validity periods. Member certificates are reissued at every start, so a
+// year is long enough; the CA lives as long as the cluster.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	leafValidity = 365 * 24 * time.Hour
+)
+
+// Pair is a PEM certificate and its PEM private key.
+type Pair struct {
+	Cert []byte
+	Key  []byte
+}
+
+// Bundle serializes a CA pair into one PEM blob for the coordinator.
+func (p Pair) Bundle() []byte { return append(append([]byte{}, p.Cert...), p.Key...) }
+
+// ParseBundle splits a blob written by Bundle.
+func ParseBundle(b []byte) (Pair, error) {
+	var p Pair
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			break
+		}
+		switch blk.Type {
+		case "CERTIFICATE":
+			p.Cert = pem.EncodeToMemory(blk)
+		case "EC PRIVATE KEY":
+			p.Key = pem.EncodeToMemory(blk)
+		}
+	}
+	if p.Cert == nil || p.Key == nil {
+		return Pair{}, errors.New("CA bundle lacks a certificate or a key")
+	}
+	return p, nil
+}
+
+func serial() (*big.Int, error) {
+	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+}
+
+func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{
+		Cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		Key:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+	}, nil
+}
+
+// NewCA creates a self-signed CA for cluster.
+func NewCA(cluster string, now time.Time) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          sn,
+		Subject:               pkix.Name{CommonName: "etcd-nomad CA " + cluster, Organization: []string{"etcd-nomad"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(caValidity),
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
+// Issue signs a certificate for name, valid for both server and client
+// authentication, with the given host names and IP addresses as SANs.
+func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
+	tc, err := tls.X509KeyPair(ca.Cert, ca.Key)
+	if err != nil {
+		return Pair{}, fmt.Errorf("load CA: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(tc.Certificate[0])
+	if err != nil {
+		return Pair{}, fmt.Errorf("parse CA: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	sn, err := serial()
+	if err != nil {
+		return Pair{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: sn,
+		Subject:      pkix.Name{CommonName: name, Organization: []string{"etcd-nomad"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(leafValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	seen := map[string]bool{}
+	for _, h := range hosts {
+		if h == "" || seen[h] {
+			continue
+		}
+		seen[h] = true
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, tc.PrivateKey)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
+// Files are the paths of a written certificate set.
+type Files struct {
+	CA   string
+	Cert string
+	Key  string
+}
+
+// Write writes the CA certificate (never its key) and pair into dir as
+// ca.crt, PREFIX.crt and PREFIX.key; the dir is 0700 and files 0600.
+func Write(dir, prefix string, caCert []byte, p Pair) (Files, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return Files{}, err
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return Files{}, err
+	}
+	f := Files{CA: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, prefix+".crt"), Key: filepath.Join(dir, prefix+".key")}
+	for path, b := range map[string][]byte{f.CA: caCert, f.Cert: p.Cert, f.Key: p.Key} {
+		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+			continue
+		}
+		if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
+			return Files{}, err
+		}
+		if err := os.Rename(path+".tmp", path); err != nil {
+			return Files{}, err
+		}
+	}
+	return f, nil
+}
+
+// ClientConfig builds a TLS client config that trusts caFile and presents
+// cert/key.
+func ClientConfig(f Files) (*tls.Config, error) {
+	pool, err := loadPool(f.CA)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	if f.Cert != "" {
+		kp, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+		if err != nil {
+			return nil, fmt.Errorf("load client certificate %s: %w", f.Cert, err)
+		}
+		cfg.Certificates = []tls.Certificate{kp}
+	}
+	return cfg, nil
+}
+
+// ServerConfig builds a TLS server config presenting cert/key that verifies
+// client certificates against the CA when clients present them.
+func ServerConfig(f Files) (*tls.Config, error) {
+	pool, err := loadPool(f.CA)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := tls.LoadX509KeyPair(f.Cert, f.Key)
+	if err != nil {
+		return nil, fmt.Errorf("load server certificate %s: %w", f.Cert, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{kp}, ClientCAs: pool, ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12}, nil
+}
+
+func loadPool(caFile string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("read CA %s: %w", caFile, err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("no certificate in CA file %s", caFile)
+	}
+	return pool, nil
+}

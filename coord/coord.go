@@ -1,0 +1,70 @@
+// Package coord declares what members need from a coordinator: one lock that
+// serializes decisions taken by a single member (seed, membership changes,
+// recovery) and a cluster record written create-only and compare-and-set,
+// fenced by the lock. Implementations live in sub-packages: coord/local
+// (flock on a shared directory) and, later, coord/consul.
+//
+// Like Consul's own locks, a lock here prefers liveness: a holder can lose it
+// without knowing at once. That is why every write of the record is fenced —
+// a write made by a stale holder is refused — and why the record is the
+// commit point of a seed, not the lock.
+package coord
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors.
+var (
+	// ErrNoRecord: no cluster record exists.
+	ErrNoRecord = errors.New("no cluster record")
+	// ErrRecordExists: CreateRecord found a record already.
+	ErrRecordExists = errors.New("cluster record already exists")
+	// ErrConflict: the record changed since it was read.
+	ErrConflict = errors.New("cluster record changed since it was read")
+	// ErrLockLost: the lock passed to a write is no longer held.
+	ErrLockLost = errors.New("coordination lock lost")
+)
+
+// Record is the committed truth about the current cluster incarnation.
+type Record struct {
+	// ClusterID is etcd's cluster id, 0 until the seeder confirms it.
+	ClusterID uint64 `json:"cluster_id"`
+	// Token is the initial-cluster-token of this incarnation.
+	Token string `json:"token"`
+	// Epoch increases with every seed that replaces a cluster (recovery).
+	Epoch uint64 `json:"epoch"`
+	// Seeder names the member that seeded this incarnation.
+	Seeder string `json:"seeder"`
+	// Index is the record's modify index; UpdateRecord compares it.
+	Index uint64 `json:"index"`
+}
+
+// Lock is a held coordination lock.
+type Lock interface {
+	// Lost is closed when the lock is known to be lost.
+	Lost() <-chan struct{}
+	// Fence is the lock's fencing token: it grows with every acquisition.
+	Fence() uint64
+	// Unlock releases the lock. It is safe to call more than once.
+	Unlock(ctx context.Context) error
+}
+
+// Coordinator is the lock and record store shared by all members of one
+// cluster.
+type Coordinator interface {
+	// Lock blocks until the lock is held by holder or ctx ends.
+	Lock(ctx context.Context, holder string) (Lock, error)
+	// Record returns the cluster record, or ErrNoRecord.
+	Record(ctx context.Context) (Record, error)
+	// CreateRecord writes r if no record exists, else ErrRecordExists. It
+	// fails with ErrLockLost if l is no longer held.
+	CreateRecord(ctx context.Context, l Lock, r Record) (Record, error)
+	// UpdateRecord replaces the record if its index still equals r.Index,
+	// else ErrConflict; ErrLockLost if l is no longer held.
+	UpdateRecord(ctx context.Context, l Lock, r Record) (Record, error)
+	// LoadOrStore stores value under key unless one is stored, and returns
+	// the stored value (used for the cluster CA, created once).
+	LoadOrStore(ctx context.Context, key string, value []byte) ([]byte, error)
+}
