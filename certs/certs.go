@@ -221,3 +221,12 @@ func loadPool(caFile string) (*x509.CertPool, error) {
 	}
 	return pool, nil
 }
+
+// Pool returns a certificate pool holding the PEM certificates in b.
+func Pool(b []byte) (*x509.CertPool, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, errors.New("no certificate in PEM data")
+	}
+	return pool, nil
+}

@@ -1,0 +1,38 @@
+// Command etcd-nomad runs an etcd member in place of the etcd binary and is
+// the operator's CLI.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/hashicorp/cli"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	os.Exit(Run(os.Args[1:]))
+}
+
+// Run runs the CLI with args and returns the exit code.
+func Run(args []string) int {
+	ui := &cli.BasicUi{Reader: os.Stdin, Writer: os.Stdout, ErrorWriter: os.Stderr}
+	c := cli.NewCLI("etcd-nomad", version)
+	c.Args = args
+	c.Commands = map[string]cli.CommandFactory{
+		"member":     func() (cli.Command, error) { return &memberCommand{ui: ui}, nil },
+		"validate":   func() (cli.Command, error) { return &validateCommand{ui: ui}, nil },
+		"status":     func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"local":      func() (cli.Command, error) { return &localCommand{}, nil },
+		"local up":   func() (cli.Command, error) { return &localUpCommand{ui: ui}, nil },
+		"local down": func() (cli.Command, error) { return &localDownCommand{ui: ui}, nil },
+	}
+	code, err := c.Run()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "etcd-nomad:", err)
+		return 1
+	}
+	return code
+}

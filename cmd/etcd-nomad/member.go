@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/task"
+)
+
+type memberCommand struct{ ui cli.Ui }
+
+func (c *memberCommand) Synopsis() string { return "Run one supervised etcd member (in place of etcd)" }
+func (c *memberCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad member -config FILE -name NAME
+
+  Runs the etcd member NAME of the cluster defined in FILE: it seeds, rejoins
+  with its data, joins as a learner and is promoted, removes stale members,
+  and serves /health, /status and /metrics on its status port. SIGTERM or
+  SIGINT stop it gracefully (leadership is handed over first).
+
+  With the static provider the file is re-read when it changes, so editing
+  the member list scales the cluster.
+
+Options:
+  -config FILE      cluster definition (required)
+  -name NAME        member name (required)
+  -log-level LEVEL  trace, debug, info, warn, error (default info)`)
+}
+
+func (c *memberCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("member", flag.ContinueOnError)
+	path := fs.String("config", "", "")
+	name := fs.String("name", "", "")
+	level := fs.String("log-level", "info", "")
+	if err := fs.Parse(args); err != nil || *path == "" || *name == "" {
+		c.ui.Error(c.Help())
+		return 1
+	}
+	cl := loadConfig(c.ui, *path)
+	if cl == nil {
+		return 1
+	}
+	log := hclog.New(&hclog.LoggerOptions{Name: "etcd-nomad", Level: hclog.LevelFromString(*level), Output: os.Stderr})
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if cl.Provider.Kind != config.ProviderStatic {
+		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build; use provider \"static\"", cl.Provider.Kind))
+		return 1
+	}
+	var co coord.Coordinator
+	switch cl.Coordination.Kind {
+	case config.CoordLocal:
+		lc, err := local.New(cl.Coordination.Dir)
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		co = lc
+	default:
+		c.ui.Error(fmt.Sprintf("coordination %q is not available in this build; use coordination \"local\"", cl.Coordination.Kind))
+		return 1
+	}
+	prov := static.New(cl.Provider.Static)
+	go watchStatic(ctx, log, *path, prov)
+	m, err := task.New(ctx, task.Options{Cluster: cl, Name: *name, Provider: prov, Coordinator: co, Logger: log})
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	if err := m.Run(ctx); err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	return 0
+}
+
+// watchStatic re-reads the definition when it changes and replaces the
+// static member list; an invalid edit is logged and ignored.
+func watchStatic(ctx context.Context, log hclog.Logger, path string, p *static.Provider) {
+	var last time.Time
+	if st, err := os.Stat(path); err == nil {
+		last = st.ModTime()
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st, err := os.Stat(path)
+		if err != nil || !st.ModTime().After(last) {
+			continue
+		}
+		last = st.ModTime()
+		cl, _, diags := config.LoadFile(path)
+		if diags.HasErrors() {
+			log.Warn("changed cluster definition is invalid; keeping the previous member list", "file", path, "error", diags.Error())
+			continue
+		}
+		p.Set(cl.Provider.Static)
+		log.Info("member list reloaded", "file", path, "members", len(cl.Provider.Static))
+	}
+}

@@ -1,0 +1,321 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
+	"go.etcd.io/etcd/client/pkg/v3/types"
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// act carries out d.
+func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	switch d.Kind {
+	case planner.Wait:
+		return nil
+	case planner.Seed:
+		return m.seed(ctx, d)
+	case planner.Rejoin:
+		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil), 0)
+	case planner.JoinAsLearner:
+		return m.joinAsLearner(ctx, o, d)
+	case planner.ResumeJoin:
+		return m.resumeJoin(ctx, o, d)
+	case planner.Promote:
+		return m.promote(ctx, d)
+	case planner.RemoveMember:
+		return m.removeMember(ctx, d)
+	case planner.SetAside:
+		return m.setAside(d)
+	case planner.RecordCluster:
+		return m.recordCluster(ctx, d)
+	}
+	return fmt.Errorf("unknown decision %q", d.Kind)
+}
+
+func (m *Member) heldLock() (coord.Lock, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.lock == nil {
+		return nil, coord.ErrLockLost
+	}
+	select {
+	case <-m.lock.Lost():
+		return nil, coord.ErrLockLost
+	default:
+	}
+	return m.lock, nil
+}
+
+func (m *Member) seed(ctx context.Context, d planner.Decision) error {
+	l, err := m.heldLock()
+	if err != nil {
+		return err
+	}
+	rec := d.Record
+	m.mu.Lock()
+	existing := m.record
+	m.mu.Unlock()
+	if existing == nil {
+		// The create-only write is the commit point of the seed: a second
+		// seeder fails here and joins instead (invariant 1).
+		created, err := m.opts.Coordinator.CreateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder})
+		if err != nil {
+			return fmt.Errorf("create cluster record: %w", err)
+		}
+		m.log.Info("cluster record created", "token", rec.Token[:8], "epoch", created.Epoch, "fence", l.Fence())
+	} else if existing.Token != rec.Token || existing.Seeder != d.Name {
+		return fmt.Errorf("record changed before the seed resumed: %w", coord.ErrConflict)
+	}
+	if err := m.dir.writeMeta(Meta{Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
+	}
+	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil), rec.Epoch)
+}
+
+// initialCluster renders name=peerURL pairs; extra holds other members.
+func (m *Member) initialCluster(self string, extra map[string][]string) string {
+	parts := []string{self + "=" + m.peerURL(m.self)}
+	for n, urls := range extra {
+		for _, u := range urls {
+			parts = append(parts, n+"="+u)
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	if _, err := m.heldLock(); err != nil {
+		return err
+	}
+	cli, err := m.etcdClient(m.clientEndpoints())
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	resp, err := cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("add learner: %w", err)
+	}
+	m.metrics.membershipChanges.Inc()
+	m.log.Info("added as learner", "member_id", types.ID(resp.Member.ID).String())
+	others := map[string][]string{}
+	for _, pm := range resp.Members {
+		if pm.ID != resp.Member.ID && pm.Name != "" {
+			others[pm.Name] = pm.PeerURLs
+		}
+	}
+	return m.startJoined(d, o.Record, resp.Member.ID, others)
+}
+
+func (m *Member) resumeJoin(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	others := map[string][]string{}
+	for _, pm := range o.Members {
+		if pm.ID != d.MemberID && pm.Name != "" {
+			others[pm.Name] = pm.PeerURLs
+		}
+	}
+	return m.startJoined(d, o.Record, d.MemberID, others)
+}
+
+func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64, others map[string][]string) error {
+	if err := m.dir.writeMeta(Meta{Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
+	}
+	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others), rec.Epoch)
+}
+
+// clientEndpoints lists the instances' client URLs; self is included
+// only when its etcd runs.
+func (m *Member) clientEndpoints() []string {
+	m.mu.Lock()
+	running := m.etcd != nil
+	m.mu.Unlock()
+	var eps []string
+	insts, _ := m.opts.Provider.Instances(context.Background())
+	for _, in := range insts {
+		if in.Name != m.opts.Name || running {
+			eps = append(eps, m.clientURL(in))
+		}
+	}
+	return eps
+}
+
+func (m *Member) promote(ctx context.Context, d planner.Decision) error {
+	if _, err := m.heldLock(); err != nil {
+		return err
+	}
+	cli, err := m.etcdClient(m.clientEndpoints())
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = cli.MemberPromote(pctx, d.MemberID)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("promote %x (etcd promotes only a learner in sync with the leader): %w", d.MemberID, err)
+	}
+	m.metrics.membershipChanges.Inc()
+	m.log.Info("promoted to voter", "member_id", types.ID(d.MemberID).String())
+	return nil
+}
+
+func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
+	if _, err := m.heldLock(); err != nil {
+		return err
+	}
+	cli, err := m.etcdClient(m.clientEndpoints())
+	if err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_, err = cli.MemberRemove(rctx, d.MemberID)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("remove member %x: %w", d.MemberID, err)
+	}
+	m.metrics.membershipChanges.Inc()
+	m.log.Info("removed member", "member_id", types.ID(d.MemberID).String(), "reason", d.Reason)
+	return nil
+}
+
+func (m *Member) setAside(d planner.Decision) error {
+	m.stopEtcd()
+	why := "foreign"
+	switch {
+	case strings.Contains(d.Reason, "removed"), strings.Contains(d.Reason, "no longer"):
+		why = "removed"
+	case strings.Contains(d.Reason, "unusable"):
+		why = "unreadable"
+	}
+	dst, err := m.dir.setAside(time.Now(), why)
+	if err != nil {
+		return err
+	}
+	m.log.Warn("data dir set aside (not deleted)", "to", dst, "reason", d.Reason)
+	return nil
+}
+
+func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
+	l, err := m.heldLock()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	cur := m.record
+	m.mu.Unlock()
+	r := coord.Record{ClusterID: d.Record.ClusterID, Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder}
+	if cur == nil {
+		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
+	} else {
+		r.Index = cur.Index
+		_, err = m.opts.Coordinator.UpdateRecord(ctx, l, r)
+	}
+	if err != nil {
+		return fmt.Errorf("write cluster record: %w", err)
+	}
+	m.log.Info("cluster record written", "cluster_id", types.ID(r.ClusterID).String(), "epoch", r.Epoch)
+	return nil
+}
+
+// start launches embedded etcd. token is empty when restarting from data.
+func (m *Member) start(name, token, state, initial string, epoch uint64) error {
+	c := m.opts.Cluster
+	cfg := embed.NewConfig()
+	cfg.Name = name
+	cfg.Dir = m.dir.etcdDir()
+	peer, _ := url.Parse(m.peerURL(m.self))
+	client, _ := url.Parse(m.clientURL(m.self))
+	listenClient := *client
+	cfg.ListenPeerUrls = []url.URL{*peer}
+	cfg.AdvertisePeerUrls = []url.URL{*peer}
+	cfg.ListenClientUrls = []url.URL{listenClient}
+	cfg.AdvertiseClientUrls = []url.URL{*client}
+	cfg.InitialCluster = initial
+	cfg.ClusterState = state
+	if token != "" {
+		cfg.InitialClusterToken = token
+	} else if meta, err := m.dir.readMeta(); err == nil {
+		cfg.InitialClusterToken = meta.Token
+	}
+	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
+	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
+	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
+	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
+	cfg.ElectionMs = uint(c.Etcd.ElectionTimeout / time.Millisecond)
+	cfg.SnapshotCount = c.Etcd.SnapshotCount
+	cfg.LogLevel = m.opts.EtcdLogLevel
+	cfg.LogOutputs = []string{"stderr"}
+	if m.scheme == "https" {
+		ti := transport.TLSInfo{CertFile: m.tlsFiles.Cert, KeyFile: m.tlsFiles.Key, TrustedCAFile: m.tlsFiles.CA, ClientCertAuth: true}
+		cfg.ClientTLSInfo = ti
+		cfg.PeerTLSInfo = ti
+	}
+	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		return fmt.Errorf("start etcd: %w", err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		select {
+		case <-e.Server.StopNotify():
+		case err := <-e.Err():
+			m.log.Warn("etcd error", "error", err)
+		}
+		close(stopped)
+	}()
+	m.mu.Lock()
+	m.etcd = e
+	m.stopped = stopped
+	m.mu.Unlock()
+	go m.afterReady(e)
+	_ = epoch
+	return nil
+}
+
+// afterReady completes the metadata once the server has joined.
+func (m *Member) afterReady(e *embed.Etcd) {
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-e.Server.StopNotify():
+		return
+	}
+	meta, err := m.dir.readMeta()
+	if err != nil {
+		m.log.Warn("read metadata", "error", err)
+		return
+	}
+	meta.MemberID = uint64(e.Server.MemberID())
+	meta.ClusterID = uint64(e.Server.Cluster().ID())
+	if err := m.dir.writeMeta(meta); err != nil {
+		m.log.Warn("write metadata", "error", err)
+		return
+	}
+	m.log.Info("etcd ready", "member_id", e.Server.MemberID().String(), "cluster_id", e.Server.Cluster().ID().String())
+}
+
+func (m *Member) stopEtcd() {
+	m.mu.Lock()
+	e := m.etcd
+	m.etcd = nil
+	m.stopped = nil
+	m.mu.Unlock()
+	if e != nil {
+		e.Close()
+	}
+}
+
+// reapStopped forgets an etcd that stopped on its own (removed from the
+// cluster, fatal error): the next loop observes the data dir afresh.
+func (m *Member) reapStopped() {
+	m.stopEtcd()
+}

@@ -1,0 +1,139 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// metaFile is the metadata etcd-nomad keeps beside etcd's own data.
+const metaFile = "etcd-nomad.json"
+
+// Meta identifies the cluster incarnation a data dir belongs to.
+type Meta struct {
+	Name      string `json:"name"`
+	Token     string `json:"token"`
+	Epoch     uint64 `json:"epoch"`
+	MemberID  uint64 `json:"member_id,omitempty"`
+	ClusterID uint64 `json:"cluster_id,omitempty"`
+}
+
+// dataDir is one member's directory: current/ holds the data in use,
+// aside/ the data that was set aside, tls/ the member's certificates.
+type dataDir struct {
+	root string
+}
+
+func (d dataDir) current() string { return filepath.Join(d.root, "current") }
+func (d dataDir) etcdDir() string { return filepath.Join(d.current(), "etcd") }
+func (d dataDir) tlsDir() string  { return filepath.Join(d.root, "tls") }
+func (d dataDir) asideDir() string {
+	return filepath.Join(d.root, "aside")
+}
+
+func (d dataDir) readMeta() (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(d.current(), metaFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("decode %s: %w", metaFile, err)
+	}
+	return m, nil
+}
+
+func (d dataDir) writeMeta(m Meta) error {
+	if err := os.MkdirAll(d.current(), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(d.current(), metaFile)
+	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+// hasEtcdData reports whether etcd data (a WAL) exists.
+func (d dataDir) hasEtcdData() bool {
+	ents, err := os.ReadDir(filepath.Join(d.etcdDir(), "member", "wal"))
+	return err == nil && len(ents) > 0
+}
+
+// observe describes the data dir for the planner. Revision is read from
+// the backend only when etcd is not running (bbolt is single-writer).
+func (d dataDir) observe(running bool) planner.Local {
+	meta, merr := d.readMeta()
+	data := d.hasEtcdData()
+	if !data {
+		if merr == nil && running {
+			return planner.Local{Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+		}
+		return planner.Local{Empty: true}
+	}
+	if merr != nil {
+		if errors.Is(merr, os.ErrNotExist) {
+			return planner.Local{} // data without metadata: foreign
+		}
+		return planner.Local{Unreadable: merr.Error()}
+	}
+	l := planner.Local{Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+	if !running {
+		l.Revision = d.revision()
+	}
+	return l
+}
+
+// revision reads the newest revision in the backend, 0 if unknown.
+func (d dataDir) revision() int64 {
+	p := filepath.Join(d.etcdDir(), "member", "snap", "db")
+	if _, err := os.Stat(p); err != nil {
+		return 0
+	}
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return 0
+	}
+	defer db.Close()
+	var rev int64
+	_ = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return nil
+		}
+		k, _ := b.Cursor().Last()
+		if len(k) >= 8 {
+			for _, c := range k[:8] {
+				rev = rev<<8 | int64(c)
+			}
+		}
+		return nil
+	})
+	return rev
+}
+
+// setAside renames current/ to aside/TIMESTAMP-WHY. Nothing is deleted.
+func (d dataDir) setAside(now time.Time, why string) (string, error) {
+	if _, err := os.Stat(d.current()); errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err := os.MkdirAll(d.asideDir(), 0o700); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(d.asideDir(), now.UTC().Format("20060102T150405.000000000Z")+"-"+why)
+	if err := os.Rename(d.current(), dst); err != nil {
+		return "", fmt.Errorf("set aside %s: %w", d.current(), err)
+	}
+	return dst, nil
+}

@@ -1,0 +1,303 @@
+package task
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/provider"
+)
+
+// Defaults.
+const (
+	// DefaultLoopInterval is the time between two loops when nothing
+	// happens. A decision that acted loops again at once.
+	DefaultLoopInterval = time.Second
+	// DefaultStopTimeout bounds a graceful stop: leadership transfer plus
+	// etcd's own shutdown. Nomad's kill_timeout must be larger.
+	DefaultStopTimeout = 10 * time.Second
+	// rpcTimeout bounds each observation request so one dead peer cannot
+	// stall a loop.
+	rpcTimeout = 1500 * time.Millisecond
+)
+
+// Options configure a Member.
+type Options struct {
+	Cluster     *config.Cluster
+	Name        string
+	Provider    provider.Provider
+	Coordinator coord.Coordinator
+	// Logger, optional, defaults to a logger on stderr.
+	Logger hclog.Logger
+	// LoopInterval, optional, defaults to DefaultLoopInterval.
+	LoopInterval time.Duration
+	// StopTimeout, optional, defaults to DefaultStopTimeout.
+	StopTimeout time.Duration
+	// EtcdLogLevel, optional, defaults to "warn".
+	EtcdLogLevel string
+}
+
+// Member supervises one etcd member.
+type Member struct {
+	opts Options
+	log  hclog.Logger
+	dir  dataDir
+
+	self     provider.Instance
+	scheme   string
+	tlsFiles certs.Files
+	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
+
+	mu       sync.Mutex
+	etcd     *embed.Etcd
+	stopped  chan struct{} // closed when the running etcd stops on its own
+	status   Status
+	lock     coord.Lock
+	record   *coord.Record
+	absentAt map[uint64]time.Time
+	client   *clientv3.Client
+
+	metrics *metrics
+	http    *http.Server
+}
+
+// New checks the options and prepares TLS material. It starts nothing.
+func New(ctx context.Context, o Options) (*Member, error) {
+	if o.Cluster == nil || o.Provider == nil || o.Coordinator == nil || o.Name == "" {
+		return nil, errors.New("task: cluster, name, provider and coordinator are required")
+	}
+	if o.Logger == nil {
+		o.Logger = hclog.New(&hclog.LoggerOptions{Name: "etcd-nomad"})
+	}
+	if o.LoopInterval <= 0 {
+		o.LoopInterval = DefaultLoopInterval
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.EtcdLogLevel == "" {
+		o.EtcdLogLevel = "warn"
+	}
+	m := &Member{
+		opts:     o,
+		log:      o.Logger.Named("member").With("member", o.Name),
+		dir:      dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
+		absentAt: map[uint64]time.Time{},
+		metrics:  newMetrics(o.Cluster.Name, o.Name),
+	}
+	insts, err := o.Provider.Instances(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list instances: %w", err)
+	}
+	found := false
+	for _, in := range insts {
+		if in.Name == o.Name {
+			m.self, found = in, true
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("member %q is not among the provider's instances", o.Name)
+	}
+	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+		return nil, fmt.Errorf("create member dir: %w", err)
+	}
+	if err := m.setupTLS(ctx); err != nil {
+		return nil, fmt.Errorf("tls: %w", err)
+	}
+	m.status = Status{Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
+	return m, nil
+}
+
+func (m *Member) setupTLS(ctx context.Context) error {
+	c := m.opts.Cluster
+	switch c.TLS.Mode {
+	case config.TLSOff:
+		m.scheme = "http"
+		return nil
+	case config.TLSFiles:
+		m.scheme = "https"
+		m.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
+	default:
+		m.scheme = "https"
+		ca, err := ClusterCA(ctx, m.opts.Coordinator, c.Name)
+		if err != nil {
+			return err
+		}
+		host, _ := os.Hostname()
+		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
+		if err != nil {
+			return fmt.Errorf("issue member certificate: %w", err)
+		}
+		if m.tlsFiles, err = certs.Write(m.dir.tlsDir(), "member", ca.Cert, pair); err != nil {
+			return fmt.Errorf("write member certificate: %w", err)
+		}
+	}
+	cfg, err := certs.ClientConfig(m.tlsFiles)
+	if err != nil {
+		return err
+	}
+	m.peerTLS = cfg
+	return nil
+}
+
+// ClusterCA returns the cluster's CA, creating it in the coordinator on
+// first use. Every member and the CLI get the same CA: it is never
+// regenerated per member.
+func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string) (certs.Pair, error) {
+	fresh, err := certs.NewCA(cluster, time.Now())
+	if err != nil {
+		return certs.Pair{}, fmt.Errorf("create CA: %w", err)
+	}
+	b, err := c.LoadOrStore(ctx, "ca", fresh.Bundle())
+	if err != nil {
+		return certs.Pair{}, fmt.Errorf("store CA: %w", err)
+	}
+	return certs.ParseBundle(b)
+}
+
+func (m *Member) url(in provider.Instance, port int) string {
+	return m.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(port))
+}
+func (m *Member) peerURL(in provider.Instance) string   { return m.url(in, in.PeerPort) }
+func (m *Member) clientURL(in provider.Instance) string { return m.url(in, in.ClientPort) }
+func (m *Member) statusURL(in provider.Instance) string { return m.url(in, in.StatusPort) }
+
+// Run supervises the member until ctx ends, then stops it gracefully:
+// leadership is handed over if this member leads, within StopTimeout.
+func (m *Member) Run(ctx context.Context) error {
+	if err := m.serveStatus(); err != nil {
+		return err
+	}
+	defer m.shutdown()
+	m.log.Info("supervising member", "data_dir", m.dir.root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-m.stoppedCh():
+			m.log.Warn("etcd stopped on its own")
+			m.reapStopped()
+		}
+		again := m.loop(ctx)
+		if again {
+			timer.Reset(0)
+		} else {
+			timer.Reset(m.opts.LoopInterval)
+		}
+	}
+}
+
+func (m *Member) stoppedCh() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped == nil {
+		return nil
+	}
+	return m.stopped
+}
+
+// loop runs one observe → plan → act cycle; it returns true when the next
+// cycle should start at once.
+func (m *Member) loop(ctx context.Context) bool {
+	o, err := m.observe(ctx)
+	if err != nil {
+		m.log.Warn("observation failed", "error", err)
+		m.releaseLock(ctx)
+		return false
+	}
+	d := planner.Plan(o)
+	m.metrics.decision(d)
+	m.setDecision(d)
+	if d.Kind != planner.Wait || d.NeedsLock {
+		m.log.Info("decision", "kind", d.Kind, "reason", d.Reason)
+	} else {
+		m.log.Debug("decision", "kind", d.Kind, "reason", d.Reason)
+	}
+	if d.NeedsLock {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+		cancel()
+		if err != nil {
+			m.log.Warn("lock not taken", "error", err)
+			return false
+		}
+		m.mu.Lock()
+		m.lock = l
+		m.mu.Unlock()
+		return true
+	}
+	err = m.act(ctx, o, d)
+	m.releaseLock(ctx)
+	if err != nil {
+		m.metrics.failures.Inc()
+		m.log.Warn("action failed", "kind", d.Kind, "error", err)
+		return false
+	}
+	return d.Kind != planner.Wait
+}
+
+func (m *Member) releaseLock(ctx context.Context) {
+	m.mu.Lock()
+	l := m.lock
+	m.lock = nil
+	m.mu.Unlock()
+	if l != nil {
+		_ = l.Unlock(ctx)
+	}
+}
+
+func newToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (m *Member) shutdown() {
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e != nil {
+		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
+		done := make(chan struct{})
+		go func() { e.Close(); close(done) }()
+		select {
+		case <-done:
+			m.log.Info("etcd stopped")
+		case <-time.After(m.opts.StopTimeout):
+			m.log.Warn("etcd did not stop in time", "timeout", m.opts.StopTimeout)
+		}
+	}
+	m.releaseLock(context.Background())
+	m.mu.Lock()
+	if m.client != nil {
+		m.client.Close()
+		m.client = nil
+	}
+	m.mu.Unlock()
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = m.http.Shutdown(ctx)
+		cancel()
+	}
+}

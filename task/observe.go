@@ -1,0 +1,232 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/provider"
+)
+
+// observe gathers one Observation. Unreachable peers and an unreachable
+// cluster are facts, not errors; only the provider and the coordinator
+// failing make the observation unusable.
+func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
+	now := time.Now()
+	insts, err := m.opts.Provider.Instances(ctx)
+	if err != nil {
+		return planner.Observation{}, fmt.Errorf("list instances: %w", err)
+	}
+	size, err := m.opts.Provider.DesiredSize(ctx)
+	if err != nil {
+		return planner.Observation{}, fmt.Errorf("desired size: %w", err)
+	}
+	m.mu.Lock()
+	running := m.etcd != nil
+	var selfID uint64
+	if running {
+		selfID = uint64(m.etcd.Server.MemberID())
+	}
+	holds := m.lock != nil
+	m.mu.Unlock()
+	o := planner.Observation{
+		Self:        planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
+		DesiredSize: size,
+		Running:     running,
+		SelfID:      selfID,
+		Local:       m.dir.observe(running),
+		HoldsLock:   holds,
+		StaleAfter:  m.opts.Cluster.Provider.StaleAfter,
+		NewToken:    newToken(),
+	}
+	rec, err := m.opts.Coordinator.Record(ctx)
+	switch {
+	case err == nil:
+		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder}
+		m.mu.Lock()
+		m.record = &rec
+		m.mu.Unlock()
+	case errors.Is(err, coord.ErrNoRecord):
+		m.mu.Lock()
+		m.record = nil
+		m.mu.Unlock()
+	default:
+		return planner.Observation{}, fmt.Errorf("read cluster record: %w", err)
+	}
+	for _, in := range insts {
+		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
+	}
+	o.Peers = m.peerStatuses(ctx, insts)
+	m.observeMembers(ctx, insts, &o, now)
+	return o, nil
+}
+
+// peerStatuses asks every other instance's /status, concurrently.
+func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) []planner.PeerStatus {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out []planner.PeerStatus
+	)
+	hc := m.httpClient()
+	for _, in := range insts {
+		if in.Name == m.opts.Name {
+			continue
+		}
+		wg.Add(1)
+		go func(in provider.Instance) {
+			defer wg.Done()
+			st, err := FetchStatus(ctx, hc, m.statusURL(in))
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy})
+			mu.Unlock()
+		}(in)
+	}
+	wg.Wait()
+	return out
+}
+
+func (m *Member) httpClient() *http.Client {
+	return &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{TLSClientConfig: m.peerTLS}}
+}
+
+// FetchStatus reads a member's /status.
+func FetchStatus(ctx context.Context, hc *http.Client, base string) (Status, error) {
+	var st Status
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET %s/status: %s", base, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("decode %s/status: %w", base, err)
+	}
+	return st, nil
+}
+
+// etcdClient returns a client on the given endpoints, reusing one client.
+func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.client != nil {
+		m.client.SetEndpoints(endpoints...)
+		return m.client, nil
+	}
+	c, err := clientv3.New(clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          rpcTimeout,
+		TLS:                  m.peerTLS,
+		Logger:               zap.NewNop(),
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 2 * time.Second,
+	})
+	if err != nil {
+		return nil, err
+	}
+	m.client = c
+	return c, nil
+}
+
+// observeMembers reads the member list (linearizable: it proves quorum)
+// and each member's health.
+func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
+	var endpoints []string
+	for _, in := range insts {
+		if in.Name == m.opts.Name && !o.Running {
+			continue
+		}
+		endpoints = append(endpoints, m.clientURL(in))
+	}
+	if len(endpoints) == 0 {
+		return
+	}
+	cli, err := m.etcdClient(endpoints)
+	if err != nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	resp, err := cli.MemberList(lctx)
+	cancel()
+	if err != nil {
+		m.log.Debug("member list unavailable", "error", err)
+		return
+	}
+	o.MembersKnown = true
+	names := map[string]bool{}
+	peers := map[string]bool{}
+	for _, in := range insts {
+		names[in.Name] = true
+		peers[m.peerURL(in)] = true
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		term uint64
+	)
+	o.Members = make([]planner.Member, len(resp.Members))
+	seen := map[uint64]bool{}
+	for i, pm := range resp.Members {
+		pm := pm
+		mem := planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner}
+		present := names[pm.Name]
+		if pm.Name == "" {
+			for _, u := range pm.PeerURLs {
+				present = present || peers[u]
+			}
+		}
+		seen[pm.ID] = true
+		if present {
+			delete(m.absentAt, pm.ID)
+		} else {
+			if _, ok := m.absentAt[pm.ID]; !ok {
+				m.absentAt[pm.ID] = now
+			}
+			mem.AbsentFor = now.Sub(m.absentAt[pm.ID])
+		}
+		o.Members[i] = mem
+		if len(pm.ClientURLs) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func(i int, ep string) {
+			defer wg.Done()
+			sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+			st, err := cli.Status(sctx, ep)
+			cancel()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			o.Members[i].Healthy = true
+			if st.RaftTerm >= term && st.Leader != 0 {
+				term, o.LeaderID = st.RaftTerm, st.Leader
+			}
+			mu.Unlock()
+		}(i, pm.ClientURLs[0])
+	}
+	wg.Wait()
+	for id := range m.absentAt {
+		if !seen[id] {
+			delete(m.absentAt, id)
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Status is what /status reports: for peers, the CLI and humans.
+type Status struct {
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster"`
+	PeerURL   string `json:"peer_url"`
+	ClientURL string `json:"client_url"`
+	MemberID  uint64 `json:"member_id"`
+	ClusterID uint64 `json:"cluster_id"`
+	Token     string `json:"token,omitempty"`
+	Epoch     uint64 `json:"epoch"`
+	Running   bool   `json:"running"`
+	Learner   bool   `json:"learner"`
+	Leader    bool   `json:"leader"`
+	Healthy   bool   `json:"healthy"`
+	Revision  int64  `json:"revision"`
+	DBSize    int64  `json:"db_size"`
+	Decision  string `json:"decision"`
+	Reason    string `json:"reason"`
+	Time      string `json:"time"`
+}
+
+func (m *Member) setDecision(d planner.Decision) {
+	m.mu.Lock()
+	m.status.Decision = string(d.Kind)
+	m.status.Reason = d.Reason
+	m.mu.Unlock()
+}
+
+// health is the /health verdict: a started, caught-up voting member of a
+// cluster with quorum. A linearizable read proves quorum.
+func (m *Member) health(ctx context.Context) (Status, error) {
+	m.mu.Lock()
+	st := m.status
+	e := m.etcd
+	m.mu.Unlock()
+	st.Time = time.Now().UTC().Format(time.RFC3339)
+	if meta, err := m.dir.readMeta(); err == nil {
+		st.Token, st.Epoch = meta.Token, meta.Epoch
+		st.MemberID, st.ClusterID = meta.MemberID, meta.ClusterID
+	}
+	if e == nil {
+		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
+	}
+	srv := e.Server
+	st.Running = true
+	st.MemberID = uint64(srv.MemberID())
+	st.ClusterID = uint64(srv.Cluster().ID())
+	st.Learner = srv.IsLearner()
+	st.Leader = srv.Leader() == srv.MemberID()
+	st.Revision = srv.KV().Rev()
+	st.DBSize = srv.Backend().Size()
+	select {
+	case <-srv.ReadyNotify():
+	default:
+		return st, fmt.Errorf("etcd started but not ready")
+	}
+	if st.Learner {
+		return st, fmt.Errorf("learner, not yet a voter")
+	}
+	if srv.Leader() == 0 {
+		return st, fmt.Errorf("no leader: cluster has no quorum")
+	}
+	if lag := int64(srv.CommittedIndex()) - int64(srv.AppliedIndex()); lag > 1000 {
+		return st, fmt.Errorf("catching up: %d entries behind", lag)
+	}
+	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	if err := srv.LinearizableReadNotify(cctx); err != nil {
+		return st, fmt.Errorf("linearizable read failed: %w", err)
+	}
+	st.Healthy = true
+	return st, nil
+}
+
+func (m *Member) serveStatus() error {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
+		st, err := m.health(r.Context())
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		role := "voter"
+		if st.Learner {
+			role = "learner"
+		}
+		if st.Leader {
+			role = "leader"
+		}
+		if err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "unhealthy: %s: %v\n", st.Name, err)
+			return
+		}
+		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch)
+	})
+	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
+		if r.TLS != nil && len(r.TLS.VerifiedChains) == 0 {
+			http.Error(w, "status requires a client certificate signed by the cluster CA", http.StatusUnauthorized)
+			return
+		}
+		st, _ := m.health(r.Context())
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(st)
+	})
+	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{}))
+	addr := net.JoinHostPort(m.self.Address, strconv.Itoa(m.self.StatusPort))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on status address %s: %w", addr, err)
+	}
+	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if m.scheme == "https" {
+		cfg, err := certs.ServerConfig(m.tlsFiles)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		m.http.TLSConfig = cfg
+		go func() { _ = m.http.ServeTLS(ln, "", "") }()
+	} else {
+		go func() { _ = m.http.Serve(ln) }()
+	}
+	return nil
+}
+
+// metrics are the operator's own, beside etcd's on /metrics.
+type metrics struct {
+	reg               *prometheus.Registry
+	decisions         *prometheus.CounterVec
+	failures          prometheus.Counter
+	membershipChanges prometheus.Counter
+	lastDecision      prometheus.Gauge
+}
+
+func newMetrics(cluster, member string) *metrics {
+	labels := prometheus.Labels{"cluster": cluster, "member": member}
+	m := &metrics{
+		reg:               prometheus.NewRegistry(),
+		decisions:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_nomad_decisions_total", Help: "Planner decisions by kind.", ConstLabels: labels}, []string{"kind"}),
+		failures:          prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_action_failures_total", Help: "Actions that failed.", ConstLabels: labels}),
+		membershipChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_membership_changes_total", Help: "Learner adds, promotions and removals made by this member.", ConstLabels: labels}),
+		lastDecision:      prometheus.NewGauge(prometheus.GaugeOpts{Name: "etcd_nomad_last_decision_timestamp_seconds", Help: "Time of the last planner decision.", ConstLabels: labels}),
+	}
+	m.reg.MustRegister(m.decisions, m.failures, m.membershipChanges, m.lastDecision)
+	return m
+}
+
+func (m *metrics) decision(d planner.Decision) {
+	m.decisions.WithLabelValues(string(d.Kind)).Inc()
+	m.lastDecision.SetToCurrentTime()
+}
