@@ -12,6 +12,7 @@ func genObservation(rng *rand.Rand) Observation {
 	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
 	tokens := []string{"tokA", "tokB"}
 	o := Observation{
+		ClusterName: "c",
 		Self:        Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
 		DesiredSize: 1 + pick(5),
 		StaleAfter:  time.Duration(pick(3)) * 10 * time.Second,
@@ -67,10 +68,10 @@ func genObservation(rng *rand.Rand) Observation {
 	case 3:
 		o.Local = Local{Name: names[pick(4)]} // data without metadata
 	default:
-		o.Local = Local{Name: names[pick(4)], Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), MemberID: uint64(1 + pick(7)), ClusterID: uint64(pick(2)) * 0xc1, Revision: int64(pick(1000))}
+		o.Local = Local{Cluster: []string{"c", "c", "c", "other"}[pick(4)], Name: names[pick(4)], Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), MemberID: uint64(1 + pick(7)), ClusterID: uint64(pick(2)) * 0xc1, Revision: int64(pick(1000))}
 	}
 	if o.Running && o.Local.Empty {
-		o.Local = Local{Name: o.Self.Name, Token: tokens[0], Epoch: 1, MemberID: o.SelfID, ClusterID: 0xc1}
+		o.Local = Local{Cluster: "c", Name: o.Self.Name, Token: tokens[0], Epoch: 1, MemberID: o.SelfID, ClusterID: 0xc1}
 	}
 	for i := 0; i < pick(4); i++ {
 		p := PeerStatus{Name: names[pick(len(names))]}

@@ -40,6 +40,9 @@ func Check(o Observation, d Decision) error {
 		if o.Local.Empty || o.Local.Token == "" {
 			return fmt.Errorf("invariant 5: rejoin without verified data")
 		}
+		if o.Local.Cluster != o.ClusterName {
+			return fmt.Errorf("invariant 5: starting data of cluster %q as %q", o.Local.Cluster, o.ClusterName)
+		}
 		if r := o.Record; r != nil && (r.Token != o.Local.Token || r.Epoch != o.Local.Epoch) {
 			return fmt.Errorf("invariant 5: starting data of token %s epoch %d against record %s epoch %d", o.Local.Token, o.Local.Epoch, r.Token, r.Epoch)
 		}

@@ -31,6 +31,9 @@ func (r rules) plan(o Observation) Decision {
 	if o.Running {
 		return r.planRunning(o, name)
 	}
+	if !inInstances(o.Instances, o.Self.Name) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%q is not among the provider's instances: not starting", o.Self.Name)}
+	}
 	if o.Local.Unreadable != "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
 	}
@@ -46,10 +49,18 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if l.Token == "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
 	}
-	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
+	if l.Cluster != o.ClusterName && !r.rejoinForeign {
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
 	}
 	if o.Record == nil {
+		for _, p := range o.Peers {
+			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.rejoinForeign {
+				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
+			}
+		}
+		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
+			return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
+		}
 		for _, p := range o.Peers {
 			if p.Token != "" && p.Epoch > l.Epoch {
 				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
@@ -62,6 +73,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	rec := o.Record
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.rejoinForeign {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
+	}
+	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
 }
@@ -316,4 +330,13 @@ func short(tok string) string {
 		return tok[:8]
 	}
 	return tok
+}
+
+func inInstances(ins []Instance, name string) bool {
+	for _, in := range ins {
+		if in.Name == name {
+			return true
+		}
+	}
+	return false
 }

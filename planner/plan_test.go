@@ -16,7 +16,8 @@ func TestPlanTable(t *testing.T) {
 	rec := &Record{ClusterID: 0xc1, Token: "tok", Epoch: 1, Seeder: "m0"}
 	self := Self{Name: "m1", PeerURL: "https://m1:2380"}
 	three := members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
-	data := Local{Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tok", Epoch: 1}
+	data := Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tok", Epoch: 1}
+	insts := []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}
 	cases := []struct {
 		name   string
 		o      Observation
@@ -31,15 +32,18 @@ func TestPlanTable(t *testing.T) {
 		{"empty, unconfirmed record by self: resume seed", Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, Record: &Record{Token: "t", Epoch: 1, Seeder: "m1"}}, Seed, false, "resuming"},
 		{"empty, record, unreachable: wait", Observation{Self: self, Local: Local{Empty: true}, Record: rec}, Wait, false, "unreachable"},
 		{"empty, record, room, lock: join as learner", Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true))}, JoinAsLearner, false, "learner"},
-		{"empty, record, full: wait", Observation{Self: Self{Name: "m3"}, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, Members: three}, Wait, false, "3 of 3"},
+		{"not in the provider: wait", Observation{Self: Self{Name: "m9"}, Local: Local{Empty: true}, HoldsLock: true}, Wait, false, "not among"},
+		{"empty, record, full: wait", Observation{Self: Self{Name: "m3"}, Instances: append(insts, Instance{Name: "m3"}), DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, Members: three}, Wait, false, "3 of 3"},
 		{"empty, learner in flight: wait", Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true), Member{ID: 3, Name: "m2", Learner: true})}, Wait, false, "catching up"},
 		{"empty, own old identity dead: remove it", Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, LeaderID: 1, Members: members(voter(1, "m0", true), voter(2, "m1", false), voter(3, "m2", true))}, RemoveMember, false, "stale"},
 		{"empty, own old identity but below quorum: wait", Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true), voter(2, "m1", false), voter(3, "m2", false))}, Wait, false, "below quorum"},
 		{"empty, added not started: resume join", Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, Record: rec, MembersKnown: true, Members: members(voter(1, "m0", true), Member{ID: 9, PeerURLs: []string{"https://m1:2380"}, Learner: true})}, ResumeJoin, false, "already added"},
 		{"data of record: rejoin", Observation{Self: self, Local: data, Record: rec}, Rejoin, false, "local data"},
 		{"data, no record: rejoin to re-record", Observation{Self: self, Local: data}, Rejoin, false, "re-record"},
-		{"data of other token: set aside", Observation{Self: self, Local: Local{Name: "m1", Token: "old", Epoch: 1}, Record: rec}, SetAside, false, "belongs to"},
-		{"data of old epoch: set aside", Observation{Self: self, Local: Local{Name: "m1", Token: "tok", Epoch: 1}, Record: &Record{ClusterID: 5, Token: "tok", Epoch: 2}}, SetAside, false, "epoch 2"},
+		{"data of another cluster name: set aside", Observation{Self: self, Local: Local{Cluster: "other", Name: "m1", Token: "tok", Epoch: 1}}, SetAside, false, "belongs to cluster \"other\""},
+		{"no record, peer runs another incarnation: set aside", Observation{Self: self, Local: data, Peers: []PeerStatus{{Name: "m0", Token: "new", Epoch: 1, Running: true}}}, SetAside, false, "another incarnation"},
+		{"data of other token: set aside", Observation{Self: self, Local: Local{Cluster: "c", Name: "m1", Token: "old", Epoch: 1}, Record: rec}, SetAside, false, "belongs to"},
+		{"data of old epoch: set aside", Observation{Self: self, Local: Local{Cluster: "c", Name: "m1", Token: "tok", Epoch: 1}, Record: &Record{ClusterID: 5, Token: "tok", Epoch: 2}}, SetAside, false, "epoch 2"},
 		{"data without metadata: set aside", Observation{Self: self, Local: Local{}, Record: rec}, SetAside, false, "without etcd-nomad metadata"},
 		{"data of a removed member: set aside", Observation{Self: self, Local: data, Record: rec, MembersKnown: true, Members: members(voter(1, "m0", true))}, SetAside, false, "removed"},
 		{"unreadable: set aside", Observation{Self: self, Local: Local{Unreadable: "EACCES"}}, SetAside, false, "EACCES"},
@@ -57,6 +61,10 @@ func TestPlanTable(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			c.o.ClusterName = "c"
+			if c.o.Instances == nil {
+				c.o.Instances = insts
+			}
 			d := Plan(c.o)
 			if d.Kind != c.kind || d.NeedsLock != c.lock || !strings.Contains(d.Reason, c.reason) {
 				t.Fatalf("got %s (needs lock %v): %q; want %s (needs lock %v) with %q", d.Kind, d.NeedsLock, d.Reason, c.kind, c.lock, c.reason)
@@ -69,7 +77,7 @@ func TestPlanTable(t *testing.T) {
 }
 
 func TestLeaderNeverChosenWhileAnotherStale(t *testing.T) {
-	o := Observation{Self: Self{Name: "m1"}, Running: true, SelfID: 2, LeaderID: 4, Local: Local{Name: "m1", Token: "t", Epoch: 1, MemberID: 2},
+	o := Observation{Self: Self{Name: "m1"}, Running: true, SelfID: 2, LeaderID: 4, Local: Local{Cluster: "c", Name: "m1", Token: "t", Epoch: 1, MemberID: 2},
 		Record: &Record{ClusterID: 1, Token: "t", Epoch: 1}, HoldsLock: true, MembersKnown: true, StaleAfter: time.Second,
 		Members: members(voter(2, "m1", true), voter(3, "m2", true), voter(5, "m4", true), voter(6, "m5", true),
 			Member{ID: 4, Name: "m3", Healthy: true, AbsentFor: time.Minute}, Member{ID: 7, Name: "m6", Healthy: true, AbsentFor: time.Minute})}

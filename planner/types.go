@@ -4,6 +4,8 @@ import "time"
 
 // Observation is everything one supervisor loop saw.
 type Observation struct {
+	// ClusterName is the name of the cluster definition.
+	ClusterName string
 	// Self is this member's configured identity and URLs.
 	Self Self
 	// DesiredSize is the number of voters the cluster should have.
@@ -70,6 +72,7 @@ type Local struct {
 	Unreadable string
 	// From the data dir's metadata, written when the member first started.
 	// A data dir with etcd data but no metadata has an empty Token.
+	Cluster   string // the cluster definition's name
 	Name      string
 	MemberID  uint64
 	ClusterID uint64

@@ -74,7 +74,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 	} else if existing.Token != rec.Token || existing.Seeder != d.Name {
 		return fmt.Errorf("record changed before the seed resumed: %w", coord.ErrConflict)
 	}
-	if err := m.dir.writeMeta(Meta{Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
+	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil), rec.Epoch)
@@ -127,7 +127,7 @@ func (m *Member) resumeJoin(ctx context.Context, o planner.Observation, d planne
 }
 
 func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64, others map[string][]string) error {
-	if err := m.dir.writeMeta(Meta{Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
+	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others), rec.Epoch)

@@ -18,6 +18,7 @@ const metaFile = "etcd-nomad.json"
 
 // Meta identifies the cluster incarnation a data dir belongs to.
 type Meta struct {
+	Cluster   string `json:"cluster"`
 	Name      string `json:"name"`
 	Token     string `json:"token"`
 	Epoch     uint64 `json:"epoch"`
@@ -78,7 +79,7 @@ func (d dataDir) observe(running bool) planner.Local {
 	data := d.hasEtcdData()
 	if !data {
 		if merr == nil && running {
-			return planner.Local{Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+			return planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
 		}
 		return planner.Local{Empty: true}
 	}
@@ -88,7 +89,7 @@ func (d dataDir) observe(running bool) planner.Local {
 		}
 		return planner.Local{Unreadable: merr.Error()}
 	}
-	l := planner.Local{Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+	l := planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
 	if !running {
 		l.Revision = d.revision()
 	}

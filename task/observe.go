@@ -39,6 +39,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	holds := m.lock != nil
 	m.mu.Unlock()
 	o := planner.Observation{
+		ClusterName: m.opts.Cluster.Name,
 		Self:        planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
 		DesiredSize: size,
 		Running:     running,
@@ -156,7 +157,12 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		}
 		endpoints = append(endpoints, m.clientURL(in))
 	}
-	if len(endpoints) == 0 {
+	anyPeer := false
+	for _, p := range o.Peers {
+		anyPeer = anyPeer || p.Running
+	}
+	if len(endpoints) == 0 || !o.Running && !anyPeer {
+		// Nothing runs etcd: asking would only wait for the dial timeout.
 		return
 	}
 	cli, err := m.etcdClient(endpoints)

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 type localCommand struct{}
@@ -155,7 +156,7 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay local.Layout, clus
 	last := ""
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		st, err := gatherStatus(sctx, cl)
+		st, err := status.Gather(sctx, cl)
 		cancel()
 		healthy := 0
 		for _, m := range st.Members {
@@ -174,7 +175,7 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay local.Layout, clus
 		if time.Now().After(deadline) {
 			c.ui.Error(fmt.Sprintf("cluster not healthy after %s; member logs are in %s", timeout, lay.LogDir()))
 			if err == nil {
-				c.ui.Error(formatStatus(st))
+				c.ui.Error(status.Format(st))
 			}
 			return 1
 		}
@@ -189,8 +190,8 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay local.Layout, clus
 		c.ui.Error(fmt.Sprintf("issue client certificate: %v", err))
 		return 1
 	}
-	st, _ := gatherStatus(ctx, cl)
-	c.ui.Output("\n" + formatStatus(st) + "\n")
+	st, _ := status.Gather(ctx, cl)
+	c.ui.Output("\n" + status.Format(st) + "\n")
 	var eps []string
 	for _, m := range cl.Provider.Static {
 		eps = append(eps, fmt.Sprintf("https://127.0.0.1:%d", m.ClientPort))

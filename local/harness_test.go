@@ -1,0 +1,239 @@
+package local_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/status"
+)
+
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "etcd-nomad-bin-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "etcd-nomad")
+	out, err := exec.Command("go", "build", "-o", binary, "../cmd/etcd-nomad").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// testCluster is a local cluster of member processes owned by one test.
+type testCluster struct {
+	t     *testing.T
+	lay   local.Layout
+	sup   *local.Supervisor
+	ports []local.MemberPorts
+	opts  local.Options
+}
+
+func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCluster {
+	t.Helper()
+	ports, err := local.AllocatePorts(size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lay := local.Layout{Dir: dir}
+	tc := &testCluster{t: t, lay: lay, ports: ports, opts: local.Options{Name: "test", StaleAfter: stale}}
+	if err := lay.WriteConfig(tc.opts, ports); err != nil {
+		t.Fatal(err)
+	}
+	tc.sup = &local.Supervisor{Bin: binary, Layout: lay, Restart: true,
+		Log: hclog.New(&hclog.LoggerOptions{Name: "supervisor", Output: os.Stderr, Level: hclog.Warn})}
+	t.Cleanup(func() {
+		if err := tc.sup.StopAll(20 * time.Second); err != nil {
+			t.Errorf("stop members: %v", err)
+		}
+		if t.Failed() {
+			tc.dumpLogs()
+		}
+	})
+	return tc
+}
+
+func (tc *testCluster) dumpLogs() {
+	files, _ := filepath.Glob(filepath.Join(tc.lay.LogDir(), "*.log"))
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "etcd-nomad") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 60 {
+			lines = lines[len(lines)-60:]
+		}
+		tc.t.Logf("=== %s (etcd-nomad lines, last 60)\n%s", f, strings.Join(lines, "\n"))
+	}
+}
+
+func (tc *testCluster) startAll() {
+	for i := range tc.ports {
+		if err := tc.sup.Start(local.MemberName(i)); err != nil {
+			tc.t.Fatal(err)
+		}
+	}
+}
+
+func (tc *testCluster) config() *config.Cluster {
+	cl, _, diags := config.LoadFile(tc.lay.Config())
+	if diags.HasErrors() {
+		tc.t.Fatal(diags.Error())
+	}
+	return cl
+}
+
+// waitFor polls cond until it holds or timeout passes; on timeout it fails
+// with the last state cond described.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (tc *testCluster) status() (status.Cluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return status.Gather(ctx, tc.config())
+}
+
+// waitHealthy waits until every member in the definition is healthy.
+func (tc *testCluster) waitHealthy(timeout time.Duration) status.Cluster {
+	tc.t.Helper()
+	var st status.Cluster
+	waitFor(tc.t, timeout, "all members healthy", func() (bool, string) {
+		var err error
+		st, err = tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if !m.Healthy {
+				return false, status.Format(st)
+			}
+		}
+		return len(st.Members) > 0, status.Format(st)
+	})
+	return st
+}
+
+func (tc *testCluster) client() *clientv3.Client {
+	tc.t.Helper()
+	files, err := tc.lay.ClientCerts(context.Background(), tc.opts.Name)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tlsCfg, err := certs.ClientConfig(files)
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	var eps []string
+	for _, m := range tc.config().Provider.Static {
+		eps = append(eps, fmt.Sprintf("https://127.0.0.1:%d", m.ClientPort))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tlsCfg, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+func (tc *testCluster) record() coord.Record {
+	tc.t.Helper()
+	co, err := status.Coordinator(tc.config())
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	r, err := co.Record(context.Background())
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	return r
+}
+
+func putKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := cli.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), fmt.Sprint(i))
+		cancel()
+		if err != nil {
+			t.Fatalf("put %s/%04d: %v", prefix, i, err)
+		}
+	}
+}
+
+func checkKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("count %s: %v", prefix, err)
+	}
+	if resp.Count != int64(n) {
+		t.Fatalf("%s: %d keys, want %d", prefix, resp.Count, n)
+	}
+}
+
+// memberList reads the membership through the cluster.
+func memberList(cli *clientv3.Client) (voters, learners int, names map[string]uint64, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	names = map[string]uint64{}
+	for _, m := range resp.Members {
+		if m.IsLearner {
+			learners++
+		} else {
+			voters++
+		}
+		names[m.Name] = m.ID
+	}
+	return voters, learners, names, nil
+}
+
+func logOf(t *testing.T, lay local.Layout, name string) string {
+	b, err := os.ReadFile(filepath.Join(lay.LogDir(), name+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
