@@ -59,8 +59,9 @@ type Cluster struct {
 	// Nomad holds the job settings; defaults apply when the block is absent.
 	Nomad NomadJob
 
-	// File is the path the definition was read from.
-	File string
+	// File is the path the definition was read from, Source its text.
+	File   string
+	Source []byte
 }
 
 // Ports are the default ports of every member.
@@ -154,4 +155,12 @@ type NomadJob struct {
 	Driver      string
 	CPU         int
 	MemoryMB    int
+	// Binary is the etcd-nomad binary's path on the Nomad clients
+	// (raw_exec, exec); default: the path of the CLI that renders the job.
+	Binary string
+	// HostVolume, when set, keeps data on this Nomad host volume instead
+	// of the allocation's sticky ephemeral disk.
+	HostVolume string
+	// KillTimeout is how long Nomad waits after SIGTERM.
+	KillTimeout time.Duration
 }

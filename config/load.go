@@ -124,6 +124,9 @@ type nomadSchema struct {
 	Driver      *string   `hcl:"driver,optional"`
 	CPU         *int      `hcl:"cpu,optional"`
 	MemoryMB    *int      `hcl:"memory_mb,optional"`
+	Binary      *string   `hcl:"binary,optional"`
+	HostVolume  *string   `hcl:"host_volume,optional"`
+	KillTimeout *string   `hcl:"kill_timeout,optional"`
 }
 
 // Result is what Load returns besides the cluster: the parser's files, for
@@ -184,6 +187,7 @@ func Load(filename string, src []byte) (*Cluster, Result, hcl.Diagnostics) {
 	d := &decoder{body: firstBlock(body, "cluster").Body}
 	c := d.cluster(fs.Clusters[0])
 	c.File = filename
+	c.Source = src
 	d.validate(c, filepath.Dir(filename))
 	diags = append(diags, d.diags...)
 	if diags.HasErrors() {
@@ -325,7 +329,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 	if s.Snapshot != nil {
 		c.Snapshot = d.snapshot(*s.Snapshot)
 	}
-	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512}
+	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second}
 	if n := s.Nomad; n != nil {
 		c.Nomad.Job = str(n.Job, c.Nomad.Job)
 		if n.Datacenters != nil {
@@ -336,6 +340,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.Driver = str(n.Driver, c.Nomad.Driver)
 		c.Nomad.CPU = num(n.CPU, c.Nomad.CPU)
 		c.Nomad.MemoryMB = num(n.MemoryMB, c.Nomad.MemoryMB)
+		c.Nomad.Binary = str(n.Binary, "")
+		c.Nomad.HostVolume = str(n.HostVolume, "")
+		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 	}
 	return c
 }

@@ -2,10 +2,11 @@ package config
 
 import (
 	"fmt"
-	"github.com/hashicorp/hcl/v2"
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/hashicorp/hcl/v2"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -13,10 +14,9 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // notYetImplemented lists settings this build decodes and checks but cannot
 // act on yet. They are reported as warnings so nothing is silently ignored.
 var notYetImplemented = map[string]string{
-	"provider " + ProviderNomad:   "the nomad provider runs members only inside Nomad allocations, which this build does not support yet",
-	"provider " + ProviderASG:     "the asg provider is not part of this build yet",
-	"coordination " + CoordConsul: "Consul coordination is not part of this build yet",
-	"snapshot":                    "snapshots are not taken by this build yet",
+	"provider " + ProviderNomad: "the nomad provider runs members only inside Nomad allocations, which this build does not support yet",
+	"provider " + ProviderASG:   "the asg provider is not part of this build yet",
+	"snapshot":                  "snapshots are not taken by this build yet",
 }
 
 func (d *decoder) validate(c *Cluster, baseDir string) {
@@ -174,9 +174,9 @@ func (d *decoder) validateProvider(c *Cluster) {
 				endpoints[ep] = m.Name
 			}
 		}
-	case ProviderNomad, ProviderASG:
+	case ProviderASG:
 		d.warnf(d.rangeOf("provider"), "Provider not usable yet", "%s.", notYetImplemented["provider "+p.Kind])
-		if p.Kind == ProviderASG && p.ASG.Name == "" {
+		if p.ASG.Name == "" {
 			d.errorf(d.rangeOf("provider", "name"), "Missing name", "provider \"asg\" needs the auto-scaling group's name.")
 		}
 	}
@@ -210,6 +210,5 @@ func (d *decoder) validateCoordination(c *Cluster, baseDir string) {
 		if c.Coordination.SessionTTL < 10*1e9 || c.Coordination.SessionTTL > 86400*1e9 {
 			d.errorf(d.rangeOf("coordination", "session_ttl"), "Invalid session_ttl", "Consul accepts session TTLs between 10s and 24h, got %s.", c.Coordination.SessionTTL)
 		}
-		d.warnf(d.rangeOf("coordination"), "Coordination not usable yet", "%s.", notYetImplemented["coordination "+CoordConsul])
 	}
 }

@@ -185,14 +185,24 @@ func (tc *testCluster) record() coord.Record {
 	return r
 }
 
+// putKeys writes n keys. A put that fails (a member restarting, a leader
+// election) is retried, as a client would, for up to 30s per key.
 func putKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	t.Helper()
 	for i := 0; i < n; i++ {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := cli.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), fmt.Sprint(i))
-		cancel()
-		if err != nil {
-			t.Fatalf("put %s/%04d: %v", prefix, i, err)
+		key := fmt.Sprintf("%s/%04d", prefix, i)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := cli.Put(ctx, key, fmt.Sprint(i))
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("put %s: %v", key, err)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
 	}
 }

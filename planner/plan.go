@@ -340,3 +340,29 @@ func inInstances(ins []Instance, name string) bool {
 	}
 	return false
 }
+
+// PlanLeave decides what a member that is leaving for good (its slot was
+// removed: scale-down, replacement) does before it stops: remove itself
+// from the membership when that is safe, so that its replacement can join
+// at once and the cluster never counts a member that will not come back.
+func PlanLeave(o Observation) Decision { return rules{}.planLeave(o) }
+
+func (r rules) planLeave(o Observation) Decision {
+	name := o.Self.Name
+	if o.Local.Name != "" {
+		name = o.Local.Name
+	}
+	if !o.Running || !o.MembersKnown {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving, but not running or no quorum: stopping without removing this member"}
+	}
+	i := findID(o.Members, o.SelfID)
+	if i < 0 {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving; already removed"}
+	}
+	if voters(o.Members) <= 1 && !o.Members[i].Learner {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving, but this is the last voter: keeping it (the cluster's data lives here)"}
+	}
+	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
+	d.Name = name
+	return d
+}

@@ -86,3 +86,29 @@ func TestLeaderNeverChosenWhileAnotherStale(t *testing.T) {
 		t.Fatalf("want removal of non-leader 7, got %+v", d)
 	}
 }
+
+func TestPlanLeave(t *testing.T) {
+	rec := &Record{ClusterID: 1, Token: "t", Epoch: 1}
+	data := Local{Cluster: "c", Name: "m1", Token: "t", Epoch: 1, MemberID: 2}
+	base := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: rec, HoldsLock: true, MembersKnown: true, DesiredSize: 2}
+	o := base
+	o.Members = members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
+	if d := PlanLeave(o); d.Kind != RemoveMember || d.MemberID != 2 {
+		t.Fatalf("healthy 3 -> 2: got %+v", d)
+	}
+	o.Members = members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", false))
+	if d := PlanLeave(o); d.Kind != Wait || !strings.Contains(d.Reason, "below quorum") {
+		t.Fatalf("leaving would leave 1 healthy of 2: got %+v", d)
+	}
+	o.Members = members(voter(2, "m1", true))
+	if d := PlanLeave(o); d.Kind != Wait {
+		t.Fatalf("last voter must not remove itself: got %+v", d)
+	}
+	o = base
+	o.Members = members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
+	for _, d := range []Decision{PlanLeave(o)} {
+		if err := Check(o, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

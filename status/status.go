@@ -19,8 +19,14 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
 )
 
 // Cluster is the state of a cluster.
@@ -34,42 +40,43 @@ type Cluster struct {
 
 // Coordinator opens the cluster's coordinator.
 func Coordinator(cl *config.Cluster) (coord.Coordinator, error) {
-	if cl.Coordination.Kind != config.CoordLocal {
-		return nil, fmt.Errorf("coordination %q is not available in this build", cl.Coordination.Kind)
+	switch cl.Coordination.Kind {
+	case config.CoordLocal:
+		return local.New(cl.Coordination.Dir)
+	case config.CoordConsul:
+		// Address and token from CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN.
+		cli, err := consulapi.NewClient(consulapi.DefaultConfig())
+		if err != nil {
+			return nil, fmt.Errorf("consul client: %w", err)
+		}
+		return consul.New(consul.Options{Client: cli, Prefix: cl.Coordination.Prefix + "/" + cl.Name, SessionTTL: cl.Coordination.SessionTTL})
 	}
-	return local.New(cl.Coordination.Dir)
+	return nil, fmt.Errorf("unknown coordination %q", cl.Coordination.Kind)
 }
 
-// ClientTLS returns the TLS config the CLI uses towards members: a client
-// certificate issued in memory from the cluster CA (auto) or the files.
-func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*tls.Config, string, error) {
-	switch cl.TLS.Mode {
-	case config.TLSOff:
-		return nil, "http", nil
-	case config.TLSFiles:
-		cfg, err := certs.ClientConfig(certs.Files{CA: cl.TLS.CAFile, Cert: cl.TLS.CertFile, Key: cl.TLS.KeyFile})
-		return cfg, "https", err
+// Instances lists the cluster's member slots from its provider.
+func Instances(ctx context.Context, cl *config.Cluster) ([]provider.Instance, error) {
+	switch cl.Provider.Kind {
+	case config.ProviderStatic:
+		return static.New(cl.Provider.Static).Instances(ctx)
+	case config.ProviderNomad:
+		cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+		if err != nil {
+			return nil, fmt.Errorf("nomad client: %w", err)
+		}
+		job := cl.Provider.Nomad.Job
+		if job == "" {
+			job = cl.Nomad.Job
+		}
+		p := nomad.New(nomad.Options{Client: cli, Namespace: cl.Provider.Nomad.Namespace, Job: job, Group: cl.Provider.Nomad.Group})
+		wctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		go p.Watch(wctx)
+		return p.Instances(ctx)
 	}
-	ca, err := task.ClusterCA(ctx, co, cl.Name)
-	if err != nil {
-		return nil, "", err
-	}
-	p, err := certs.Issue(ca, "etcd-nomad-cli", nil, time.Now())
-	if err != nil {
-		return nil, "", err
-	}
-	kp, err := tls.X509KeyPair(p.Cert, p.Key)
-	if err != nil {
-		return nil, "", err
-	}
-	pool, err := certs.Pool(ca.Cert)
-	if err != nil {
-		return nil, "", err
-	}
-	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, "https", nil
+	return nil, fmt.Errorf("provider %q cannot list members in this build", cl.Provider.Kind)
 }
 
-// Gather reads the record and every member's status.
 func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {
 	out := Cluster{Cluster: cl.Name}
 	co, err := Coordinator(cl)
@@ -90,10 +97,14 @@ func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	out.Members = make([]task.Status, len(cl.Provider.Static))
-	for i, m := range cl.Provider.Static {
+	insts, err := Instances(ctx, cl)
+	if err != nil {
+		return out, err
+	}
+	out.Members = make([]task.Status, len(insts))
+	for i, m := range insts {
 		wg.Add(1)
-		go func(i int, m config.StaticMember) {
+		go func(i int, m provider.Instance) {
 			defer wg.Done()
 			base := scheme + "://" + net.JoinHostPort(m.Address, strconv.Itoa(m.StatusPort))
 			st, err := task.FetchStatus(ctx, hc, base)
@@ -137,4 +148,33 @@ func Format(st Cluster) string {
 		fmt.Fprintf(&b, "\n%s", e)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// ClientTLS returns the TLS config the CLI uses towards members: a client
+// certificate issued in memory from the cluster CA (auto) or the files.
+func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*tls.Config, string, error) {
+	switch cl.TLS.Mode {
+	case config.TLSOff:
+		return nil, "http", nil
+	case config.TLSFiles:
+		cfg, err := certs.ClientConfig(certs.Files{CA: cl.TLS.CAFile, Cert: cl.TLS.CertFile, Key: cl.TLS.KeyFile})
+		return cfg, "https", err
+	}
+	ca, err := task.ClusterCA(ctx, co, cl.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	p, err := certs.Issue(ca, "etcd-nomad-cli", nil, time.Now())
+	if err != nil {
+		return nil, "", err
+	}
+	kp, err := tls.X509KeyPair(p.Cert, p.Key)
+	if err != nil {
+		return nil, "", err
+	}
+	pool, err := certs.Pool(ca.Cert)
+	if err != nil {
+		return nil, "", err
+	}
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, "https", nil
 }

@@ -45,6 +45,9 @@ type Options struct {
 	Name        string
 	Provider    provider.Provider
 	Coordinator coord.Coordinator
+	// Self, optional, is this member's instance; by default it is looked
+	// up by Name among the provider's instances.
+	Self *provider.Instance
 	// Logger, optional, defaults to a logger on stderr.
 	Logger hclog.Logger
 	// LoopInterval, optional, defaults to DefaultLoopInterval.
@@ -103,18 +106,22 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		absentAt: map[uint64]time.Time{},
 		metrics:  newMetrics(o.Cluster.Name, o.Name),
 	}
-	insts, err := o.Provider.Instances(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("list instances: %w", err)
-	}
-	found := false
-	for _, in := range insts {
-		if in.Name == o.Name {
-			m.self, found = in, true
+	if o.Self != nil {
+		m.self = *o.Self
+	} else {
+		insts, err := o.Provider.Instances(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list instances: %w", err)
 		}
-	}
-	if !found {
-		return nil, fmt.Errorf("member %q is not among the provider's instances", o.Name)
+		found := false
+		for _, in := range insts {
+			if in.Name == o.Name {
+				m.self, found = in, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("member %q is not among the provider's instances", o.Name)
+		}
 	}
 	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
@@ -278,6 +285,7 @@ func (m *Member) shutdown() {
 	e := m.etcd
 	m.mu.Unlock()
 	if e != nil {
+		m.leave()
 		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
 		done := make(chan struct{})
 		go func() { e.Close(); close(done) }()
@@ -299,5 +307,64 @@ func (m *Member) shutdown() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = m.http.Shutdown(ctx)
 		cancel()
+	}
+}
+
+// leaver is implemented by providers that know when this member's slot is
+// going away for good.
+type leaver interface {
+	Leaving(ctx context.Context) (bool, error)
+}
+
+// leave removes this member from the membership before it stops, when its
+// slot is gone and the removal is safe (planner.PlanLeave).
+func (m *Member) leave() {
+	lv, ok := m.opts.Provider.(leaver)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout/2)
+	defer cancel()
+	leaving, err := lv.Leaving(ctx)
+	if err != nil {
+		m.log.Warn("cannot tell whether this member is leaving; keeping it", "error", err)
+		return
+	}
+	if !leaving {
+		return
+	}
+	l, err := m.opts.Coordinator.Lock(ctx, m.opts.Name)
+	if err != nil {
+		m.log.Warn("leaving without removing this member: lock not taken", "error", err)
+		return
+	}
+	m.mu.Lock()
+	m.lock = l
+	m.mu.Unlock()
+	defer m.releaseLock(ctx)
+	o, err := m.observe(ctx)
+	if err != nil {
+		m.log.Warn("leaving without removing this member", "error", err)
+		return
+	}
+	d := planner.PlanLeave(o)
+	m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason)
+	if d.Kind != planner.RemoveMember {
+		return
+	}
+	if o.LeaderID == o.SelfID {
+		for _, mem := range o.Members {
+			if mem.ID != o.SelfID && mem.Healthy && !mem.Learner {
+				if cli, err := m.etcdClient([]string{m.clientURL(m.self)}); err == nil {
+					if _, err := cli.MoveLeader(ctx, mem.ID); err != nil {
+						m.log.Warn("leadership transfer before leaving failed", "error", err)
+					}
+				}
+				break
+			}
+		}
+	}
+	if err := m.removeMember(ctx, d); err != nil {
+		m.log.Warn("leaving without removing this member", "error", err)
 	}
 }

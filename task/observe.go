@@ -63,8 +63,14 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	default:
 		return planner.Observation{}, fmt.Errorf("read cluster record: %w", err)
 	}
+	selfListed := false
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
+		selfListed = selfListed || in.Name == m.opts.Name
+	}
+	if !selfListed && m.opts.Self != nil {
+		// The provider's list may lag behind this allocation's start.
+		o.Instances = append(o.Instances, planner.Instance{Name: m.opts.Name, PeerURL: m.peerURL(m.self)})
 	}
 	o.Peers = m.peerStatuses(ctx, insts)
 	m.observeMembers(ctx, insts, &o, now)
@@ -182,6 +188,18 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	for _, in := range insts {
 		names[in.Name] = true
 		peers[m.peerURL(in)] = true
+	}
+	// A member runs under the name persisted in its data, which may differ
+	// from its instance's name (data carried to a new allocation): what a
+	// live instance reports counts as present too.
+	for _, p := range o.Peers {
+		names[p.Name] = true
+	}
+	if o.Running {
+		names[o.Self.Name] = true
+		if o.Local.Name != "" {
+			names[o.Local.Name] = true
+		}
 	}
 	var (
 		wg   sync.WaitGroup

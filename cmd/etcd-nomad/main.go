@@ -26,6 +26,9 @@ func Run(args []string) int {
 		"validate":   func() (cli.Command, error) { return &validateCommand{ui: ui}, nil },
 		"status":     func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
 		"local":      func() (cli.Command, error) { return &localCommand{}, nil },
+		"job":        func() (cli.Command, error) { return &jobCommand{}, nil },
+		"job render": func() (cli.Command, error) { return &jobRenderCommand{ui: ui}, nil },
+		"job run":    func() (cli.Command, error) { return &jobRunCommand{ui: ui}, nil },
 		"local up":   func() (cli.Command, error) { return &localUpCommand{ui: ui}, nil },
 		"local down": func() (cli.Command, error) { return &localDownCommand{ui: ui}, nil },
 	}

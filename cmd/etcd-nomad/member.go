@@ -14,10 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	nomadapi "github.com/hashicorp/nomad/api"
 )
 
 type memberCommand struct{ ui cli.Ui }
@@ -37,7 +38,8 @@ Usage: etcd-nomad member -config FILE -name NAME
 
 Options:
   -config FILE      cluster definition (required)
-  -name NAME        member name (required)
+  -name NAME        member name (static provider: required; nomad: derived
+                    from NOMAD_GROUP_NAME and NOMAD_ALLOC_ID)
   -log-level LEVEL  trace, debug, info, warn, error (default info)`)
 }
 
@@ -46,7 +48,7 @@ func (c *memberCommand) Run(args []string) int {
 	path := fs.String("config", "", "")
 	name := fs.String("name", "", "")
 	level := fs.String("log-level", "info", "")
-	if err := fs.Parse(args); err != nil || *path == "" || *name == "" {
+	if err := fs.Parse(args); err != nil || *path == "" {
 		c.ui.Error(c.Help())
 		return 1
 	}
@@ -57,26 +59,48 @@ func (c *memberCommand) Run(args []string) int {
 	log := hclog.New(&hclog.LoggerOptions{Name: "etcd-nomad", Level: hclog.LevelFromString(*level), Output: os.Stderr})
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if cl.Provider.Kind != config.ProviderStatic {
-		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build; use provider \"static\"", cl.Provider.Kind))
+	cl.DataDir = os.ExpandEnv(cl.DataDir)
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		c.ui.Error(err.Error())
 		return 1
 	}
-	var co coord.Coordinator
-	switch cl.Coordination.Kind {
-	case config.CoordLocal:
-		lc, err := local.New(cl.Coordination.Dir)
+	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
+	switch cl.Provider.Kind {
+	case config.ProviderStatic:
+		if *name == "" {
+			c.ui.Error("the static provider needs -name")
+			return 1
+		}
+		prov := static.New(cl.Provider.Static)
+		go watchStatic(ctx, log, *path, prov)
+		opts.Provider = prov
+	case config.ProviderNomad:
+		self, alloc, err := nomad.SelfFromEnv()
 		if err != nil {
 			c.ui.Error(err.Error())
 			return 1
 		}
-		co = lc
+		cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+		if err != nil {
+			c.ui.Error(fmt.Sprintf("nomad client: %v", err))
+			return 1
+		}
+		job := firstOf(cl.Provider.Nomad.Job, os.Getenv("NOMAD_JOB_ID"), cl.Nomad.Job)
+		group := firstOf(os.Getenv("NOMAD_GROUP_NAME"), cl.Provider.Nomad.Group)
+		ns := firstOf(cl.Provider.Nomad.Namespace, os.Getenv("NOMAD_NAMESPACE"))
+		prov := nomad.New(nomad.Options{Client: cli, Namespace: ns, Job: job, Group: group, SelfAlloc: alloc, Logger: log.Named("nomad")})
+		go prov.Watch(ctx)
+		opts.Provider = prov
+		opts.Self = &self
+		if opts.Name == "" {
+			opts.Name = self.Name
+		}
 	default:
-		c.ui.Error(fmt.Sprintf("coordination %q is not available in this build; use coordination \"local\"", cl.Coordination.Kind))
+		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build; use \"static\" or \"nomad\"", cl.Provider.Kind))
 		return 1
 	}
-	prov := static.New(cl.Provider.Static)
-	go watchStatic(ctx, log, *path, prov)
-	m, err := task.New(ctx, task.Options{Cluster: cl, Name: *name, Provider: prov, Coordinator: co, Logger: log})
+	m, err := task.New(ctx, opts)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -116,4 +140,13 @@ func watchStatic(ctx context.Context, log hclog.Logger, path string, p *static.P
 		p.Set(cl.Provider.Static)
 		log.Info("member list reloaded", "file", path, "members", len(cl.Provider.Static))
 	}
+}
+
+func firstOf(vals ...string) string {
+	for _, v := range vals {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

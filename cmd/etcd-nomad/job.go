@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/cli"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/jobs"
+)
+
+type jobCommand struct{}
+
+func (c *jobCommand) Synopsis() string { return "Render or run the Nomad job of a cluster" }
+func (c *jobCommand) Help() string {
+	return "Usage: etcd-nomad job render|run FILE\n\n  Turns a cluster definition into its Nomad job."
+}
+func (c *jobCommand) Run([]string) int { return cli.RunResultHelp }
+
+type jobRenderCommand struct{ ui cli.Ui }
+
+func (c *jobRenderCommand) Synopsis() string { return "Print the Nomad job of a cluster definition" }
+func (c *jobRenderCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
+
+  Prints the Nomad job (HCL2) that runs the cluster defined in FILE, for
+  'nomad job validate' and 'nomad job run'. The members reach Consul and
+  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering.
+
+Options:
+  -binary PATH   etcd-nomad's path on the Nomad clients (default: this binary)`)
+}
+
+func (c *jobRenderCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("job render", flag.ContinueOnError)
+	bin := fs.String("binary", "", "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		c.ui.Error(c.Help())
+		return 1
+	}
+	cl := loadConfig(c.ui, fs.Arg(0))
+	if cl == nil {
+		return 1
+	}
+	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	fmt.Fprint(os.Stdout, spec)
+	return 0
+}
+
+type jobRunCommand struct{ ui cli.Ui }
+
+func (c *jobRunCommand) Synopsis() string { return "Register the Nomad job and follow its deployment" }
+func (c *jobRunCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] FILE
+
+  Renders the job for FILE, registers it with Nomad (NOMAD_ADDR,
+  NOMAD_TOKEN) and follows the deployment until every member passes its
+  health check, printing progress.`)
+}
+
+func (c *jobRunCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("job run", flag.ContinueOnError)
+	bin := fs.String("binary", "", "")
+	timeout := fs.Duration("timeout", 10*time.Minute, "")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		c.ui.Error(c.Help())
+		return 1
+	}
+	cl := loadConfig(c.ui, fs.Arg(0))
+	if cl == nil {
+		return 1
+	}
+	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	if err != nil {
+		c.ui.Error(fmt.Sprintf("nomad client: %v", err))
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	if err := jobs.Run(ctx, cli, spec, os.Stdout); err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	c.ui.Output("deployment successful: every member passes its health check")
+	return 0
+}

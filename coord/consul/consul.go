@@ -1,0 +1,300 @@
+// Package consul is the coordinator for members on many machines: a Consul
+// session lock serializes decisions, and the cluster record lives in Consul
+// KV, written by transactions that check the lock holder's session
+// (check-session) and the record's index (cas).
+//
+// Consul's locks prefer liveness over safety: a session can be invalidated
+// (TTL missed, node lost) while its holder still believes it holds the lock.
+// Every write here is therefore fenced inside the same transaction by
+// check-session on the lock key: a stale holder's write fails with
+// coord.ErrLockLost, whatever it believes. The record's create-only write is
+// the commit point of a seed.
+package consul
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+)
+
+// Defaults.
+const (
+	// DefaultSessionTTL: Consul's minimum is 10s. A holder that stops
+	// renewing loses the lock after at most twice the TTL (Consul's grace).
+	DefaultSessionTTL = 15 * time.Second
+	// DefaultLockDelay is short because every write is fenced; Consul's 15s
+	// default would only slow recovery after a holder dies.
+	DefaultLockDelay = time.Second
+	// acquirePoll is the retry interval while the lock is held elsewhere,
+	// on top of blocking queries that return as soon as the key changes.
+	acquirePoll = 250 * time.Millisecond
+)
+
+// Options configure a Coordinator.
+type Options struct {
+	// Client is a Consul API client (address and token from
+	// CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN via api.DefaultConfig).
+	Client *api.Client
+	// Prefix is the KV prefix of this cluster, e.g. "etcd-nomad/main".
+	Prefix string
+	// SessionTTL, optional, defaults to DefaultSessionTTL.
+	SessionTTL time.Duration
+	// LockDelay, optional, defaults to DefaultLockDelay.
+	LockDelay time.Duration
+}
+
+// Coordinator implements coord.Coordinator on Consul.
+type Coordinator struct {
+	o Options
+}
+
+var _ coord.Coordinator = (*Coordinator)(nil)
+
+// New returns a coordinator.
+func New(o Options) (*Coordinator, error) {
+	if o.Client == nil || o.Prefix == "" {
+		return nil, errors.New("consul coordinator: client and prefix are required")
+	}
+	if o.SessionTTL == 0 {
+		o.SessionTTL = DefaultSessionTTL
+	}
+	if o.LockDelay == 0 {
+		o.LockDelay = DefaultLockDelay
+	}
+	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
+	return &Coordinator{o: o}, nil
+}
+
+func (c *Coordinator) key(name string) string { return c.o.Prefix + "/" + name }
+
+type lock struct {
+	c       *Coordinator
+	session string
+	fence   uint64
+	lost    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+	lostMu  sync.Once
+}
+
+func (l *lock) Lost() <-chan struct{} { return l.lost }
+func (l *lock) Fence() uint64         { return l.fence }
+func (l *lock) markLost()             { l.lostMu.Do(func() { close(l.lost) }) }
+
+// Unlock releases the key and destroys the session.
+func (l *lock) Unlock(ctx context.Context) error {
+	var err error
+	l.once.Do(func() {
+		close(l.done)
+		q := (&api.WriteOptions{}).WithContext(ctx)
+		_, _, rerr := l.c.o.Client.KV().Release(&api.KVPair{Key: l.c.key("lock"), Session: l.session}, q)
+		_, derr := l.c.o.Client.Session().Destroy(l.session, q)
+		err = errors.Join(rerr, derr)
+		l.markLost()
+	})
+	return err
+}
+
+// Lock creates a TTL session (not tied to the node's serfHealth check, so a
+// flapping agent does not drop it) and acquires the lock key with it.
+func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, error) {
+	se := &api.SessionEntry{
+		Name:      "etcd-nomad lock " + c.o.Prefix + " " + holder,
+		TTL:       c.o.SessionTTL.String(),
+		LockDelay: c.o.LockDelay,
+		Behavior:  api.SessionBehaviorRelease,
+	}
+	id, _, err := c.o.Client.Session().CreateNoChecks(se, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("create consul session: %w", err)
+	}
+	l := &lock{c: c, session: id, lost: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		// RenewPeriodic returns when the session is invalidated or done
+		// is closed; either way the lock is gone.
+		_ = c.o.Client.Session().RenewPeriodic(se.TTL, id, nil, l.done)
+		l.markLost()
+	}()
+	kv := c.o.Client.KV()
+	var waitIndex uint64
+	for {
+		ok, _, err := kv.Acquire(&api.KVPair{Key: c.key("lock"), Value: []byte(holder), Session: id}, (&api.WriteOptions{}).WithContext(ctx))
+		if err != nil {
+			_ = l.Unlock(context.Background())
+			return nil, fmt.Errorf("acquire %s: %w", c.key("lock"), err)
+		}
+		if ok {
+			break
+		}
+		// Held elsewhere (or in lock-delay): wait for the key to change.
+		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: 5 * time.Second}).WithContext(ctx)
+		pair, meta, err := kv.Get(c.key("lock"), q)
+		if ctx.Err() != nil {
+			_ = l.Unlock(context.Background())
+			return nil, fmt.Errorf("wait for lock: %w", ctx.Err())
+		}
+		if err == nil {
+			waitIndex = meta.LastIndex
+			if pair == nil || pair.Session == "" {
+				waitIndex = 0 // free (maybe in lock-delay): poll
+				select {
+				case <-ctx.Done():
+				case <-time.After(acquirePoll):
+				}
+			}
+		}
+	}
+	pair, _, err := kv.Get(c.key("lock"), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil || pair == nil || pair.Session != id {
+		_ = l.Unlock(context.Background())
+		return nil, fmt.Errorf("read lock after acquire: %w", errors.Join(err, coord.ErrLockLost))
+	}
+	l.fence = pair.ModifyIndex
+	go l.watch(pair.ModifyIndex)
+	return l, nil
+}
+
+// watch closes lost when the lock key no longer names this session.
+func (l *lock) watch(index uint64) {
+	kv := l.c.o.Client.KV()
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-l.done:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		pair, meta, err := kv.Get(l.c.key("lock"), (&api.QueryOptions{WaitIndex: index, WaitTime: time.Minute}).WithContext(ctx))
+		cancel()
+		select {
+		case <-l.done:
+			return
+		default:
+		}
+		if err != nil {
+			time.Sleep(acquirePoll)
+			continue
+		}
+		if pair == nil || pair.Session != l.session {
+			l.markLost()
+			return
+		}
+		index = meta.LastIndex
+	}
+}
+
+func (c *Coordinator) session(l coord.Lock) (string, error) {
+	ll, ok := l.(*lock)
+	if !ok || ll.c != c {
+		return "", fmt.Errorf("lock from another coordinator: %w", coord.ErrLockLost)
+	}
+	select {
+	case <-ll.lost:
+		return "", coord.ErrLockLost
+	default:
+	}
+	return ll.session, nil
+}
+
+// Record reads the record with a consistent read.
+func (c *Coordinator) Record(ctx context.Context) (coord.Record, error) {
+	pair, _, err := c.o.Client.KV().Get(c.key("record"), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return coord.Record{}, fmt.Errorf("read %s: %w", c.key("record"), err)
+	}
+	if pair == nil {
+		return coord.Record{}, coord.ErrNoRecord
+	}
+	var r coord.Record
+	if err := json.Unmarshal(pair.Value, &r); err != nil {
+		return coord.Record{}, fmt.Errorf("decode %s: %w", c.key("record"), err)
+	}
+	r.Index = pair.ModifyIndex
+	return r, nil
+}
+
+// CreateRecord writes r if no record exists, in one transaction with a
+// check that l's session still holds the lock.
+func (c *Coordinator) CreateRecord(ctx context.Context, l coord.Lock, r coord.Record) (coord.Record, error) {
+	return c.writeRecord(ctx, l, r, 0, coord.ErrRecordExists)
+}
+
+// UpdateRecord replaces the record if its index is still r.Index.
+func (c *Coordinator) UpdateRecord(ctx context.Context, l coord.Lock, r coord.Record) (coord.Record, error) {
+	if r.Index == 0 {
+		return coord.Record{}, fmt.Errorf("update without an index: %w", coord.ErrConflict)
+	}
+	return c.writeRecord(ctx, l, r, r.Index, coord.ErrConflict)
+}
+
+func (c *Coordinator) writeRecord(ctx context.Context, l coord.Lock, r coord.Record, index uint64, casErr error) (coord.Record, error) {
+	sid, err := c.session(l)
+	if err != nil {
+		return coord.Record{}, err
+	}
+	r.Index = 0
+	b, err := json.Marshal(r)
+	if err != nil {
+		return coord.Record{}, err
+	}
+	ops := api.TxnOps{
+		{KV: &api.KVTxnOp{Verb: api.KVCheckSession, Key: c.key("lock"), Session: sid}},
+		{KV: &api.KVTxnOp{Verb: api.KVCAS, Key: c.key("record"), Value: b, Index: index}},
+	}
+	ok, resp, _, err := c.o.Client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return coord.Record{}, fmt.Errorf("record transaction: %w", err)
+	}
+	if !ok {
+		for _, e := range resp.Errors {
+			if e.OpIndex == 0 {
+				return coord.Record{}, fmt.Errorf("fence check failed (%s): %w", e.What, coord.ErrLockLost)
+			}
+		}
+		return coord.Record{}, casErr
+	}
+	for _, res := range resp.Results {
+		if res.KV != nil && res.KV.Key == c.key("record") {
+			r.Index = res.KV.ModifyIndex
+		}
+	}
+	return r, nil
+}
+
+// LoadOrStore stores value under key unless one is stored (KV cas with
+// index 0), and returns the stored value.
+func (c *Coordinator) LoadOrStore(ctx context.Context, key string, value []byte) ([]byte, error) {
+	kv := c.o.Client.KV()
+	k := c.key("kv/" + key)
+	ok, _, err := kv.CAS(&api.KVPair{Key: k, Value: value}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("store %s: %w", k, err)
+	}
+	if ok {
+		return value, nil
+	}
+	pair, _, err := kv.Get(k, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", k, err)
+	}
+	if pair == nil {
+		return nil, fmt.Errorf("read %s: vanished after a failed create", k)
+	}
+	return pair.Value, nil
+}
+
+// Put writes an informational key (the cluster summary); no fencing.
+func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
+	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))
+	return err
+}

@@ -1,0 +1,254 @@
+package consul
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+)
+
+// When run with this variable set, the test binary is a lock holder
+// process: it takes the lock, says so, and waits to be killed.
+const holderEnv = "ETCD_NOMAD_TEST_LOCK_HOLDER"
+
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(holderEnv); addr != "" {
+		os.Exit(holdLock(addr, os.Getenv(holderEnv+"_PREFIX")))
+	}
+	code := m.Run()
+	if agent != nil {
+		if err := agent.Stop(10 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		os.RemoveAll(agent.Dir)
+	}
+	os.Exit(code)
+}
+
+func holdLock(addr, prefix string) int {
+	c := newCoord(nil, addr, prefix)
+	l, err := c.Lock(context.Background(), "holder-process")
+	if err != nil {
+		fmt.Println("error", err)
+		return 1
+	}
+	fmt.Println("locked", l.Fence())
+	select {}
+}
+
+var (
+	agentOnce sync.Once
+	agent     *devagents.Agent
+	agentErr  error
+)
+
+// consulAgent starts one real Consul dev agent for the package's tests.
+func consulAgent(t *testing.T) string {
+	t.Helper()
+	agentOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "consul-test-")
+		if err != nil {
+			agentErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		agent, agentErr = devagents.StartConsul(ctx, dir)
+	})
+	if agentErr != nil {
+		t.Fatal(agentErr)
+	}
+	return agent.Addr
+}
+
+func newCoord(t *testing.T, addr, prefix string) *Coordinator {
+	cfg := api.DefaultConfig()
+	cfg.Address = strings.TrimPrefix(addr, "http://")
+	cli, err := api.NewClient(cfg)
+	if err != nil {
+		if t != nil {
+			t.Fatal(err)
+		}
+		panic(err)
+	}
+	c, err := New(Options{Client: cli, Prefix: prefix, SessionTTL: 10 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+func TestTwoContendersOneSeed(t *testing.T) {
+	addr := consulAgent(t)
+	for round := 0; round < 5; round++ {
+		c := newCoord(t, addr, fmt.Sprintf("contenders/%d", round))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		var wg sync.WaitGroup
+		results := make(chan string, 4)
+		for i := 0; i < 4; i++ {
+			wg.Add(1)
+			go func(name string) {
+				defer wg.Done()
+				l, err := c.Lock(ctx, name)
+				if err != nil {
+					results <- "error: " + err.Error()
+					return
+				}
+				defer l.Unlock(ctx)
+				if _, err := c.Record(ctx); err == nil {
+					results <- "joined"
+					return
+				}
+				_, err = c.CreateRecord(ctx, l, coord.Record{Token: name, Epoch: 1, Seeder: name})
+				switch {
+				case err == nil:
+					results <- "seeded"
+				case errors.Is(err, coord.ErrRecordExists):
+					results <- "joined"
+				default:
+					results <- "error: " + err.Error()
+				}
+			}(fmt.Sprintf("m%d", i))
+		}
+		wg.Wait()
+		cancel()
+		close(results)
+		seeds := 0
+		for r := range results {
+			if strings.HasPrefix(r, "error") {
+				t.Fatal(r)
+			}
+			if r == "seeded" {
+				seeds++
+			}
+		}
+		if seeds != 1 {
+			t.Fatalf("round %d: %d seeds, want 1", round, seeds)
+		}
+	}
+}
+
+func TestCreateOnlyEvenWithoutTheLockCheck(t *testing.T) {
+	c := newCoord(t, consulAgent(t), "createonly")
+	ctx := context.Background()
+	l, err := c.Lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	if _, err := c.CreateRecord(ctx, l, coord.Record{Token: "a", Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateRecord(ctx, l, coord.Record{Token: "b", Epoch: 1}); !errors.Is(err, coord.ErrRecordExists) {
+		t.Fatalf("second create: %v, want ErrRecordExists", err)
+	}
+	r, err := c.Record(ctx)
+	if err != nil || r.Token != "a" || r.Index == 0 {
+		t.Fatalf("record %+v %v", r, err)
+	}
+	r.ClusterID = 42
+	r2, err := c.UpdateRecord(ctx, l, r)
+	if err != nil || r2.Index <= r.Index {
+		t.Fatalf("update: %+v %v", r2, err)
+	}
+	if _, err := c.UpdateRecord(ctx, l, r); !errors.Is(err, coord.ErrConflict) {
+		t.Fatalf("update with a stale index: %v, want ErrConflict", err)
+	}
+}
+
+// A holder whose session was invalidated (as when it paused past its TTL)
+// still believes it holds the lock; its write must be refused by the fence.
+func TestStaleHolderWriteIsFenced(t *testing.T) {
+	c := newCoord(t, consulAgent(t), "fence")
+	ctx := context.Background()
+	a, err := c.Lock(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &lock{c: c, session: a.(*lock).session, lost: make(chan struct{}), done: make(chan struct{})}
+	if _, err := c.o.Client.Session().Destroy(stale.session, nil); err != nil {
+		t.Fatal(err)
+	}
+	bctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	b, err := c.Lock(bctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Unlock(ctx)
+	if b.Fence() <= a.Fence() {
+		t.Fatalf("fence did not grow: %d then %d", a.Fence(), b.Fence())
+	}
+	if _, err := c.CreateRecord(ctx, stale, coord.Record{Token: "stale", Epoch: 1}); !errors.Is(err, coord.ErrLockLost) {
+		t.Fatalf("stale holder's create: %v, want ErrLockLost", err)
+	}
+	if _, err := c.Record(ctx); !errors.Is(err, coord.ErrNoRecord) {
+		t.Fatalf("stale write landed: %v", err)
+	}
+	if _, err := c.CreateRecord(ctx, b, coord.Record{Token: "b", Epoch: 1}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Lost():
+	case <-time.After(15 * time.Second):
+		t.Fatal("the invalidated holder was never told it lost the lock")
+	}
+}
+
+// A holder process killed with SIGKILL: the other contender gets the lock
+// once Consul invalidates the dead holder's session (TTL).
+func TestKilledHolderLockPassesOn(t *testing.T) {
+	addr := consulAgent(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+addr, holderEnv+"_PREFIX=killed")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "locked") {
+		t.Fatalf("holder: %q %v", line, err)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c := newCoord(t, addr, "killed")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "survivor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(ctx)
+	t.Logf("lock passed on %s after the holder was killed (session TTL 10s)", time.Since(start).Round(time.Millisecond))
+}
+
+func TestLoadOrStoreKeepsFirst(t *testing.T) {
+	c := newCoord(t, consulAgent(t), "kv")
+	ctx := context.Background()
+	first, err := c.LoadOrStore(ctx, "ca", []byte("one"))
+	if err != nil || string(first) != "one" {
+		t.Fatalf("%q %v", first, err)
+	}
+	second, err := c.LoadOrStore(ctx, "ca", []byte("two"))
+	if err != nil || string(second) != "one" {
+		t.Fatalf("second store returned %q %v, want the first value", second, err)
+	}
+}

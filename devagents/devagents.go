@@ -1,0 +1,286 @@
+// Package devagents starts real `consul agent -dev` and `nomad agent -dev`
+// processes (built by tools/build.sh from pinned Go modules) on free
+// loopback ports with their own data dirs, waits until they are ready, and
+// stops them by their own PID. It is the test kit of the e2e tests and the
+// engine of `make demo`; it never downloads anything.
+package devagents
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Pinned versions, matching tools/build.sh.
+const (
+	NomadVersion  = "v1.11.3"
+	ConsulVersion = "v1.22.0"
+)
+
+// BinDir is where tools/build.sh puts the binaries: $ETCD_NOMAD_TOOLS_DIR,
+// or the user cache dir's etcd-nomad/bin.
+func BinDir() string {
+	if d := os.Getenv("ETCD_NOMAD_TOOLS_DIR"); d != "" {
+		return d
+	}
+	if d := os.Getenv("XDG_CACHE_HOME"); d != "" {
+		return filepath.Join(d, "etcd-nomad", "bin")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "etcd-nomad", "bin")
+}
+
+// Bin returns the path of a built tool, or an error telling how to build it.
+func Bin(name, version string) (string, error) {
+	p := filepath.Join(BinDir(), name+"-"+version)
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("%s %s not built at %s: run `make tools` (tools/build.sh)", name, version, p)
+	}
+	return p, nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// Agent is a running agent process.
+type Agent struct {
+	Name string
+	// Addr is the HTTP API address, e.g. http://127.0.0.1:8500.
+	Addr string
+	Dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// PID is the agent's process id.
+func (a *Agent) PID() int { return a.cmd.Process.Pid }
+
+// Stop sends SIGTERM to the agent's PID, then SIGKILL after timeout.
+func (a *Agent) Stop(timeout time.Duration) error {
+	select {
+	case <-a.done:
+		return nil
+	default:
+	}
+	_ = a.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-a.done:
+		return nil
+	case <-time.After(timeout):
+		_ = a.cmd.Process.Kill()
+		<-a.done
+		return fmt.Errorf("%s (pid %d) ignored SIGTERM for %s: killed", a.Name, a.PID(), timeout)
+	}
+}
+
+func start(name, bin, dir string, args ...string) (*Agent, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE=") // nomad's env_aws fingerprinter dies on it
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	a := &Agent{Name: name, Dir: dir, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(a.done)
+	}()
+	return a, nil
+}
+
+// waitReady polls ready until it returns nil, the agent exits, or ctx ends.
+func (a *Agent) waitReady(ctx context.Context, ready func(context.Context) error) error {
+	var last error
+	for {
+		if last = ready(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-a.done:
+			return fmt.Errorf("%s exited during start-up; see %s: %v", a.Name, filepath.Join(a.Dir, a.Name+".log"), last)
+		case <-ctx.Done():
+			_ = a.Stop(5 * time.Second)
+			return fmt.Errorf("%s not ready: %w (last: %v); see %s", a.Name, ctx.Err(), last, filepath.Join(a.Dir, a.Name+".log"))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func getJSON(ctx context.Context, url string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// StartConsul starts `consul agent -dev` with its state in dir.
+func StartConsul(ctx context.Context, dir string) (*Agent, error) {
+	bin, err := Bin("consul", ConsulVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(`
+ports {
+  http = %d
+  serf_lan = %d
+  serf_wan = %d
+  server = %d
+  dns = -1
+  grpc = -1
+  grpc_tls = -1
+}
+`, p[0], p[1], p[2], p[3])
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "consul.hcl")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	a, err := start("consul", bin, dir, "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "dev", "-config-file", cfgFile)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
+	err = a.waitReady(ctx, func(ctx context.Context) error {
+		var leader string
+		if err := getJSON(ctx, a.Addr+"/v1/status/leader", &leader); err != nil {
+			return err
+		}
+		if leader == "" {
+			return errors.New("no leader yet")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// StartNomad starts `nomad agent -dev` (server and client, raw_exec on,
+// cloud fingerprinters denied, allocations on 127.0.0.1) registered with the
+// Consul agent at consulAddr.
+func StartNomad(ctx context.Context, dir, consulAddr string) (*Agent, error) {
+	bin, err := Bin("nomad", NomadVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	cfg := fmt.Sprintf(`
+bind_addr = "127.0.0.1"
+data_dir  = %q
+ports {
+  http = %d
+  rpc  = %d
+  serf = %d
+}
+client {
+  network_interface = "lo"
+  options = {
+    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
+  }
+}
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
+consul {
+  address = %q
+}
+`, data, p[0], p[1], p[2], trimScheme(consulAddr))
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "nomad.hcl")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	a, err := start("nomad", bin, dir, "agent", "-dev", "-config", cfgFile)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
+	err = a.waitReady(ctx, func(ctx context.Context) error {
+		var nodes []struct {
+			Status  string
+			Drivers map[string]struct{ Healthy bool }
+		}
+		if err := getJSON(ctx, a.Addr+"/v1/nodes?resources=false", &nodes); err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if n.Status == "ready" {
+				return nil
+			}
+		}
+		return errors.New("no ready node yet")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func trimScheme(addr string) string {
+	for _, p := range []string{"http://", "https://"} {
+		if len(addr) > len(p) && addr[:len(p)] == p {
+			return addr[len(p):]
+		}
+	}
+	return addr
+}

@@ -1,0 +1,99 @@
+package jobs
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// Run registers the jobspec with Nomad and follows the deployment it
+// starts, writing progress to out, until it succeeds, fails or ctx ends.
+func Run(ctx context.Context, cli *api.Client, jobspec string, out io.Writer) error {
+	job, err := cli.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: jobspec, Canonicalize: true})
+	if err != nil {
+		return fmt.Errorf("nomad refused the rendered job: %w", err)
+	}
+	q := (&api.WriteOptions{Namespace: deref(job.Namespace)}).WithContext(ctx)
+	resp, _, err := cli.Jobs().Register(job, q)
+	if err != nil {
+		return fmt.Errorf("register job %s: %w", deref(job.ID), err)
+	}
+	if resp.Warnings != "" {
+		fmt.Fprintf(out, "nomad warnings: %s\n", resp.Warnings)
+	}
+	fmt.Fprintf(out, "registered job %q (evaluation %s)\n", deref(job.ID), short(resp.EvalID))
+	return Follow(ctx, cli, deref(job.ID), deref(job.Namespace), out)
+}
+
+// Follow waits for the latest deployment of the job's current version to
+// finish, printing a line whenever its progress changes.
+func Follow(ctx context.Context, cli *api.Client, jobID, namespace string, out io.Writer) error {
+	qo := func() *api.QueryOptions { return (&api.QueryOptions{Namespace: namespace}).WithContext(ctx) }
+	info, _, err := cli.Jobs().Info(jobID, qo())
+	if err != nil {
+		return fmt.Errorf("read job %s: %w", jobID, err)
+	}
+	version := deref64(info.Version)
+	start := time.Now()
+	last := ""
+	for {
+		dep, _, err := cli.Jobs().LatestDeployment(jobID, qo())
+		if err != nil {
+			return fmt.Errorf("read deployment of %s: %w", jobID, err)
+		}
+		if dep != nil && dep.JobVersion == version {
+			line := progress(dep)
+			if line != last {
+				fmt.Fprintf(out, "[%5.1fs] %s\n", time.Since(start).Seconds(), line)
+				last = line
+			}
+			switch dep.Status {
+			case api.DeploymentStatusSuccessful:
+				return nil
+			case api.DeploymentStatusFailed, api.DeploymentStatusCancelled:
+				return fmt.Errorf("deployment %s %s: %s", short(dep.ID), dep.Status, dep.StatusDescription)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("following deployment of %s: %w (last: %s)", jobID, ctx.Err(), last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func progress(d *api.Deployment) string {
+	var desired, placed, healthy, unhealthy int
+	for _, s := range d.TaskGroups {
+		desired += s.DesiredTotal
+		placed += s.PlacedAllocs
+		healthy += s.HealthyAllocs
+		unhealthy += s.UnhealthyAllocs
+	}
+	return fmt.Sprintf("deployment %s %s: placed %d/%d, healthy %d/%d, unhealthy %d — %s",
+		short(d.ID), d.Status, placed, desired, healthy, desired, unhealthy, d.StatusDescription)
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func deref64(v *uint64) uint64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}

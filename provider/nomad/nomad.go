@@ -1,0 +1,228 @@
+// Package nomad is the provider for members that run as the allocations of
+// a Nomad job's task group. It watches the job's allocations with blocking
+// queries (one long-poll at a time, not tight polling), serves the latest
+// list from memory, and reads its own identity from the NOMAD_* variables
+// Nomad sets in every task.
+package nomad
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/provider"
+)
+
+// Port labels of the rendered job's group network.
+const (
+	PortClient = "client"
+	PortPeer   = "peer"
+	PortStatus = "status"
+)
+
+// waitTime bounds one blocking query; an idle member asks Nomad about
+// once per waitTime.
+const waitTime = 5 * time.Minute
+
+// Options configure a Provider.
+type Options struct {
+	Client    *api.Client
+	Namespace string
+	Job       string
+	Group     string
+	// SelfAlloc is this member's allocation id (NOMAD_ALLOC_ID), optional.
+	SelfAlloc string
+	Logger    hclog.Logger
+}
+
+// Provider lists a task group's live allocations.
+type Provider struct {
+	o Options
+
+	mu      sync.Mutex
+	ready   chan struct{}
+	insts   []provider.Instance
+	allocs  map[string]*api.AllocationListStub
+	size    int
+	lastErr error
+}
+
+var _ provider.Provider = (*Provider)(nil)
+
+// MemberName is the name a fresh member of allocation allocID takes. Once
+// the member has data, the name persisted there is its identity.
+func MemberName(group, allocID string) string {
+	if len(allocID) > 8 {
+		allocID = allocID[:8]
+	}
+	return group + "-" + allocID
+}
+
+// New returns a provider; call Watch to keep it current.
+func New(o Options) *Provider {
+	if o.Logger == nil {
+		o.Logger = hclog.NewNullLogger()
+	}
+	return &Provider{o: o, ready: make(chan struct{})}
+}
+
+// Watch follows the job's allocations and group count until ctx ends.
+func (p *Provider) Watch(ctx context.Context) {
+	var allocIndex, jobIndex uint64
+	readyOnce := sync.Once{}
+	for ctx.Err() == nil {
+		q := (&api.QueryOptions{Namespace: p.o.Namespace, WaitIndex: allocIndex, WaitTime: waitTime}).WithContext(ctx)
+		allocs, meta, err := p.o.Client.Jobs().Allocations(p.o.Job, false, q)
+		if err == nil {
+			allocIndex = meta.LastIndex
+			jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
+			var job *api.Job
+			job, jmeta, jerr := p.o.Client.Jobs().Info(p.o.Job, jq)
+			if jerr == nil {
+				jobIndex = jmeta.LastIndex
+				p.update(allocs, job)
+				readyOnce.Do(func() { close(p.ready) })
+				continue
+			}
+			err = jerr
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		p.mu.Lock()
+		p.lastErr = err
+		p.mu.Unlock()
+		p.o.Logger.Warn("watch allocations", "job", p.o.Job, "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+		}
+	}
+	_ = jobIndex
+}
+
+func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
+	var insts []provider.Instance
+	byID := map[string]*api.AllocationListStub{}
+	for _, a := range allocs {
+		byID[a.ID] = a
+		if a.TaskGroup != p.o.Group || a.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		if a.ClientStatus != api.AllocClientStatusPending && a.ClientStatus != api.AllocClientStatusRunning {
+			continue
+		}
+		in, ok := instance(p.o.Group, a)
+		if ok {
+			insts = append(insts, in)
+		}
+	}
+	size := 0
+	for _, tg := range job.TaskGroups {
+		if tg.Name != nil && *tg.Name == p.o.Group && tg.Count != nil {
+			size = *tg.Count
+		}
+	}
+	p.mu.Lock()
+	p.insts, p.allocs, p.size, p.lastErr = insts, byID, size, nil
+	p.mu.Unlock()
+}
+
+func instance(group string, a *api.AllocationListStub) (provider.Instance, bool) {
+	in := provider.Instance{Name: MemberName(group, a.ID)}
+	if a.AllocatedResources == nil {
+		return in, false
+	}
+	for _, pm := range a.AllocatedResources.Shared.Ports {
+		if in.Address == "" {
+			in.Address = pm.HostIP
+		}
+		switch pm.Label {
+		case PortClient:
+			in.ClientPort = pm.Value
+		case PortPeer:
+			in.PeerPort = pm.Value
+		case PortStatus:
+			in.StatusPort = pm.Value
+		}
+	}
+	return in, in.Address != "" && in.PeerPort != 0 && in.ClientPort != 0 && in.StatusPort != 0
+}
+
+func (p *Provider) wait(ctx context.Context) error {
+	select {
+	case <-p.ready:
+		return nil
+	case <-ctx.Done():
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return fmt.Errorf("no allocation list from Nomad yet: %w", errors.Join(ctx.Err(), p.lastErr))
+	}
+}
+
+// Instances returns the group's pending and running allocations.
+func (p *Provider) Instances(ctx context.Context) ([]provider.Instance, error) {
+	if err := p.wait(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]provider.Instance(nil), p.insts...), nil
+}
+
+// DesiredSize is the task group's count.
+func (p *Provider) DesiredSize(ctx context.Context) (int, error) {
+	if err := p.wait(ctx); err != nil {
+		return 0, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.size, nil
+}
+
+// Leaving reports whether this member's own allocation is being stopped
+// for good (scale-down, job stop, replacement): Nomad sets its desired
+// status to stop before it signals the task. A task restart inside the same
+// allocation keeps desired status run.
+func (p *Provider) Leaving(ctx context.Context) (bool, error) {
+	if p.o.SelfAlloc == "" {
+		return false, nil
+	}
+	a, _, err := p.o.Client.Allocations().Info(p.o.SelfAlloc, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, err)
+	}
+	return a.DesiredStatus != api.AllocDesiredStatusRun, nil
+}
+
+// SelfFromEnv builds this member's instance from the variables Nomad sets
+// in the task: NOMAD_ALLOC_ID, NOMAD_GROUP_NAME, NOMAD_IP_<label>,
+// NOMAD_PORT_<label>.
+func SelfFromEnv() (provider.Instance, string, error) {
+	alloc := os.Getenv("NOMAD_ALLOC_ID")
+	group := os.Getenv("NOMAD_GROUP_NAME")
+	if alloc == "" || group == "" {
+		return provider.Instance{}, "", errors.New("NOMAD_ALLOC_ID and NOMAD_GROUP_NAME are not set: the nomad provider runs inside a Nomad allocation")
+	}
+	in := provider.Instance{Name: MemberName(group, alloc), Address: os.Getenv("NOMAD_IP_" + PortPeer)}
+	var err error
+	for label, dst := range map[string]*int{PortClient: &in.ClientPort, PortPeer: &in.PeerPort, PortStatus: &in.StatusPort} {
+		v := os.Getenv("NOMAD_PORT_" + label)
+		n, perr := strconv.Atoi(v)
+		if perr != nil {
+			err = errors.Join(err, fmt.Errorf("NOMAD_PORT_%s=%q: the group needs a network port labelled %q", label, v, label))
+		}
+		*dst = n
+	}
+	if in.Address == "" {
+		err = errors.Join(err, errors.New("NOMAD_IP_peer is not set"))
+	}
+	return in, alloc, err
+}

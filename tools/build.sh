@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the pinned agent binaries used by the e2e tests and `make demo`
+# into a cache outside the clone, keyed by name and version, and reuses them
+# when present. Go's build cache makes a rebuild mostly a link step.
+#
+#   tools/build.sh            build all missing tools, print the bin dir
+#   ETCD_NOMAD_TOOLS_DIR=...  override the cache dir
+set -euo pipefail
+cd "$(dirname "$0")"
+dir="${ETCD_NOMAD_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-nomad/bin}"
+mkdir -p "$dir"
+
+build() { # name version module-dir package
+	local name=$1 version=$2 mod=$3 pkg=$4 out="$dir/$1-$2"
+	if [ -x "$out" ]; then
+		return 0
+	fi
+	echo "building $name $version into $out (first time only; a few minutes)..." >&2
+	local start=$SECONDS
+	(cd "$mod" && go build -trimpath -o "$out.tmp" "$pkg")
+	mv "$out.tmp" "$out"
+	echo "built $name $version in $((SECONDS - start))s" >&2
+}
+
+build nomad v1.11.3 nomad github.com/hashicorp/nomad
+build consul v1.22.0 consul github.com/hashicorp/consul
+echo "$dir"
