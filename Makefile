@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/...
 
-.PHONY: build test unit vet fmt demo demo-down clean
+.PHONY: build tools test unit vet fmt demo demo-down local-demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -15,20 +15,31 @@ vet:
 fmt:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-## test: everything — formatting, vet, unit, invariant and integration tests.
-test: fmt vet build
+## tools: pinned Nomad and Consul built from Go modules into a cache
+## outside the clone (reused when present).
+tools:
+	bash tools/build.sh
+
+## test: everything — formatting, vet, unit, invariant, integration and
+## e2e tests (real Nomad and Consul agents).
+test: fmt vet build tools
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
 
 unit:
 	$(GO) test -count=1 -short ./...
 
-## demo: a 3-member cluster on this machine; Ctrl-C stops it.
-demo: build
-	$(BIN) local up -size 3 -dir $(DEMO_DIR)
+## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
+## `nomad job run`; `make demo-down` stops everything.
+demo: build tools
+	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN)
 
 demo-down:
-	$(BIN) local down -dir $(DEMO_DIR)
+	$(GO) run ./cmd/demo down -dir $(DEMO_DIR)
+
+## local-demo: the same without Nomad (member processes on 127.0.0.1).
+local-demo: build
+	$(BIN) local up -size 3 -dir .local-demo
 
 clean:
-	rm -rf bin $(DEMO_DIR)
+	rm -rf bin $(DEMO_DIR) .local-demo

@@ -1,10 +1,12 @@
 package task
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -79,6 +81,7 @@ type Member struct {
 	client   *clientv3.Client
 
 	metrics *metrics
+	summary []byte // last cluster summary written
 	http    *http.Server
 }
 
@@ -129,7 +132,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := m.setupTLS(ctx); err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	m.status = Status{Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
+	m.status = Status{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
 }
 
@@ -233,6 +236,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.releaseLock(ctx)
 		return false
 	}
+	m.publishSummary(ctx, o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -367,4 +371,64 @@ func (m *Member) leave() {
 	if err := m.removeMember(ctx, d); err != nil {
 		m.log.Warn("leaving without removing this member", "error", err)
 	}
+}
+
+// summaryWriter is implemented by coordinators that can hold an
+// informational cluster summary (Consul KV shows it beside the checks).
+type summaryWriter interface {
+	Put(ctx context.Context, key string, value []byte) error
+}
+
+// Summary is the cluster-level view the leader publishes.
+type Summary struct {
+	Cluster   string          `json:"cluster"`
+	ClusterID string          `json:"cluster_id"`
+	Epoch     uint64          `json:"epoch"`
+	Leader    string          `json:"leader"`
+	Voters    int             `json:"voters"`
+	Learners  int             `json:"learners"`
+	Healthy   int             `json:"healthy"`
+	Desired   int             `json:"desired"`
+	Members   []SummaryMember `json:"members"`
+}
+
+// SummaryMember is one member in a Summary.
+type SummaryMember struct {
+	Name    string `json:"name"`
+	ID      string `json:"id"`
+	Learner bool   `json:"learner"`
+	Healthy bool   `json:"healthy"`
+}
+
+// publishSummary writes the summary when this member leads and it changed:
+// an idle cluster writes nothing.
+func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
+	sw, ok := m.opts.Coordinator.(summaryWriter)
+	if !ok || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || o.Record == nil {
+		return
+	}
+	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", o.Record.ClusterID), Epoch: o.Record.Epoch, Desired: o.DesiredSize}
+	for _, mem := range o.Members {
+		if mem.Learner {
+			s.Learners++
+		} else {
+			s.Voters++
+		}
+		if mem.Healthy {
+			s.Healthy++
+		}
+		if mem.ID == o.LeaderID {
+			s.Leader = mem.Name
+		}
+		s.Members = append(s.Members, SummaryMember{Name: mem.Name, ID: fmt.Sprintf("%x", mem.ID), Learner: mem.Learner, Healthy: mem.Healthy})
+	}
+	b, err := json.Marshal(s)
+	if err != nil || bytes.Equal(b, m.summary) {
+		return
+	}
+	if err := sw.Put(ctx, "summary", b); err != nil {
+		m.log.Debug("summary not written", "error", err)
+		return
+	}
+	m.summary = b
 }

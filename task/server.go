@@ -32,6 +32,7 @@ type Status struct {
 	Healthy   bool   `json:"healthy"`
 	Revision  int64  `json:"revision"`
 	DBSize    int64  `json:"db_size"`
+	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`
 	Reason    string `json:"reason"`
 	Time      string `json:"time"`
@@ -54,6 +55,9 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	st.Time = time.Now().UTC().Format(time.RFC3339)
 	if meta, err := m.dir.readMeta(); err == nil {
 		st.Token, st.Epoch = meta.Token, meta.Epoch
+		if meta.Name != "" {
+			st.Name = meta.Name // the persisted identity
+		}
 		st.MemberID, st.ClusterID = meta.MemberID, meta.ClusterID
 	}
 	if e == nil {

@@ -228,3 +228,11 @@ func writeAtomic(path string, b []byte) error {
 	}
 	return os.Rename(tmp.Name(), path)
 }
+
+// Put writes an informational key (the cluster summary); no fencing.
+func (c *Coordinator) Put(_ context.Context, key string, value []byte) error {
+	if strings.ContainsAny(key, "/\\") || key == "" {
+		return fmt.Errorf("invalid key %q", key)
+	}
+	return writeAtomic(filepath.Join(c.Dir, "kv-"+key), value)
+}

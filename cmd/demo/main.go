@@ -1,0 +1,247 @@
+// Command demo runs the README's main command: real Consul and Nomad dev
+// agents, and a 3-member etcd-nomad cluster deployed with `nomad job run`.
+//
+//	go run ./cmd/demo up   [-dir .demo] [-bin bin/etcd-nomad]
+//	go run ./cmd/demo down [-dir .demo]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/status"
+)
+
+type state struct {
+	ConsulPID  int    `json:"consul_pid"`
+	NomadPID   int    `json:"nomad_pid"`
+	ConsulAddr string `json:"consul_addr"`
+	NomadAddr  string `json:"nomad_addr"`
+	Job        string `json:"job"`
+}
+
+const definition = `# The demo cluster: 3 members as a Nomad job, coordinated through Consul.
+cluster "demo" {
+  size = 3
+
+  provider "nomad" {
+    group       = "etcd"
+    stale_after = "10s"
+  }
+
+  coordination "consul" {
+    prefix = "etcd-nomad"
+  }
+
+  nomad {
+    job       = "etcd-demo"
+    cpu       = 200
+    memory_mb = 256
+  }
+}
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: demo up|down [-dir DIR]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	dir := fs.String("dir", ".demo", "working directory")
+	bin := fs.String("bin", "bin/etcd-nomad", "etcd-nomad binary")
+	_ = fs.Parse(os.Args[2:])
+	abs, _ := filepath.Abs(*dir)
+	var err error
+	switch os.Args[1] {
+	case "up":
+		err = up(abs, *bin)
+	case "down":
+		err = down(abs)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+func statePath(dir string) string { return filepath.Join(dir, "state.json") }
+
+func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
+
+func up(dir, bin string) error {
+	if b, err := os.ReadFile(statePath(dir)); err == nil {
+		var st state
+		if json.Unmarshal(b, &st) == nil && (alive(st.ConsulPID) || alive(st.NomadPID)) {
+			return fmt.Errorf("a demo already runs from %s (consul pid %d, nomad pid %d): run `make demo-down` first", dir, st.ConsulPID, st.NomadPID)
+		}
+	}
+	binAbs, err := filepath.Abs(bin)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(binAbs); err != nil {
+		return fmt.Errorf("%s: build it with `make build`", binAbs)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	step := func(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+
+	step("starting consul agent -dev")
+	consul, err := devagents.StartConsul(ctx, filepath.Join(dir, "consul"))
+	if err != nil {
+		return err
+	}
+	step("starting nomad agent -dev (raw_exec)")
+	nomad, err := devagents.StartNomad(ctx, filepath.Join(dir, "nomad"), consul.Addr)
+	if err != nil {
+		_ = consul.Stop(10 * time.Second)
+		return err
+	}
+	st := state{ConsulPID: consul.PID(), NomadPID: nomad.PID(), ConsulAddr: consul.Addr, NomadAddr: nomad.Addr, Job: "etcd-demo"}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	if err := os.WriteFile(statePath(dir), b, 0o600); err != nil {
+		return err
+	}
+	consulHostPort := strings.TrimPrefix(consul.Addr, "http://")
+	os.Setenv("CONSUL_HTTP_ADDR", consulHostPort)
+	os.Setenv("NOMAD_ADDR", nomad.Addr)
+
+	defFile := filepath.Join(dir, "cluster.hcl")
+	if err := os.WriteFile(defFile, []byte(definition), 0o600); err != nil {
+		return err
+	}
+	cl, _, diags := config.LoadFile(defFile)
+	if diags.HasErrors() {
+		return diags
+	}
+	spec, err := jobs.Render(cl, jobs.Options{Binary: binAbs})
+	if err != nil {
+		return err
+	}
+	jobFile := filepath.Join(dir, "etcd.nomad.hcl")
+	if err := os.WriteFile(jobFile, []byte(spec), 0o600); err != nil {
+		return err
+	}
+	nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion)
+	if err != nil {
+		return err
+	}
+	step("nomad job run %s", jobFile)
+	start := time.Now()
+	run := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, jobFile)
+	run.Stdout, run.Stderr = os.Stdout, os.Stderr
+	if err := run.Run(); err != nil {
+		return fmt.Errorf("nomad job run: %w", err)
+	}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = nomad.Addr
+	ncli, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		return err
+	}
+	if err := jobs.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
+		return err
+	}
+	step("waiting for 3 passing Consul checks")
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address = consulHostPort
+	ccli, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		return err
+	}
+	for {
+		entries, _, err := ccli.Health().Service("demo", "", true, nil)
+		if err == nil && len(entries) == 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			return errors.New("checks did not pass in time")
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	fmt.Printf("\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
+	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
+	defer scancel()
+	cs, err := status.Gather(sctx, cl)
+	if err != nil {
+		return err
+	}
+	fmt.Println(status.Format(cs))
+	var eps []string
+	for _, m := range cs.Members {
+		eps = append(eps, m.ClientURL)
+	}
+	fmt.Printf(`
+etcd endpoints: %s
+Nomad UI:       %s/ui/jobs/etcd-demo
+Consul UI:      %s/ui/dc1/services/demo
+cluster summary in Consul KV: etcd-nomad/demo/summary
+
+Try it:
+  export NOMAD_ADDR=%s CONSUL_HTTP_ADDR=%s
+  %s status -config %s
+  %s alloc status   # then: nomad alloc stop <id>, and watch a replacement join
+
+Stop everything: make demo-down
+`, strings.Join(eps, ","), nomad.Addr, consul.Addr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin)
+	return nil
+}
+
+func down(dir string) error {
+	b, err := os.ReadFile(statePath(dir))
+	if err != nil {
+		fmt.Println("no demo state in", dir)
+		return nil
+	}
+	var st state
+	if err := json.Unmarshal(b, &st); err != nil {
+		return fmt.Errorf("read %s: %w", statePath(dir), err)
+	}
+	if alive(st.NomadPID) {
+		if nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion); err == nil {
+			fmt.Println("==> nomad job stop -purge", st.Job)
+			out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", st.NomadAddr, st.Job).CombinedOutput()
+			if err != nil {
+				fmt.Printf("%s\n", out)
+			}
+		}
+	}
+	for _, p := range []struct {
+		name string
+		pid  int
+	}{{"nomad", st.NomadPID}, {"consul", st.ConsulPID}} {
+		if !alive(p.pid) {
+			continue
+		}
+		fmt.Printf("==> stopping %s (pid %d)\n", p.name, p.pid)
+		_ = syscall.Kill(p.pid, syscall.SIGTERM)
+		deadline := time.Now().Add(30 * time.Second)
+		for alive(p.pid) && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+		if alive(p.pid) {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+	}
+	return os.Remove(statePath(dir))
+}

@@ -1,0 +1,249 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func putN(t *testing.T, c *cluster, prefix string, n int) {
+	t.Helper()
+	cli := c.client()
+	for i := 0; i < n; i++ {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			_, err := cli.Put(ctx, fmt.Sprintf("%s/%04d", prefix, i), "v")
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("put %s/%04d: %v", prefix, i, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+func countPrefix(t *testing.T, c *cluster, prefix string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.client().Get(ctx, prefix+"/", clientv3WithPrefixCount()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
+}
+
+func waitVoters(t *testing.T, c *cluster, want int, timeout time.Duration) {
+	t.Helper()
+	cli := c.client()
+	waitFor(t, timeout, fmt.Sprintf("%d voters and no learner", want), func() (bool, string) {
+		v, l, ids, err := memberList(cli)
+		return err == nil && v == want && l == 0, fmt.Sprintf("%d voters %d learners %v %v", v, l, ids, err)
+	})
+}
+
+// Deploy 3 members from the rendered job with `nomad job run`, then kill -9
+// one member process, then `nomad alloc stop` one allocation.
+func TestDeployKillAndReplace(t *testing.T) {
+	c := newCluster(t, "e2e-main", 3)
+	start := time.Now()
+	c.nomadRun("")
+	took := c.waitPassing(3, 3*time.Minute)
+	t.Logf("nomad job run -> 3 passing Consul checks in %s", took.Round(100*time.Millisecond))
+	_ = start
+	putN(t, c, "deploy", 50)
+	if n := countPrefix(t, c, "deploy"); n != 50 {
+		t.Fatalf("read back %d keys, want 50", n)
+	}
+	_, _, desc := c.checks()
+	for _, want := range []string{"role=", "revision=", "db_size="} {
+		if !strings.Contains(desc, want) {
+			t.Fatalf("Consul check output lacks %q:\n%s", want, desc)
+		}
+	}
+
+	t.Run("kill -9 a member process", func(t *testing.T) {
+		st, err := c.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		victim := st.Members[1]
+		if victim.PID == 0 {
+			t.Fatalf("no pid in status: %+v", victim)
+		}
+		if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		killed := time.Now()
+		waitFor(t, time.Minute, "the killed member to be restarted by Nomad", func() (bool, string) {
+			st, err := c.status()
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, m := range st.Members {
+				if m.Name == victim.Name && m.PID != 0 && m.PID != victim.PID && m.Healthy {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%+v", st.Members)
+		})
+		c.waitPassing(3, time.Minute)
+		t.Logf("kill -9 -> healthy again in %s", time.Since(killed).Round(100*time.Millisecond))
+		st, _ = c.status()
+		for _, m := range st.Members {
+			if m.Name == victim.Name && m.MemberID != victim.MemberID {
+				t.Fatalf("member %s came back as %x, want its old id %x", m.Name, m.MemberID, victim.MemberID)
+			}
+		}
+		if n := countPrefix(t, c, "deploy"); n != 50 {
+			t.Fatalf("%d keys after the kill, want 50", n)
+		}
+	})
+
+	t.Run("nomad alloc stop", func(t *testing.T) {
+		allocs := c.allocs()
+		if len(allocs) != 3 {
+			t.Fatalf("%d allocations", len(allocs))
+		}
+		_, _, before, err := memberList(c.client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		out, err := exec.Command(nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, allocs[0].ID).CombinedOutput()
+		if err != nil {
+			t.Fatalf("nomad alloc stop: %v\n%s", err, out)
+		}
+		waitFor(t, 2*time.Minute, "a replacement member", func() (bool, string) {
+			v, l, ids, err := memberList(c.client())
+			if err != nil || v != 3 || l != 0 {
+				return false, fmt.Sprintf("%d voters %d learners %v", v, l, err)
+			}
+			for id := range ids {
+				if _, old := before[id]; !old {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("membership unchanged: %v", ids)
+		})
+		c.waitPassing(3, time.Minute)
+		t.Logf("alloc stop -> replaced, promoted and healthy in %s", time.Since(stopped).Round(100*time.Millisecond))
+		if n := countPrefix(t, c, "deploy"); n != 50 {
+			t.Fatalf("%d keys after the replacement, want 50", n)
+		}
+	})
+}
+
+// Group count 3 -> 5 -> 3 via `nomad job run`: membership follows one step
+// at a time; a concurrent writer sees no long failure window.
+func TestScaleWithNomadJobRun(t *testing.T) {
+	c := newCluster(t, "e2e-scale", 3)
+	c.nomadRun("")
+	c.waitPassing(3, 3*time.Minute)
+	cli := c.client()
+	w := startWriter(cli, "scale")
+	watch := watchMembership(t, cli)
+
+	c.writeDefinition(5, "")
+	c.nomadRun("")
+	c.waitPassing(5, 3*time.Minute)
+	waitVoters(t, c, 5, time.Minute)
+
+	c.writeDefinition(3, "")
+	c.nomadRun("")
+	waitVoters(t, c, 3, 2*time.Minute)
+	c.waitPassing(3, 2*time.Minute)
+
+	acked, gap := w.finish()
+	maxLearners, minVoters := watch()
+	t.Logf("writer: %d acknowledged puts, longest failure window %s; membership: at most %d learners, at least %d voters", len(acked), gap.Round(time.Millisecond), maxLearners, minVoters)
+	if maxLearners > 1 {
+		t.Errorf("%d learners at once", maxLearners)
+	}
+	if minVoters < 3 {
+		t.Errorf("membership fell to %d voters", minVoters)
+	}
+	if gap > 5*time.Second {
+		t.Errorf("writes failed for %s in a row; want at most one leader election", gap)
+	}
+	checkAcked(t, c.client(), acked)
+}
+
+// A job update (changed env var) rolls one allocation at a time and never
+// drops below quorum.
+func TestRollingUpdateKeepsQuorum(t *testing.T) {
+	c := newCluster(t, "e2e-roll", 3)
+	c.nomadRun("")
+	c.waitPassing(3, 3*time.Minute)
+	before := map[string]bool{}
+	for _, a := range c.allocs() {
+		before[a.ID] = true
+	}
+	cli := c.client()
+	w := startWriter(cli, "roll")
+	watch := watchMembership(t, cli)
+	c.nomadRun(`ROLL = "2"`)
+	waitFor(t, 5*time.Minute, "every allocation replaced", func() (bool, string) {
+		allocs := c.allocs()
+		fresh := 0
+		for _, a := range allocs {
+			if !before[a.ID] && a.ClientStatus == "running" {
+				fresh++
+			}
+		}
+		p, total, _ := c.checks()
+		return fresh == 3 && len(allocs) == 3 && p == 3 && total == 3, fmt.Sprintf("%d new of %d, checks %d/%d", fresh, len(allocs), p, total)
+	})
+	acked, gap := w.finish()
+	maxLearners, minVoters := watch()
+	t.Logf("rolling update: %d acknowledged puts, longest failure window %s; at most %d learners, at least %d voters", len(acked), gap.Round(time.Millisecond), maxLearners, minVoters)
+	if gap > 5*time.Second {
+		t.Errorf("writes failed for %s in a row during the update", gap)
+	}
+	if minVoters < 2 {
+		t.Errorf("membership fell to %d voters", minVoters)
+	}
+	checkAcked(t, c.client(), acked)
+}
+
+// All 3 allocations start from empty at the same moment: exactly one seeder
+// and one cluster id, repeated.
+func TestSimultaneousStartOneSeed(t *testing.T) {
+	rounds := 10
+	if testing.Short() {
+		rounds = 2
+	}
+	for r := 0; r < rounds; r++ {
+		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
+			c := newCluster(t, fmt.Sprintf("e2e-seed-%02d", r), 3)
+			c.nomadRun("")
+			c.waitPassing(3, 3*time.Minute)
+			st, err := c.status()
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids := map[uint64]bool{}
+			for _, m := range st.Members {
+				ids[m.ClusterID] = true
+			}
+			if len(ids) != 1 {
+				t.Fatalf("members report %d cluster ids: %v", len(ids), ids)
+			}
+			seeds := 0
+			for _, a := range c.allocs() {
+				seeds += strings.Count(allocLog(a.ID), "state=new")
+			}
+			if seeds != 1 {
+				t.Fatalf("%d members started a new cluster, want 1", seeds)
+			}
+		})
+	}
+}

@@ -1,0 +1,409 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/status"
+)
+
+var (
+	binary   string
+	nomadBin string
+	consul   *devagents.Agent
+	nomad    *devagents.Agent
+	workDir  string
+)
+
+// TestMain builds etcd-nomad, starts one real Consul and one real Nomad dev
+// agent for the package, and stops both by PID at the end.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	var err error
+	workDir, err = os.MkdirTemp("", "etcd-nomad-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(workDir)
+	binary = filepath.Join(workDir, "etcd-nomad")
+	if out, err := exec.Command("go", "build", "-o", binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
+		return 1
+	}
+	if nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if consul, err = devagents.StartConsul(ctx, filepath.Join(workDir, "consul")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer consul.Stop(15 * time.Second)
+	if nomad, err = devagents.StartNomad(ctx, filepath.Join(workDir, "nomad"), consul.Addr); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer nomad.Stop(30 * time.Second)
+	os.Setenv("CONSUL_HTTP_ADDR", strings.TrimPrefix(consul.Addr, "http://"))
+	os.Setenv("NOMAD_ADDR", nomad.Addr)
+	return m.Run()
+}
+
+// cluster is one etcd-nomad job owned by a test.
+type cluster struct {
+	t    *testing.T
+	name string
+	dir  string
+	file string
+	size int
+}
+
+func newCluster(t *testing.T, name string, size int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, name: name, dir: t.TempDir(), size: size}
+	c.file = filepath.Join(c.dir, "cluster.hcl")
+	c.writeDefinition(size, "")
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
+		out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput()
+		if err != nil {
+			t.Logf("nomad job stop %s: %v\n%s", name, err, out)
+		}
+		c.waitNoAllocs()
+	})
+	return c
+}
+
+func (c *cluster) writeDefinition(size int, extraEnv string) {
+	c.t.Helper()
+	c.size = size
+	def := fmt.Sprintf(`cluster %q {
+  size = %d
+
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"
+  }
+
+  provider "nomad" {
+    group       = "etcd"
+    stale_after = "5s"
+  }
+
+  coordination "consul" {
+    prefix = "etcd-nomad-e2e"
+  }
+
+  nomad {
+    cpu       = 100
+    memory_mb = 128
+    kill_timeout = "20s"
+  }
+}
+# %s
+`, c.name, size, extraEnv)
+	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// render runs `etcd-nomad job render`; extra lines go into the task's env.
+func (c *cluster) render(envLine string) string {
+	c.t.Helper()
+	out, err := exec.Command(binary, "job", "render", "-binary", binary, c.file).Output()
+	if err != nil {
+		c.t.Fatalf("job render: %v", err)
+	}
+	spec := string(out)
+	if envLine != "" {
+		spec = strings.Replace(spec, "      env {\n", "      env {\n        "+envLine+"\n", 1)
+	}
+	path := filepath.Join(c.dir, "etcd.nomad.hcl")
+	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	return path
+}
+
+// nomadRun submits the rendered job with the real `nomad job run`.
+func (c *cluster) nomadRun(envLine string) {
+	c.t.Helper()
+	path := c.render(envLine)
+	out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput()
+	if err != nil {
+		c.t.Fatalf("nomad job run: %v\n%s", err, out)
+	}
+}
+
+func (c *cluster) config() *config.Cluster {
+	cl, _, diags := config.LoadFile(c.file)
+	if diags.HasErrors() {
+		c.t.Fatal(diags.Error())
+	}
+	return cl
+}
+
+func consulClient(t *testing.T) *consulapi.Client {
+	cfg := consulapi.DefaultConfig()
+	cfg.Address = strings.TrimPrefix(consul.Addr, "http://")
+	cli, err := consulapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli
+}
+
+func nomadClient(t *testing.T) *nomadapi.Client {
+	cfg := nomadapi.DefaultConfig()
+	cfg.Address = nomad.Addr
+	cli, err := nomadapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cli
+}
+
+// checks returns the passing and total Consul checks of the service.
+func (c *cluster) checks() (passing, total int, desc string) {
+	entries, _, err := consulClient(c.t).Health().Service(c.name, "", false, nil)
+	if err != nil {
+		return 0, 0, err.Error()
+	}
+	var parts []string
+	for _, e := range entries {
+		for _, ch := range e.Checks {
+			if ch.CheckID == "serfHealth" {
+				continue
+			}
+			total++
+			if ch.Status == consulapi.HealthPassing {
+				passing++
+			}
+			parts = append(parts, fmt.Sprintf("%s %s: %s", e.Service.ID, ch.Status, strings.TrimSpace(ch.Output)))
+		}
+	}
+	return passing, total, strings.Join(parts, "\n")
+}
+
+// waitPassing waits until exactly want checks exist and all pass.
+func (c *cluster) waitPassing(want int, timeout time.Duration) time.Duration {
+	c.t.Helper()
+	start := time.Now()
+	waitFor(c.t, timeout, fmt.Sprintf("%d passing Consul checks", want), func() (bool, string) {
+		p, total, desc := c.checks()
+		return p == want && total == want, fmt.Sprintf("%d/%d passing\n%s", p, total, desc)
+	})
+	return time.Since(start)
+}
+
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, state)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (c *cluster) status() (status.Cluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return status.Gather(ctx, c.config())
+}
+
+func (c *cluster) client() *clientv3.Client {
+	c.t.Helper()
+	cl := c.config()
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	tc, _, err := status.ClientTLS(context.Background(), cl, co)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	st, err := c.status()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var eps []string
+	for _, m := range st.Members {
+		if m.ClientURL != "" {
+			eps = append(eps, m.ClientURL)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// allocs lists the job's allocations that Nomad wants running.
+func (c *cluster) allocs() []*nomadapi.AllocationListStub {
+	list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, false, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	var out []*nomadapi.AllocationListStub
+	for _, a := range list {
+		if a.DesiredStatus == nomadapi.AllocDesiredStatusRun {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+func (c *cluster) waitNoAllocs() {
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, true, nil)
+		if err != nil || len(list) == 0 {
+			return
+		}
+		running := 0
+		for _, a := range list {
+			if a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+func (c *cluster) dumpLogs() {
+	list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, true, nil)
+	if err != nil {
+		return
+	}
+	for _, a := range list {
+		path := filepath.Join(workDir, "nomad", "data", "alloc", a.ID, "alloc", "logs", "etcd.stderr.0")
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var lines []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "etcd-nomad") {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) > 40 {
+			lines = lines[len(lines)-40:]
+		}
+		c.t.Logf("=== alloc %s (%s, %s)\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, strings.Join(lines, "\n"))
+	}
+}
+
+func memberList(cli *clientv3.Client) (voters, learners int, ids map[uint64]string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	ids = map[uint64]string{}
+	for _, m := range resp.Members {
+		if m.IsLearner {
+			learners++
+		} else {
+			voters++
+		}
+		ids[m.ID] = m.Name
+	}
+	return voters, learners, ids, nil
+}
+
+// writer puts keys continuously and records the longest stretch of time in
+// which no put succeeded.
+type writer struct {
+	mu         sync.Mutex
+	acked      []string
+	lastOK     time.Time
+	longestGap time.Duration
+	stop       chan struct{}
+	done       chan struct{}
+}
+
+func startWriter(cli *clientv3.Client, prefix string) *writer {
+	w := &writer{lastOK: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("%s/%06d", prefix, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := cli.Put(ctx, key, "v")
+			cancel()
+			now := time.Now()
+			w.mu.Lock()
+			if err == nil {
+				if gap := now.Sub(w.lastOK); gap > w.longestGap {
+					w.longestGap = gap
+				}
+				w.lastOK = now
+				w.acked = append(w.acked, key)
+			}
+			w.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+func (w *writer) finish() (acked []string, longestGap time.Duration) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked, w.longestGap
+}
+
+// checkAcked fails unless every acknowledged key is present.
+func checkAcked(t *testing.T, cli *clientv3.Client, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := cli.Get(ctx, k)
+		cancel()
+		if err != nil || resp.Count != 1 {
+			t.Fatalf("acknowledged key %s lost (%v)", k, err)
+		}
+	}
+}
