@@ -157,8 +157,11 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 // and each member's health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
 	var endpoints []string
+	if o.Running {
+		endpoints = append(endpoints, m.clientURL(m.self))
+	}
 	for _, in := range insts {
-		if in.Name == m.opts.Name && !o.Running {
+		if in.Name == m.opts.Name {
 			continue
 		}
 		endpoints = append(endpoints, m.clientURL(in))

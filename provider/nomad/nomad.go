@@ -78,8 +78,14 @@ func (p *Provider) Watch(ctx context.Context) {
 	var allocIndex, jobIndex uint64
 	readyOnce := sync.Once{}
 	for ctx.Err() == nil {
-		q := (&api.QueryOptions{Namespace: p.o.Namespace, WaitIndex: allocIndex, WaitTime: waitTime}).WithContext(ctx)
-		allocs, meta, err := p.o.Client.Jobs().Allocations(p.o.Job, false, q)
+		// The allocation list with resources (ports) for this job; the
+		// job-allocations endpoint omits them.
+		q := (&api.QueryOptions{
+			Namespace: p.o.Namespace, WaitIndex: allocIndex, WaitTime: waitTime,
+			Filter: fmt.Sprintf("JobID == %q", p.o.Job),
+			Params: map[string]string{"resources": "true"},
+		}).WithContext(ctx)
+		allocs, meta, err := p.o.Client.Allocations().List(q)
 		if err == nil {
 			allocIndex = meta.LastIndex
 			jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
