@@ -224,6 +224,7 @@ func down(dir string) error {
 			if err != nil {
 				fmt.Printf("%s\n", out)
 			}
+			waitAllocsStopped(st)
 		}
 	}
 	for _, p := range []struct {
@@ -244,4 +245,34 @@ func down(dir string) error {
 		}
 	}
 	return os.Remove(statePath(dir))
+}
+
+// waitAllocsStopped waits until no member process of the job runs, so that
+// stopping the agent leaves no task behind.
+func waitAllocsStopped(st state) {
+	cfg := nomadapi.DefaultConfig()
+	cfg.Address = st.NomadAddr
+	cli, err := nomadapi.NewClient(cfg)
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		q := &nomadapi.QueryOptions{Filter: fmt.Sprintf("JobID == %q", st.Job)}
+		allocs, _, err := cli.Allocations().List(q)
+		if err != nil {
+			return
+		}
+		running := 0
+		for _, a := range allocs {
+			if a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending {
+				running++
+			}
+		}
+		if running == 0 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fmt.Println("some allocations did not stop within 60s")
 }
