@@ -178,6 +178,10 @@ ports {
   grpc = -1
   grpc_tls = -1
 }
+# Tests and the demo run many clients from one address.
+limits {
+  http_max_conns_per_client = 4000
+}
 `, p[0], p[1], p[2], p[3])
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

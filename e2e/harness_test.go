@@ -87,11 +87,7 @@ func newCluster(t *testing.T, name string, size int) *cluster {
 		if t.Failed() {
 			c.dumpLogs()
 		}
-		out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput()
-		if err != nil {
-			t.Logf("nomad job stop %s: %v\n%s", name, err, out)
-		}
-		c.waitNoAllocs()
+		stopJob(t, name)
 	})
 	return c
 }
@@ -165,7 +161,28 @@ func (c *cluster) config() *config.Cluster {
 	return cl
 }
 
+var (
+	clientsOnce  sync.Once
+	sharedConsul *consulapi.Client
+	sharedNomad  *nomadapi.Client
+)
+
 func consulClient(t *testing.T) *consulapi.Client {
+	clientsOnce.Do(func() { initClients(t) })
+	return sharedConsul
+}
+
+func nomadClient(t *testing.T) *nomadapi.Client {
+	clientsOnce.Do(func() { initClients(t) })
+	return sharedNomad
+}
+
+func initClients(t *testing.T) {
+	sharedConsul = newConsulClient(t)
+	sharedNomad = newNomadClient(t)
+}
+
+func newConsulClient(t *testing.T) *consulapi.Client {
 	cfg := consulapi.DefaultConfig()
 	cfg.Address = strings.TrimPrefix(consul.Addr, "http://")
 	cli, err := consulapi.NewClient(cfg)
@@ -175,7 +192,7 @@ func consulClient(t *testing.T) *consulapi.Client {
 	return cli
 }
 
-func nomadClient(t *testing.T) *nomadapi.Client {
+func newNomadClient(t *testing.T) *nomadapi.Client {
 	cfg := nomadapi.DefaultConfig()
 	cfg.Address = nomad.Addr
 	cli, err := nomadapi.NewClient(cfg)
@@ -283,10 +300,23 @@ func (c *cluster) allocs() []*nomadapi.AllocationListStub {
 	return out
 }
 
-func (c *cluster) waitNoAllocs() {
-	deadline := time.Now().Add(60 * time.Second)
+// stopJob stops a job, waits until none of its member processes runs, then
+// purges it: stopping the agent afterwards leaves no task behind.
+func stopJob(t *testing.T, name string) {
+	out, err := exec.Command(nomadBin, "job", "stop", "-yes", "-address", nomad.Addr, name).CombinedOutput()
+	if err != nil {
+		t.Logf("nomad job stop %s: %v\n%s", name, err, out)
+	}
+	waitNoAllocs(t, name)
+	if out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput(); err != nil {
+		t.Logf("nomad job stop -purge %s: %v\n%s", name, err, out)
+	}
+}
+
+func waitNoAllocs(t *testing.T, name string) {
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
-		list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, true, nil)
+		list, _, err := nomadClient(t).Jobs().Allocations(name, true, nil)
 		if err != nil || len(list) == 0 {
 			return
 		}
@@ -301,6 +331,7 @@ func (c *cluster) waitNoAllocs() {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	t.Errorf("allocations of %s still running after 90s", name)
 }
 
 func (c *cluster) dumpLogs() {
