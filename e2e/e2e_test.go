@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -153,7 +154,13 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 	watch := watchMembership(t, cli)
 
 	c.writeDefinition(5, "")
-	c.nomadRun("")
+	// This step goes through `etcd-nomad job run`, which follows the
+	// deployment until every new member passes its check.
+	out, err := exec.Command(binary, "job", "run", "-binary", binary, "-timeout", "3m", c.file).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "deployment successful") {
+		t.Fatalf("etcd-nomad job run: %v\n%s", err, out)
+	}
+	t.Logf("etcd-nomad job run:\n%s", out)
 	c.waitPassing(5, 3*time.Minute)
 	waitVoters(t, c, 5, time.Minute)
 
@@ -245,5 +252,21 @@ func TestSimultaneousStartOneSeed(t *testing.T) {
 				t.Fatalf("%d members started a new cluster, want 1", seeds)
 			}
 		})
+	}
+}
+
+// The rendered job of the shipped example is accepted by `nomad job validate`.
+func TestRenderedExampleValidates(t *testing.T) {
+	spec, err := exec.Command(binary, "job", "render", "-binary", binary, "../examples/nomad.hcl").Output()
+	if err != nil {
+		t.Fatalf("job render: %v", err)
+	}
+	path := t.TempDir() + "/etcd.nomad.hcl"
+	if err := os.WriteFile(path, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(nomadBin, "job", "validate", "-address", nomad.Addr, path).CombinedOutput()
+	if err != nil {
+		t.Fatalf("nomad job validate: %v\n%s", err, out)
 	}
 }

@@ -303,12 +303,12 @@ func (c *cluster) allocs() []*nomadapi.AllocationListStub {
 // stopJob stops a job, waits until none of its member processes runs, then
 // purges it: stopping the agent afterwards leaves no task behind.
 func stopJob(t *testing.T, name string) {
-	out, err := exec.Command(nomadBin, "job", "stop", "-yes", "-address", nomad.Addr, name).CombinedOutput()
+	out, err := exec.Command(nomadBin, "job", "stop", "-detach", "-yes", "-address", nomad.Addr, name).CombinedOutput()
 	if err != nil {
 		t.Logf("nomad job stop %s: %v\n%s", name, err, out)
 	}
 	waitNoAllocs(t, name)
-	if out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput(); err != nil {
+	if out, err := exec.Command(nomadBin, "job", "stop", "-detach", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput(); err != nil {
 		t.Logf("nomad job stop -purge %s: %v\n%s", name, err, out)
 	}
 }

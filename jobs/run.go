@@ -28,6 +28,10 @@ func Run(ctx context.Context, cli *api.Client, jobspec string, out io.Writer) er
 	return Follow(ctx, cli, deref(job.ID), deref(job.Namespace), out)
 }
 
+// noDeploymentAfter: a registration that changes no allocation (or only
+// removes some) creates no deployment; stop waiting for one after this.
+const noDeploymentAfter = 15 * time.Second
+
 // Follow waits for the latest deployment of the job's current version to
 // finish, printing a line whenever its progress changes.
 func Follow(ctx context.Context, cli *api.Client, jobID, namespace string, out io.Writer) error {
@@ -43,6 +47,10 @@ func Follow(ctx context.Context, cli *api.Client, jobID, namespace string, out i
 		dep, _, err := cli.Jobs().LatestDeployment(jobID, qo())
 		if err != nil {
 			return fmt.Errorf("read deployment of %s: %w", jobID, err)
+		}
+		if (dep == nil || dep.JobVersion != version) && time.Since(start) > noDeploymentAfter {
+			fmt.Fprintf(out, "no deployment for version %d after %s: nothing to roll out\n", version, noDeploymentAfter)
+			return nil
 		}
 		if dep != nil && dep.JobVersion == version {
 			line := progress(dep)
