@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 )
 
 func putN(t *testing.T, c *cluster, prefix string, n int) {
@@ -150,8 +152,8 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)
 	cli := c.client()
-	w := startWriter(cli, "scale")
-	watch := watchMembership(t, cli)
+	w := clustertest.StartWriter(cli, "scale")
+	watch := clustertest.WatchMembership(cli)
 
 	c.writeDefinition(5, "")
 	// This step goes through `etcd-nomad job run`, which follows the
@@ -169,8 +171,8 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 	waitVoters(t, c, 3, 2*time.Minute)
 	c.waitPassing(3, 2*time.Minute)
 
-	acked, gap := w.finish()
-	maxLearners, minVoters := watch()
+	acked, gap := w.Finish()
+	maxLearners, minVoters, _ := watch()
 	t.Logf("writer: %d acknowledged puts, longest failure window %s; membership: at most %d learners, at least %d voters", len(acked), gap.Round(time.Millisecond), maxLearners, minVoters)
 	if maxLearners > 1 {
 		t.Errorf("%d learners at once", maxLearners)
@@ -181,7 +183,7 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 	if gap > 5*time.Second {
 		t.Errorf("writes failed for %s in a row; want at most one leader election", gap)
 	}
-	checkAcked(t, c.client(), acked)
+	clustertest.CheckAcked(t, c.client(), acked)
 }
 
 // A job update (changed env var) rolls one allocation at a time and never
@@ -195,8 +197,8 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		before[a.ID] = true
 	}
 	cli := c.client()
-	w := startWriter(cli, "roll")
-	watch := watchMembership(t, cli)
+	w := clustertest.StartWriter(cli, "roll")
+	watch := clustertest.WatchMembership(cli)
 	c.nomadRun(`ROLL = "2"`)
 	waitFor(t, 5*time.Minute, "every allocation replaced", func() (bool, string) {
 		allocs := c.allocs()
@@ -209,8 +211,8 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		p, total, _ := c.checks()
 		return fresh == 3 && len(allocs) == 3 && p == 3 && total == 3, fmt.Sprintf("%d new of %d, checks %d/%d", fresh, len(allocs), p, total)
 	})
-	acked, gap := w.finish()
-	maxLearners, minVoters := watch()
+	acked, gap := w.Finish()
+	maxLearners, minVoters, _ := watch()
 	t.Logf("rolling update: %d acknowledged puts, longest failure window %s; at most %d learners, at least %d voters", len(acked), gap.Round(time.Millisecond), maxLearners, minVoters)
 	if gap > 5*time.Second {
 		t.Errorf("writes failed for %s in a row during the update", gap)
@@ -218,7 +220,7 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 	if minVoters < 2 {
 		t.Errorf("membership fell to %d voters", minVoters)
 	}
-	checkAcked(t, c.client(), acked)
+	clustertest.CheckAcked(t, c.client(), acked)
 }
 
 // All 3 allocations start from empty at the same moment: exactly one seeder

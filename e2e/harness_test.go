@@ -16,8 +16,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -237,17 +239,7 @@ func (c *cluster) waitPassing(want int, timeout time.Duration) time.Duration {
 
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, state)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	clustertest.WaitFor(t, timeout, what, cond)
 }
 
 func (c *cluster) status() (status.Cluster, error) {
@@ -314,24 +306,11 @@ func stopJob(t *testing.T, name string) {
 }
 
 func waitNoAllocs(t *testing.T, name string) {
-	deadline := time.Now().Add(90 * time.Second)
-	for time.Now().Before(deadline) {
-		list, _, err := nomadClient(t).Jobs().Allocations(name, true, nil)
-		if err != nil || len(list) == 0 {
-			return
-		}
-		running := 0
-		for _, a := range list {
-			if a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending {
-				running++
-			}
-		}
-		if running == 0 {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := jobs.WaitStopped(ctx, nomadClient(t), name, ""); err != nil {
+		t.Error(err)
 	}
-	t.Errorf("allocations of %s still running after 90s", name)
 }
 
 func (c *cluster) dumpLogs() {
@@ -359,82 +338,6 @@ func (c *cluster) dumpLogs() {
 }
 
 func memberList(cli *clientv3.Client) (voters, learners int, ids map[uint64]string, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	ids = map[uint64]string{}
-	for _, m := range resp.Members {
-		if m.IsLearner {
-			learners++
-		} else {
-			voters++
-		}
-		ids[m.ID] = m.Name
-	}
-	return voters, learners, ids, nil
-}
-
-// writer puts keys continuously and records the longest stretch of time in
-// which no put succeeded.
-type writer struct {
-	mu         sync.Mutex
-	acked      []string
-	lastOK     time.Time
-	longestGap time.Duration
-	stop       chan struct{}
-	done       chan struct{}
-}
-
-func startWriter(cli *clientv3.Client, prefix string) *writer {
-	w := &writer{lastOK: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for i := 0; ; i++ {
-			select {
-			case <-w.stop:
-				return
-			default:
-			}
-			key := fmt.Sprintf("%s/%06d", prefix, i)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := cli.Put(ctx, key, "v")
-			cancel()
-			now := time.Now()
-			w.mu.Lock()
-			if err == nil {
-				if gap := now.Sub(w.lastOK); gap > w.longestGap {
-					w.longestGap = gap
-				}
-				w.lastOK = now
-				w.acked = append(w.acked, key)
-			}
-			w.mu.Unlock()
-			time.Sleep(20 * time.Millisecond)
-		}
-	}()
-	return w
-}
-
-func (w *writer) finish() (acked []string, longestGap time.Duration) {
-	close(w.stop)
-	<-w.done
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.acked, w.longestGap
-}
-
-// checkAcked fails unless every acknowledged key is present.
-func checkAcked(t *testing.T, cli *clientv3.Client, keys []string) {
-	t.Helper()
-	for _, k := range keys {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := cli.Get(ctx, k)
-		cancel()
-		if err != nil || resp.Count != 1 {
-			t.Fatalf("acknowledged key %s lost (%v)", k, err)
-		}
-	}
+	m, err := clustertest.MemberList(cli)
+	return m.Voters, m.Learners, m.IDs, err
 }

@@ -105,3 +105,29 @@ func deref64(v *uint64) uint64 {
 	}
 	return *v
 }
+
+// WaitStopped waits until no allocation of the job is pending or running,
+// so that stopping the Nomad agent afterwards leaves no task behind.
+func WaitStopped(ctx context.Context, cli *api.Client, jobID, namespace string) error {
+	for {
+		q := (&api.QueryOptions{Namespace: namespace, Filter: fmt.Sprintf("JobID == %q", jobID)}).WithContext(ctx)
+		allocs, _, err := cli.Allocations().List(q)
+		if err != nil {
+			return fmt.Errorf("list allocations of %s: %w", jobID, err)
+		}
+		running := 0
+		for _, a := range allocs {
+			if a.ClientStatus == api.AllocClientStatusRunning || a.ClientStatus == api.AllocClientStatusPending {
+				running++
+			}
+		}
+		if running == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d allocations of %s still running: %w", running, jobID, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

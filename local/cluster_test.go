@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/local"
 )
 
@@ -121,31 +122,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	putKeys(t, cli, "k", 100)
 
 	// Watch the membership throughout.
-	stop := make(chan struct{})
-	violations := make(chan string, 100)
-	watched := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { watched <- n }()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-			voters, learners, _, err := memberList(cli)
-			if err != nil {
-				continue
-			}
-			n++
-			if learners > 1 {
-				violations <- fmt.Sprintf("%d learners at once", learners)
-			}
-			if voters < 3 {
-				violations <- fmt.Sprintf("%d voters, below the smallest size 3", voters)
-			}
-		}
-	}()
+	watch := clustertest.WatchMembership(cli)
 
 	more, err := local.AllocatePorts(2)
 	if err != nil {
@@ -183,13 +160,15 @@ func TestScaleUpAndDown(t *testing.T) {
 		}
 	}
 	tc.waitHealthy(30 * time.Second)
-	close(stop)
-	if n := <-watched; n < 20 {
-		t.Fatalf("membership observed only %d times", n)
+	maxLearners, minVoters, samples := watch()
+	if samples < 20 {
+		t.Fatalf("membership observed only %d times", samples)
 	}
-	close(violations)
-	for v := range violations {
-		t.Error(v)
+	if maxLearners > 1 {
+		t.Errorf("%d learners at once", maxLearners)
+	}
+	if minVoters < 3 {
+		t.Errorf("%d voters, below the smallest size 3", minVoters)
 	}
 	checkKeys(t, cli, "k", 100)
 	checkKeys(t, cli, "k5", 50)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/local"
@@ -105,25 +106,6 @@ func (tc *testCluster) config() *config.Cluster {
 	return cl
 }
 
-// waitFor polls cond until it holds or timeout passes; on timeout it fails
-// with the last state cond described.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, state := cond()
-		if ok {
-			return
-		}
-		last = state
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, last)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
-
 func (tc *testCluster) status() (status.Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -185,59 +167,26 @@ func (tc *testCluster) record() coord.Record {
 	return r
 }
 
-// putKeys writes n keys. A put that fails (a member restarting, a leader
-// election) is retried, as a client would, for up to 30s per key.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	clustertest.WaitFor(t, timeout, what, cond)
+}
+
 func putKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	t.Helper()
-	for i := 0; i < n; i++ {
-		key := fmt.Sprintf("%s/%04d", prefix, i)
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := cli.Put(ctx, key, fmt.Sprint(i))
-			cancel()
-			if err == nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("put %s: %v", key, err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
+	clustertest.PutKeys(t, cli, prefix, n)
 }
 
 func checkKeys(t *testing.T, cli *clientv3.Client, prefix string, n int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
-	if err != nil {
-		t.Fatalf("count %s: %v", prefix, err)
-	}
-	if resp.Count != int64(n) {
-		t.Fatalf("%s: %d keys, want %d", prefix, resp.Count, n)
+	if got := clustertest.CountKeys(t, cli, prefix); got != int64(n) {
+		t.Fatalf("%s: %d keys, want %d", prefix, got, n)
 	}
 }
 
-// memberList reads the membership through the cluster.
 func memberList(cli *clientv3.Client) (voters, learners int, names map[string]uint64, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	resp, err := cli.MemberList(ctx)
-	if err != nil {
-		return 0, 0, nil, err
-	}
-	names = map[string]uint64{}
-	for _, m := range resp.Members {
-		if m.IsLearner {
-			learners++
-		} else {
-			voters++
-		}
-		names[m.Name] = m.ID
-	}
-	return voters, learners, names, nil
+	m, err := clustertest.MemberList(cli)
+	return m.Voters, m.Learners, m.Names, err
 }
 
 func logOf(t *testing.T, lay local.Layout, name string) string {

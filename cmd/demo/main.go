@@ -247,8 +247,7 @@ func down(dir string) error {
 	return os.Remove(statePath(dir))
 }
 
-// waitAllocsStopped waits until no member process of the job runs, so that
-// stopping the agent leaves no task behind.
+// waitAllocsStopped waits until no member process of the job runs.
 func waitAllocsStopped(st state) {
 	cfg := nomadapi.DefaultConfig()
 	cfg.Address = st.NomadAddr
@@ -256,23 +255,9 @@ func waitAllocsStopped(st state) {
 	if err != nil {
 		return
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) {
-		q := &nomadapi.QueryOptions{Filter: fmt.Sprintf("JobID == %q", st.Job)}
-		allocs, _, err := cli.Allocations().List(q)
-		if err != nil {
-			return
-		}
-		running := 0
-		for _, a := range allocs {
-			if a.ClientStatus == nomadapi.AllocClientStatusRunning || a.ClientStatus == nomadapi.AllocClientStatusPending {
-				running++
-			}
-		}
-		if running == 0 {
-			return
-		}
-		time.Sleep(250 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := jobs.WaitStopped(ctx, cli, st.Job, ""); err != nil {
+		fmt.Println(err)
 	}
-	fmt.Println("some allocations did not stop within 60s")
 }

@@ -1,0 +1,194 @@
+// Package clustertest is the test kit shared by the integration and e2e
+// tests: polling with a deadline, reading the membership, writing keys with
+// a client's retries, and watching availability and membership while a test
+// disturbs a cluster. It only reads and writes through etcd's client.
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// WaitFor polls cond until it holds or timeout passes; on timeout it fails
+// the test with the last state cond described.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s; last seen:\n%s", timeout, what, state)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Membership is one reading of the member list.
+type Membership struct {
+	Voters, Learners int
+	// Names maps member names to ids (unstarted members have no name).
+	Names map[string]uint64
+	// IDs maps member ids to names.
+	IDs map[uint64]string
+}
+
+// MemberList reads the membership through the cluster.
+func MemberList(cli *clientv3.Client) (Membership, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	resp, err := cli.MemberList(ctx)
+	if err != nil {
+		return Membership{}, err
+	}
+	m := Membership{Names: map[string]uint64{}, IDs: map[uint64]string{}}
+	for _, mem := range resp.Members {
+		if mem.IsLearner {
+			m.Learners++
+		} else {
+			m.Voters++
+		}
+		m.Names[mem.Name] = mem.ID
+		m.IDs[mem.ID] = mem.Name
+	}
+	return m, nil
+}
+
+// PutKeys writes PREFIX/0000.. PREFIX/n-1. A put that fails (a member
+// restarting, a leader election) is retried, as a client would, for up to
+// 30s per key.
+func PutKeys(t testing.TB, cli *clientv3.Client, prefix string, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		key := fmt.Sprintf("%s/%04d", prefix, i)
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			_, err := cli.Put(ctx, key, fmt.Sprint(i))
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("put %s: %v", key, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// CountKeys returns how many keys are under PREFIX/.
+func CountKeys(t testing.TB, cli *clientv3.Client, prefix string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := cli.Get(ctx, prefix+"/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatalf("count %s: %v", prefix, err)
+	}
+	return resp.Count
+}
+
+// Writer puts keys continuously and records which were acknowledged and the
+// longest stretch of time in which no put succeeded.
+type Writer struct {
+	mu         sync.Mutex
+	acked      []string
+	lastOK     time.Time
+	longestGap time.Duration
+	stop       chan struct{}
+	done       chan struct{}
+}
+
+// StartWriter starts writing PREFIX/000000...
+func StartWriter(cli *clientv3.Client, prefix string) *Writer {
+	w := &Writer{lastOK: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			key := fmt.Sprintf("%s/%06d", prefix, i)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := cli.Put(ctx, key, "v")
+			cancel()
+			now := time.Now()
+			w.mu.Lock()
+			if err == nil {
+				w.longestGap = max(w.longestGap, now.Sub(w.lastOK))
+				w.lastOK = now
+				w.acked = append(w.acked, key)
+			}
+			w.mu.Unlock()
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	return w
+}
+
+// Finish stops the writer and reports what it saw.
+func (w *Writer) Finish() (acked []string, longestGap time.Duration) {
+	close(w.stop)
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.acked, w.longestGap
+}
+
+// CheckAcked fails unless every acknowledged key is present.
+func CheckAcked(t testing.TB, cli *clientv3.Client, keys []string) {
+	t.Helper()
+	for _, k := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		resp, err := cli.Get(ctx, k)
+		cancel()
+		if err != nil || resp.Count != 1 {
+			t.Fatalf("acknowledged key %s lost (%v)", k, err)
+		}
+	}
+}
+
+// WatchMembership samples the member list every 100ms until the returned
+// function is called, which reports the most learners and the fewest voters
+// seen at once, and how many samples were taken.
+func WatchMembership(cli *clientv3.Client) func() (maxLearners, minVoters, samples int) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	maxL, minV, n := 0, 1<<30, 0
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			m, err := MemberList(cli)
+			if err != nil {
+				continue
+			}
+			mu.Lock()
+			maxL, minV, n = max(maxL, m.Learners), min(minV, m.Voters), n+1
+			mu.Unlock()
+		}
+	}()
+	return func() (int, int, int) {
+		close(stop)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return maxL, minV, n
+	}
+}
