@@ -12,12 +12,13 @@ func genObservation(rng *rand.Rand) Observation {
 	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
 	tokens := []string{"tokA", "tokB"}
 	o := Observation{
-		ClusterName: "c",
-		Self:        Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
-		DesiredSize: 1 + pick(5),
-		StaleAfter:  time.Duration(pick(3)) * 10 * time.Second,
-		HoldsLock:   pick(2) == 0,
-		NewToken:    "tokNew",
+		ClusterName:   "c",
+		Self:          Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
+		DesiredSize:   1 + pick(5),
+		StaleAfter:    time.Duration(pick(3)) * 10 * time.Second,
+		HoldsLock:     pick(2) == 0,
+		NewToken:      "tokNew",
+		StartFailures: rng.IntN(7),
 	}
 	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
 	for i := 0; i < pick(6); i++ {

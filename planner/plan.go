@@ -5,6 +5,10 @@ import (
 	"sort"
 )
 
+// MaxStartFailures is how many failed starts of an added-but-unstarted
+// learner make it be removed and the join start over.
+const MaxStartFailures = 5
+
 // rules switch safety checks off. Plan always uses the zero value, which
 // keeps every check on; the invariant tests flip them to prove that the
 // checker catches a broken planner.
@@ -126,6 +130,13 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 	}
 	for _, m := range o.Members {
 		if m.Name == "" && contains(m.PeerURLs, o.Self.PeerURL) {
+			if o.StartFailures >= MaxStartFailures && m.Learner {
+				// The learner slot is poisoned (the cluster it was added
+				// to cannot be reached as recorded): free it, join anew.
+				d := r.removal(o, m, fmt.Sprintf("starting as learner %x failed %d times", m.ID, o.StartFailures))
+				d.Name = name
+				return d
+			}
 			return Decision{Kind: ResumeJoin, Name: name, MemberID: m.ID, Reason: fmt.Sprintf("already added as member %x; starting it", m.ID)}
 		}
 	}

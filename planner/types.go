@@ -36,6 +36,8 @@ type Observation struct {
 	StaleAfter time.Duration
 	// NewToken is a fresh random cluster token, used only if this loop seeds.
 	NewToken string
+	// StartFailures counts this member's consecutive failed etcd starts.
+	StartFailures int
 }
 
 // Self is this member's configured identity.

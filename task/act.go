@@ -262,8 +262,10 @@ func (m *Member) start(name, token, state, initial string, epoch uint64) error {
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
-		return fmt.Errorf("start etcd: %w", err)
+		m.startFailures++
+		return fmt.Errorf("start etcd (failure %d in a row): %w", m.startFailures, err)
 	}
+	m.startFailures = 0
 	stopped := make(chan struct{})
 	go func() {
 		select {

@@ -80,9 +80,10 @@ type Member struct {
 	absentAt map[uint64]time.Time
 	client   *clientv3.Client
 
-	metrics *metrics
-	summary []byte // last cluster summary written
-	http    *http.Server
+	metrics       *metrics
+	summary       []byte // last cluster summary written
+	startFailures int    // consecutive failed etcd starts
+	http          *http.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.

@@ -39,15 +39,16 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	holds := m.lock != nil
 	m.mu.Unlock()
 	o := planner.Observation{
-		ClusterName: m.opts.Cluster.Name,
-		Self:        planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
-		DesiredSize: size,
-		Running:     running,
-		SelfID:      selfID,
-		Local:       m.dir.observe(running),
-		HoldsLock:   holds,
-		StaleAfter:  m.opts.Cluster.Provider.StaleAfter,
-		NewToken:    newToken(),
+		ClusterName:   m.opts.Cluster.Name,
+		Self:          planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
+		DesiredSize:   size,
+		Running:       running,
+		SelfID:        selfID,
+		Local:         m.dir.observe(running),
+		HoldsLock:     holds,
+		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
+		NewToken:      newToken(),
+		StartFailures: m.startFailures,
 	}
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
