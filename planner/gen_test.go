@@ -8,17 +8,22 @@ import (
 
 // genObservation builds a random but structurally plausible observation.
 func genObservation(rng *rand.Rand) Observation {
+	if rng.IntN(3) == 0 {
+		return genRunningCluster(rng)
+	}
 	pick := func(n int) int { return rng.IntN(n) }
 	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
 	tokens := []string{"tokA", "tokB"}
 	o := Observation{
-		ClusterName:   "c",
-		Self:          Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
-		DesiredSize:   1 + pick(5),
-		StaleAfter:    time.Duration(pick(3)) * 10 * time.Second,
-		HoldsLock:     pick(2) == 0,
-		NewToken:      "tokNew",
-		StartFailures: rng.IntN(7),
+		ClusterName:         "c",
+		Self:                Self{Name: names[pick(4)], PeerURL: "https://self:2380"},
+		DesiredSize:         1 + pick(5),
+		StaleAfter:          time.Duration(pick(3)) * 10 * time.Second,
+		HoldsLock:           pick(2) == 0,
+		NewToken:            "tokNew",
+		StartFailures:       rng.IntN(7),
+		ReplaceAfter:        time.Duration(rng.IntN(2)) * 20 * time.Second,
+		ReplacementInFlight: rng.IntN(3) == 0,
 	}
 	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
 	for i := 0; i < pick(6); i++ {
@@ -47,6 +52,9 @@ func genObservation(rng *rand.Rand) Observation {
 		}
 		if pick(3) == 0 {
 			m.AbsentFor = time.Duration(pick(60)) * time.Second
+		}
+		if !m.Healthy {
+			m.UnhealthyFor = time.Duration(pick(60)) * time.Second
 		}
 		o.Members = append(o.Members, m)
 	}
@@ -85,3 +93,41 @@ func genObservation(rng *rand.Rand) Observation {
 }
 
 func describe(o Observation) string { return fmt.Sprintf("%+v", o) }
+
+// genRunningCluster builds a coherent running cluster seen by one of its
+// voters: names match instances, self is a member, the record matches.
+func genRunningCluster(rng *rand.Rand) Observation {
+	pick := func(n int) int { return rng.IntN(n) }
+	n := 1 + pick(6)
+	o := Observation{
+		ClusterName: "c", DesiredSize: n, StaleAfter: 10 * time.Second, ReplaceAfter: time.Duration(pick(2)) * 20 * time.Second,
+		ReplacementInFlight: pick(3) == 0, HoldsLock: pick(2) == 0, MembersKnown: true, Running: true,
+		Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1},
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d", i)
+		m := Member{ID: uint64(i + 1), Name: name, PeerURLs: []string{"https://" + name + ":2380"}, Healthy: pick(4) != 0}
+		if !m.Healthy {
+			m.UnhealthyFor = time.Duration(pick(60)) * time.Second
+		}
+		if pick(8) == 0 {
+			m.Learner = true
+		}
+		if pick(6) != 0 {
+			o.Instances = append(o.Instances, Instance{Name: name, PeerURL: m.PeerURLs[0]})
+		} else {
+			m.AbsentFor = time.Duration(pick(30)) * time.Second
+		}
+		o.Members = append(o.Members, m)
+	}
+	self := o.Members[pick(n)]
+	o.SelfID = self.ID
+	o.Self = Self{Name: self.Name, PeerURL: self.PeerURLs[0]}
+	o.Local = Local{Cluster: "c", Name: self.Name, Token: "tokA", Epoch: 1, MemberID: self.ID, ClusterID: 0xc1}
+	if pick(3) != 0 {
+		o.LeaderID = self.ID
+	} else {
+		o.LeaderID = o.Members[pick(n)].ID
+	}
+	return o
+}

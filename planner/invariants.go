@@ -107,6 +107,35 @@ func Check(o Observation, d Decision) error {
 				}
 			}
 		}
+	case ReplaceInstance:
+		// One replacement at a time, of a long-unhealthy voter, with quorum.
+		if o.ReplacementInFlight {
+			return fmt.Errorf("replacement of %s while another replacement is in flight", d.Target)
+		}
+		for _, x := range o.Members {
+			if x.Learner || x.Name == "" {
+				return fmt.Errorf("replacement of %s while member %x is in flight", d.Target, x.ID)
+			}
+		}
+		found := false
+		healthy, all := 0, 0
+		for _, x := range o.Members {
+			if !x.Learner {
+				all++
+				if x.Healthy {
+					healthy++
+				}
+			}
+			if x.ID == d.MemberID {
+				found = true
+				if x.Healthy || o.ReplaceAfter <= 0 || x.UnhealthyFor < o.ReplaceAfter {
+					return fmt.Errorf("replacement of %s, which is healthy or not unhealthy long enough", d.Target)
+				}
+			}
+		}
+		if !found || !inInstances(o.Instances, d.Target) || healthy < all/2+1 {
+			return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
+		}
 	case SetAside:
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")

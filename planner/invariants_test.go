@@ -28,7 +28,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 	}
 	// The generator must reach every decision, or the invariants were
 	// checked against too little.
-	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster} {
+	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance} {
 		if kinds[k] == 0 {
 			t.Errorf("no generated observation led to %s; counts: %v", k, kinds)
 		}
@@ -47,6 +47,7 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"invariant 3: join while in flight":   {joinWhileInFlight: true},
 		"invariant 5: rejoin foreign data":    {rejoinForeign: true},
 		"invariant 6: ignore persisted name":  {ignorePersisted: true},
+		"replacement while one is in flight":  {replaceWhileInFlight: true},
 	}
 	for name, r := range broken {
 		t.Run(name, func(t *testing.T) {

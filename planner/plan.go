@@ -13,13 +13,14 @@ const MaxStartFailures = 5
 // keeps every check on; the invariant tests flip them to prove that the
 // checker catches a broken planner.
 type rules struct {
-	skipQuorumCheck     bool // remove members even below quorum
-	preferLeader        bool // pick the leader first for removal
-	seedDespiteRecord   bool // seed even when a record exists
-	rejoinForeign       bool // start data from another cluster as-is
-	ignorePersisted     bool // run under the configured name, not the persisted one
-	joinWhileInFlight   bool // add a learner while another change is in flight
-	seedDespitePeerData bool // seed while peers report data (lost record)
+	skipQuorumCheck      bool // remove members even below quorum
+	preferLeader         bool // pick the leader first for removal
+	seedDespiteRecord    bool // seed even when a record exists
+	rejoinForeign        bool // start data from another cluster as-is
+	ignorePersisted      bool // run under the configured name, not the persisted one
+	joinWhileInFlight    bool // add a learner while another change is in flight
+	seedDespitePeerData  bool // seed while peers report data (lost record)
+	replaceWhileInFlight bool // replace a second instance while one is replaced
 }
 
 // Plan decides what this member does next. It is pure: the same
@@ -130,7 +131,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 	}
 	for _, m := range o.Members {
 		if m.Name == "" && contains(m.PeerURLs, o.Self.PeerURL) {
-			if o.StartFailures >= MaxStartFailures && m.Learner {
+			if o.StartFailures >= MaxStartFailures && m.Learner && m.ID != o.LeaderID {
 				// The learner slot is poisoned (the cluster it was added
 				// to cannot be reached as recorded): free it, join anew.
 				d := r.removal(o, m, fmt.Sprintf("starting as learner %x failed %d times", m.ID, o.StartFailures))
@@ -187,6 +188,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	// healthy voter when the leader is itself stale.
 	cands := r.staleMembers(o)
 	if len(cands) == 0 {
+		if d, ok := r.replacement(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: "healthy; nothing to do"}
 	}
 	if !actsForCluster(o, cands) {
@@ -195,6 +199,42 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	d := r.removal(o, cands[0], fmt.Sprintf("member %s (%x) has been absent from the provider for %s", displayName(cands[0]), cands[0].ID, cands[0].AbsentFor))
 	d.Name = name
 	return d
+}
+
+// replacement hands the instance of a voter that has stayed unhealthy past
+// ReplaceAfter back to the provider: only by the leader, one at a time,
+// never while a replacement or a membership change is in flight, and only
+// while the healthy voters keep quorum without it.
+func (r rules) replacement(o Observation, name string) (Decision, bool) {
+	if o.ReplaceAfter <= 0 || o.LeaderID != o.SelfID {
+		return Decision{}, false
+	}
+	var target *Member
+	for i, m := range o.Members {
+		if m.Learner || m.Name == "" || m.Healthy || m.UnhealthyFor < o.ReplaceAfter || !inInstances(o.Instances, m.Name) {
+			continue
+		}
+		if target == nil || m.UnhealthyFor > target.UnhealthyFor {
+			target = &o.Members[i]
+		}
+	}
+	if target == nil {
+		return Decision{}, false
+	}
+	why := fmt.Sprintf("member %s has been unhealthy for %s", target.Name, target.UnhealthyFor)
+	if o.ReplacementInFlight && !r.replaceWhileInFlight {
+		return Decision{Kind: Wait, Name: name, Reason: why + "; but a replacement is already in flight"}, true
+	}
+	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.replaceWhileInFlight {
+		return Decision{Kind: Wait, Name: name, Reason: why + "; but " + inFlight}, true
+	}
+	if hv, v := healthyVoters(o.Members), voters(o.Members); hv < Quorum(v) && !r.skipQuorumCheck {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; but only %d of %d voters are healthy", why, hv, v)}, true
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to replace its instance"}, true
+	}
+	return Decision{Kind: ReplaceInstance, Name: name, Target: target.Name, MemberID: target.ID, Reason: why + ": asking the provider to replace its instance"}, true
 }
 
 // staleMembers lists the members that may be removed, best choice first:

@@ -113,3 +113,31 @@ func TestPlanLeave(t *testing.T) {
 		}
 	}
 }
+
+func TestReplaceInstance(t *testing.T) {
+	rec := &Record{ClusterID: 1, Token: "t", Epoch: 1}
+	sick := voter(3, "m2", false)
+	sick.UnhealthyFor = time.Minute
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, Running: true, SelfID: 1, LeaderID: 1, HoldsLock: true, MembersKnown: true,
+		Local: Local{Cluster: "c", Name: "m0", Token: "t", Epoch: 1, MemberID: 1}, Record: rec, ReplaceAfter: 30 * time.Second, DesiredSize: 3,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
+		Members:   members(voter(1, "m0", true), voter(2, "m1", true), sick)}
+	d := Plan(o)
+	if d.Kind != ReplaceInstance || d.Target != "m2" {
+		t.Fatalf("want replacement of m2, got %+v", d)
+	}
+	o.ReplacementInFlight = true
+	if d := Plan(o); d.Kind != Wait || !strings.Contains(d.Reason, "already in flight") {
+		t.Fatalf("second replacement while one is in flight: got %+v", d)
+	}
+	o.ReplacementInFlight = false
+	o.Members[2].UnhealthyFor = 10 * time.Second
+	if d := Plan(o); d.Kind != Wait {
+		t.Fatalf("replaced before ReplaceAfter: got %+v", d)
+	}
+	o.Members[2].UnhealthyFor = time.Minute
+	o.LeaderID = 2
+	if d := Plan(o); d.Kind != Wait {
+		t.Fatalf("a follower replaced an instance: got %+v", d)
+	}
+}

@@ -38,6 +38,13 @@ type Observation struct {
 	NewToken string
 	// StartFailures counts this member's consecutive failed etcd starts.
 	StartFailures int
+	// ReplaceAfter, when positive, is how long a voter may stay unhealthy
+	// before its instance is handed back to the provider for replacement
+	// (auto-scaling groups); 0 disables replacement.
+	ReplaceAfter time.Duration
+	// ReplacementInFlight is true while the provider is already replacing
+	// an instance.
+	ReplacementInFlight bool
 }
 
 // Self is this member's configured identity.
@@ -64,6 +71,9 @@ type Member struct {
 	// AbsentFor is how long no provider instance has matched this member
 	// (by name, or by peer URL for an unstarted member); 0 while present.
 	AbsentFor time.Duration
+	// UnhealthyFor is how long the member has been unreachable; 0 while
+	// healthy.
+	UnhealthyFor time.Duration
 }
 
 // Local describes the data dir.
@@ -126,6 +136,8 @@ const (
 	SetAside Kind = "set-aside"
 	// RecordCluster: write the cluster record from this member's data.
 	RecordCluster Kind = "record-cluster"
+	// ReplaceInstance: ask the provider to replace Target's instance.
+	ReplaceInstance Kind = "replace-instance"
 )
 
 // Decision is what the supervisor should do next.
@@ -139,6 +151,8 @@ type Decision struct {
 	MemberID uint64
 	// Record is the record to create (Seed) or write (RecordCluster).
 	Record *Record
+	// Target is the member whose instance is to be replaced.
+	Target string
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool
@@ -147,7 +161,7 @@ type Decision struct {
 // ChangesMembership reports whether d changes the etcd membership.
 func (d Decision) ChangesMembership() bool {
 	switch d.Kind {
-	case JoinAsLearner, Promote, RemoveMember:
+	case JoinAsLearner, Promote, RemoveMember, ReplaceInstance:
 		return true
 	}
 	return false
