@@ -95,6 +95,9 @@ type Provider struct {
 	Kind string
 	// StaleAfter is how long a member may be missing before it is removed.
 	StaleAfter time.Duration
+	// ReplaceAfter, when positive, is how long a voter may stay unhealthy
+	// before its instance is replaced (asg only).
+	ReplaceAfter time.Duration
 
 	Static []StaticMember
 	Nomad  NomadProvider
@@ -119,8 +122,11 @@ type NomadProvider struct {
 
 // ASGProvider finds members among an AWS auto-scaling group's instances.
 type ASGProvider struct {
-	Name   string
-	Region string
+	Name          string
+	Region        string
+	Endpoint      string
+	IMDSEndpoint  string
+	LifecycleHook string
 }
 
 // Coordination selects the lock and cluster record backend.

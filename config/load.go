@@ -81,9 +81,13 @@ type nomadProviderSchema struct {
 }
 
 type asgProviderSchema struct {
-	StaleAfter *string `hcl:"stale_after,optional"`
-	Name       string  `hcl:"name"`
-	Region     *string `hcl:"region,optional"`
+	StaleAfter    *string `hcl:"stale_after,optional"`
+	ReplaceAfter  *string `hcl:"replace_after,optional"`
+	Name          string  `hcl:"name"`
+	Region        *string `hcl:"region,optional"`
+	Endpoint      *string `hcl:"endpoint,optional"`
+	IMDSEndpoint  *string `hcl:"imds_endpoint,optional"`
+	LifecycleHook *string `hcl:"lifecycle_hook,optional"`
 }
 
 type coordinationSchema struct {
@@ -369,7 +373,8 @@ func (d *decoder) provider(s providerSchema) Provider {
 		var a asgProviderSchema
 		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &a)...)
 		p.StaleAfter = d.duration(a.StaleAfter, p.StaleAfter, "provider", "stale_after")
-		p.ASG = ASGProvider{Name: a.Name, Region: str(a.Region, "")}
+		p.ReplaceAfter = d.duration(a.ReplaceAfter, 0, "provider", "replace_after")
+		p.ASG = ASGProvider{Name: a.Name, Region: str(a.Region, ""), Endpoint: str(a.Endpoint, ""), IMDSEndpoint: str(a.IMDSEndpoint, ""), LifecycleHook: str(a.LifecycleHook, "")}
 	default:
 		d.errorf(d.rangeOf("provider"), "Unknown provider", "Provider %q is not one of \"nomad\", \"asg\", \"static\".", s.Kind)
 	}

@@ -14,9 +14,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // notYetImplemented lists settings this build decodes and checks but cannot
 // act on yet. They are reported as warnings so nothing is silently ignored.
 var notYetImplemented = map[string]string{
-	"provider " + ProviderNomad: "the nomad provider runs members only inside Nomad allocations, which this build does not support yet",
-	"provider " + ProviderASG:   "the asg provider is not part of this build yet",
-	"snapshot":                  "snapshots are not taken by this build yet",
+	"snapshot": "snapshots are not taken by this build yet",
 }
 
 func (d *decoder) validate(c *Cluster, baseDir string) {
@@ -175,7 +173,9 @@ func (d *decoder) validateProvider(c *Cluster) {
 			}
 		}
 	case ProviderASG:
-		d.warnf(d.rangeOf("provider"), "Provider not usable yet", "%s.", notYetImplemented["provider "+p.Kind])
+		if p.ReplaceAfter > 0 && p.ReplaceAfter < p.StaleAfter {
+			d.errorf(d.rangeOf("provider", "replace_after"), "replace_after too short", "replace_after (%s) must not be shorter than stale_after (%s): a member must get the chance to come back before its instance is replaced.", p.ReplaceAfter, p.StaleAfter)
+		}
 		if p.ASG.Name == "" {
 			d.errorf(d.rangeOf("provider", "name"), "Missing name", "provider \"asg\" needs the auto-scaling group's name.")
 		}

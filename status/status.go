@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/task"
@@ -73,8 +74,22 @@ func Instances(ctx context.Context, cl *config.Cluster) ([]provider.Instance, er
 		defer cancel()
 		go p.Watch(wctx)
 		return p.Instances(ctx)
+	case config.ProviderASG:
+		p, err := asg.New(ctx, ASGOptions(cl, "-"))
+		if err != nil {
+			return nil, err
+		}
+		return p.Instances(ctx)
 	}
 	return nil, fmt.Errorf("provider %q cannot list members in this build", cl.Provider.Kind)
+}
+
+// ASGOptions are the asg provider's options for cl; self is the instance
+// id ("" reads it from IMDS).
+func ASGOptions(cl *config.Cluster, self string) asg.Options {
+	a := cl.Provider.ASG
+	return asg.Options{Group: a.Name, Region: a.Region, Endpoint: a.Endpoint, IMDSEndpoint: a.IMDSEndpoint, SelfID: self,
+		LifecycleHook: a.LifecycleHook, ClientPort: cl.Ports.Client, PeerPort: cl.Ports.Peer, StatusPort: cl.Ports.Status}
 }
 
 func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {

@@ -36,6 +36,19 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.setAside(d)
 	case planner.RecordCluster:
 		return m.recordCluster(ctx, d)
+	case planner.ReplaceInstance:
+		r, ok := m.opts.Provider.(replacer)
+		if !ok {
+			return fmt.Errorf("provider cannot replace instances")
+		}
+		if _, err := m.heldLock(); err != nil {
+			return err
+		}
+		if err := r.MarkUnhealthy(ctx, d.Target); err != nil {
+			return err
+		}
+		m.log.Warn("asked the provider to replace an instance", "instance", d.Target, "reason", d.Reason)
+		return nil
 	}
 	return fmt.Errorf("unknown decision %q", d.Kind)
 }

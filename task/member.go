@@ -71,14 +71,16 @@ type Member struct {
 	tlsFiles certs.Files
 	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
 
-	mu       sync.Mutex
-	etcd     *embed.Etcd
-	stopped  chan struct{} // closed when the running etcd stops on its own
-	status   Status
-	lock     coord.Lock
-	record   *coord.Record
-	absentAt map[uint64]time.Time
-	client   *clientv3.Client
+	mu          sync.Mutex
+	etcd        *embed.Etcd
+	stopped     chan struct{} // closed when the running etcd stops on its own
+	status      Status
+	lock        coord.Lock
+	record      *coord.Record
+	absentAt    map[uint64]time.Time
+	unhealthyAt map[uint64]time.Time
+	departed    bool
+	client      *clientv3.Client
 
 	metrics       *metrics
 	summary       []byte // last cluster summary written
@@ -104,11 +106,12 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		o.EtcdLogLevel = "warn"
 	}
 	m := &Member{
-		opts:     o,
-		log:      o.Logger.Named("member").With("member", o.Name),
-		dir:      dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
-		absentAt: map[uint64]time.Time{},
-		metrics:  newMetrics(o.Cluster.Name, o.Name),
+		opts:        o,
+		log:         o.Logger.Named("member").With("member", o.Name),
+		dir:         dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
+		absentAt:    map[uint64]time.Time{},
+		unhealthyAt: map[uint64]time.Time{},
+		metrics:     newMetrics(o.Cluster.Name, o.Name),
 	}
 	if o.Self != nil {
 		m.self = *o.Self
@@ -231,6 +234,7 @@ func (m *Member) stoppedCh() <-chan struct{} {
 // loop runs one observe → plan → act cycle; it returns true when the next
 // cycle should start at once.
 func (m *Member) loop(ctx context.Context) bool {
+	m.departIfLeaving(ctx)
 	o, err := m.observe(ctx)
 	if err != nil {
 		m.log.Warn("observation failed", "error", err)
@@ -322,26 +326,27 @@ type leaver interface {
 }
 
 // leave removes this member from the membership before it stops, when its
-// slot is gone and the removal is safe (planner.PlanLeave).
-func (m *Member) leave() {
+// slot is gone and the removal is safe (planner.PlanLeave). It reports
+// whether the member is out of the cluster (removed now or before).
+func (m *Member) leave() bool {
 	lv, ok := m.opts.Provider.(leaver)
 	if !ok {
-		return
+		return false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout/2)
 	defer cancel()
 	leaving, err := lv.Leaving(ctx)
 	if err != nil {
 		m.log.Warn("cannot tell whether this member is leaving; keeping it", "error", err)
-		return
+		return false
 	}
 	if !leaving {
-		return
+		return false
 	}
 	l, err := m.opts.Coordinator.Lock(ctx, m.opts.Name)
 	if err != nil {
-		m.log.Warn("leaving without removing this member: lock not taken", "error", err)
-		return
+		m.log.Warn("not removing this member yet: lock not taken", "error", err)
+		return false
 	}
 	m.mu.Lock()
 	m.lock = l
@@ -349,13 +354,13 @@ func (m *Member) leave() {
 	defer m.releaseLock(ctx)
 	o, err := m.observe(ctx)
 	if err != nil {
-		m.log.Warn("leaving without removing this member", "error", err)
-		return
+		m.log.Warn("not removing this member yet", "error", err)
+		return false
 	}
 	d := planner.PlanLeave(o)
 	m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason)
 	if d.Kind != planner.RemoveMember {
-		return
+		return o.MembersKnown && o.Running && findMember(o.Members, o.SelfID) < 0
 	}
 	if o.LeaderID == o.SelfID {
 		for _, mem := range o.Members {
@@ -370,8 +375,19 @@ func (m *Member) leave() {
 		}
 	}
 	if err := m.removeMember(ctx, d); err != nil {
-		m.log.Warn("leaving without removing this member", "error", err)
+		m.log.Warn("not removed yet (etcd refuses membership changes until peers have been connected for 5s)", "error", err)
+		return false
 	}
+	return true
+}
+
+func findMember(ms []planner.Member, id uint64) int {
+	for i, x := range ms {
+		if x.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // summaryWriter is implemented by coordinators that can hold an
@@ -432,4 +448,43 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 		return
 	}
 	m.summary = b
+}
+
+// replacer is implemented by providers that can replace an instance
+// (auto-scaling groups).
+type replacer interface {
+	ReplacementInFlight(ctx context.Context) (bool, error)
+	MarkUnhealthy(ctx context.Context, name string) error
+}
+
+// departer is implemented by providers whose instances learn, while they
+// run, that they are being taken away (ASG lifecycle Terminating:Wait):
+// the member leaves the cluster, then tells the provider it may proceed.
+type departer interface {
+	leaver
+	Depart(ctx context.Context) error
+}
+
+// departIfLeaving runs once per loop for departer providers.
+func (m *Member) departIfLeaving(ctx context.Context) {
+	dp, ok := m.opts.Provider.(departer)
+	if !ok || m.departed {
+		return
+	}
+	leaving, err := dp.Leaving(ctx)
+	if err != nil || !leaving {
+		return
+	}
+	m.log.Info("this instance is being taken away: leaving the cluster")
+	m.mu.Lock()
+	running := m.etcd != nil
+	m.mu.Unlock()
+	if running && !m.leave() {
+		return // try again next loop; the lifecycle hook waits for us
+	}
+	if err := dp.Depart(ctx); err != nil {
+		m.log.Warn("could not tell the provider this member has left", "error", err)
+		return
+	}
+	m.departed = true
 }

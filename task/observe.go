@@ -73,6 +73,13 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		// The provider's list may lag behind this allocation's start.
 		o.Instances = append(o.Instances, planner.Instance{Name: m.opts.Name, PeerURL: m.peerURL(m.self)})
 	}
+	if r, ok := m.opts.Provider.(replacer); ok && m.opts.Cluster.Provider.ReplaceAfter > 0 {
+		inFlight, err := r.ReplacementInFlight(ctx)
+		if err != nil {
+			return planner.Observation{}, fmt.Errorf("replacement state: %w", err)
+		}
+		o.ReplaceAfter, o.ReplacementInFlight = m.opts.Cluster.Provider.ReplaceAfter, inFlight
+	}
 	o.Peers = m.peerStatuses(ctx, insts)
 	m.observeMembers(ctx, insts, &o, now)
 	return o, nil
@@ -252,9 +259,21 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		}(i, pm.ClientURLs[0])
 	}
 	wg.Wait()
-	for id := range m.absentAt {
-		if !seen[id] {
-			delete(m.absentAt, id)
+	for i, mem := range o.Members {
+		if mem.Healthy {
+			delete(m.unhealthyAt, mem.ID)
+			continue
+		}
+		if _, ok := m.unhealthyAt[mem.ID]; !ok {
+			m.unhealthyAt[mem.ID] = now
+		}
+		o.Members[i].UnhealthyFor = now.Sub(m.unhealthyAt[mem.ID])
+	}
+	for _, seenAt := range []map[uint64]time.Time{m.absentAt, m.unhealthyAt} {
+		for id := range seenAt {
+			if !seen[id] {
+				delete(seenAt, id)
+			}
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -96,8 +97,21 @@ func (c *memberCommand) Run(args []string) int {
 		if opts.Name == "" {
 			opts.Name = self.Name
 		}
+	case config.ProviderASG:
+		// -name is the instance id; without it, IMDS says.
+		prov, err := asg.New(ctx, status.ASGOptions(cl, *name))
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		self, err := prov.Self(ctx)
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		opts.Provider, opts.Self, opts.Name = prov, &self, self.Name
 	default:
-		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build; use \"static\" or \"nomad\"", cl.Provider.Kind))
+		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build", cl.Provider.Kind))
 		return 1
 	}
 	m, err := task.New(ctx, opts)

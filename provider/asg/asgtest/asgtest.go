@@ -231,3 +231,19 @@ func (s *Server) describeInstances(w http.ResponseWriter, r *http.Request) {
 	b.WriteString(`</DescribeInstancesResponse>`)
 	writeXML(w, b.String())
 }
+
+// Add puts an instance into the group.
+func (s *Server) Add(in Instance) { s.mu.Lock(); s.instances = append(s.instances, in); s.mu.Unlock() }
+
+// Remove takes an instance out of the group.
+func (s *Server) Remove(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.instances[:0]
+	for _, in := range s.instances {
+		if in.ID != id {
+			out = append(out, in)
+		}
+	}
+	s.instances = out
+}
