@@ -118,6 +118,11 @@ type NomadProvider struct {
 	Job       string
 	Group     string
 	Namespace string
+	// ASG, when set, maps each allocation's node to its EC2 instance in
+	// this auto-scaling group (Nomad clients in an ASG).
+	ASG *ASGProvider
+	// NodeAttribute holds a node's instance id (asg only).
+	NodeAttribute string
 }
 
 // ASGProvider finds members among an AWS auto-scaling group's instances.

@@ -74,10 +74,20 @@ type staticMemberSchema struct {
 }
 
 type nomadProviderSchema struct {
-	StaleAfter *string `hcl:"stale_after,optional"`
-	Job        *string `hcl:"job,optional"`
-	Group      *string `hcl:"group,optional"`
-	Namespace  *string `hcl:"namespace,optional"`
+	StaleAfter *string         `hcl:"stale_after,optional"`
+	Job        *string         `hcl:"job,optional"`
+	Group      *string         `hcl:"group,optional"`
+	Namespace  *string         `hcl:"namespace,optional"`
+	ASG        *nomadASGSchema `hcl:"asg,block"`
+}
+
+type nomadASGSchema struct {
+	Name          string  `hcl:"name"`
+	Region        *string `hcl:"region,optional"`
+	Endpoint      *string `hcl:"endpoint,optional"`
+	LifecycleHook *string `hcl:"lifecycle_hook,optional"`
+	ReplaceAfter  *string `hcl:"replace_after,optional"`
+	NodeAttribute *string `hcl:"node_attribute,optional"`
 }
 
 type asgProviderSchema struct {
@@ -369,6 +379,11 @@ func (d *decoder) provider(s providerSchema) Provider {
 		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &n)...)
 		p.StaleAfter = d.duration(n.StaleAfter, p.StaleAfter, "provider", "stale_after")
 		p.Nomad = NomadProvider{Job: str(n.Job, ""), Group: str(n.Group, "etcd"), Namespace: str(n.Namespace, "")}
+		if a := n.ASG; a != nil {
+			p.ReplaceAfter = d.duration(a.ReplaceAfter, 0, "provider", "asg", "replace_after")
+			p.Nomad.ASG = &ASGProvider{Name: a.Name, Region: str(a.Region, ""), Endpoint: str(a.Endpoint, ""), LifecycleHook: str(a.LifecycleHook, "")}
+			p.Nomad.NodeAttribute = str(a.NodeAttribute, "unique.platform.aws.instance-id")
+		}
 	case ProviderASG:
 		var a asgProviderSchema
 		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &a)...)

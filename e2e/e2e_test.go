@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 )
 
 func putN(t *testing.T, c *cluster, prefix string, n int) {
@@ -270,5 +271,24 @@ func TestRenderedExampleValidates(t *testing.T) {
 	out, err := exec.Command(nomadBin, "job", "validate", "-address", nomad.Addr, path).CombinedOutput()
 	if err != nil {
 		t.Fatalf("nomad job validate: %v\n%s", err, out)
+	}
+}
+
+// Allocations are mapped to EC2 instances through a node attribute; the
+// dev agent has no EC2 attribute, so the resolver is shown the node's
+// hostname attribute, and the default attribute's absence is explained.
+func TestNodeResolverOnRealNomad(t *testing.T) {
+	nodes, _, err := nomadClient(t).Nodes().List(nil)
+	if err != nil || len(nodes) == 0 {
+		t.Fatalf("nodes %v %v", nodes, err)
+	}
+	r := &asg.NomadNodes{Client: nomadClient(t), Attribute: "unique.hostname"}
+	id, err := r.InstanceOfNode(context.Background(), nodes[0].ID)
+	if err != nil || id == "" {
+		t.Fatalf("resolve %s: %q %v", nodes[0].ID, id, err)
+	}
+	_, err = (&asg.NomadNodes{Client: nomadClient(t)}).InstanceOfNode(context.Background(), nodes[0].ID)
+	if err == nil || !strings.Contains(err.Error(), "env_aws") {
+		t.Fatalf("want an error explaining the missing EC2 attribute, got %v", err)
 	}
 }

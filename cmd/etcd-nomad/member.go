@@ -93,6 +93,14 @@ func (c *memberCommand) Run(args []string) int {
 		prov := nomad.New(nomad.Options{Client: cli, Namespace: ns, Job: job, Group: group, SelfAlloc: alloc, Logger: log.Named("nomad")})
 		go prov.Watch(ctx)
 		opts.Provider = prov
+		if a := cl.Provider.Nomad.ASG; a != nil {
+			group, err := asg.New(ctx, asg.Options{Group: a.Name, Region: a.Region, Endpoint: a.Endpoint, SelfID: "-", LifecycleHook: a.LifecycleHook})
+			if err != nil {
+				c.ui.Error(err.Error())
+				return 1
+			}
+			opts.Provider = &asg.OnNomad{Allocs: prov, Group: group, Nodes: &asg.NomadNodes{Client: cli, Attribute: cl.Provider.Nomad.NodeAttribute}}
+		}
 		opts.Self = &self
 		if opts.Name == "" {
 			opts.Name = self.Name

@@ -126,7 +126,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 			eo.BaseEndpoint = aws.String(o.Endpoint)
 		}
 	})
-	if p.o.SelfID == "" {
+	if p.o.SelfID == "-" {
+		p.o.SelfID = "" // no self: Nomad mode or a CLI
+	} else if p.o.SelfID == "" {
 		ic := imds.NewFromConfig(cfg, func(io *imds.Options) {
 			if o.IMDSEndpoint != "" {
 				io.Endpoint = o.IMDSEndpoint
@@ -302,14 +304,18 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 
 // Depart completes the lifecycle hook for this instance (CONTINUE) once its
 // member has left, when a hook is configured and the instance waits on it.
-func (p *Provider) Depart(ctx context.Context) error {
+func (p *Provider) Depart(ctx context.Context) error { return p.DepartInstance(ctx, p.o.SelfID) }
+
+// DepartInstance completes the lifecycle hook (CONTINUE) for instance id,
+// when a hook is configured.
+func (p *Provider) DepartInstance(ctx context.Context, id string) error {
 	if p.o.LifecycleHook == "" {
 		return nil
 	}
 	_, err := p.as.CompleteLifecycleAction(ctx, &autoscaling.CompleteLifecycleActionInput{
 		AutoScalingGroupName:  aws.String(p.o.Group),
 		LifecycleHookName:     aws.String(p.o.LifecycleHook),
-		InstanceId:            aws.String(p.o.SelfID),
+		InstanceId:            aws.String(id),
 		LifecycleActionResult: aws.String("CONTINUE"),
 	})
 	if err != nil {

@@ -193,6 +193,28 @@ func (p *Provider) DesiredSize(ctx context.Context) (int, error) {
 	return p.size, nil
 }
 
+// NodeOf returns the node of the allocation behind member name.
+func (p *Provider) NodeOf(name string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, a := range p.allocs {
+		if MemberName(p.o.Group, a.ID) == name {
+			return a.NodeID, true
+		}
+	}
+	return "", false
+}
+
+// SelfNode is the node of this member's allocation.
+func (p *Provider) SelfNode() (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if a, ok := p.allocs[p.o.SelfAlloc]; ok {
+		return a.NodeID, true
+	}
+	return "", false
+}
+
 // Leaving reports whether this member's own allocation is being stopped
 // for good (scale-down, job stop, replacement): Nomad sets its desired
 // status to stop before it signals the task. A task restart inside the same
