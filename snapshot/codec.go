@@ -1,0 +1,179 @@
+package snapshot
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+
+	"filippo.io/age"
+	"github.com/klauspost/compress/zstd"
+)
+
+// Codec names the stored format.
+const Codec = "zstd"
+
+// Encryption holds what the codec needs to encrypt (recipients) and to
+// decrypt (identities). A passphrase works both ways (age scrypt).
+type Encryption struct {
+	Recipients []age.Recipient
+	Identities []age.Identity
+}
+
+// Enabled reports whether snapshots are encrypted.
+func (e Encryption) Enabled() bool { return len(e.Recipients) > 0 }
+
+// Passphrase returns encryption with an age scrypt passphrase.
+func Passphrase(p string) (Encryption, error) {
+	r, err := age.NewScryptRecipient(p)
+	if err != nil {
+		return Encryption{}, err
+	}
+	i, err := age.NewScryptIdentity(p)
+	if err != nil {
+		return Encryption{}, err
+	}
+	return Encryption{Recipients: []age.Recipient{r}, Identities: []age.Identity{i}}, nil
+}
+
+// X25519 returns encryption to the given age recipients ("age1...") and,
+// for restore, the identities in identityFile (may be empty to encrypt
+// only).
+func X25519(recipients []string, identityFile string) (Encryption, error) {
+	var e Encryption
+	for _, s := range recipients {
+		r, err := age.ParseX25519Recipient(s)
+		if err != nil {
+			return Encryption{}, fmt.Errorf("recipient %q: %w", s, err)
+		}
+		e.Recipients = append(e.Recipients, r)
+	}
+	if identityFile != "" {
+		f, err := os.Open(identityFile)
+		if err != nil {
+			return Encryption{}, fmt.Errorf("identity file: %w", err)
+		}
+		defer f.Close()
+		ids, err := age.ParseIdentities(f)
+		if err != nil {
+			return Encryption{}, fmt.Errorf("identity file %s: %w", identityFile, err)
+		}
+		e.Identities = ids
+	}
+	return e, nil
+}
+
+// counter counts and hashes what passes through.
+type counter struct {
+	n int64
+	h hash.Hash
+}
+
+func (c *counter) Write(p []byte) (int, error) {
+	c.n += int64(len(p))
+	return c.h.Write(p)
+}
+
+// Encode streams the plaintext snapshot from r through zstd and, when
+// enabled, age into w. It returns the plaintext size and sha256.
+func Encode(w io.Writer, r io.Reader, enc Encryption) (size int64, sum string, err error) {
+	var sink io.WriteCloser = nopCloser{w}
+	var ageW io.WriteCloser
+	if enc.Enabled() {
+		ageW, err = age.Encrypt(w, enc.Recipients...)
+		if err != nil {
+			return 0, "", fmt.Errorf("start encryption: %w", err)
+		}
+		sink = ageW
+	}
+	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(2))
+	if err != nil {
+		return 0, "", err
+	}
+	c := &counter{h: sha256.New()}
+	if _, err := io.Copy(io.MultiWriter(zw, c), r); err != nil {
+		zw.Close()
+		return 0, "", fmt.Errorf("read snapshot: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return 0, "", fmt.Errorf("compress: %w", err)
+	}
+	if ageW != nil {
+		if err := ageW.Close(); err != nil {
+			return 0, "", fmt.Errorf("encrypt: %w", err)
+		}
+	}
+	return c.n, hex.EncodeToString(c.h.Sum(nil)), nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// Decode streams the stored object from r back to plaintext into w and
+// checks it against meta: the sha256 and size recorded at save time, and
+// etcd's own trailing hash. Nothing is trusted before Decode returns nil.
+func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
+	src := bufio.NewReaderSize(r, 1<<20)
+	var in io.Reader = src
+	if meta.Encrypted {
+		if len(enc.Identities) == 0 {
+			return errors.New("snapshot is encrypted: give the passphrase or an identity file")
+		}
+		dr, err := age.Decrypt(src, enc.Identities...)
+		if err != nil {
+			return fmt.Errorf("decrypt %s (wrong key or passphrase?): %w", meta.Name, err)
+		}
+		in = dr
+	}
+	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(2))
+	if err != nil {
+		return fmt.Errorf("decompress %s: %w", meta.Name, err)
+	}
+	defer zr.Close()
+	c := &counter{h: sha256.New()}
+	tail := &tailHash{h: sha256.New()}
+	if _, err := io.Copy(io.MultiWriter(w, c, tail), zr); err != nil {
+		return fmt.Errorf("read %s (truncated or corrupt?): %w", meta.Name, err)
+	}
+	if got := hex.EncodeToString(c.h.Sum(nil)); got != meta.SHA256 || c.n != meta.Size {
+		return fmt.Errorf("%s: %d bytes with sha256 %s, recorded %d bytes with %s: %w", meta.Name, c.n, got, meta.Size, meta.SHA256, ErrChecksum)
+	}
+	if !tail.ok() {
+		return fmt.Errorf("%s: etcd's own hash at the end of the snapshot does not match its content: %w", meta.Name, ErrChecksum)
+	}
+	return nil
+}
+
+// tailHash checks etcd's snapshot format: the database followed by the
+// sha256 of the database. It hashes all but the last 32 bytes, streaming.
+type tailHash struct {
+	h    hash.Hash
+	last []byte
+}
+
+func (t *tailHash) Write(p []byte) (int, error) {
+	n := len(p)
+	if len(p) >= sha256.Size {
+		t.h.Write(t.last)
+		t.h.Write(p[:len(p)-sha256.Size])
+		t.last = append(t.last[:0], p[len(p)-sha256.Size:]...)
+		return n, nil
+	}
+	buf := append(append([]byte{}, t.last...), p...)
+	if over := len(buf) - sha256.Size; over > 0 {
+		t.h.Write(buf[:over])
+		buf = buf[over:]
+	}
+	t.last = buf
+	return n, nil
+}
+
+func (t *tailHash) ok() bool {
+	return len(t.last) == sha256.Size && bytes.Equal(t.h.Sum(nil), t.last)
+}

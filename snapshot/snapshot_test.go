@@ -1,0 +1,228 @@
+package snapshot_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+)
+
+func freeURL(t *testing.T) url.URL {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	u, _ := url.Parse("http://" + l.Addr().String())
+	return *u
+}
+
+// startEtcd runs a real one-member etcd on dataDir (existing data is used).
+func startEtcd(t *testing.T, dataDir string) (*clientv3.Client, string) {
+	t.Helper()
+	cfg := embed.NewConfig()
+	cfg.Name = "s0"
+	cfg.Dir = dataDir
+	peer, client := freeURL(t), freeURL(t)
+	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
+	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
+	cfg.InitialCluster = "s0=" + peer.String()
+	cfg.LogLevel = "error"
+	if _, err := os.Stat(filepath.Join(dataDir, "member")); err == nil {
+		// A restored data dir carries its own peer URL; keep it.
+		cfg.InitialCluster = ""
+		cfg.ClusterState = embed.ClusterStateFlagExisting
+	}
+	e, err := embed.StartEtcd(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	select {
+	case <-e.Server.ReadyNotify():
+	case <-time.After(30 * time.Second):
+		t.Fatal("etcd not ready")
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli, client.String()
+}
+
+func fill(t *testing.T, cli *clientv3.Client, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		if _, err := cli.Put(context.Background(), fmt.Sprintf("k/%05d", i), strings.Repeat("v", 100)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestSaveVerifyFetchRestore(t *testing.T) {
+	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
+	fill(t, cli, 500)
+	store, err := file.New(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := snapshot.Passphrase("correct horse")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", ClusterID: "abc", Epoch: 1}, enc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Revision < 501 || m.Size == 0 || len(m.SHA256) != 64 || !m.Encrypted || m.StoredSize >= m.Size {
+		t.Fatalf("meta %+v", m)
+	}
+	list, err := store.List(ctx)
+	if err != nil || len(list) != 1 || list[0].Name != m.Name {
+		t.Fatalf("list %v %v", list, err)
+	}
+	if _, err := snapshot.Verify(ctx, store, m.Name, enc, nil); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "snap.db")
+	if _, err := snapshot.Fetch(ctx, store, m.Name, plain, enc, nil); err != nil {
+		t.Fatal(err)
+	}
+	restored := filepath.Join(dir, "restored")
+	peer := freeURL(t)
+	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new", RevisionBump: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new"}); err == nil {
+		t.Fatal("restore over an existing data dir was allowed")
+	}
+	cli2, _ := startEtcd(t, restored)
+	resp, err := cli2.Get(ctx, "k/", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil || resp.Count != 500 {
+		t.Fatalf("restored %v keys (%v), want 500", resp.Count, err)
+	}
+	if resp.Header.Revision < m.Revision+1000 {
+		t.Fatalf("revision after restore %d, want >= %d (snapshot %d + bump)", resp.Header.Revision, m.Revision+1000, m.Revision)
+	}
+}
+
+// A flipped byte, a truncated object and the wrong key are each refused
+// with a clear error, and nothing is written.
+func TestDamagedSnapshotsAreRefused(t *testing.T) {
+	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
+	fill(t, cli, 300)
+	dir := filepath.Join(t.TempDir(), "store")
+	store, _ := file.New(dir)
+	enc, _ := snapshot.Passphrase("right")
+	ctx := context.Background()
+	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := os.ReadFile(filepath.Join(dir, m.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong, _ := snapshot.Passphrase("wrong")
+	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"))
+	pm, err := snapshot.Save(ctx, cli, ep, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainOrig, _ := os.ReadFile(filepath.Join(plainStore.Dir, pm.Name))
+	cases := []struct {
+		name  string
+		store *file.Store
+		obj   string
+		data  []byte
+		enc   snapshot.Encryption
+		want  string
+	}{
+		{"flipped byte (encrypted)", store, m.Name, flip(orig, len(orig)/2), enc, "decrypt"},
+		{"flipped byte (plain)", plainStore, pm.Name, flip(plainOrig, len(plainOrig)/2), snapshot.Encryption{}, ""},
+		{"truncated", store, m.Name, orig[:len(orig)/2], enc, ""},
+		{"wrong key", store, m.Name, orig, wrong, "wrong key or passphrase"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := os.WriteFile(filepath.Join(c.store.Dir, c.obj), c.data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := snapshot.Verify(ctx, c.store, c.obj, c.enc, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("verify: got %v, want an error mentioning %q", err, c.want)
+			}
+			out := filepath.Join(t.TempDir(), "out.db")
+			if _, err := snapshot.Fetch(ctx, c.store, c.obj, out, c.enc, nil); err == nil {
+				t.Fatal("fetch of a damaged snapshot succeeded")
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+				t.Fatalf("fetch left files behind: %v", ents)
+			}
+		})
+	}
+	// A snapshot whose content is intact but does not match its record.
+	if err := os.WriteFile(filepath.Join(plainStore.Dir, pm.Name), plainOrig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pm.SHA256 = strings.Repeat("0", 64)
+	if err := plainStore.PutMeta(ctx, pm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Verify(ctx, plainStore, pm.Name, snapshot.Encryption{}, nil); !errors.Is(err, snapshot.ErrChecksum) {
+		t.Fatalf("checksum mismatch: got %v", err)
+	}
+}
+
+func flip(b []byte, i int) []byte {
+	c := append([]byte(nil), b...)
+	c[i] ^= 0xff
+	return c
+}
+
+func TestRetentionKeepsCountAndNewest(t *testing.T) {
+	now := time.Date(2026, 1, 10, 0, 0, 0, 0, time.UTC)
+	var list []snapshot.Meta
+	for i := 0; i < 10; i++ {
+		list = append(list, snapshot.Meta{Name: fmt.Sprint(i), Created: now.Add(-time.Duration(i) * 24 * time.Hour)})
+	}
+	exp := snapshot.Expired(list, 3, 0, now)
+	if len(exp) != 7 {
+		t.Fatalf("keep 3 of 10: expired %d", len(exp))
+	}
+	for _, m := range exp {
+		if m.Name == "0" || m.Name == "1" || m.Name == "2" {
+			t.Fatalf("expired a kept snapshot %s", m.Name)
+		}
+	}
+	exp = snapshot.Expired(list, 100, 36*time.Hour, now)
+	if len(exp) != 8 {
+		t.Fatalf("max age 36h: expired %d, want 8", len(exp))
+	}
+	// Everything too old, keep count 0: the newest still stays.
+	exp = snapshot.Expired(list[5:], 0, time.Hour, now)
+	if len(exp) != 4 {
+		t.Fatalf("the newest was not kept: expired %d of 5", len(exp))
+	}
+	for _, m := range exp {
+		if m.Name == "5" {
+			t.Fatal("the newest snapshot was expired")
+		}
+	}
+}
