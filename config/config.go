@@ -152,9 +152,15 @@ type Snapshot struct {
 	StoreKind   string
 	Path        string // file store
 	Bucket      string // s3 store
+	Prefix      string
 	Endpoint    string
 	Region      string
 	PathStyle   bool
+	// Encryption: an age passphrase read from the environment variable
+	// PassphraseEnv, or age X25519 recipients (IdentityFile to restore).
+	PassphraseEnv string
+	Recipients    []string
+	IdentityFile  string
 }
 
 // NomadJob holds the settings of the rendered Nomad job.

@@ -115,16 +115,24 @@ type consulCoordSchema struct {
 }
 
 type snapshotSchema struct {
-	Interval    *string          `hcl:"interval,optional"`
-	RetainCount *int             `hcl:"retain_count,optional"`
-	RetainAge   *string          `hcl:"retain_age,optional"`
-	Store       *snapStoreSchema `hcl:"store,block"`
+	Interval    *string           `hcl:"interval,optional"`
+	RetainCount *int              `hcl:"retain_count,optional"`
+	RetainAge   *string           `hcl:"retain_age,optional"`
+	Store       *snapStoreSchema  `hcl:"store,block"`
+	Encryption  *encryptionSchema `hcl:"encryption,block"`
+}
+
+type encryptionSchema struct {
+	PassphraseEnv *string   `hcl:"passphrase_env,optional"`
+	Recipients    *[]string `hcl:"recipients,optional"`
+	IdentityFile  *string   `hcl:"identity_file,optional"`
 }
 
 type snapStoreSchema struct {
 	Kind      string  `hcl:"kind,label"`
 	Path      *string `hcl:"path,optional"`
 	Bucket    *string `hcl:"bucket,optional"`
+	Prefix    *string `hcl:"prefix,optional"`
 	Endpoint  *string `hcl:"endpoint,optional"`
 	Region    *string `hcl:"region,optional"`
 	PathStyle *bool   `hcl:"path_style,optional"`
@@ -431,5 +439,19 @@ func (d *decoder) snapshot(s snapshotSchema) *Snapshot {
 	sn.Endpoint = str(st.Endpoint, "")
 	sn.Region = str(st.Region, "")
 	sn.PathStyle = st.PathStyle != nil && *st.PathStyle
+	sn.Prefix = str(st.Prefix, "")
+	if e := s.Encryption; e != nil {
+		sn.PassphraseEnv = str(e.PassphraseEnv, "")
+		if e.Recipients != nil {
+			sn.Recipients = *e.Recipients
+		}
+		sn.IdentityFile = str(e.IdentityFile, "")
+		if sn.PassphraseEnv == "" && len(sn.Recipients) == 0 {
+			d.errorf(d.rangeOf("snapshot", "encryption"), "Encryption without a key", "An encryption block needs passphrase_env or recipients; snapshots are never written in plaintext when encryption was asked for.")
+		}
+		if sn.PassphraseEnv != "" && len(sn.Recipients) > 0 {
+			d.errorf(d.rangeOf("snapshot", "encryption"), "Two encryption keys", "Give passphrase_env or recipients, not both.")
+		}
+	}
 	return sn
 }

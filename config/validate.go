@@ -14,7 +14,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // notYetImplemented lists settings this build decodes and checks but cannot
 // act on yet. They are reported as warnings so nothing is silently ignored.
 var notYetImplemented = map[string]string{
-	"snapshot": "snapshots are not taken by this build yet",
+	"snapshot": "members do not take scheduled snapshots in this build yet; `etcd-nomad snapshot save|list|verify|restore` use this block",
 }
 
 func (d *decoder) validate(c *Cluster, baseDir string) {
@@ -102,7 +102,10 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 		if s.RetainCount < 1 {
 			d.errorf(d.rangeOf("snapshot", "retain_count"), "Invalid retain_count", "retain_count must be at least 1: the newest snapshot is never deleted.")
 		}
-		d.warnf(d.rangeOf("snapshot"), "Snapshot block not used yet", "%s.", notYetImplemented["snapshot"])
+		if s.StoreKind == "file" && s.Path != "" && !filepath.IsAbs(s.Path) {
+			s.Path = filepath.Join(baseDir, s.Path)
+		}
+		d.warnf(d.rangeOf("snapshot"), "Scheduled snapshots not taken yet", "%s.", notYetImplemented["snapshot"])
 	}
 	switch c.Nomad.Driver {
 	case "raw_exec", "exec", "docker":

@@ -10,6 +10,11 @@ func Check(o Observation, d Decision) error {
 	if o.Local.Name != "" {
 		name = o.Local.Name
 	}
+	// Invariant 5 for running members: an incarnation the record no longer
+	// names is never kept running by a membership decision.
+	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait {
+		return fmt.Errorf("invariant 5: %s while running epoch %d against record epoch %d", d.Kind, o.Local.Epoch, o.Record.Epoch)
+	}
 	starts := d.Kind == Seed || d.Kind == Rejoin || d.Kind == JoinAsLearner || d.Kind == ResumeJoin
 
 	// Invariant 6: identity is the persisted name.

@@ -162,6 +162,11 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
 			Reason: "cluster record missing: re-recording it from this member's data"}
 	}
+	if rec := o.Record; o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
+		// The cluster was re-seeded (restore, recovery): this incarnation
+		// is over. Invariant 5: stop, set the data aside, join the new one.
+		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
+	}
 	if !o.MembersKnown {
 		return Decision{Kind: Wait, Name: name, Reason: "running; member list unreachable (no quorum yet)"}
 	}

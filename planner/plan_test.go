@@ -58,6 +58,7 @@ func TestPlanTable(t *testing.T) {
 			Members: members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true), Member{ID: 4, Name: "m3", Healthy: true, AbsentFor: time.Minute})}, Wait, false, "another voter"},
 		{"running, stale leader only choice: lowest healthy acts", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 4, Local: data, Record: rec, HoldsLock: true, MembersKnown: true, StaleAfter: time.Second,
 			Members: members(voter(2, "m1", true), voter(3, "m2", true), voter(5, "m4", true), Member{ID: 4, Name: "m3", Healthy: true, AbsentFor: time.Minute})}, RemoveMember, false, "absent"},
+		{"running an old incarnation: set aside", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, SetAside, false, "epoch 2"},
 		{"running, healthy: wait", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: rec, MembersKnown: true, Members: three}, Wait, false, "healthy"},
 	}
 	for _, c := range cases {

@@ -24,4 +24,5 @@ build() { # name version module-dir package
 
 build nomad v1.11.3 nomad github.com/hashicorp/nomad
 build consul v1.22.0 consul github.com/hashicorp/consul
+build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
 echo "$dir"

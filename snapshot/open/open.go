@@ -1,0 +1,59 @@
+// Package open turns a cluster definition's snapshot block into a store and
+// an encryption setting. It fails closed: asked to encrypt without a key,
+// it refuses rather than write plaintext.
+package open
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
+)
+
+// Store opens the snapshot store of cl.
+func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
+	sn := cl.Snapshot
+	if sn == nil {
+		return nil, fmt.Errorf("%s: no snapshot block: add snapshot { store \"file\" { path = ... } }", cl.File)
+	}
+	switch sn.StoreKind {
+	case "file":
+		return file.New(sn.Path)
+	case "s3":
+		prefix := sn.Prefix
+		if prefix == "" {
+			prefix = cl.Name + "/"
+		}
+		return s3.New(ctx, s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle})
+	}
+	return nil, fmt.Errorf("%s: unknown snapshot store %q", cl.File, sn.StoreKind)
+}
+
+// Encryption returns the encryption of cl's snapshots (none without an
+// encryption block).
+func Encryption(cl *config.Cluster) (snapshot.Encryption, error) {
+	sn := cl.Snapshot
+	if sn == nil || (sn.PassphraseEnv == "" && len(sn.Recipients) == 0) {
+		return snapshot.Encryption{}, nil
+	}
+	if sn.PassphraseEnv != "" {
+		p := os.Getenv(sn.PassphraseEnv)
+		if p == "" {
+			return snapshot.Encryption{}, fmt.Errorf("snapshot encryption: environment variable %s (passphrase_env) is empty; refusing to write or read snapshots without it", sn.PassphraseEnv)
+		}
+		return snapshot.Passphrase(p)
+	}
+	e, err := snapshot.X25519(sn.Recipients, sn.IdentityFile)
+	if err != nil {
+		return snapshot.Encryption{}, fmt.Errorf("snapshot encryption: %w", err)
+	}
+	if !e.Enabled() {
+		return snapshot.Encryption{}, errors.New("snapshot encryption: no recipient")
+	}
+	return e, nil
+}

@@ -1,0 +1,205 @@
+// Package s3 is a snapshot store in an S3 bucket (AWS or any S3-compatible
+// server): OBJECT and OBJECT.meta.json under a prefix. Objects are uploaded
+// as streams (multipart, never whole in memory); the metadata object is
+// written last, so a listing never shows a partial snapshot. Credentials
+// come from the SDK's standard chain.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+)
+
+const metaSuffix = ".meta.json"
+
+// Options configure a Store.
+type Options struct {
+	Bucket string
+	// Prefix, optional, is prepended to every key (e.g. "etcd/main/").
+	Prefix string
+	// Endpoint, optional, for S3-compatible servers.
+	Endpoint string
+	// Region, optional, defaults to the SDK's chain, then us-east-1.
+	Region string
+	// PathStyle addresses buckets as endpoint/bucket (most S3-compatible
+	// servers need it).
+	PathStyle bool
+	// HTTPClient, optional (custom CA for the endpoint's TLS).
+	HTTPClient *http.Client
+}
+
+// Store keeps snapshots in a bucket.
+type Store struct {
+	o   Options
+	cli *s3.Client
+	up  *manager.Uploader
+}
+
+var _ snapshot.Store = (*Store)(nil)
+
+// New builds the S3 client.
+func New(ctx context.Context, o Options) (*Store, error) {
+	if o.Bucket == "" {
+		return nil, errors.New("s3 store: bucket is required")
+	}
+	var opts []func(*awsconfig.LoadOptions) error
+	if o.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(o.Region))
+	}
+	if o.HTTPClient != nil {
+		opts = append(opts, awsconfig.WithHTTPClient(o.HTTPClient))
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		cfg.Region = "us-east-1"
+	}
+	cli := s3.NewFromConfig(cfg, func(so *s3.Options) {
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+		}
+		so.UsePathStyle = o.PathStyle
+		// Checksums only when the API requires them: S3-compatible
+		// servers differ in what they accept. Integrity is ours (sha256).
+		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+	})
+	return &Store{o: o, cli: cli, up: manager.NewUploader(cli, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 2 })}, nil
+}
+
+func (s *Store) key(name string) string { return s.o.Prefix + name }
+
+// Put uploads the object as a stream.
+func (s *Store) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	if err := snapshot.ValidName(name); err != nil {
+		return 0, err
+	}
+	c := &countReader{r: r}
+	_, err := s.up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name)), Body: c})
+	if err != nil {
+		return c.n, fmt.Errorf("upload s3://%s/%s: %w", s.o.Bucket, s.key(name), err)
+	}
+	return c.n, nil
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// PutMeta writes the metadata object.
+func (s *Store) PutMeta(ctx context.Context, m snapshot.Meta) error {
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = s.cli.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(m.Name + metaSuffix)), Body: bytes.NewReader(b), ContentLength: aws.Int64(int64(len(b)))})
+	if err != nil {
+		return fmt.Errorf("write metadata of %s: %w", m.Name, err)
+	}
+	return nil
+}
+
+func notFound(err error) bool {
+	var nsk *s3types.NoSuchKey
+	var nf *s3types.NotFound
+	return errors.As(err, &nsk) || errors.As(err, &nf)
+}
+
+func (s *Store) meta(ctx context.Context, name string) (snapshot.Meta, error) {
+	var m snapshot.Meta
+	out, err := s.cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name + metaSuffix))})
+	if err != nil {
+		if notFound(err) {
+			return m, fmt.Errorf("snapshot %s: %w", name, os.ErrNotExist)
+		}
+		return m, fmt.Errorf("read metadata of %s: %w", name, err)
+	}
+	defer out.Body.Close()
+	if err := json.NewDecoder(out.Body).Decode(&m); err != nil {
+		return m, fmt.Errorf("decode metadata of %s: %w", name, err)
+	}
+	return m, nil
+}
+
+// Open streams an object.
+func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, snapshot.Meta, error) {
+	if err := snapshot.ValidName(name); err != nil {
+		return nil, snapshot.Meta{}, err
+	}
+	m, err := s.meta(ctx, name)
+	if err != nil {
+		return nil, m, err
+	}
+	out, err := s.cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name))})
+	if err != nil {
+		if notFound(err) {
+			return nil, m, fmt.Errorf("snapshot %s: %w", name, os.ErrNotExist)
+		}
+		return nil, m, fmt.Errorf("read %s: %w", name, err)
+	}
+	return out.Body, m, nil
+}
+
+// List returns every object with metadata, oldest first.
+func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
+	var out []snapshot.Meta
+	pg := s3.NewListObjectsV2Paginator(s.cli, &s3.ListObjectsV2Input{Bucket: aws.String(s.o.Bucket), Prefix: aws.String(s.o.Prefix)})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list s3://%s/%s: %w", s.o.Bucket, s.o.Prefix, err)
+		}
+		for _, obj := range page.Contents {
+			k := strings.TrimPrefix(aws.ToString(obj.Key), s.o.Prefix)
+			name, ok := strings.CutSuffix(k, metaSuffix)
+			if !ok || strings.Contains(name, "/") {
+				continue
+			}
+			m, err := s.meta(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out, nil
+}
+
+// Delete removes the metadata (hiding the object), then the object.
+func (s *Store) Delete(ctx context.Context, name string) error {
+	if err := snapshot.ValidName(name); err != nil {
+		return err
+	}
+	for _, k := range []string{s.key(name + metaSuffix), s.key(name)} {
+		if _, err := s.cli.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(k)}); err != nil && !notFound(err) {
+			return fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	return nil
+}
