@@ -10,7 +10,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/local"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
@@ -110,10 +113,16 @@ func TestASGProviderLifecycle(t *testing.T) {
 		}
 	}
 	waitHealthy(3)
-	tc := &testCluster{t: t, lay: lay, opts: local.Options{Name: "asgtest"}}
-	_ = tc
 
-	// A terminating instance leaves the cluster, then completes the hook.
+	// A terminating instance leaves the cluster, then completes the hook:
+	// when the hook is completed, its member must be gone already.
+	cli := asgClient(t, cl)
+	memberAtCompletion := make(chan bool, 1)
+	fake.OnComplete = func(id string) {
+		m, err := clustertest.MemberList(cli)
+		_, still := m.Names[id]
+		memberAtCompletion <- err != nil || still
+	}
 	fake.SetLifecycle("i-c", "Terminating:Wait")
 	waitFor(t, 60*time.Second, "i-c to leave and complete its lifecycle hook", func() (bool, string) {
 		c := fake.Completed()
@@ -122,8 +131,8 @@ func TestASGProviderLifecycle(t *testing.T) {
 	if err := sup.Stop("i-c", 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logOf(t, lay, "i-c"), "removed member") {
-		t.Fatal("i-c completed its lifecycle hook without removing its member first")
+	if <-memberAtCompletion {
+		t.Fatal("i-c completed its lifecycle hook while its member was still in the cluster")
 	}
 
 	// The group launches a replacement; it joins as a learner.
@@ -161,4 +170,33 @@ func TestASGProviderLifecycle(t *testing.T) {
 		t.Fatalf("SetInstanceHealth called %d times, want once", n)
 	}
 	_ = filepath.Join
+}
+
+// asgClient connects to the members the provider lists.
+func asgClient(t *testing.T, cl *config.Cluster) *clientv3.Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsCfg, _, err := status.ClientTLS(ctx, cl, co)
+	if err != nil {
+		t.Fatal(err)
+	}
+	insts, err := status.Instances(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var eps []string
+	for _, in := range insts {
+		eps = append(eps, fmt.Sprintf("https://%s:%d", in.Address, in.ClientPort))
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tlsCfg, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	return cli
 }

@@ -196,3 +196,14 @@ func logOf(t *testing.T, lay local.Layout, name string) string {
 	}
 	return string(b)
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }
+
+func names2(m map[string]uint64) string { return fmt.Sprint(m) }
+
+func errs(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}

@@ -84,6 +84,8 @@ type Options struct {
 	Name       string
 	TLSMode    string // default auto
 	StaleAfter time.Duration
+	// SnapshotDir, optional, adds a snapshot block with a file store.
+	SnapshotDir string
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -105,7 +107,11 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	for i, p := range ports {
 		fmt.Fprintf(&b, "    member %q {\n      address     = \"127.0.0.1\"\n      client_port = %d\n      peer_port   = %d\n      status_port = %d\n    }\n", MemberName(i), p.Client, p.Peer, p.Status)
 	}
-	fmt.Fprintf(&b, "  }\n\n  coordination \"local\" {\n    dir = %q\n  }\n}\n", l.CoordDir())
+	fmt.Fprintf(&b, "  }\n\n  coordination \"local\" {\n    dir = %q\n  }\n", l.CoordDir())
+	if o.SnapshotDir != "" {
+		fmt.Fprintf(&b, "\n  snapshot {\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n  }\n", o.SnapshotDir)
+	}
+	fmt.Fprintf(&b, "}\n")
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return err
 	}

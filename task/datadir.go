@@ -138,3 +138,9 @@ func (d dataDir) setAside(now time.Time, why string) (string, error) {
 	}
 	return dst, nil
 }
+
+// WriteMeta writes the metadata of a data dir's current/ directory (used by
+// restore, which prepares a member's data while it is stopped).
+func WriteMeta(current string, m Meta) error {
+	return dataDir{root: filepath.Dir(current)}.writeMeta(m)
+}

@@ -283,6 +283,9 @@ func (m *Member) releaseLock(ctx context.Context) {
 	}
 }
 
+// NewToken returns a fresh random cluster token.
+func NewToken() string { return newToken() }
+
 func newToken() string {
 	b := make([]byte, 16)
 	_, _ = rand.Read(b)
@@ -481,6 +484,18 @@ func (m *Member) departIfLeaving(ctx context.Context) {
 	m.mu.Unlock()
 	if running && !m.leave() {
 		return // try again next loop; the lifecycle hook waits for us
+	}
+	if !running {
+		// Stopped (removed, or crashed): go only once the member is out
+		// of the membership; the leader removes an absent member.
+		o, err := m.observe(ctx)
+		if err != nil || !o.MembersKnown {
+			return
+		}
+		if o.Local.MemberID != 0 && findMember(o.Members, o.Local.MemberID) >= 0 {
+			m.log.Info("waiting for this member to be removed before completing the lifecycle action", "member_id", o.Local.MemberID)
+			return
+		}
 	}
 	if err := dp.Depart(ctx); err != nil {
 		m.log.Warn("could not tell the provider this member has left", "error", err)

@@ -31,13 +31,14 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		return planner.Observation{}, fmt.Errorf("desired size: %w", err)
 	}
 	m.mu.Lock()
-	running := m.etcd != nil
-	var selfID uint64
-	if running {
-		selfID = uint64(m.etcd.Server.MemberID())
-	}
+	e := m.etcd
 	holds := m.lock != nil
 	m.mu.Unlock()
+	running := e != nil
+	var selfID uint64
+	if running {
+		selfID = uint64(e.Server.MemberID())
+	}
 	o := planner.Observation{
 		ClusterName:   m.opts.Cluster.Name,
 		Self:          planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
@@ -164,15 +165,29 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 // observeMembers reads the member list (linearizable: it proves quorum)
 // and each member's health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
+	// A running member asks its own server: other endpoints may serve
+	// another incarnation (a restore or recovery in progress). A stopped
+	// member asks the others and checks the answer's cluster id below.
+	// A learner cannot answer a linearizable member list, so it asks the
+	// others like a stopped member; every answer's cluster id is checked.
 	var endpoints []string
-	if o.Running {
-		endpoints = append(endpoints, m.clientURL(m.self))
+	var ownCluster uint64
+	learner := false
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e != nil { // never call into etcd while holding m.mu
+		ownCluster = uint64(e.Server.Cluster().ID())
+		learner, _ = selfRole(e.Server)
 	}
-	for _, in := range insts {
-		if in.Name == m.opts.Name {
-			continue
+	if o.Running && !learner {
+		endpoints = append(endpoints, m.clientURL(m.self))
+	} else {
+		for _, in := range insts {
+			if in.Name != m.opts.Name {
+				endpoints = append(endpoints, m.clientURL(in))
+			}
 		}
-		endpoints = append(endpoints, m.clientURL(in))
 	}
 	anyPeer := false
 	for _, p := range o.Peers {
@@ -191,6 +206,14 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	cancel()
 	if err != nil {
 		m.log.Debug("member list unavailable", "error", err)
+		return
+	}
+	if ownCluster != 0 && resp.Header.ClusterId != ownCluster {
+		m.log.Debug("member list from another cluster ignored", "cluster_id", resp.Header.ClusterId, "own", ownCluster)
+		return
+	}
+	if ownCluster == 0 && o.Record != nil && o.Record.ClusterID != 0 && resp.Header.ClusterId != o.Record.ClusterID {
+		m.log.Debug("member list from another cluster ignored", "cluster_id", resp.Header.ClusterId, "record", o.Record.ClusterID)
 		return
 	}
 	o.MembersKnown = true

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.etcd.io/etcd/server/v3/etcdserver"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -67,7 +68,11 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	st.Running = true
 	st.MemberID = uint64(srv.MemberID())
 	st.ClusterID = uint64(srv.Cluster().ID())
-	st.Learner = srv.IsLearner()
+	learner, member := selfRole(srv)
+	if !member {
+		return st, fmt.Errorf("removed from the cluster")
+	}
+	st.Learner = learner
 	st.Leader = srv.Leader() == srv.MemberID()
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
@@ -168,4 +173,14 @@ func newMetrics(cluster, member string) *metrics {
 func (m *metrics) decision(d planner.Decision) {
 	m.decisions.WithLabelValues(string(d.Kind)).Inc()
 	m.lastDecision.SetToCurrentTime()
+}
+
+// selfRole reports whether this server is a learner and whether it is a
+// member at all. etcd's own IsLearner panics once the member is removed.
+func selfRole(srv *etcdserver.EtcdServer) (learner, member bool) {
+	mem := srv.Cluster().Member(srv.MemberID())
+	if mem == nil {
+		return false, false
+	}
+	return mem.IsLearner, true
 }

@@ -22,15 +22,20 @@ func Run(args []string) int {
 	c := cli.NewCLI("etcd-nomad", version)
 	c.Args = args
 	c.Commands = map[string]cli.CommandFactory{
-		"member":     func() (cli.Command, error) { return &memberCommand{ui: ui}, nil },
-		"validate":   func() (cli.Command, error) { return &validateCommand{ui: ui}, nil },
-		"status":     func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
-		"local":      func() (cli.Command, error) { return &localCommand{}, nil },
-		"job":        func() (cli.Command, error) { return &jobCommand{}, nil },
-		"job render": func() (cli.Command, error) { return &jobRenderCommand{ui: ui}, nil },
-		"job run":    func() (cli.Command, error) { return &jobRunCommand{ui: ui}, nil },
-		"local up":   func() (cli.Command, error) { return &localUpCommand{ui: ui}, nil },
-		"local down": func() (cli.Command, error) { return &localDownCommand{ui: ui}, nil },
+		"member":           func() (cli.Command, error) { return &memberCommand{ui: ui}, nil },
+		"validate":         func() (cli.Command, error) { return &validateCommand{ui: ui}, nil },
+		"status":           func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"local":            func() (cli.Command, error) { return &localCommand{}, nil },
+		"job":              func() (cli.Command, error) { return &jobCommand{}, nil },
+		"snapshot":         func() (cli.Command, error) { return &snapshotCommand{}, nil },
+		"snapshot save":    func() (cli.Command, error) { return &snapshotSaveCommand{ui: ui}, nil },
+		"snapshot list":    func() (cli.Command, error) { return &snapshotListCommand{ui: ui}, nil },
+		"snapshot verify":  func() (cli.Command, error) { return &snapshotVerifyCommand{ui: ui}, nil },
+		"snapshot restore": func() (cli.Command, error) { return &snapshotRestoreCommand{ui: ui}, nil },
+		"job render":       func() (cli.Command, error) { return &jobRenderCommand{ui: ui}, nil },
+		"job run":          func() (cli.Command, error) { return &jobRunCommand{ui: ui}, nil },
+		"local up":         func() (cli.Command, error) { return &localUpCommand{ui: ui}, nil },
+		"local down":       func() (cli.Command, error) { return &localDownCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
 	if err != nil {

@@ -37,7 +37,10 @@ type Server struct {
 	calls     map[string]int
 	completed []string // instance ids whose lifecycle action was completed
 	srv       *http.Server
-	ln        net.Listener
+	// OnComplete, optional, is called (without the server's lock) when an
+	// instance's lifecycle action is completed, before the answer is sent.
+	OnComplete func(id string)
+	ln         net.Listener
 }
 
 // Start serves a group named group on 127.0.0.1.
@@ -135,7 +138,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeXML(w, `<SetInstanceHealthResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/"><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></SetInstanceHealthResponse>`)
 	case "CompleteLifecycleAction":
-		s.completed = append(s.completed, r.Form.Get("InstanceId"))
+		id := r.Form.Get("InstanceId")
+		if s.OnComplete != nil {
+			s.mu.Unlock()
+			s.OnComplete(id)
+			s.mu.Lock()
+		}
+		s.completed = append(s.completed, id)
 		writeXML(w, `<CompleteLifecycleActionResponse xmlns="http://autoscaling.amazonaws.com/doc/2011-01-01/"><CompleteLifecycleActionResult/><ResponseMetadata><RequestId>r</RequestId></ResponseMetadata></CompleteLifecycleActionResponse>`)
 	default:
 		s.fail(w, false, http.StatusBadRequest, "InvalidAction", "unsupported action "+action)

@@ -1,0 +1,368 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/dustin/go-humanize"
+	"github.com/hashicorp/cli"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
+	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task"
+)
+
+type snapshotCommand struct{}
+
+func (c *snapshotCommand) Synopsis() string { return "Save, list, verify and restore snapshots" }
+func (c *snapshotCommand) Help() string {
+	return "Usage: etcd-nomad snapshot save|list|verify|restore -config FILE ...\n\n  Snapshots go to the store of the definition's snapshot block."
+}
+func (c *snapshotCommand) Run([]string) int { return cli.RunResultHelp }
+
+// snapshotEnv is what every snapshot command needs.
+type snapshotEnv struct {
+	cl    *config.Cluster
+	store snapshot.Store
+	enc   snapshot.Encryption
+}
+
+func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []string, help string) (*snapshotEnv, *flag.FlagSet, bool) {
+	path := fs.String("config", "", "")
+	if err := fs.Parse(args); err != nil || *path == "" {
+		ui.Error(help)
+		return nil, fs, false
+	}
+	cl := loadConfig(ui, *path)
+	if cl == nil {
+		return nil, fs, false
+	}
+	cl.DataDir = os.ExpandEnv(cl.DataDir)
+	store, err := open.Store(ctx, cl)
+	if err != nil {
+		ui.Error(err.Error())
+		return nil, fs, false
+	}
+	enc, err := open.Encryption(cl)
+	if err != nil {
+		ui.Error(err.Error())
+		return nil, fs, false
+	}
+	return &snapshotEnv{cl: cl, store: store, enc: enc}, fs, true
+}
+
+func progressPrinter(ui cli.Ui, verb string) snapshot.Progress {
+	return func(done int64, elapsed time.Duration) {
+		rate := float64(done) / max(elapsed.Seconds(), 0.001)
+		ui.Output(fmt.Sprintf("  %s %s (%s/s, %s)", verb, humanize.IBytes(uint64(done)), humanize.IBytes(uint64(rate)), elapsed.Round(100*time.Millisecond)))
+	}
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+}
+
+// resolveName turns "latest" into the newest snapshot's name.
+func resolveName(ctx context.Context, store snapshot.Store, name string) (string, error) {
+	if name != "latest" {
+		return name, nil
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(list) == 0 {
+		return "", errors.New("the store holds no snapshot")
+	}
+	return list[len(list)-1].Name, nil
+}
+
+type snapshotSaveCommand struct{ ui cli.Ui }
+
+func (c *snapshotSaveCommand) Synopsis() string { return "Save a snapshot of the running cluster" }
+func (c *snapshotSaveCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad snapshot save -config FILE
+
+  Streams a snapshot from a healthy member through zstd (and age, when the
+  snapshot block has an encryption block) into the store, records its
+  sha256, then applies retention (never deleting the newest).`)
+}
+
+func (c *snapshotSaveCommand) Run(args []string) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot save", flag.ContinueOnError), args, c.Help())
+	if !ok {
+		return 1
+	}
+	cli, ep, src, err := clusterClient(ctx, env.cl)
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	defer cli.Close()
+	c.ui.Output(fmt.Sprintf("saving a snapshot of %s (cluster %s, epoch %d) from %s", env.cl.Name, src.ClusterID, src.Epoch, ep))
+	m, err := snapshot.Save(ctx, cli, ep, env.store, src, env.enc, progressPrinter(c.ui, "read"))
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
+	if sn := env.cl.Snapshot; sn != nil {
+		list, err := env.store.List(ctx)
+		if err == nil {
+			for _, old := range snapshot.Expired(list, sn.RetainCount, sn.RetainAge, time.Now()) {
+				if err := env.store.Delete(ctx, old.Name); err != nil {
+					c.ui.Warn(fmt.Sprintf("retention: delete %s: %v", old.Name, err))
+					continue
+				}
+				c.ui.Output("retention: deleted " + old.Name)
+			}
+		}
+	}
+	return 0
+}
+
+// clusterClient connects to the cluster's healthy members.
+func clusterClient(ctx context.Context, cl *config.Cluster) (*clientv3.Client, string, snapshot.Source, error) {
+	src := snapshot.Source{Cluster: cl.Name}
+	st, err := status.Gather(ctx, cl)
+	if err != nil {
+		return nil, "", src, err
+	}
+	var eps []string
+	for _, m := range st.Members {
+		if m.Healthy {
+			eps = append(eps, m.ClientURL)
+		}
+	}
+	if len(eps) == 0 {
+		return nil, "", src, errors.New("no healthy member to take a snapshot from")
+	}
+	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		return nil, "", src, err
+	}
+	tc, _, err := status.ClientTLS(ctx, cl, co)
+	if err != nil {
+		return nil, "", src, err
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		return nil, "", src, err
+	}
+	return cli, eps[0], src, nil
+}
+
+type snapshotListCommand struct{ ui cli.Ui }
+
+func (c *snapshotListCommand) Synopsis() string { return "List the snapshots in the store" }
+func (c *snapshotListCommand) Help() string {
+	return "Usage: etcd-nomad snapshot list -config FILE"
+}
+
+func (c *snapshotListCommand) Run(args []string) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot list", flag.ContinueOnError), args, c.Help())
+	if !ok {
+		return 1
+	}
+	list, err := env.store.List(ctx)
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tEPOCH\tREVISION\tSIZE\tSTORED\tENCRYPTED\tCREATED")
+	for _, m := range list {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%v\t%s\n", m.Name, m.Epoch, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.Encrypted, m.Created.Format(time.RFC3339))
+	}
+	tw.Flush()
+	c.ui.Output(strings.TrimRight(b.String(), "\n"))
+	return 0
+}
+
+type snapshotVerifyCommand struct{ ui cli.Ui }
+
+func (c *snapshotVerifyCommand) Synopsis() string { return "Read a snapshot end to end and check it" }
+func (c *snapshotVerifyCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad snapshot verify -config FILE NAME|latest
+
+  Decrypts, decompresses and checks a snapshot: size and sha256 against its
+  record, and etcd's own trailing hash. Exits 1 on any mismatch.`)
+}
+
+func (c *snapshotVerifyCommand) Run(args []string) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	env, fs, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot verify", flag.ContinueOnError), args, c.Help())
+	if !ok || fs.NArg() != 1 {
+		if ok {
+			c.ui.Error(c.Help())
+		}
+		return 1
+	}
+	name, err := resolveName(ctx, env.store, fs.Arg(0))
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	m, err := snapshot.Verify(ctx, env.store, name, env.enc, progressPrinter(c.ui, "verified"))
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	c.ui.Output(fmt.Sprintf("%s: OK (revision %d, %s, sha256 %s)", name, m.Revision, humanize.IBytes(uint64(m.Size)), m.SHA256))
+	return 0
+}
+
+type snapshotRestoreCommand struct{ ui cli.Ui }
+
+func (c *snapshotRestoreCommand) Synopsis() string {
+	return "Seed a new incarnation of the cluster from a snapshot"
+}
+func (c *snapshotRestoreCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] NAME|latest
+
+  Seeds a new incarnation of the cluster from a snapshot, on member NAME,
+  which must be stopped: the snapshot is fetched and verified (sha256 and
+  etcd's hash), the member's current data is set aside (never deleted), a
+  new data dir is restored with a new cluster token and revisions bumped
+  (and marked compacted) so that watchers never see revisions go back, and
+  the cluster record moves to the next epoch. When the member starts it
+  runs the restored data; the other members set their data aside and join
+  as learners.
+
+Options:
+  -member NAME       the member that seeds (static provider name)
+  -revision-bump N   added to every revision (default 1000000)`)
+}
+
+func (c *snapshotRestoreCommand) Run(args []string) int {
+	ctx, cancel := signalContext()
+	defer cancel()
+	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
+	member := fs.String("member", "", "")
+	bump := fs.Uint64("revision-bump", 1_000_000, "")
+	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
+	if !ok || fs.NArg() != 1 || *member == "" {
+		if ok {
+			c.ui.Error(c.Help())
+		}
+		return 1
+	}
+	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump); err != nil {
+		c.ui.Error("restore: " + err.Error())
+		return 1
+	}
+	return 0
+}
+
+func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64) error {
+	cl := env.cl
+	insts, err := status.Instances(ctx, cl)
+	if err != nil {
+		return err
+	}
+	var peerURL string
+	scheme := "https"
+	if cl.TLS.Mode == config.TLSOff {
+		scheme = "http"
+	}
+	for _, in := range insts {
+		if in.Name == member {
+			peerURL = fmt.Sprintf("%s://%s:%d", scheme, in.Address, in.PeerPort)
+		}
+	}
+	if peerURL == "" {
+		return fmt.Errorf("member %q is not among the provider's instances", member)
+	}
+	if st, err := status.Gather(ctx, cl); err == nil {
+		for _, m := range st.Members {
+			if m.Name == member && m.Running {
+				return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
+			}
+		}
+	}
+	name, err = resolveName(ctx, env.store, name)
+	if err != nil {
+		return err
+	}
+	root := filepath.Join(cl.DataDir, member)
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return err
+	}
+	plain := filepath.Join(root, ".restore-"+name+".db")
+	defer os.Remove(plain)
+	ui.Output("fetching and verifying " + name)
+	m, err := snapshot.Fetch(ctx, env.store, name, plain, env.enc, progressPrinter(ui, "fetched"))
+	if err != nil {
+		return err
+	}
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		return err
+	}
+	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer lcancel()
+	l, err := co.Lock(lctx, "etcd-nomad-restore")
+	if err != nil {
+		return fmt.Errorf("take the cluster lock: %w", err)
+	}
+	defer l.Unlock(context.Background())
+	rec, err := co.Record(ctx)
+	if err != nil && !errors.Is(err, coord.ErrNoRecord) {
+		return err
+	}
+	exists := err == nil
+	token := task.NewToken()
+	epoch := max(rec.Epoch, m.Epoch) + 1
+	current := filepath.Join(root, "current")
+	if _, err := os.Stat(current); err == nil {
+		aside := filepath.Join(root, "aside", time.Now().UTC().Format("20060102T150405.000000000Z")+"-restored-over")
+		if err := os.MkdirAll(filepath.Dir(aside), 0o700); err != nil {
+			return err
+		}
+		if err := os.Rename(current, aside); err != nil {
+			return fmt.Errorf("set aside %s: %w", current, err)
+		}
+		ui.Output("set aside the member's previous data: " + aside)
+	}
+	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: filepath.Join(current, "etcd"), Name: member, PeerURL: peerURL, Token: token, RevisionBump: bump}); err != nil {
+		return err
+	}
+	if err := task.WriteMeta(current, task.Meta{Cluster: cl.Name, Name: member, Token: token, Epoch: epoch}); err != nil {
+		return err
+	}
+	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Index: rec.Index}
+	if exists {
+		_, err = co.UpdateRecord(ctx, l, newRec)
+	} else {
+		_, err = co.CreateRecord(ctx, l, newRec)
+	}
+	if err != nil {
+		return fmt.Errorf("record epoch %d: %w", epoch, err)
+	}
+	ui.Output(fmt.Sprintf("restored %s (revision %d, bumped by %d) on %s as epoch %d; start %s: the other members will set their data aside and join it as learners", name, m.Revision, bump, member, epoch, member))
+	return nil
+}
