@@ -22,8 +22,9 @@ import (
 
 // Pinned versions, matching tools/build.sh.
 const (
-	NomadVersion  = "v1.11.3"
-	ConsulVersion = "v1.22.0"
+	NomadVersion   = "v1.11.3"
+	ConsulVersion  = "v1.22.0"
+	VersityVersion = "v1.8.0"
 )
 
 // BinDir is where tools/build.sh puts the binaries: $ETCD_NOMAD_TOOLS_DIR,
@@ -287,4 +288,51 @@ func trimScheme(addr string) string {
 		}
 	}
 	return addr
+}
+
+// S3 test credentials of the gateway's root user.
+const (
+	S3AccessKey = "etcdnomadtest"
+	S3SecretKey = "etcdnomadtestsecret"
+)
+
+// StartS3 starts the versitygw S3 gateway on a posix directory in dir, with
+// the given buckets created, and root credentials S3AccessKey/S3SecretKey.
+func StartS3(ctx context.Context, dir string, buckets ...string) (*Agent, error) {
+	bin, err := Bin("versitygw", VersityVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := freePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "buckets")
+	for _, b := range buckets {
+		if err := os.MkdirAll(filepath.Join(data, b), 0o700); err != nil {
+			return nil, err
+		}
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(p[0])
+	a, err := start("versitygw", bin, dir, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr, "posix", data)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://" + addr
+	err = a.waitReady(ctx, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Addr+"/", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		return nil // any answer (403 unsigned) means it serves
+	})
+	if err != nil {
+		return nil, err
+	}
+	return a, nil
 }
