@@ -11,12 +11,6 @@ import (
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// notYetImplemented lists settings this build decodes and checks but cannot
-// act on yet. They are reported as warnings so nothing is silently ignored.
-var notYetImplemented = map[string]string{
-	"snapshot": "members do not take scheduled snapshots in this build yet; `etcd-nomad snapshot save|list|verify|restore` use this block",
-}
-
 func (d *decoder) validate(c *Cluster, baseDir string) {
 	if !nameRE.MatchString(c.Name) {
 		d.errorf(d.rangeOf(), "Invalid cluster name", "Cluster name %q must be 1-63 lowercase letters, digits or dashes, starting and ending with a letter or digit.", c.Name)
@@ -105,7 +99,6 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 		if s.StoreKind == "file" && s.Path != "" && !filepath.IsAbs(s.Path) {
 			s.Path = filepath.Join(baseDir, s.Path)
 		}
-		d.warnf(d.rangeOf("snapshot"), "Scheduled snapshots not taken yet", "%s.", notYetImplemented["snapshot"])
 	}
 	switch c.Nomad.Driver {
 	case "raw_exec", "exec", "docker":

@@ -86,6 +86,8 @@ type Options struct {
 	StaleAfter time.Duration
 	// SnapshotDir, optional, adds a snapshot block with a file store.
 	SnapshotDir string
+	// SnapshotInterval, optional, defaults to 30m.
+	SnapshotInterval time.Duration
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -109,7 +111,10 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	}
 	fmt.Fprintf(&b, "  }\n\n  coordination \"local\" {\n    dir = %q\n  }\n", l.CoordDir())
 	if o.SnapshotDir != "" {
-		fmt.Fprintf(&b, "\n  snapshot {\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n  }\n", o.SnapshotDir)
+		if o.SnapshotInterval == 0 {
+			o.SnapshotInterval = 30 * time.Minute
+		}
+		fmt.Fprintf(&b, "\n  snapshot {\n    interval     = %q\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n  }\n", o.SnapshotInterval.String(), o.SnapshotDir)
 	}
 	fmt.Fprintf(&b, "}\n")
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {

@@ -1,8 +1,10 @@
 package local_test
 
 import (
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,53 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 		}
 	}
 	_ = local.MemberName
+}
+
+// Scheduled snapshots: one upload per interval for the whole cluster (each
+// member runs the schedule; only one saves), retention keeps 5, and a
+// snapshot is taken before a membership change.
+func TestScheduledSnapshots(t *testing.T) {
+	dir := t.TempDir()
+	tc := newCluster(t, dir, 3, 2*time.Second)
+	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")
+	tc.opts.SnapshotInterval = 3 * time.Second
+	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
+		t.Fatal(err)
+	}
+	tc.startAll()
+	tc.waitHealthy(60 * time.Second)
+	putKeys(t, tc.client(), "k", 20)
+	var scheduled []time.Time
+	waitFor(t, 60*time.Second, "5 scheduled snapshots", func() (bool, string) {
+		scheduled = scheduled[:0]
+		for _, l := range strings.Split(strings.Join(logs(t, tc), "\n"), "\n") {
+			if strings.Contains(l, "snapshot saved") && strings.Contains(l, "why=scheduled") {
+				if ts, err := time.Parse(time.RFC3339Nano, strings.Fields(l)[0]); err == nil {
+					scheduled = append(scheduled, ts)
+				}
+			}
+		}
+		return len(scheduled) >= 5, fmt.Sprint(scheduled)
+	})
+	sort.Slice(scheduled, func(i, j int) bool { return scheduled[i].Before(scheduled[j]) })
+	for i := 1; i < len(scheduled); i++ {
+		if gap := scheduled[i].Sub(scheduled[i-1]); gap < 2500*time.Millisecond {
+			t.Fatalf("two scheduled snapshots %s apart with a 3s interval: duplicates (%v)", gap, scheduled)
+		}
+	}
+	out := cli(t, "snapshot", "list", "-config", tc.lay.Config())
+	if n := strings.Count(out, ".snap.zst"); n != 5 {
+		t.Fatalf("retention keeps %d snapshots, want 5:\n%s", n, out)
+	}
+	if !strings.Contains(strings.Join(logs(t, tc), ""), `why="before adding a learner"`) {
+		t.Fatal("no snapshot before a membership change")
+	}
+}
+
+func logs(t *testing.T, tc *testCluster) []string {
+	var out []string
+	for i := range tc.ports {
+		out = append(out, logOf(t, tc.lay, local.MemberName(i)))
+	}
+	return out
 }

@@ -25,12 +25,14 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Rejoin:
 		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil), 0)
 	case planner.JoinAsLearner:
+		m.snapshotBeforeChange(ctx, o, "before adding a learner")
 		return m.joinAsLearner(ctx, o, d)
 	case planner.ResumeJoin:
 		return m.resumeJoin(ctx, o, d)
 	case planner.Promote:
 		return m.promote(ctx, d)
 	case planner.RemoveMember:
+		m.snapshotBeforeChange(ctx, o, "before removing a member")
 		return m.removeMember(ctx, d)
 	case planner.SetAside:
 		return m.setAside(d)
@@ -333,4 +335,35 @@ func (m *Member) stopEtcd() {
 // cluster, fatal error): the next loop observes the data dir afresh.
 func (m *Member) reapStopped() {
 	m.stopEtcd()
+}
+
+// preChangeSnapshotEvery: a membership change retried (etcd refuses
+// changes until peers have been connected for 5s) is backed up once.
+const preChangeSnapshotEvery = time.Minute
+
+// snapshotBeforeChange takes a backup before a membership change. A failed
+// backup is reported but does not block the change: replacing a dead
+// member must not wait for the snapshot store.
+func (m *Member) snapshotBeforeChange(ctx context.Context, o planner.Observation, why string) {
+	if m.opts.Snapshots == nil || time.Since(m.lastPreChange) < preChangeSnapshotEvery {
+		return // a retried change needs no second backup
+	}
+	m.lastPreChange = time.Now()
+	if err := m.saveSnapshot(ctx, o, why); err != nil {
+		m.log.Warn("snapshot before a membership change failed; changing membership anyway", "error", err)
+	}
+}
+
+// memberClientURL guesses a member's client URL from its peer URL via the
+// provider's instances (same address, the instance's client port).
+func (m *Member) memberClientURL(mem planner.Member) string {
+	insts, _ := m.opts.Provider.Instances(context.Background())
+	for _, in := range insts {
+		for _, u := range mem.PeerURLs {
+			if u == m.peerURL(in) {
+				return m.clientURL(in)
+			}
+		}
+	}
+	return ""
 }

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/hashicorp/go-hclog"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
@@ -58,6 +60,9 @@ type Options struct {
 	StopTimeout time.Duration
 	// EtcdLogLevel, optional, defaults to "warn".
 	EtcdLogLevel string
+	// Snapshots, optional, turns on scheduled snapshots and snapshots
+	// before membership changes and when the last voter stops.
+	Snapshots *Snapshots
 }
 
 // Member supervises one etcd member.
@@ -82,10 +87,13 @@ type Member struct {
 	departed    bool
 	client      *clientv3.Client
 
-	metrics       *metrics
-	summary       []byte // last cluster summary written
-	startFailures int    // consecutive failed etcd starts
-	http          *http.Server
+	metrics           *metrics
+	summary           []byte // last cluster summary written
+	snapMetrics       *snapshotMetrics
+	nextSnapshotCheck time.Time
+	lastPreChange     time.Time
+	startFailures     int // consecutive failed etcd starts
+	http              *http.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -113,6 +121,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		unhealthyAt: map[uint64]time.Time{},
 		metrics:     newMetrics(o.Cluster.Name, o.Name),
 	}
+	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -242,6 +251,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		return false
 	}
 	m.publishSummary(ctx, o)
+	m.maybeSnapshot(ctx, o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -298,6 +308,7 @@ func (m *Member) shutdown() {
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()
+		m.lastVoterSnapshot()
 		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
 		done := make(chan struct{})
 		go func() { e.Close(); close(done) }()
@@ -502,4 +513,28 @@ func (m *Member) departIfLeaving(ctx context.Context) {
 		return
 	}
 	m.departed = true
+}
+
+// lastVoterSnapshot saves a snapshot when the only voter left stops.
+func (m *Member) lastVoterSnapshot() {
+	if m.opts.Snapshots == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
+	defer cancel()
+	o, err := m.observe(ctx)
+	if err != nil || !o.Running || !o.MembersKnown {
+		return
+	}
+	voters := 0
+	for _, mem := range o.Members {
+		if !mem.Learner {
+			voters++
+		}
+	}
+	if voters == 1 {
+		if err := m.saveSnapshot(ctx, o, "last voter stopping"); err != nil {
+			m.log.Warn("snapshot of the last voter failed", "error", err)
+		}
+	}
 }

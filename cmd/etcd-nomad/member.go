@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 	nomadapi "github.com/hashicorp/nomad/api"
@@ -121,6 +122,19 @@ func (c *memberCommand) Run(args []string) int {
 	default:
 		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build", cl.Provider.Kind))
 		return 1
+	}
+	if cl.Snapshot != nil {
+		store, err := open.Store(ctx, cl)
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		enc, err := open.Encryption(cl)
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		opts.Snapshots = &task.Snapshots{Store: store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge}
 	}
 	m, err := task.New(ctx, opts)
 	if err != nil {

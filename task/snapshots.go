@@ -1,0 +1,137 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+)
+
+// Snapshots configure the member's backups. Every member carries them;
+// the leader takes the scheduled ones, under the lock, after checking the
+// store, so the cluster uploads once per interval.
+type Snapshots struct {
+	Store       snapshot.Store
+	Encryption  snapshot.Encryption
+	Interval    time.Duration
+	RetainCount int
+	RetainAge   time.Duration
+}
+
+// snapshotCheckEvery bounds how often the leader looks at the store.
+const snapshotCheckEvery = time.Minute
+
+type snapshotMetrics struct {
+	last     prometheus.Gauge
+	revision prometheus.Gauge
+	size     prometheus.Gauge
+	duration prometheus.Gauge
+	failures prometheus.Counter
+}
+
+func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *snapshotMetrics {
+	g := func(name, help string) prometheus.Gauge {
+		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
+	}
+	sm := &snapshotMetrics{
+		last:     g("etcd_nomad_snapshot_last_timestamp_seconds", "Time of the last snapshot this member saved."),
+		revision: g("etcd_nomad_snapshot_last_revision", "Revision of the last snapshot this member saved."),
+		size:     g("etcd_nomad_snapshot_last_size_bytes", "Plaintext size of the last snapshot this member saved."),
+		duration: g("etcd_nomad_snapshot_last_duration_seconds", "How long the last snapshot took."),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_snapshot_failures_total", Help: "Snapshots that failed.", ConstLabels: labels}),
+	}
+	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures)
+	return sm
+}
+
+// saveSnapshot saves one snapshot, from this member's own server when it
+// runs, else from a healthy member of o, and applies retention. The caller
+// holds the lock when it matters.
+func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why string) error {
+	s := m.opts.Snapshots
+	if s == nil {
+		return nil
+	}
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
+	ep := ""
+	if o.Running {
+		ep = m.clientURL(m.self)
+	} else {
+		for _, mem := range o.Members {
+			if mem.Healthy && !mem.Learner && len(mem.PeerURLs) > 0 {
+				ep = m.memberClientURL(mem)
+				break
+			}
+		}
+	}
+	if ep == "" {
+		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
+	}
+	cli, err := m.etcdClient(m.clientEndpoints())
+	if err != nil {
+		return err
+	}
+	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
+	if rec != nil {
+		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
+	}
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	defer cancel()
+	meta, err := snapshot.Save(sctx, cli, ep, s.Store, src, s.Encryption, nil)
+	if err != nil {
+		m.snapMetrics.failures.Inc()
+		return fmt.Errorf("snapshot (%s): %w", why, err)
+	}
+	took := time.Since(start)
+	m.snapMetrics.last.Set(float64(meta.Created.Unix()))
+	m.snapMetrics.revision.Set(float64(meta.Revision))
+	m.snapMetrics.size.Set(float64(meta.Size))
+	m.snapMetrics.duration.Set(took.Seconds())
+	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		return nil
+	}
+	for _, old := range snapshot.Expired(list, s.RetainCount, s.RetainAge, time.Now()) {
+		if err := s.Store.Delete(ctx, old.Name); err != nil {
+			m.log.Warn("retention: delete failed", "name", old.Name, "error", err)
+		}
+	}
+	return nil
+}
+
+// maybeSnapshot takes the scheduled snapshot when this member leads and
+// the store's newest snapshot is older than the interval.
+func (m *Member) maybeSnapshot(ctx context.Context, o planner.Observation) {
+	s := m.opts.Snapshots
+	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || time.Now().Before(m.nextSnapshotCheck) {
+		return
+	}
+	m.nextSnapshotCheck = time.Now().Add(min(snapshotCheckEvery, s.Interval/4))
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+	cancel()
+	if err != nil {
+		return
+	}
+	defer l.Unlock(context.Background())
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		m.log.Warn("snapshot store unavailable", "error", err)
+		m.snapMetrics.failures.Inc()
+		return
+	}
+	if n := len(list); n > 0 && time.Since(list[n-1].Created) < s.Interval {
+		return
+	}
+	if err := m.saveSnapshot(ctx, o, "scheduled"); err != nil {
+		m.log.Warn("scheduled snapshot failed", "error", err)
+	}
+}
