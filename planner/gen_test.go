@@ -24,6 +24,8 @@ func genObservation(rng *rand.Rand) Observation {
 		StartFailures:       rng.IntN(7),
 		ReplaceAfter:        time.Duration(rng.IntN(2)) * 20 * time.Second,
 		ReplacementInFlight: rng.IntN(3) == 0,
+		RecoveryGrace:       time.Duration(rng.IntN(2)) * 30 * time.Second,
+		QuorumLostFor:       time.Duration(rng.IntN(60)) * time.Second,
 	}
 	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
 	for i := 0; i < pick(6); i++ {
@@ -85,9 +87,12 @@ func genObservation(rng *rand.Rand) Observation {
 	for i := 0; i < pick(4); i++ {
 		p := PeerStatus{Name: names[pick(len(names))]}
 		if pick(2) == 0 {
-			p.Token, p.Epoch, p.Running = tokens[pick(2)], uint64(1+pick(3)), pick(2) == 0
+			p.Token, p.Epoch, p.Running, p.Revision = tokens[pick(2)], uint64(1+pick(3)), pick(2) == 0, int64(pick(1000))
 		}
 		o.Peers = append(o.Peers, p)
+	}
+	if pick(2) == 0 {
+		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(1000)), Epoch: 1}
 	}
 	return o
 }

@@ -141,6 +141,42 @@ func Check(o Observation, d Decision) error {
 		if !found || !inInstances(o.Instances, d.Target) || healthy < all/2+1 {
 			return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
 		}
+	case RecoverQuorum:
+		// Invariant 4: after the grace period, by the lock holder, from the
+		// highest revision known, with the next epoch recorded.
+		if o.RecoveryGrace <= 0 || o.QuorumLostFor < o.RecoveryGrace || o.MembersKnown {
+			return fmt.Errorf("invariant 4: recovery after %s of quorum loss (grace %s, members known %v)", o.QuorumLostFor, o.RecoveryGrace, o.MembersKnown)
+		}
+		if o.Record == nil || d.Record == nil || d.Record.Epoch != o.Record.Epoch+1 {
+			return fmt.Errorf("invariant 4: recovery without recording the next epoch")
+		}
+		best := int64(-1)
+		if !o.Local.Empty && o.Local.Token == o.Record.Token && o.Local.Epoch == o.Record.Epoch {
+			best = o.Local.Revision
+		}
+		for _, p := range o.Peers {
+			if p.Token == o.Record.Token && p.Epoch == o.Record.Epoch {
+				best = max(best, p.Revision)
+			}
+		}
+		var src int64
+		switch d.From {
+		case FromData:
+			if o.Local.Empty || o.Local.Token != o.Record.Token || o.Local.Epoch != o.Record.Epoch {
+				return fmt.Errorf("invariant 4: recovery from data this member does not hold")
+			}
+			src = o.Local.Revision
+		case FromSnapshot:
+			if o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name {
+				return fmt.Errorf("invariant 4: recovery from a snapshot that is not the newest")
+			}
+			src = o.LatestSnapshot.Revision
+		default:
+			return fmt.Errorf("invariant 4: recovery from %q", d.From)
+		}
+		if src < best || (o.LatestSnapshot != nil && src < o.LatestSnapshot.Revision) {
+			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
+		}
 	case SetAside:
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")

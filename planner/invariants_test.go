@@ -28,7 +28,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 	}
 	// The generator must reach every decision, or the invariants were
 	// checked against too little.
-	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance} {
+	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum} {
 		if kinds[k] == 0 {
 			t.Errorf("no generated observation led to %s; counts: %v", k, kinds)
 		}
@@ -40,14 +40,16 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 // planner with one safety rule switched off must be caught.
 func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 	broken := map[string]rules{
-		"invariant 1: seed despite record":    {seedDespiteRecord: true},
-		"invariant 1: seed despite peer data": {seedDespitePeerData: true},
-		"invariant 2: skip quorum check":      {skipQuorumCheck: true},
-		"invariant 3: leader removed first":   {preferLeader: true},
-		"invariant 3: join while in flight":   {joinWhileInFlight: true},
-		"invariant 5: rejoin foreign data":    {rejoinForeign: true},
-		"invariant 6: ignore persisted name":  {ignorePersisted: true},
-		"replacement while one is in flight":  {replaceWhileInFlight: true},
+		"invariant 1: seed despite record":     {seedDespiteRecord: true},
+		"invariant 1: seed despite peer data":  {seedDespitePeerData: true},
+		"invariant 2: skip quorum check":       {skipQuorumCheck: true},
+		"invariant 3: leader removed first":    {preferLeader: true},
+		"invariant 3: join while in flight":    {joinWhileInFlight: true},
+		"invariant 5: rejoin foreign data":     {rejoinForeign: true},
+		"invariant 6: ignore persisted name":   {ignorePersisted: true},
+		"replacement while one is in flight":   {replaceWhileInFlight: true},
+		"invariant 4: recover before grace":    {recoverEarly: true},
+		"invariant 4: recover from older data": {preferOlderData: true},
 	}
 	for name, r := range broken {
 		t.Run(name, func(t *testing.T) {

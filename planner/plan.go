@@ -21,6 +21,8 @@ type rules struct {
 	joinWhileInFlight    bool // add a learner while another change is in flight
 	seedDespitePeerData  bool // seed while peers report data (lost record)
 	replaceWhileInFlight bool // replace a second instance while one is replaced
+	recoverEarly         bool // recover before the grace period ends
+	preferOlderData      bool // recover from data older than the snapshot
 }
 
 // Plan decides what this member does next. It is pure: the same
@@ -76,6 +78,11 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
 	}
 	rec := o.Record
+	if rec.ClusterID == 0 && rec.Epoch > l.Epoch && rec.Seeder != name && l.Token != rec.Token {
+		// Keep this data until the new epoch runs: if its seeder never
+		// comes back, this may be the best copy left.
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
+	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.rejoinForeign {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
@@ -116,6 +123,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("waiting for seeder %s to start the cluster", rec.Seeder)}
 	}
 	if !o.MembersKnown {
+		if d, ok := r.recovery(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: "cluster member list unreachable (no quorum or no running member): cannot join yet"}
 	}
 	for _, m := range o.Members {
@@ -163,11 +173,17 @@ func (r rules) planRunning(o Observation, name string) Decision {
 			Reason: "cluster record missing: re-recording it from this member's data"}
 	}
 	if rec := o.Record; o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
+		if rec.ClusterID == 0 && rec.Seeder != name && rec.Epoch > o.Local.Epoch {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
+		}
 		// The cluster was re-seeded (restore, recovery): this incarnation
 		// is over. Invariant 5: stop, set the data aside, join the new one.
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
 	}
 	if !o.MembersKnown {
+		if d, ok := r.recovery(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: "running; member list unreachable (no quorum yet)"}
 	}
 	i := findID(o.Members, o.SelfID)

@@ -58,7 +58,9 @@ func TestPlanTable(t *testing.T) {
 			Members: members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true), Member{ID: 4, Name: "m3", Healthy: true, AbsentFor: time.Minute})}, Wait, false, "another voter"},
 		{"running, stale leader only choice: lowest healthy acts", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 4, Local: data, Record: rec, HoldsLock: true, MembersKnown: true, StaleAfter: time.Second,
 			Members: members(voter(2, "m1", true), voter(3, "m2", true), voter(5, "m4", true), Member{ID: 4, Name: "m3", Healthy: true, AbsentFor: time.Minute})}, RemoveMember, false, "absent"},
-		{"running an old incarnation: set aside", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, SetAside, false, "epoch 2"},
+		{"running an old incarnation: set aside", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 7, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, SetAside, false, "epoch 2"},
+		{"running while another seeds the next epoch: keep it", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, Wait, false, "being seeded by m0"},
+		{"stopped while another seeds the next epoch: keep the data", Observation{Self: self, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}}, Wait, false, "keeping"},
 		{"running, healthy: wait", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: rec, MembersKnown: true, Members: three}, Wait, false, "healthy"},
 	}
 	for _, c := range cases {
@@ -140,5 +142,53 @@ func TestReplaceInstance(t *testing.T) {
 	o.LeaderID = 2
 	if d := Plan(o); d.Kind != Wait {
 		t.Fatalf("a follower replaced an instance: got %+v", d)
+	}
+}
+
+func TestRecoverQuorum(t *testing.T) {
+	rec := &Record{ClusterID: 7, Token: "t", Epoch: 1}
+	data := Local{Cluster: "c", Name: "m1", Token: "t", Epoch: 1, MemberID: 2, Revision: 500}
+	base := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, Local: data, Record: rec, HoldsLock: true,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Minute, NewToken: "n"}
+	d := Plan(base)
+	if d.Kind != RecoverQuorum || d.From != FromData || d.Record.Epoch != 2 || d.Record.Token != "n" {
+		t.Fatalf("lone survivor: got %+v", d)
+	}
+	o := base
+	o.QuorumLostFor = 10 * time.Second
+	if d := Plan(o); d.Kind != Wait {
+		t.Fatalf("before the grace period: got %+v", d)
+	}
+	o = base
+	o.Peers = []PeerStatus{{Name: "m2", Token: "t", Epoch: 1, Revision: 900}}
+	if d := Plan(o); d.Kind != Wait || !strings.Contains(d.Reason, "member m2 recovers") {
+		t.Fatalf("a peer holds newer data: got %+v", d)
+	}
+	o = base
+	o.LatestSnapshot = &SnapshotInfo{Name: "s", Revision: 800, Epoch: 1}
+	if d := Plan(o); d.Kind != RecoverQuorum || d.From != FromSnapshot || d.Target != "s" {
+		t.Fatalf("the snapshot is newer than every survivor: got %+v", d)
+	}
+	o = base
+	o.LatestSnapshot = &SnapshotInfo{Name: "s", Revision: 100, Epoch: 1}
+	if d := Plan(o); d.Kind != RecoverQuorum || d.From != FromData {
+		t.Fatalf("survivor data beats an older snapshot: got %+v", d)
+	}
+	o = base
+	o.HoldsLock = false
+	if d := Plan(o); d.Kind != Wait || !d.NeedsLock {
+		t.Fatalf("recovery without the lock: got %+v", d)
+	}
+	// Every data dir wiped: nothing running, empty, a snapshot exists.
+	o = Observation{ClusterName: "c", Self: Self{Name: "m0"}, Local: Local{Empty: true}, Record: rec, HoldsLock: true,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}}, RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Minute, NewToken: "n",
+		Peers: []PeerStatus{{Name: "m1"}}, LatestSnapshot: &SnapshotInfo{Name: "s", Revision: 42, Epoch: 1}}
+	if d := Plan(o); d.Kind != RecoverQuorum || d.From != FromSnapshot {
+		t.Fatalf("all wiped: got %+v", d)
+	}
+	for _, obs := range []Observation{base, o} {
+		if err := Check(obs, Plan(obs)); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

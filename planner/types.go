@@ -45,6 +45,15 @@ type Observation struct {
 	// ReplacementInFlight is true while the provider is already replacing
 	// an instance.
 	ReplacementInFlight bool
+	// QuorumLostFor is how long this member has seen the cluster without
+	// quorum (running, or holding data of the current incarnation).
+	QuorumLostFor time.Duration
+	// RecoveryGrace, when positive, is how long quorum must stay lost
+	// before a recovery starts; 0 disables automatic recovery.
+	RecoveryGrace time.Duration
+	// LatestSnapshot is the newest snapshot in the store, nil if none or
+	// unknown.
+	LatestSnapshot *SnapshotInfo
 }
 
 // Self is this member's configured identity.
@@ -102,6 +111,13 @@ type Record struct {
 	Seeder    string
 }
 
+// SnapshotInfo describes a stored snapshot.
+type SnapshotInfo struct {
+	Name     string
+	Revision int64
+	Epoch    uint64
+}
+
 // PeerStatus is what another member reported about itself.
 type PeerStatus struct {
 	Name     string
@@ -111,6 +127,8 @@ type PeerStatus struct {
 	Running  bool
 	Learner  bool
 	Healthy  bool
+	// Revision is the newest revision in the peer's data.
+	Revision int64
 }
 
 // Kind names a decision.
@@ -138,6 +156,10 @@ const (
 	RecordCluster Kind = "record-cluster"
 	// ReplaceInstance: ask the provider to replace Target's instance.
 	ReplaceInstance Kind = "replace-instance"
+	// RecoverQuorum: record the next epoch, then restart this member as a
+	// one-member cluster from its own data (From "data", ForceNewCluster)
+	// or from the snapshot Target (From "snapshot").
+	RecoverQuorum Kind = "recover-quorum"
 )
 
 // Decision is what the supervisor should do next.
@@ -151,8 +173,11 @@ type Decision struct {
 	MemberID uint64
 	// Record is the record to create (Seed) or write (RecordCluster).
 	Record *Record
-	// Target is the member whose instance is to be replaced.
+	// Target is the member whose instance is to be replaced, or the
+	// snapshot to recover from.
 	Target string
+	// From is the source of a recovery: "data" or "snapshot".
+	From string
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool

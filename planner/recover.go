@@ -1,0 +1,84 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Recovery sources.
+const (
+	FromData     = "data"
+	FromSnapshot = "snapshot"
+)
+
+// candidate is a member that could seed the next epoch.
+type candidate struct {
+	name     string
+	revision int64
+	data     bool
+	self     bool
+}
+
+// recovery decides a quorum-loss recovery (invariant 4): only after the
+// loss has lasted RecoveryGrace, only by the lock holder, and only from the
+// highest revision known — a survivor's data (ForceNewCluster, no loss)
+// beats an older snapshot. The next epoch is recorded before anyone starts.
+// ok is false when no recovery applies.
+func (r rules) recovery(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	if rec == nil || o.MembersKnown || o.RecoveryGrace <= 0 || (o.QuorumLostFor < o.RecoveryGrace && !r.recoverEarly) {
+		return Decision{}, false
+	}
+	if rec.ClusterID == 0 {
+		return Decision{}, false // an unconfirmed seed is not a lost quorum
+	}
+	var cands []candidate
+	selfData := !o.Local.Empty && o.Local.Token == rec.Token && o.Local.Epoch == rec.Epoch
+	cands = append(cands, candidate{name: name, revision: o.Local.Revision, data: selfData, self: true})
+	for _, p := range o.Peers {
+		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: p.Token == rec.Token && p.Epoch == rec.Epoch})
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		if cands[i].data != cands[j].data {
+			return cands[i].data
+		}
+		if cands[i].revision != cands[j].revision {
+			return cands[i].revision > cands[j].revision
+		}
+		if cands[i].name != cands[j].name {
+			return cands[i].name < cands[j].name
+		}
+		return cands[i].self
+	})
+	best := cands[0]
+	from, target := FromData, ""
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.preferOlderData) {
+		if o.LatestSnapshot == nil {
+			return Decision{Kind: Wait, Name: name, Reason: "quorum lost, no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
+		}
+		from, target = FromSnapshot, o.LatestSnapshot.Name
+		// Any live member may seed from the snapshot: the lowest name.
+		sort.SliceStable(cands, func(i, j int) bool {
+			if cands[i].name != cands[j].name {
+				return cands[i].name < cands[j].name
+			}
+			return cands[i].self
+		})
+		best = cands[0]
+	}
+	why := fmt.Sprintf("quorum lost for %s", o.QuorumLostFor)
+	if !best.self {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: member %s recovers (from %s, revision %d)", why, best.name, from, best.revision)}, true
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true
+	}
+	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
+		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name}}
+	if from == FromData {
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
+	} else {
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)
+	}
+	return d, true
+}
