@@ -60,15 +60,24 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 	if err := tc.sup.Start("m0"); err != nil {
 		t.Fatal(err)
 	}
-	st := tc.waitHealthy(120 * time.Second)
+	tc.waitHealthy(120 * time.Second)
+	// The seeder confirms the new cluster id in the record shortly after.
+	waitFor(t, 30*time.Second, "every member on the recorded epoch and cluster", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		rec := tc.record()
+		for _, m := range st.Members {
+			if m.Epoch != rec.Epoch || m.ClusterID != rec.ClusterID || rec.ClusterID == 0 {
+				return false, fmt.Sprintf("member %s on epoch %d cluster %x, record epoch %d cluster %x", m.Name, m.Epoch, m.ClusterID, rec.Epoch, rec.ClusterID)
+			}
+		}
+		return true, ""
+	})
 	rec := tc.record()
 	if rec.Epoch != before.Epoch+1 || rec.Token == before.Token {
 		t.Fatalf("record after restore %+v, before %+v", rec, before)
-	}
-	for _, m := range st.Members {
-		if m.Epoch != rec.Epoch || m.ClusterID != rec.ClusterID {
-			t.Fatalf("member %s on epoch %d cluster %x, record epoch %d cluster %x", m.Name, m.Epoch, m.ClusterID, rec.Epoch, rec.ClusterID)
-		}
 	}
 	c2 := tc.client()
 	checkKeys(t, c2, "before", 100)
