@@ -24,7 +24,8 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
 			tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 			tc.startAll()
-			st := tc.waitHealthy(60 * time.Second)
+			tc.waitHealthy(60 * time.Second)
+			st, rec := tc.waitConfirmed(30 * time.Second)
 			seeds := 0
 			for i := 0; i < 3; i++ {
 				seeds += strings.Count(logOf(t, tc.lay, local.MemberName(i)), "state=new")
@@ -32,7 +33,6 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 			if seeds != 1 {
 				t.Fatalf("%d members started a new cluster, want exactly 1", seeds)
 			}
-			rec := tc.record()
 			for _, m := range st.Members {
 				if m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
 					t.Fatalf("member %s reports cluster %x epoch %d, record says %x epoch %d", m.Name, m.ClusterID, m.Epoch, rec.ClusterID, rec.Epoch)
@@ -236,8 +236,8 @@ func TestForeignDataIsSetAside(t *testing.T) {
 
 	m1Meta := plant("m1", otherName)
 	tc.startAll()
-	st := tc.waitHealthy(90 * time.Second)
-	rec := tc.record()
+	tc.waitHealthy(90 * time.Second)
+	st, rec := tc.waitConfirmed(30 * time.Second)
 	if st.Members[1].ClusterID != rec.ClusterID {
 		t.Fatalf("m1 runs cluster %x, want %x", st.Members[1].ClusterID, rec.ClusterID)
 	}

@@ -207,3 +207,26 @@ func errs(err error) string {
 	}
 	return err.Error()
 }
+
+// waitConfirmed waits until the record names a confirmed cluster id and
+// every member reports it and the record's epoch.
+func (tc *testCluster) waitConfirmed(timeout time.Duration) (status.Cluster, coord.Record) {
+	tc.t.Helper()
+	var st status.Cluster
+	var rec coord.Record
+	waitFor(tc.t, timeout, "every member on the recorded, confirmed cluster", func() (bool, string) {
+		var err error
+		st, err = tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		rec = tc.record()
+		for _, m := range st.Members {
+			if rec.ClusterID == 0 || m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
+				return false, fmt.Sprintf("member %s on cluster %x epoch %d; record %x epoch %d", m.Name, m.ClusterID, m.Epoch, rec.ClusterID, rec.Epoch)
+			}
+		}
+		return true, ""
+	})
+	return st, rec
+}
