@@ -192,3 +192,15 @@ func WatchMembership(cli *clientv3.Client) func() (maxLearners, minVoters, sampl
 		return maxL, minV, n
 	}
 }
+
+// AWSEnv points the AWS SDK's credential chain at static test credentials
+// for the test's duration and shields it from the machine's AWS settings
+// (profile, shared files, AWS_CA_BUNDLE).
+func AWSEnv(t testing.TB, accessKey, secretKey string) {
+	t.Setenv("AWS_ACCESS_KEY_ID", accessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", secretKey)
+	t.Setenv("AWS_CA_BUNDLE", "")
+	t.Setenv("AWS_PROFILE", "")
+	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+}

@@ -25,12 +25,7 @@ import (
 // leaves and completes its lifecycle hook, a replacement joining, and an
 // unhealthy instance replaced only once no other replacement is in flight.
 func TestASGProviderLifecycle(t *testing.T) {
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	clustertest.AWSEnv(t, "AKIDTEST", "secret")
 	inst := func(id, ip string) asgtest.Instance {
 		return asgtest.Instance{ID: id, Lifecycle: "InService", Health: "Healthy", PrivateIP: ip}
 	}

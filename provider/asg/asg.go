@@ -20,13 +20,13 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds"
 	"github.com/aws/aws-sdk-go-v2/service/autoscaling"
 	astypes "github.com/aws/aws-sdk-go-v2/service/autoscaling/types"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 
+	"github.com/etcd-nomad/etcd-nomad/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
@@ -101,16 +101,9 @@ func New(ctx context.Context, o Options) (*Provider, error) {
 	if o.Refresh <= 0 {
 		o.Refresh = DefaultRefresh
 	}
-	var opts []func(*awsconfig.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(o.Region))
-	}
-	if o.HTTPClient != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(o.HTTPClient))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconf.Load(ctx, o.Region, o.HTTPClient)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return nil, err
 	}
 	if cfg.Region == "" {
 		return nil, errors.New("asg provider: no AWS region: set region in the provider block or AWS_REGION")

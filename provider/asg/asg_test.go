@@ -6,18 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
 )
 
 func fakeGroup(t *testing.T) *asgtest.Server {
 	t.Helper()
-	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "secret")
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	clustertest.AWSEnv(t, "AKIDTEST", "secret")
 	s, err := asgtest.Start("etcd", 3,
 		asgtest.Instance{ID: "i-a", Lifecycle: "InService", Health: "Healthy", PrivateIP: "10.0.0.1"},
 		asgtest.Instance{ID: "i-b", Lifecycle: "InService", Health: "Healthy", PrivateIP: "10.0.0.2"},

@@ -18,11 +18,11 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 
+	"github.com/etcd-nomad/etcd-nomad/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
@@ -58,16 +58,9 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	if o.Bucket == "" {
 		return nil, errors.New("s3 store: bucket is required")
 	}
-	var opts []func(*awsconfig.LoadOptions) error
-	if o.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(o.Region))
-	}
-	if o.HTTPClient != nil {
-		opts = append(opts, awsconfig.WithHTTPClient(o.HTTPClient))
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	cfg, err := awsconf.Load(ctx, o.Region, o.HTTPClient)
 	if err != nil {
-		return nil, fmt.Errorf("load AWS configuration: %w", err)
+		return nil, err
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"

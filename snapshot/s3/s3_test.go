@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
@@ -26,12 +27,7 @@ func TestStoreOnRealS3Server(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer agent.Stop(10 * time.Second)
-	t.Setenv("AWS_ACCESS_KEY_ID", devagents.S3AccessKey)
-	t.Setenv("AWS_SECRET_ACCESS_KEY", devagents.S3SecretKey)
-	t.Setenv("AWS_CA_BUNDLE", "")
-	t.Setenv("AWS_PROFILE", "")
-	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
 	store, err := s3.New(ctx, s3.Options{Bucket: "etcd-backups", Prefix: "main/", Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true})
 	if err != nil {
 		t.Fatal(err)
