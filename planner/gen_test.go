@@ -26,6 +26,7 @@ func genObservation(rng *rand.Rand) Observation {
 		ReplacementInFlight: rng.IntN(3) == 0,
 		RecoveryGrace:       time.Duration(rng.IntN(2)) * 30 * time.Second,
 		QuorumLostFor:       time.Duration(rng.IntN(60)) * time.Second,
+		Unreachable:         rng.IntN(4) / 3,
 	}
 	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
 	for i := 0; i < pick(6); i++ {

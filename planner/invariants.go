@@ -142,8 +142,15 @@ func Check(o Observation, d Decision) error {
 			return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
 		}
 	case RecoverQuorum:
+		if o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token && o.Record.Seeder == name && o.Record.ClusterID == 0 {
+			break // resuming the recovery this member recorded
+		}
 		// Invariant 4: after the grace period, by the lock holder, from the
-		// highest revision known, with the next epoch recorded.
+		// highest revision known, with the next epoch recorded, with every
+		// instance answering.
+		if o.Unreachable > 0 {
+			return fmt.Errorf("invariant 4: recovery while %d instances do not answer", o.Unreachable)
+		}
 		if o.RecoveryGrace <= 0 || o.QuorumLostFor < o.RecoveryGrace || o.MembersKnown {
 			return fmt.Errorf("invariant 4: recovery after %s of quorum loss (grace %s, members known %v)", o.QuorumLostFor, o.RecoveryGrace, o.MembersKnown)
 		}

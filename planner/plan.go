@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // MaxStartFailures is how many failed starts of an added-but-unstarted
@@ -78,6 +79,15 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
 	}
 	rec := o.Record
+	if rec.ClusterID == 0 && rec.Seeder == name && rec.Source == FromData && rec.Epoch == l.Epoch+1 && l.Token != rec.Token {
+		// This member recorded a recovery from its data and stopped
+		// before restarting: finish it.
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
+		}
+		rc := *rec
+		return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}
+	}
 	if rec.ClusterID == 0 && rec.Epoch > l.Epoch && rec.Seeder != name && l.Token != rec.Token {
 		// Keep this data until the new epoch runs: if its seeder never
 		// comes back, this may be the best copy left.
@@ -108,6 +118,17 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
+		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
+			if !o.HoldsLock {
+				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
+			}
+			rc := *rec
+			return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: strings.TrimPrefix(rec.Source, FromSnapshot+":"), Record: &rc,
+				Reason: fmt.Sprintf("resuming the recovery of epoch %d from snapshot %s", rec.Epoch, strings.TrimPrefix(rec.Source, FromSnapshot+":"))}
+		}
+		if rec.Seeder == name && rec.Source == FromData {
+			return Decision{Kind: Wait, Name: name, Reason: "this member recorded a recovery from data it no longer holds: an operator must restore a snapshot"}
+		}
 		if rec.Seeder == name {
 			for _, p := range o.Peers {
 				if p.Token == rec.Token {

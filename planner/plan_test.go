@@ -192,3 +192,17 @@ func TestRecoverQuorum(t *testing.T) {
 		}
 	}
 }
+
+func TestNoRecoveryWhileAnInstanceIsSilent(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, HoldsLock: true,
+		Local: Local{Cluster: "c", Name: "m1", Token: "t", Epoch: 1, MemberID: 2, Revision: 500}, Record: &Record{ClusterID: 7, Token: "t", Epoch: 1},
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Minute, NewToken: "n", Unreachable: 1}
+	if d := Plan(o); d.Kind != Wait || !strings.Contains(d.Reason, "do not answer") {
+		t.Fatalf("recovery during a possible partition: got %+v", d)
+	}
+	o.Unreachable = 0
+	o.Peers = []PeerStatus{{Name: "m0", Token: "t", Epoch: 1, Healthy: true}}
+	if d := Plan(o); d.Kind != Wait || !strings.Contains(d.Reason, "healthy") {
+		t.Fatalf("recovery while a peer is healthy: got %+v", d)
+	}
+}

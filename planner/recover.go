@@ -32,6 +32,14 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 	if rec.ClusterID == 0 {
 		return Decision{}, false // an unconfirmed seed is not a lost quorum
 	}
+	if o.Unreachable > 0 && !r.recoverEarly {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("quorum lost for %s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not recovering", o.QuorumLostFor, o.Unreachable)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Healthy {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member %s reports itself healthy: quorum is not lost everywhere", p.Name)}, true
+		}
+	}
 	var cands []candidate
 	selfData := !o.Local.Empty && o.Local.Token == rec.Token && o.Local.Epoch == rec.Epoch
 	cands = append(cands, candidate{name: name, revision: o.Local.Revision, data: selfData, self: true})
@@ -74,7 +82,10 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true
 	}
 	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
-		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name}}
+		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: from}}
+	if from == FromSnapshot {
+		d.Record.Source = FromSnapshot + ":" + target
+	}
 	if from == FromData {
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
 	} else {

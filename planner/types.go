@@ -54,6 +54,10 @@ type Observation struct {
 	// LatestSnapshot is the newest snapshot in the store, nil if none or
 	// unknown.
 	LatestSnapshot *SnapshotInfo
+	// Unreachable counts the provider's other instances whose status did
+	// not answer: a hidden member may hold newer data or a working quorum
+	// (a partition), so no recovery starts while any is unreachable.
+	Unreachable int
 }
 
 // Self is this member's configured identity.
@@ -109,6 +113,9 @@ type Record struct {
 	Token     string
 	Epoch     uint64
 	Seeder    string
+	// Source says how the seeder starts this incarnation: "" (a new
+	// cluster), FromData, or FromSnapshot+":"+name.
+	Source string
 }
 
 // SnapshotInfo describes a stored snapshot.
