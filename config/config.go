@@ -58,6 +58,9 @@ type Cluster struct {
 	Snapshot *Snapshot
 	// Nomad holds the job settings; defaults apply when the block is absent.
 	Nomad NomadJob
+	// RecoveryGrace, when positive, turns on automatic quorum-loss
+	// recovery after quorum has been lost this long.
+	RecoveryGrace time.Duration
 
 	// File is the path the definition was read from, Source its text.
 	File   string

@@ -21,16 +21,17 @@ type fileSchema struct {
 }
 
 type clusterSchema struct {
-	Name         string              `hcl:"name,label"`
-	Size         *int                `hcl:"size,optional"`
-	DataDir      *string             `hcl:"data_dir,optional"`
-	Ports        *portsSchema        `hcl:"ports,block"`
-	Etcd         *etcdSchema         `hcl:"etcd,block"`
-	TLS          *tlsSchema          `hcl:"tls,block"`
-	Provider     *providerSchema     `hcl:"provider,block"`
-	Coordination *coordinationSchema `hcl:"coordination,block"`
-	Snapshot     *snapshotSchema     `hcl:"snapshot,block"`
-	Nomad        *nomadSchema        `hcl:"nomad,block"`
+	Name          string              `hcl:"name,label"`
+	Size          *int                `hcl:"size,optional"`
+	RecoveryGrace *string             `hcl:"recovery_grace,optional"`
+	DataDir       *string             `hcl:"data_dir,optional"`
+	Ports         *portsSchema        `hcl:"ports,block"`
+	Etcd          *etcdSchema         `hcl:"etcd,block"`
+	TLS           *tlsSchema          `hcl:"tls,block"`
+	Provider      *providerSchema     `hcl:"provider,block"`
+	Coordination  *coordinationSchema `hcl:"coordination,block"`
+	Snapshot      *snapshotSchema     `hcl:"snapshot,block"`
+	Nomad         *nomadSchema        `hcl:"nomad,block"`
 }
 
 type portsSchema struct {
@@ -306,6 +307,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		},
 		TLS: TLS{Mode: TLSAuto},
 	}
+	c.RecoveryGrace = d.duration(s.RecoveryGrace, 0, "recovery_grace")
 	if p := s.Ports; p != nil {
 		c.Ports.Client = num(p.Client, c.Ports.Client)
 		c.Ports.Peer = num(p.Peer, c.Ports.Peer)

@@ -37,6 +37,9 @@ type Record struct {
 	Epoch uint64 `json:"epoch"`
 	// Seeder names the member that seeded this incarnation.
 	Seeder string `json:"seeder"`
+	// Source: "" for a new cluster, "data" or "snapshot:NAME" for a
+	// recovery, so that an interrupted seeder resumes the right way.
+	Source string `json:"source,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

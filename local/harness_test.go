@@ -230,3 +230,29 @@ func (tc *testCluster) waitConfirmed(timeout time.Duration) (status.Cluster, coo
 	})
 	return st, rec
 }
+
+// waitConfirmedAfter waits until every member is healthy on a confirmed
+// record of at least epoch.
+func (tc *testCluster) waitConfirmedAfter(epoch uint64, timeout time.Duration) (status.Cluster, coord.Record) {
+	tc.t.Helper()
+	var st status.Cluster
+	var rec coord.Record
+	waitFor(tc.t, timeout, fmt.Sprintf("all members healthy on a confirmed epoch >= %d", epoch), func() (bool, string) {
+		var err error
+		st, err = tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		rec = tc.record()
+		if rec.Epoch < epoch || rec.ClusterID == 0 {
+			return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
+		}
+		for _, m := range st.Members {
+			if !m.Healthy || m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
+				return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
+			}
+		}
+		return true, ""
+	})
+	return st, rec
+}

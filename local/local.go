@@ -88,6 +88,8 @@ type Options struct {
 	SnapshotDir string
 	// SnapshotInterval, optional, defaults to 30m.
 	SnapshotInterval time.Duration
+	// RecoveryGrace, optional, turns on automatic quorum-loss recovery.
+	RecoveryGrace time.Duration
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -104,6 +106,9 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by etcd-nomad local up. Members re-read this file: edit the\n# member list to scale the cluster.\n")
 	fmt.Fprintf(&b, "cluster %q {\n  data_dir = %q\n\n  tls {\n    mode = %q\n  }\n\n", o.Name, l.DataDir(), o.TLSMode)
+	if o.RecoveryGrace > 0 {
+		fmt.Fprintf(&b, "  recovery_grace = %q\n\n", o.RecoveryGrace.String())
+	}
 	fmt.Fprintf(&b, "  etcd {\n    heartbeat_interval = \"100ms\"\n    election_timeout   = \"1s\"\n  }\n\n")
 	fmt.Fprintf(&b, "  provider \"static\" {\n    stale_after = %q\n", o.StaleAfter.String())
 	for i, p := range ports {

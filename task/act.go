@@ -38,6 +38,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.setAside(d)
 	case planner.RecordCluster:
 		return m.recordCluster(ctx, d)
+	case planner.RecoverQuorum:
+		return m.recover(ctx, d)
 	case planner.ReplaceInstance:
 		r, ok := m.opts.Provider.(replacer)
 		if !ok {
@@ -227,7 +229,7 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 	m.mu.Lock()
 	cur := m.record
 	m.mu.Unlock()
-	r := coord.Record{ClusterID: d.Record.ClusterID, Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder}
+	r := coord.Record{ClusterID: d.Record.ClusterID, Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source}
 	if cur == nil {
 		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
 	} else {
@@ -260,6 +262,10 @@ func (m *Member) start(name, token, state, initial string, epoch uint64) error {
 		cfg.InitialClusterToken = token
 	} else if meta, err := m.dir.readMeta(); err == nil {
 		cfg.InitialClusterToken = meta.Token
+		if meta.ForceNew {
+			cfg.ForceNewCluster = true
+			m.log.Warn("starting with ForceNewCluster: this member's data seeds the next epoch alone")
+		}
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
@@ -313,6 +319,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 	}
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
+	meta.ForceNew = false
 	if err := m.dir.writeMeta(meta); err != nil {
 		m.log.Warn("write metadata", "error", err)
 		return

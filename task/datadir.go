@@ -24,6 +24,9 @@ type Meta struct {
 	Epoch     uint64 `json:"epoch"`
 	MemberID  uint64 `json:"member_id,omitempty"`
 	ClusterID uint64 `json:"cluster_id,omitempty"`
+	// ForceNew asks the next start to use ForceNewCluster (a recovery from
+	// this member's data); cleared once the server is ready.
+	ForceNew bool `json:"force_new,omitempty"`
 }
 
 // dataDir is one member's directory: current/ holds the data in use,

@@ -92,6 +92,9 @@ type Member struct {
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	lastPreChange     time.Time
+	quorumLostSince   time.Time
+	snapshotListed    time.Time
+	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts
 	http              *http.Server
 }

@@ -54,7 +54,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder}
+		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source}
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -81,17 +81,19 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		}
 		o.ReplaceAfter, o.ReplacementInFlight = m.opts.Cluster.Provider.ReplaceAfter, inFlight
 	}
-	o.Peers = m.peerStatuses(ctx, insts)
+	o.Peers, o.Unreachable = m.peerStatuses(ctx, insts)
 	m.observeMembers(ctx, insts, &o, now)
+	m.observeQuorumLoss(ctx, &o, now)
 	return o, nil
 }
 
 // peerStatuses asks every other instance's /status, concurrently.
-func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) []planner.PeerStatus {
+func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([]planner.PeerStatus, int) {
 	var (
-		wg  sync.WaitGroup
-		mu  sync.Mutex
-		out []planner.PeerStatus
+		wg          sync.WaitGroup
+		mu          sync.Mutex
+		out         []planner.PeerStatus
+		unreachable int
 	)
 	hc := m.httpClient()
 	for _, in := range insts {
@@ -102,16 +104,17 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) []
 		go func(in provider.Instance) {
 			defer wg.Done()
 			st, err := FetchStatus(ctx, hc, m.statusURL(in))
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
+				unreachable++
 				return
 			}
-			mu.Lock()
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy})
-			mu.Unlock()
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision})
 		}(in)
 	}
 	wg.Wait()
-	return out
+	return out, unreachable
 }
 
 func (m *Member) httpClient() *http.Client {

@@ -62,6 +62,9 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 		st.MemberID, st.ClusterID = meta.MemberID, meta.ClusterID
 	}
 	if e == nil {
+		if m.dir.hasEtcdData() {
+			st.Revision = m.dir.revision()
+		}
 		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
 	}
 	srv := e.Server

@@ -1,0 +1,115 @@
+package task
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+)
+
+// snapshotListEvery bounds how often a member without quorum lists the
+// snapshot store.
+const snapshotListEvery = 15 * time.Second
+
+// observeQuorumLoss fills the recovery inputs: how long quorum has been
+// lost, the grace period, and the newest snapshot.
+func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
+	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
+	if o.MembersKnown || o.Record == nil || o.Record.ClusterID == 0 {
+		m.quorumLostSince = time.Time{}
+		return
+	}
+	if m.quorumLostSince.IsZero() {
+		m.quorumLostSince = now
+	}
+	o.QuorumLostFor = now.Sub(m.quorumLostSince)
+	s := m.opts.Snapshots
+	if s == nil || o.RecoveryGrace <= 0 {
+		return
+	}
+	if now.Sub(m.snapshotListed) > snapshotListEvery {
+		m.snapshotListed = now
+		list, err := s.Store.List(ctx)
+		if err != nil {
+			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
+		} else if n := len(list); n > 0 {
+			newest := list[n-1]
+			m.latestSnapshot = &planner.SnapshotInfo{Name: newest.Name, Revision: newest.Revision, Epoch: newest.Epoch}
+		}
+	}
+	o.LatestSnapshot = m.latestSnapshot
+}
+
+// recover carries out RecoverQuorum: the next epoch is recorded (fenced by
+// the lock) before this member starts it, from its own data with
+// ForceNewCluster or from a verified snapshot.
+func (m *Member) recover(ctx context.Context, d planner.Decision) error {
+	l, err := m.heldLock()
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	cur := m.record
+	m.mu.Unlock()
+	if cur == nil {
+		return fmt.Errorf("recovery without a cluster record")
+	}
+	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source, Index: cur.Index}
+	if d.From == planner.FromSnapshot {
+		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
+	}
+	if cur.Token != next.Token {
+		if _, err := m.opts.Coordinator.UpdateRecord(ctx, l, next); err != nil {
+			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
+		}
+		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", "this member's data")
+	}
+	m.stopEtcd()
+	meta, err := m.dir.readMeta()
+	if err != nil {
+		return fmt.Errorf("read metadata: %w", err)
+	}
+	meta.Token, meta.Epoch, meta.ForceNew, meta.ClusterID = next.Token, next.Epoch, true, 0
+	if err := m.dir.writeMeta(meta); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
+	}
+	return m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil), next.Epoch)
+}
+
+func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coord.Record, next coord.Record, name string) error {
+	s := m.opts.Snapshots
+	if s == nil {
+		return fmt.Errorf("recovery from snapshot %s without a snapshot store", name)
+	}
+	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+		return err
+	}
+	plain := filepath.Join(m.dir.root, ".recover.db")
+	defer os.Remove(plain)
+	meta, err := snapshot.Fetch(ctx, s.Store, name, plain, s.Encryption, nil)
+	if err != nil {
+		return fmt.Errorf("fetch snapshot %s: %w", name, err)
+	}
+	if cur.Token != next.Token {
+		if _, err := m.opts.Coordinator.UpdateRecord(ctx, l, next); err != nil {
+			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
+		}
+		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
+	}
+	m.stopEtcd()
+	if dst, err := m.dir.setAside(time.Now(), "recovered-over"); err != nil {
+		return err
+	} else if dst != "" {
+		m.log.Warn("data dir set aside (not deleted) before restoring", "to", dst)
+	}
+	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: m.dir.etcdDir(), Name: m.opts.Name, PeerURL: m.peerURL(m.self), Token: next.Token, RevisionBump: 1_000_000})
+	if err != nil {
+		return err
+	}
+	return m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, Token: next.Token, Epoch: next.Epoch})
+}
