@@ -58,11 +58,9 @@ func waitVoters(t *testing.T, c *cluster, want int, timeout time.Duration) {
 // one member process, then `nomad alloc stop` one allocation.
 func TestDeployKillAndReplace(t *testing.T) {
 	c := newCluster(t, "e2e-main", 3)
-	start := time.Now()
 	c.nomadRun("")
 	took := c.waitPassing(3, 3*time.Minute)
 	t.Logf("nomad job run -> 3 passing Consul checks in %s", took.Round(100*time.Millisecond))
-	_ = start
 	putN(t, c, "deploy", 50)
 	if n := countPrefix(t, c, "deploy"); n != 50 {
 		t.Fatalf("read back %d keys, want 50", n)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,7 +163,6 @@ func TestASGProviderLifecycle(t *testing.T) {
 	if n := fake.Calls("SetInstanceHealth"); n != 1 {
 		t.Fatalf("SetInstanceHealth called %d times, want once", n)
 	}
-	_ = filepath.Join
 }
 
 // asgClient connects to the members the provider lists.

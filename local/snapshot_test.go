@@ -97,7 +97,6 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 			t.Fatalf("%s: old incarnation not set aside: %v", m, aside)
 		}
 	}
-	_ = local.MemberName
 }
 
 // Scheduled snapshots: one upload per interval for the whole cluster (each

@@ -23,7 +23,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Seed:
 		return m.seed(ctx, d)
 	case planner.Rejoin:
-		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil), 0)
+		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil))
 	case planner.JoinAsLearner:
 		m.snapshotBeforeChange(ctx, o, "before adding a learner")
 		return m.joinAsLearner(ctx, o, d)
@@ -94,7 +94,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
-	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil), rec.Epoch)
+	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
 }
 
 // initialCluster renders name=peerURL pairs; extra holds other members.
@@ -147,7 +147,7 @@ func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64,
 	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
-	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others), rec.Epoch)
+	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others))
 }
 
 // clientEndpoints lists the instances' client URLs; self is included
@@ -244,7 +244,7 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 }
 
 // start launches embedded etcd. token is empty when restarting from data.
-func (m *Member) start(name, token, state, initial string, epoch uint64) error {
+func (m *Member) start(name, token, state, initial string) error {
 	c := m.opts.Cluster
 	cfg := embed.NewConfig()
 	cfg.Name = name
@@ -301,7 +301,6 @@ func (m *Member) start(name, token, state, initial string, epoch uint64) error {
 	m.stopped = stopped
 	m.mu.Unlock()
 	go m.afterReady(e)
-	_ = epoch
 	return nil
 }
 

@@ -78,7 +78,7 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	if err := m.dir.writeMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
-	return m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil), next.Epoch)
+	return m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil))
 }
 
 func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coord.Record, next coord.Record, name string) error {

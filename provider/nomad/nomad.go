@@ -75,7 +75,7 @@ func New(o Options) *Provider {
 
 // Watch follows the job's allocations and group count until ctx ends.
 func (p *Provider) Watch(ctx context.Context) {
-	var allocIndex, jobIndex uint64
+	var allocIndex uint64
 	readyOnce := sync.Once{}
 	for ctx.Err() == nil {
 		// The allocation list with resources (ports) for this job; the
@@ -90,9 +90,8 @@ func (p *Provider) Watch(ctx context.Context) {
 			allocIndex = meta.LastIndex
 			jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
 			var job *api.Job
-			job, jmeta, jerr := p.o.Client.Jobs().Info(p.o.Job, jq)
+			job, _, jerr := p.o.Client.Jobs().Info(p.o.Job, jq)
 			if jerr == nil {
-				jobIndex = jmeta.LastIndex
 				p.update(allocs, job)
 				readyOnce.Do(func() { close(p.ready) })
 				continue
@@ -111,7 +110,6 @@ func (p *Provider) Watch(ctx context.Context) {
 		case <-time.After(2 * time.Second):
 		}
 	}
-	_ = jobIndex
 }
 
 func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
