@@ -60,8 +60,24 @@ func ParseBundle(b []byte) (Pair, error) {
 	return p, nil
 }
 
-func serial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+// newLeaf makes a fresh key and a certificate template with a random
+// serial, the subject common name cn, valid from an hour before now for
+// validity.
+func newLeaf(cn string, now time.Time, validity time.Duration) (*ecdsa.PrivateKey, *x509.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	sn, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126))
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, &x509.Certificate{
+		SerialNumber: sn,
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"etcd-nomad"}},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(validity),
+	}, nil
 }
 
 func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
@@ -77,23 +93,13 @@ func encode(der []byte, key *ecdsa.PrivateKey) (Pair, error) {
 
 // NewCA creates a self-signed CA for cluster.
 func NewCA(cluster string, now time.Time) (Pair, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newLeaf("etcd-nomad CA "+cluster, now, caValidity)
 	if err != nil {
 		return Pair{}, err
 	}
-	sn, err := serial()
-	if err != nil {
-		return Pair{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: "etcd-nomad CA " + cluster, Organization: []string{"etcd-nomad"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(caValidity),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-	}
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
 		return Pair{}, err
@@ -112,22 +118,12 @@ func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
 	if err != nil {
 		return Pair{}, fmt.Errorf("parse CA: %w", err)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	key, tmpl, err := newLeaf(name, now, leafValidity)
 	if err != nil {
 		return Pair{}, err
 	}
-	sn, err := serial()
-	if err != nil {
-		return Pair{}, err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: name, Organization: []string{"etcd-nomad"}},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(leafValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	seen := map[string]bool{}
 	for _, h := range hosts {
 		if h == "" || seen[h] {

@@ -39,20 +39,29 @@ Options:
   -binary PATH   etcd-nomad's path on the Nomad clients (default: this binary)`)
 }
 
-func (c *jobRenderCommand) Run(args []string) int {
-	fs := flag.NewFlagSet("job render", flag.ContinueOnError)
+// renderJob parses the -binary flag and FILE from args (fs may define more
+// flags) and renders the job; ok is false once the error is reported.
+func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec string, ok bool) {
 	bin := fs.String("binary", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.ui.Error(c.Help())
-		return 1
+		ui.Error(help)
+		return "", false
 	}
-	cl := loadConfig(c.ui, fs.Arg(0))
+	cl := loadConfig(ui, fs.Arg(0))
 	if cl == nil {
-		return 1
+		return "", false
 	}
 	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
 	if err != nil {
-		c.ui.Error(err.Error())
+		ui.Error(err.Error())
+		return "", false
+	}
+	return spec, true
+}
+
+func (c *jobRenderCommand) Run(args []string) int {
+	spec, ok := renderJob(c.ui, flag.NewFlagSet("job render", flag.ContinueOnError), args, c.Help())
+	if !ok {
 		return 1
 	}
 	fmt.Fprint(os.Stdout, spec)
@@ -73,19 +82,9 @@ Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] FILE
 
 func (c *jobRunCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("job run", flag.ContinueOnError)
-	bin := fs.String("binary", "", "")
 	timeout := fs.Duration("timeout", 10*time.Minute, "")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, fs.Arg(0))
-	if cl == nil {
-		return 1
-	}
-	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
-	if err != nil {
-		c.ui.Error(err.Error())
+	spec, ok := renderJob(c.ui, fs, args, c.Help())
+	if !ok {
 		return 1
 	}
 	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
