@@ -7,6 +7,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -203,4 +204,20 @@ func AWSEnv(t testing.TB, accessKey, secretKey string) {
 	t.Setenv("AWS_PROFILE", "")
 	t.Setenv("AWS_CONFIG_FILE", "/nonexistent")
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+}
+
+// SupervisorLines returns the last n lines of a member log written by
+// etcd-nomad itself (etcd's own JSON lines are left out), for failure
+// reports.
+func SupervisorLines(log string, n int) string {
+	var lines []string
+	for _, l := range strings.Split(log, "\n") {
+		if strings.Contains(l, "etcd-nomad") {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }

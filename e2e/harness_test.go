@@ -324,16 +324,7 @@ func (c *cluster) dumpLogs() {
 		if err != nil {
 			continue
 		}
-		var lines []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "etcd-nomad") {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) > 40 {
-			lines = lines[len(lines)-40:]
-		}
-		c.t.Logf("=== alloc %s (%s, %s)\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, strings.Join(lines, "\n"))
+		c.t.Logf("=== alloc %s (%s, %s)\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, clustertest.SupervisorLines(string(b), 40))
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,16 +76,7 @@ func (tc *testCluster) dumpLogs() {
 	files, _ := filepath.Glob(filepath.Join(tc.lay.LogDir(), "*.log"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
-		var lines []string
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.Contains(l, "etcd-nomad") {
-				lines = append(lines, l)
-			}
-		}
-		if len(lines) > 60 {
-			lines = lines[len(lines)-60:]
-		}
-		tc.t.Logf("=== %s (etcd-nomad lines, last 60)\n%s", f, strings.Join(lines, "\n"))
+		tc.t.Logf("=== %s (etcd-nomad lines, last 60)\n%s", f, clustertest.SupervisorLines(string(b), 60))
 	}
 }
 
