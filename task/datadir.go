@@ -11,6 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
 // metaFile is the metadata etcd-nomad keeps beside etcd's own data.
@@ -142,8 +143,28 @@ func (d dataDir) setAside(now time.Time, why string) (string, error) {
 	return dst, nil
 }
 
-// WriteMeta writes the metadata of a data dir's current/ directory (used by
-// restore, which prepares a member's data while it is stopped).
-func WriteMeta(current string, m Meta) error {
-	return dataDir{root: filepath.Dir(current)}.writeMeta(m)
+// Incarnation describes the cluster a restored data dir starts.
+type Incarnation struct {
+	Cluster, Name, PeerURL, Token string
+	Epoch                         uint64
+	// RevisionBump is added to every revision (and marked compacted).
+	RevisionBump uint64
+}
+
+// InstallSnapshot seeds a member's data dir (root) from a verified
+// plaintext snapshot file as a new incarnation: the current data is set
+// aside (renamed, never deleted, tagged why), etcd's restore writes the
+// new data, and the metadata names the incarnation. It returns where the
+// old data went ("" if there was none). The member must be stopped.
+func InstallSnapshot(root, plain string, in Incarnation, why string) (string, error) {
+	d := dataDir{root: root}
+	aside, err := d.setAside(time.Now(), why)
+	if err != nil {
+		return "", err
+	}
+	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.etcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump})
+	if err != nil {
+		return aside, err
+	}
+	return aside, d.writeMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
 }

@@ -102,14 +102,10 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
 	}
 	m.stopEtcd()
-	if dst, err := m.dir.setAside(time.Now(), "recovered-over"); err != nil {
-		return err
-	} else if dst != "" {
-		m.log.Warn("data dir set aside (not deleted) before restoring", "to", dst)
+	aside, err := InstallSnapshot(m.dir.root, plain, Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
+		Token: next.Token, Epoch: next.Epoch, RevisionBump: 1_000_000}, "recovered-over")
+	if aside != "" {
+		m.log.Warn("data dir set aside (not deleted) before restoring", "to", aside)
 	}
-	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: m.dir.etcdDir(), Name: m.opts.Name, PeerURL: m.peerURL(m.self), Token: next.Token, RevisionBump: 1_000_000})
-	if err != nil {
-		return err
-	}
-	return m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, Token: next.Token, Epoch: next.Epoch})
+	return err
 }

@@ -337,24 +337,14 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	exists := err == nil
 	token := task.NewToken()
 	epoch := max(rec.Epoch, m.Epoch) + 1
-	current := filepath.Join(root, "current")
-	if _, err := os.Stat(current); err == nil {
-		aside := filepath.Join(root, "aside", time.Now().UTC().Format("20060102T150405.000000000Z")+"-restored-over")
-		if err := os.MkdirAll(filepath.Dir(aside), 0o700); err != nil {
-			return err
-		}
-		if err := os.Rename(current, aside); err != nil {
-			return fmt.Errorf("set aside %s: %w", current, err)
-		}
+	aside, err := task.InstallSnapshot(root, plain, task.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, "restored-over")
+	if aside != "" {
 		ui.Output("set aside the member's previous data: " + aside)
 	}
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: filepath.Join(current, "etcd"), Name: member, PeerURL: peerURL, Token: token, RevisionBump: bump}); err != nil {
+	if err != nil {
 		return err
 	}
-	if err := task.WriteMeta(current, task.Meta{Cluster: cl.Name, Name: member, Token: token, Epoch: epoch}); err != nil {
-		return err
-	}
-	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Index: rec.Index}
+	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index}
 	if exists {
 		_, err = co.UpdateRecord(ctx, l, newRec)
 	} else {
