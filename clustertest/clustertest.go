@@ -13,6 +13,9 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // WaitFor polls cond until it holds or timeout passes; on timeout it fails
@@ -220,4 +223,33 @@ func SupervisorLines(log string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Recorded reads a cluster's members and its record, for WaitOnRecord.
+type Recorded func() (status.Cluster, coord.Record, error)
+
+// WaitOnRecord waits until the record is confirmed (a cluster id) at epoch
+// minEpoch or later and every member reports that cluster id and epoch;
+// with healthy, every member must also be healthy.
+func WaitOnRecord(t testing.TB, timeout time.Duration, minEpoch uint64, healthy bool, read Recorded) (status.Cluster, coord.Record) {
+	t.Helper()
+	var st status.Cluster
+	var rec coord.Record
+	WaitFor(t, timeout, fmt.Sprintf("every member on a confirmed record of epoch >= %d (healthy: %v)", minEpoch, healthy), func() (bool, string) {
+		var err error
+		st, rec, err = read()
+		if err != nil {
+			return false, err.Error()
+		}
+		if rec.Epoch < minEpoch || rec.ClusterID == 0 {
+			return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
+		}
+		for _, m := range st.Members {
+			if (healthy && !m.Healthy) || m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
+				return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
+			}
+		}
+		return true, ""
+	})
+	return st, rec
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -193,5 +194,31 @@ func TestTLSFilesResolved(t *testing.T) {
 	}
 	if c.TLS.CAFile != filepath.Join(dir, "ca.pem") || c.DataDir != filepath.Join(dir, "d") {
 		t.Fatalf("paths not resolved: %+v", c.TLS)
+	}
+}
+
+// Passphrase encryption (scrypt, 256 MiB) under a Nomad memory limit too
+// small for it is refused at the memory_mb line, not found out by an OOM
+// kill in the first snapshot.
+func TestPassphraseNeedsMemory(t *testing.T) {
+	src := func(mem int) string {
+		return fmt.Sprintf(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  snapshot {
+    store "file" { path = "/s" }
+    encryption { passphrase_env = "P" }
+  }
+  nomad {
+    memory_mb = %d
+  }
+}`, mem)
+	}
+	_, _, diags := Load("x.hcl", []byte(src(128)))
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "x.hcl:9,17") || !strings.Contains(diags.Error(), "at least 384") {
+		t.Fatalf("want an error at memory_mb (x.hcl:9,17) naming the minimum, got %v", diags)
+	}
+	if _, _, diags := Load("x.hcl", []byte(src(512))); diags.HasErrors() {
+		t.Fatalf("512 MiB refused: %v", diags)
 	}
 }

@@ -368,8 +368,17 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.HostVolume = str(n.HostVolume, "")
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 	}
+	if c.Snapshot != nil && c.Snapshot.PassphraseEnv != "" && c.Provider.Kind == ProviderNomad && c.Nomad.MemoryMB < MinMemoryMBScrypt {
+		d.errorf(d.rangeOf("nomad", "memory_mb"), "Too little memory for passphrase encryption",
+			"snapshot encryption with passphrase_env uses age's scrypt, which needs 256 MiB for every snapshot on top of etcd's own memory; with memory_mb = %d Nomad would kill the member during its first snapshot. Set memory_mb to at least %d, or encrypt to recipients (X25519 keys need no scrypt).",
+			c.Nomad.MemoryMB, MinMemoryMBScrypt)
+	}
 	return c
 }
+
+// MinMemoryMBScrypt is the smallest Nomad memory_mb that leaves room for
+// age's scrypt (N=2^18, r=8: 256 MiB) beside etcd.
+const MinMemoryMBScrypt = 384
 
 func (d *decoder) provider(s providerSchema) Provider {
 	p := Provider{Kind: s.Kind, StaleAfter: DefaultStaleAfter}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -78,6 +79,9 @@ type cluster struct {
 	dir  string
 	file string
 	size int
+	// extra is HCL added inside the cluster block (recovery_grace,
+	// snapshot, ...).
+	extra string
 }
 
 func newCluster(t *testing.T, name string, size int) *cluster {
@@ -119,9 +123,10 @@ func (c *cluster) writeDefinition(size int, extraEnv string) {
     memory_mb = 128
     kill_timeout = "20s"
   }
+%s
 }
 # %s
-`, c.name, size, extraEnv)
+`, c.name, size, c.extra, extraEnv)
 	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
 		c.t.Fatal(err)
 	}
@@ -168,6 +173,26 @@ var (
 	sharedConsul *consulapi.Client
 	sharedNomad  *nomadapi.Client
 )
+
+// record reads the cluster record from Consul.
+func (c *cluster) record() (coord.Record, error) {
+	co, err := status.Coordinator(c.config())
+	if err != nil {
+		return coord.Record{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return co.Record(ctx)
+}
+
+func (c *cluster) recorded() (status.Cluster, coord.Record, error) {
+	st, err := c.status()
+	if err != nil {
+		return st, coord.Record{}, err
+	}
+	rec, err := c.record()
+	return st, rec, err
+}
 
 func consulClient(t *testing.T) *consulapi.Client {
 	clientsOnce.Do(func() { initClients(t) })
@@ -324,7 +349,13 @@ func (c *cluster) dumpLogs() {
 		if err != nil {
 			continue
 		}
-		c.t.Logf("=== alloc %s (%s, %s)\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, clustertest.SupervisorLines(string(b), 40))
+		var events []string
+		if ts := a.TaskStates["etcd"]; ts != nil {
+			for _, e := range ts.Events {
+				events = append(events, fmt.Sprintf("%s %s: %s", time.Unix(0, e.Time).UTC().Format("15:04:05"), e.Type, e.DisplayMessage))
+			}
+		}
+		c.t.Logf("=== alloc %s (%s, %s)\ntask events:\n  %s\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, strings.Join(events, "\n  "), clustertest.SupervisorLines(string(b), 40))
 	}
 }
 

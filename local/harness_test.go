@@ -198,51 +198,24 @@ func errs(err error) string {
 	return err.Error()
 }
 
+func (tc *testCluster) recorded() (status.Cluster, coord.Record, error) {
+	st, err := tc.status()
+	if err != nil {
+		return st, coord.Record{}, err
+	}
+	return st, tc.record(), nil
+}
+
 // waitConfirmed waits until the record names a confirmed cluster id and
 // every member reports it and the record's epoch.
 func (tc *testCluster) waitConfirmed(timeout time.Duration) (status.Cluster, coord.Record) {
 	tc.t.Helper()
-	var st status.Cluster
-	var rec coord.Record
-	waitFor(tc.t, timeout, "every member on the recorded, confirmed cluster", func() (bool, string) {
-		var err error
-		st, err = tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		rec = tc.record()
-		for _, m := range st.Members {
-			if rec.ClusterID == 0 || m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
-				return false, fmt.Sprintf("member %s on cluster %x epoch %d; record %x epoch %d", m.Name, m.ClusterID, m.Epoch, rec.ClusterID, rec.Epoch)
-			}
-		}
-		return true, ""
-	})
-	return st, rec
+	return clustertest.WaitOnRecord(tc.t, timeout, 0, false, tc.recorded)
 }
 
 // waitConfirmedAfter waits until every member is healthy on a confirmed
 // record of at least epoch.
 func (tc *testCluster) waitConfirmedAfter(epoch uint64, timeout time.Duration) (status.Cluster, coord.Record) {
 	tc.t.Helper()
-	var st status.Cluster
-	var rec coord.Record
-	waitFor(tc.t, timeout, fmt.Sprintf("all members healthy on a confirmed epoch >= %d", epoch), func() (bool, string) {
-		var err error
-		st, err = tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		rec = tc.record()
-		if rec.Epoch < epoch || rec.ClusterID == 0 {
-			return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
-		}
-		for _, m := range st.Members {
-			if !m.Healthy || m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
-				return false, fmt.Sprintf("record %+v\n%s", rec, status.Format(st))
-			}
-		}
-		return true, ""
-	})
-	return st, rec
+	return clustertest.WaitOnRecord(tc.t, timeout, epoch, true, tc.recorded)
 }

@@ -36,8 +36,13 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
+	local := m.dir.observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())
+		// The backend is etcd's while it runs: its revision comes from
+		// the server, as peers report theirs through /status. Without
+		// it, two survivors would each defer recovery to the other.
+		local.Revision = e.Server.KV().Rev()
 	}
 	o := planner.Observation{
 		ClusterName:   m.opts.Cluster.Name,
@@ -45,7 +50,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		DesiredSize:   size,
 		Running:       running,
 		SelfID:        selfID,
-		Local:         m.dir.observe(running),
+		Local:         local,
 		HoldsLock:     holds,
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      newToken(),

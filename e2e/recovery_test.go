@@ -1,0 +1,228 @@
+package e2e_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"filippo.io/age"
+
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
+	"github.com/etcd-nomad/etcd-nomad/task"
+)
+
+// allocDataDir is where a running member keeps its data: the data_dir
+// default ${NOMAD_ALLOC_DIR}/data, read from the process's own environment.
+func allocDataDir(t *testing.T, m task.Status) string {
+	t.Helper()
+	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.PID))
+	if err != nil {
+		t.Fatalf("environment of member %s (pid %d): %v", m.Name, m.PID, err)
+	}
+	for _, kv := range bytes.Split(env, []byte{0}) {
+		if v, ok := strings.CutPrefix(string(kv), "NOMAD_ALLOC_DIR="); ok {
+			return filepath.Join(v, "data", m.Name)
+		}
+	}
+	t.Fatalf("member %s (pid %d) has no NOMAD_ALLOC_DIR", m.Name, m.PID)
+	return ""
+}
+
+// loseMembers takes members away for good, as lost hosts: each process is
+// frozen, its data dir is moved out of the allocation, then it is killed.
+// Nomad restarts the tasks in place, with empty data dirs.
+func loseMembers(t *testing.T, members ...task.Status) {
+	t.Helper()
+	dirs := make([]string, len(members))
+	for i, m := range members {
+		if m.PID == 0 {
+			t.Fatalf("no pid for member %s", m.Name)
+		}
+		dirs[i] = allocDataDir(t, m)
+		if err := syscall.Kill(m.PID, syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, m := range members {
+		if err := os.Rename(dirs[i], filepath.Join(t.TempDir(), m.Name)); err != nil {
+			t.Fatalf("move data of %s away: %v", m.Name, err)
+		}
+	}
+	for _, m := range members {
+		if err := syscall.Kill(m.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// revision reads the cluster's current revision.
+func revision(t *testing.T, c *cluster) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.client().Get(ctx, "revision-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Header.Revision
+}
+
+// Two of three allocations lose their members for good (process and data):
+// after recovery_grace the survivor seeds the next epoch from its own data
+// with ForceNewCluster, the empty members join as learners and are
+// promoted, and no acknowledged write is lost.
+func TestQuorumLossTwoMembersLost(t *testing.T) {
+	c := newCluster(t, "e2e-qloss", 3)
+	c.extra = `  recovery_grace = "3s"`
+	c.writeDefinition(3, "")
+	c.nomadRun("")
+	c.waitPassing(3, 3*time.Minute)
+	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
+	putN(t, c, "acked", 200)
+	w := clustertest.StartWriter(c.client(), "writer")
+
+	st, err := c.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	survivor := st.Members[0]
+	loseMembers(t, st.Members[1], st.Members[2])
+	lost := time.Now()
+
+	waitFor(t, 2*time.Minute, "writable again", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := c.client().Put(ctx, "probe", "x")
+		return err == nil, fmt.Sprint(err)
+	})
+	writable := time.Since(lost)
+	_, rec := clustertest.WaitOnRecord(t, 3*time.Minute, before.Epoch+1, true, c.recorded)
+	waitVoters(t, c, 3, 2*time.Minute)
+	healed := time.Since(lost)
+	acked, gap := w.Finish()
+	t.Logf("2 of 3 members lost -> writable in %s, 3 healthy voters in %s; writer's longest failure window %s",
+		writable.Round(100*time.Millisecond), healed.Round(100*time.Millisecond), gap.Round(time.Millisecond))
+
+	if rec.Epoch != before.Epoch+1 || rec.Source != "data" || rec.Seeder != survivor.Name {
+		t.Fatalf("record after recovery %+v, want epoch %d from the data of %s", rec, before.Epoch+1, survivor.Name)
+	}
+	// ForceNewCluster rewrites the membership but keeps etcd's cluster id:
+	// clients of the old incarnation carry on.
+	if rec.ClusterID != before.ClusterID {
+		t.Fatalf("recovery from data changed the cluster id from %x to %x", before.ClusterID, rec.ClusterID)
+	}
+	if n := countPrefix(t, c, "acked"); n != 200 {
+		t.Fatalf("%d of 200 acknowledged keys after recovery", n)
+	}
+	clustertest.CheckAcked(t, c.client(), acked)
+}
+
+// Every member loses its data at once: after recovery_grace one member
+// restores the newest S3 snapshot (fetched, decrypted, verified) with a
+// revision bump; the others join. Keys written before that snapshot are
+// all there and the revision never goes backwards.
+func TestAllDataLostRecoverFromS3(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s3, err := devagents.StartS3(ctx, t.TempDir(), "etcd-e2e-backups")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s3.Stop(10 * time.Second) })
+	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
+	// Members encrypt to an X25519 recipient and decrypt with its identity
+	// file (a passphrase would need scrypt's 256 MiB per snapshot).
+	id, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idFile := filepath.Join(t.TempDir(), "identity.txt")
+	if err := os.WriteFile(idFile, []byte(id.String()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newCluster(t, "e2e-s3dr", 3)
+	c.extra = fmt.Sprintf(`  recovery_grace = "3s"
+  snapshot {
+    interval     = "2s"
+    retain_count = 5
+    store "s3" {
+      bucket     = "etcd-e2e-backups"
+      endpoint   = %q
+      region     = "us-east-1"
+      path_style = true
+    }
+    encryption {
+      recipients    = [%q]
+      identity_file = %q
+    }
+  }`, s3.Addr, id.Recipient().String(), idFile)
+	c.writeDefinition(3, "")
+	c.nomadRun(strings.Join([]string{
+		`AWS_ACCESS_KEY_ID = "` + devagents.S3AccessKey + `"`,
+		`AWS_SECRET_ACCESS_KEY = "` + devagents.S3SecretKey + `"`,
+	}, "\n        "))
+	c.waitPassing(3, 3*time.Minute)
+	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
+	putN(t, c, "snap", 100)
+	written := revision(t, c)
+
+	store, err := open.Store(ctx, c.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, fmt.Sprintf("a snapshot at revision >= %d", written), func() (bool, string) {
+		list, err := store.List(context.Background())
+		if err != nil || len(list) == 0 {
+			return false, fmt.Sprint(len(list), err)
+		}
+		newest := list[len(list)-1]
+		return newest.Revision >= written, fmt.Sprintf("newest %s at revision %d", newest.Name, newest.Revision)
+	})
+
+	st, err := c.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loseMembers(t, st.Members...)
+	lost := time.Now()
+	_, rec := clustertest.WaitOnRecord(t, 3*time.Minute, before.Epoch+1, true, c.recorded)
+	waitVoters(t, c, 3, 2*time.Minute)
+	t.Logf("all data lost -> recovered from S3, 3 healthy voters in %s", time.Since(lost).Round(100*time.Millisecond))
+
+	name, ok := strings.CutPrefix(rec.Source, "snapshot:")
+	if rec.Epoch != before.Epoch+1 || !ok {
+		t.Fatalf("record after recovery %+v, want epoch %d from a snapshot", rec, before.Epoch+1)
+	}
+	var used *snapshot.Meta
+	list, err := store.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range list {
+		if list[i].Name == name {
+			used = &list[i]
+		}
+	}
+	if used == nil {
+		t.Fatalf("snapshot %s named by the record is not in the store", name)
+	}
+	if used.Revision < written {
+		t.Fatalf("recovered from %s at revision %d, older than the %d written before the loss", name, used.Revision, written)
+	}
+	if n := countPrefix(t, c, "snap"); n != 100 {
+		t.Fatalf("%d of the 100 keys written before snapshot %s", n, name)
+	}
+	if now := revision(t, c); now < used.Revision {
+		t.Fatalf("revision went backwards: %d after restoring a snapshot at %d", now, used.Revision)
+	}
+}
