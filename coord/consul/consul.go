@@ -54,6 +54,9 @@ type Options struct {
 // Coordinator implements coord.Coordinator on Consul.
 type Coordinator struct {
 	o Options
+
+	mu  sync.Mutex
+	own map[string]bool // sessions this process created and still holds
 }
 
 var _ coord.Coordinator = (*Coordinator)(nil)
@@ -70,7 +73,7 @@ func New(o Options) (*Coordinator, error) {
 		o.LockDelay = DefaultLockDelay
 	}
 	o.Prefix = strings.TrimSuffix(o.Prefix, "/")
-	return &Coordinator{o: o}, nil
+	return &Coordinator{o: o, own: map[string]bool{}}, nil
 }
 
 func (c *Coordinator) key(name string) string { return c.o.Prefix + "/" + name }
@@ -98,13 +101,18 @@ func (l *lock) Unlock(ctx context.Context) error {
 		_, _, rerr := l.c.o.Client.KV().Release(&api.KVPair{Key: l.c.key("lock"), Session: l.session}, q)
 		_, derr := l.c.o.Client.Session().Destroy(l.session, q)
 		err = errors.Join(rerr, derr)
+		l.c.mu.Lock()
+		delete(l.c.own, l.session)
+		l.c.mu.Unlock()
 		l.markLost()
 	})
 	return err
 }
 
 // Lock creates a TTL session (not tied to the node's serfHealth check, so a
-// flapping agent does not drop it) and acquires the lock key with it.
+// flapping agent does not drop it) and acquires the lock key with it. A
+// lock held under the same holder name by a session another process created
+// is taken back at once: that process was this member's previous life.
 func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, error) {
 	se := &api.SessionEntry{
 		Name:      "etcd-nomad lock " + c.o.Prefix + " " + holder,
@@ -116,6 +124,9 @@ func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, erro
 	if err != nil {
 		return nil, fmt.Errorf("create consul session: %w", err)
 	}
+	c.mu.Lock()
+	c.own[id] = true
+	c.mu.Unlock()
 	l := &lock{c: c, session: id, lost: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		// RenewPeriodic returns when the session is invalidated or done
@@ -143,6 +154,19 @@ func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, erro
 		}
 		if err == nil {
 			waitIndex = meta.LastIndex
+			if pair != nil && pair.Session != "" && string(pair.Value) == holder && !c.owns(pair.Session) {
+				// Held under this holder's name by a session this process
+				// did not create: a previous process of this same member
+				// that died holding it (a member's name belongs to one
+				// process at a time).
+				// Waiting out its TTL would stall a restarted seeder or
+				// recovery for up to twice the TTL; its writes are fenced
+				// by session, so ending that session is safe.
+				if _, err := c.o.Client.Session().Destroy(pair.Session, (&api.WriteOptions{}).WithContext(ctx)); err == nil {
+					waitIndex = 0
+					continue
+				}
+			}
 			if pair == nil || pair.Session == "" {
 				waitIndex = 0 // free (maybe in lock-delay): poll
 				select {
@@ -160,6 +184,13 @@ func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, erro
 	l.fence = pair.ModifyIndex
 	go l.watch(pair.ModifyIndex)
 	return l, nil
+}
+
+// owns tells whether this process created session id and still holds it.
+func (c *Coordinator) owns(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.own[id]
 }
 
 // watch closes lost when the lock key no longer names this session.

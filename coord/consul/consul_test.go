@@ -240,6 +240,68 @@ func TestKilledHolderLockPassesOn(t *testing.T) {
 	t.Logf("lock passed on %s after the holder was killed (session TTL 10s)", time.Since(start).Round(time.Millisecond))
 }
 
+// A member restarted after a kill -9 takes back the lock its dead process
+// held under the same holder name at once, not after the session's TTL;
+// the fence still grows.
+func TestRestartedHolderTakesBackItsLock(t *testing.T) {
+	addr := consulAgent(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+addr, holderEnv+"_PREFIX=restarted")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	var oldFence uint64
+	if _, serr := fmt.Sscanf(line, "locked %d", &oldFence); err != nil || serr != nil {
+		t.Fatalf("holder: %q %v %v", line, err, serr)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	// Another holder still waits for the dead session to expire.
+	other, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if l, err := newCoord(t, addr, "restarted").Lock(other, "someone-else"); err == nil {
+		l.Unlock(context.Background())
+		t.Fatal("another holder took the lock of a session that had not expired")
+	}
+
+	start := time.Now()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel2()
+	l, err := newCoord(t, addr, "restarted").Lock(ctx, "holder-process")
+	if err != nil {
+		t.Fatalf("restarted holder did not take back its lock within 5s (session TTL 10s): %v", err)
+	}
+	defer l.Unlock(context.Background())
+	took := time.Since(start)
+	if l.Fence() <= oldFence {
+		t.Fatalf("fence %d after takeover, not above the dead holder's %d", l.Fence(), oldFence)
+	}
+	t.Logf("restarted holder took back its lock in %s", took.Round(time.Millisecond))
+
+	// Within one process a second Lock under the same name waits: it never
+	// takes the lock from its own process's holder.
+	same, cancel3 := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel3()
+	if l2, err := l.(*lock).c.Lock(same, "holder-process"); err == nil {
+		l2.Unlock(context.Background())
+		t.Fatal("a second Lock in the same process took the lock from the first")
+	}
+	select {
+	case <-l.Lost():
+		t.Fatal("the holder lost its lock to a second Lock of its own process")
+	default:
+	}
+}
+
 func TestLoadOrStoreKeepsFirst(t *testing.T) {
 	c := newCoord(t, consulAgent(t), "kv")
 	ctx := context.Background()
