@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -224,5 +226,137 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}
 	if now := revision(t, c); now < used.Revision {
 		t.Fatalf("revision went backwards: %d after restoring a snapshot at %d", now, used.Revision)
+	}
+}
+
+// clusterIDs samples every member's (epoch, cluster id) until stop is
+// called, which returns each epoch's cluster ids as seen by members.
+func clusterIDs(c *cluster) (stop func() map[uint64]map[uint64][]string) {
+	done := make(chan struct{})
+	seen := map[uint64]map[uint64][]string{}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(300 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			st, err := c.status()
+			if err != nil {
+				continue
+			}
+			for _, m := range st.Members {
+				if m.ClusterID == 0 {
+					continue
+				}
+				if seen[m.Epoch] == nil {
+					seen[m.Epoch] = map[uint64][]string{}
+				}
+				if ids := seen[m.Epoch][m.ClusterID]; len(ids) == 0 || ids[len(ids)-1] != m.Name {
+					seen[m.Epoch][m.ClusterID] = append(ids, m.Name)
+				}
+			}
+		}
+	}()
+	return func() map[uint64]map[uint64][]string {
+		close(done)
+		wg.Wait()
+		return seen
+	}
+}
+
+// The member carrying out a quorum-loss recovery (it holds the lock) is
+// killed in the middle of it, round after round: before it records the
+// next epoch, just after, or while it restarts etcd with ForceNewCluster.
+// Each time Nomad restarts it, it resumes, exactly one new epoch is
+// recorded, members never report two cluster ids for one epoch, and no
+// acknowledged key is lost.
+func TestRecoveryLockHolderKilled(t *testing.T) {
+	rounds := 10
+	if v := os.Getenv("E2E_RECOVERY_ROUNDS"); v != "" {
+		fmt.Sscan(v, &rounds)
+	}
+	seed := time.Now().UnixNano()
+	if v := os.Getenv("E2E_RECOVERY_SEED"); v != "" {
+		fmt.Sscan(v, &seed)
+	}
+	t.Logf("%d rounds, seed %d (replay with E2E_RECOVERY_SEED=%d)", rounds, seed, seed)
+	rng := rand.New(rand.NewSource(seed))
+
+	c := newCluster(t, "e2e-rkill", 3)
+	c.extra = `  recovery_grace = "3s"`
+	c.writeDefinition(3, "")
+	c.nomadRun("")
+	c.waitPassing(3, 3*time.Minute)
+	_, rec := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
+	stop := clusterIDs(c)
+	for r := 0; r < rounds; r++ {
+		putN(t, c, fmt.Sprintf("round%02d", r), 20)
+		st, err := c.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := rng.Intn(len(st.Members))
+		survivor := st.Members[i]
+		others := append(append([]task.Status{}, st.Members[:i]...), st.Members[i+1:]...)
+		start := time.Now()
+		loseMembers(t, others...)
+
+		var point string
+		switch r % 3 {
+		case 0:
+			delay := time.Duration(rng.Int63n(int64(4 * time.Second)))
+			point = fmt.Sprintf("%s after it saw quorum lost", delay.Round(time.Millisecond))
+			waitFor(t, time.Minute, "the survivor to see quorum lost", func() (bool, string) {
+				st, err := c.status()
+				if err != nil {
+					return false, err.Error()
+				}
+				for _, m := range st.Members {
+					if m.Name == survivor.Name {
+						return strings.Contains(m.Reason, "quorum lost"), m.Reason
+					}
+				}
+				return false, "survivor not listed"
+			})
+			time.Sleep(delay) // the kill point itself, not a wait for a state
+		default:
+			delay := time.Duration(0)
+			if r%3 == 2 {
+				delay = time.Duration(rng.Int63n(int64(1500 * time.Millisecond)))
+			}
+			point = fmt.Sprintf("%s after it recorded epoch %d", delay.Round(time.Millisecond), rec.Epoch+1)
+			waitFor(t, time.Minute, fmt.Sprintf("epoch %d recorded", rec.Epoch+1), func() (bool, string) {
+				r, err := c.record()
+				return err == nil && r.Epoch > rec.Epoch, fmt.Sprintf("%+v %v", r, err)
+			})
+			time.Sleep(delay) // the kill point itself
+		}
+		if err := syscall.Kill(survivor.PID, syscall.SIGKILL); err != nil {
+			t.Fatalf("round %d: kill %s: %v", r, survivor.Name, err)
+		}
+		_, next := clustertest.WaitOnRecord(t, 3*time.Minute, rec.Epoch+1, true, c.recorded)
+		waitVoters(t, c, 3, 2*time.Minute)
+		t.Logf("round %d: holder %s killed %s; healed at epoch %d (source %s) in %s", r, survivor.Name, point, next.Epoch, next.Source, time.Since(start).Round(100*time.Millisecond))
+		if next.Epoch != rec.Epoch+1 {
+			t.Fatalf("round %d: epoch went from %d to %d: more than one recovery was recorded", r, rec.Epoch, next.Epoch)
+		}
+		rec = next
+	}
+	seen := stop()
+	for epoch, ids := range seen {
+		if len(ids) > 1 {
+			t.Errorf("epoch %d: members reported %d cluster ids: %v", epoch, len(ids), ids)
+		}
+	}
+	for r := 0; r < rounds; r++ {
+		if n := countPrefix(t, c, fmt.Sprintf("round%02d", r)); n != 20 {
+			t.Errorf("round %d: %d of 20 acknowledged keys", r, n)
+		}
 	}
 }
