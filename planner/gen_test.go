@@ -27,6 +27,7 @@ func genObservation(rng *rand.Rand) Observation {
 		RecoveryGrace:       time.Duration(rng.IntN(2)) * 30 * time.Second,
 		QuorumLostFor:       time.Duration(rng.IntN(60)) * time.Second,
 		Unreachable:         rng.IntN(4) / 3,
+		SeederGoneFor:       time.Duration(rng.IntN(60)) * time.Second,
 	}
 	o.Self.PeerURL = "https://" + o.Self.Name + ":2380"
 	for i := 0; i < pick(6); i++ {
@@ -36,7 +37,8 @@ func genObservation(rng *rand.Rand) Observation {
 	switch pick(4) {
 	case 0:
 	case 1:
-		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), Seeder: names[pick(4)]}
+		// Unconfirmed: a seed, or a recovery (which a member may take over).
+		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []string{"", "", "data", "snapshot:snap"}[pick(4)]}
 	default:
 		o.Record = &Record{ClusterID: 0xc1, Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), Seeder: names[pick(4)]}
 	}

@@ -11,8 +11,9 @@ func Check(o Observation, d Decision) error {
 		name = o.Local.Name
 	}
 	// Invariant 5 for running members: an incarnation the record no longer
-	// names is never kept running by a membership decision.
-	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait {
+	// names is never kept running by a membership decision. (Taking over a
+	// recovery restarts it as the next epoch: invariant 4 checks that.)
+	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum {
 		return fmt.Errorf("invariant 5: %s while running epoch %d against record epoch %d", d.Kind, o.Local.Epoch, o.Record.Epoch)
 	}
 	starts := d.Kind == Seed || d.Kind == Rejoin || d.Kind == JoinAsLearner || d.Kind == ResumeJoin
@@ -151,25 +152,46 @@ func Check(o Observation, d Decision) error {
 		if o.Unreachable > 0 {
 			return fmt.Errorf("invariant 4: recovery while %d instances do not answer", o.Unreachable)
 		}
-		if o.RecoveryGrace <= 0 || o.QuorumLostFor < o.RecoveryGrace || o.MembersKnown {
-			return fmt.Errorf("invariant 4: recovery after %s of quorum loss (grace %s, members known %v)", o.QuorumLostFor, o.RecoveryGrace, o.MembersKnown)
-		}
 		if o.Record == nil || d.Record == nil || d.Record.Epoch != o.Record.Epoch+1 {
 			return fmt.Errorf("invariant 4: recovery without recording the next epoch")
 		}
+		// The data a recovery may start from: this incarnation's, or, when
+		// taking over an unconfirmed recovery whose seeder is gone, the
+		// incarnation before it (of any token).
+		dataEpoch, dataToken := o.Record.Epoch, o.Record.Token
+		if o.Record.ClusterID == 0 {
+			if o.Record.Source == "" || o.Record.Seeder == name {
+				return fmt.Errorf("invariant 4: recovery over an unconfirmed record %+v", *o.Record)
+			}
+			if o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, o.Record.Seeder) || o.MembersKnown {
+				return fmt.Errorf("invariant 4: took over the recovery of %s after it was gone for %s (grace %s, listed %v, members known %v)", o.Record.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, o.Record.Seeder), o.MembersKnown)
+			}
+			for _, p := range o.Peers {
+				if p.Token == o.Record.Token {
+					return fmt.Errorf("invariant 4: took over while peer %s holds data of epoch %d", p.Name, o.Record.Epoch)
+				}
+			}
+			dataEpoch, dataToken = o.Record.Epoch-1, ""
+		} else if o.RecoveryGrace <= 0 || o.QuorumLostFor < o.RecoveryGrace || o.MembersKnown {
+			return fmt.Errorf("invariant 4: recovery after %s of quorum loss (grace %s, members known %v)", o.QuorumLostFor, o.RecoveryGrace, o.MembersKnown)
+		}
+		holds := func(token string, epoch uint64) bool {
+			return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
+		}
 		best := int64(-1)
-		if !o.Local.Empty && o.Local.Token == o.Record.Token && o.Local.Epoch == o.Record.Epoch {
+		ownData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)
+		if ownData {
 			best = o.Local.Revision
 		}
 		for _, p := range o.Peers {
-			if p.Token == o.Record.Token && p.Epoch == o.Record.Epoch {
+			if holds(p.Token, p.Epoch) {
 				best = max(best, p.Revision)
 			}
 		}
 		var src int64
 		switch d.From {
 		case FromData:
-			if o.Local.Empty || o.Local.Token != o.Record.Token || o.Local.Epoch != o.Record.Epoch {
+			if !ownData {
 				return fmt.Errorf("invariant 4: recovery from data this member does not hold")
 			}
 			src = o.Local.Revision

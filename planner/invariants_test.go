@@ -50,6 +50,7 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"replacement while one is in flight":   {replaceWhileInFlight: true},
 		"invariant 4: recover before grace":    {recoverEarly: true},
 		"invariant 4: recover from older data": {preferOlderData: true},
+		"invariant 4: take over early":         {takeoverEarly: true},
 	}
 	for name, r := range broken {
 		t.Run(name, func(t *testing.T) {

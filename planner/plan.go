@@ -24,6 +24,7 @@ type rules struct {
 	replaceWhileInFlight bool // replace a second instance while one is replaced
 	recoverEarly         bool // recover before the grace period ends
 	preferOlderData      bool // recover from data older than the snapshot
+	takeoverEarly        bool // take over a recovery whose seeder may return
 }
 
 // Plan decides what this member does next. It is pure: the same
@@ -89,6 +90,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}
 	}
 	if rec.ClusterID == 0 && rec.Epoch > l.Epoch && rec.Seeder != name && l.Token != rec.Token {
+		if d, ok := r.takeover(o, name); ok {
+			return d
+		}
 		// Keep this data until the new epoch runs: if its seeder never
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
@@ -140,6 +144,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			}
 			rc := *rec
 			return Decision{Kind: Seed, Name: name, Record: &rc, Reason: "resuming the seed this member recorded before it stopped"}
+		}
+		if d, ok := r.takeover(o, name); ok {
+			return d
 		}
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("waiting for seeder %s to start the cluster", rec.Seeder)}
 	}
@@ -195,6 +202,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	}
 	if rec := o.Record; o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
 		if rec.ClusterID == 0 && rec.Seeder != name && rec.Epoch > o.Local.Epoch {
+			if d, ok := r.takeover(o, name); ok {
+				return d
+			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
 		}
 		// The cluster was re-seeded (restore, recovery): this incarnation

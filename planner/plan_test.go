@@ -206,3 +206,53 @@ func TestNoRecoveryWhileAnInstanceIsSilent(t *testing.T) {
 		t.Fatalf("recovery while a peer is healthy: got %+v", d)
 	}
 }
+
+// A recovery recorded by a seeder that never comes back (its instance is
+// gone, with its data) is taken over after the grace period from the best
+// data of the epoch before, as epoch N+1; never while the seeder is still
+// listed, before the grace, or while a peer holds the seeder's new epoch.
+func TestTakeOverRecoveryOfAGoneSeeder(t *testing.T) {
+	rec := &Record{Token: "t2", Epoch: 2, Seeder: "m0", Source: FromData} // unconfirmed
+	old := Local{Cluster: "c", Name: "m1", Token: "t1", Epoch: 1, MemberID: 2, Revision: 500}
+	base := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Local: old, Record: rec, HoldsLock: true,
+		Instances: []Instance{{Name: "m1"}, {Name: "m3"}}, Peers: []PeerStatus{{Name: "m3"}},
+		RecoveryGrace: 30 * time.Second, SeederGoneFor: time.Minute, NewToken: "t3"}
+	d := Plan(base)
+	if d.Kind != RecoverQuorum || d.From != FromData || d.Record.Epoch != 3 || d.Record.Token != "t3" || d.Record.Seeder != "m1" {
+		t.Fatalf("seeder gone for good, this member holds epoch 1 data: got %+v", d)
+	}
+	if err := Check(base, d); err != nil {
+		t.Fatal(err)
+	}
+	for name, o := range map[string]Observation{
+		"seeder still listed": func() Observation {
+			o := base
+			o.Instances = append([]Instance{{Name: "m0"}}, o.Instances...)
+			return o
+		}(),
+		"before the grace":   func() Observation { o := base; o.SeederGoneFor = 10 * time.Second; return o }(),
+		"an instance silent": func() Observation { o := base; o.Unreachable = 1; return o }(),
+		"a peer holds the new epoch": func() Observation {
+			o := base
+			o.Peers = []PeerStatus{{Name: "m3", Token: "t2", Epoch: 2}}
+			return o
+		}(),
+	} {
+		if d := Plan(o); d.Kind != Wait {
+			t.Errorf("%s: got %+v, want a wait", name, d)
+		}
+	}
+	// A peer with newer epoch 1 data takes over instead; an empty member
+	// with only a snapshot left recovers from it.
+	o := base
+	o.Peers = []PeerStatus{{Name: "m3", Token: "t1", Epoch: 1, Revision: 900}}
+	if d := Plan(o); d.Kind != Wait || !strings.Contains(d.Reason, "member m3 recovers") {
+		t.Fatalf("a peer holds newer data: got %+v", d)
+	}
+	o = base
+	o.Local = Local{Empty: true}
+	o.LatestSnapshot = &SnapshotInfo{Name: "s", Revision: 42, Epoch: 1}
+	if d := Plan(o); d.Kind != RecoverQuorum || d.From != FromSnapshot || d.Record.Epoch != 3 {
+		t.Fatalf("only a snapshot left: got %+v", d)
+	}
+}

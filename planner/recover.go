@@ -40,11 +40,52 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member %s reports itself healthy: quorum is not lost everywhere", p.Name)}, true
 		}
 	}
+	return r.pickRecovery(o, name, rec.Epoch, rec.Token, fmt.Sprintf("quorum lost for %s", o.QuorumLostFor))
+}
+
+// takeover re-decides a recovery whose recorded seeder is gone for good:
+// the record names epoch N (unconfirmed, a recovery) but its seeder has been
+// missing from the provider's instances for RecoveryGrace, and its data
+// went with it. The best copy left is data of epoch N-1 (or the newest
+// snapshot); the lock holder records epoch N+1 from it. Never while the
+// seeder is listed (it may be slow or cut off), while the old incarnation
+// has a quorum again, while any instance does not
+// answer, or while a peer holds data of epoch N (the seeder's own cluster
+// ran somewhere: join it instead).
+func (r rules) takeover(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || rec.Seeder == name || rec.Epoch < 2 || o.MembersKnown ||
+		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && !r.takeoverEarly) {
+		return Decision{}, false
+	}
+	if !r.takeoverEarly && inInstances(o.Instances, rec.Seeder) {
+		return Decision{}, false
+	}
+	if o.Unreachable > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("seeder %s of epoch %d is gone, but %d instance(s) do not answer: not taking over", rec.Seeder, rec.Epoch, o.Unreachable)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Token == rec.Token {
+			return Decision{}, false
+		}
+	}
+	return r.pickRecovery(o, name, rec.Epoch-1, "", fmt.Sprintf("seeder %s of epoch %d gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor))
+}
+
+// pickRecovery chooses the source of the next epoch: the highest revision
+// among members holding data of dataEpoch (of dataToken, if given), unless
+// the newest snapshot is newer; then the chosen member, once it holds the
+// lock, records the next epoch and recovers.
+func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataToken string, why string) (Decision, bool) {
+	rec := o.Record
+	holds := func(token string, epoch uint64) bool {
+		return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
+	}
 	var cands []candidate
-	selfData := !o.Local.Empty && o.Local.Token == rec.Token && o.Local.Epoch == rec.Epoch
+	selfData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)
 	cands = append(cands, candidate{name: name, revision: o.Local.Revision, data: selfData, self: true})
 	for _, p := range o.Peers {
-		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: p.Token == rec.Token && p.Epoch == rec.Epoch})
+		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: holds(p.Token, p.Epoch)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].data != cands[j].data {
@@ -62,7 +103,7 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 	from, target := FromData, ""
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.preferOlderData) {
 		if o.LatestSnapshot == nil {
-			return Decision{Kind: Wait, Name: name, Reason: "quorum lost, no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
+			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
 		}
 		from, target = FromSnapshot, o.LatestSnapshot.Name
 		// Any live member may seed from the snapshot: the lowest name.
@@ -74,7 +115,6 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 		})
 		best = cands[0]
 	}
-	why := fmt.Sprintf("quorum lost for %s", o.QuorumLostFor)
 	if !best.self {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: member %s recovers (from %s, revision %d)", why, best.name, from, best.revision)}, true
 	}
@@ -85,11 +125,9 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: from}}
 	if from == FromSnapshot {
 		d.Record.Source = FromSnapshot + ":" + target
-	}
-	if from == FromData {
-		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
-	} else {
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)
+	} else {
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
 	}
 	return d, true
 }

@@ -58,6 +58,10 @@ type Observation struct {
 	// not answer: a hidden member may hold newer data or a working quorum
 	// (a partition), so no recovery starts while any is unreachable.
 	Unreachable int
+	// SeederGoneFor is how long the seeder named by an unconfirmed
+	// recovery record has been missing from the provider's instances (0
+	// while it is listed).
+	SeederGoneFor time.Duration
 }
 
 // Self is this member's configured identity.

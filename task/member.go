@@ -93,6 +93,7 @@ type Member struct {
 	nextSnapshotCheck time.Time
 	lastPreChange     time.Time
 	quorumLostSince   time.Time
+	seederGoneSince   time.Time
 	snapshotListed    time.Time
 	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts

@@ -20,14 +20,17 @@ const snapshotListEvery = 15 * time.Second
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
 	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
-	if o.MembersKnown || o.Record == nil || o.Record.ClusterID == 0 {
+	m.observeSeeder(o, now)
+	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.quorumLostSince = time.Time{}
 		return
 	}
-	if m.quorumLostSince.IsZero() {
-		m.quorumLostSince = now
+	if o.Record.ClusterID != 0 {
+		if m.quorumLostSince.IsZero() {
+			m.quorumLostSince = now
+		}
+		o.QuorumLostFor = now.Sub(m.quorumLostSince)
 	}
-	o.QuorumLostFor = now.Sub(m.quorumLostSince)
 	s := m.opts.Snapshots
 	if s == nil || o.RecoveryGrace <= 0 {
 		return
@@ -43,6 +46,27 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
+}
+
+// observeSeeder fills SeederGoneFor: how long the seeder named by an
+// unconfirmed recovery record has been missing from the provider's
+// instances, so that a recovery whose seeder was lost can be taken over.
+func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
+	rec := o.Record
+	listed := false
+	if rec != nil {
+		for _, in := range o.Instances {
+			listed = listed || in.Name == rec.Seeder
+		}
+	}
+	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || listed {
+		m.seederGoneSince = time.Time{}
+		return
+	}
+	if m.seederGoneSince.IsZero() {
+		m.seederGoneSince = now
+	}
+	o.SeederGoneFor = now.Sub(m.seederGoneSince)
 }
 
 // recover carries out RecoverQuorum: the next epoch is recorded (fenced by
