@@ -40,6 +40,11 @@ const (
 	// DefaultStaleAfter is how long a member must be unreachable and absent
 	// from the provider before it is removed from the membership.
 	DefaultStaleAfter = 30 * time.Second
+	// DefaultRecoveryGrace is how long quorum must stay lost, with every
+	// instance answering and none healthy, before a member recovers it
+	// automatically. Long enough that restarts, rolling updates and agent
+	// hiccups never trigger it; "0s" turns recovery off.
+	DefaultRecoveryGrace = 5 * time.Minute
 )
 
 // Cluster is a decoded, defaulted and validated cluster definition.
@@ -59,7 +64,8 @@ type Cluster struct {
 	// Nomad holds the job settings; defaults apply when the block is absent.
 	Nomad NomadJob
 	// RecoveryGrace, when positive, turns on automatic quorum-loss
-	// recovery after quorum has been lost this long.
+	// recovery after quorum has been lost this long (DefaultRecoveryGrace;
+	// 0 turns it off).
 	RecoveryGrace time.Duration
 
 	// File is the path the definition was read from, Source its text.

@@ -222,3 +222,23 @@ func TestPassphraseNeedsMemory(t *testing.T) {
 		t.Fatalf("512 MiB refused: %v", diags)
 	}
 }
+
+// Automatic recovery is on by default (5m) and "0s" turns it off.
+func TestRecoveryGraceDefaultAndOff(t *testing.T) {
+	src := func(line string) []byte {
+		return []byte(`cluster "x" {
+  ` + line + `
+  provider "nomad" {}
+  coordination "consul" {}
+}`)
+	}
+	for line, want := range map[string]time.Duration{"": DefaultRecoveryGrace, `recovery_grace = "0s"`: 0, `recovery_grace = "90s"`: 90 * time.Second} {
+		c, _, diags := Load("x.hcl", src(line))
+		if diags.HasErrors() {
+			t.Fatalf("%q: %v", line, diags)
+		}
+		if c.RecoveryGrace != want {
+			t.Errorf("%q: recovery grace %s, want %s", line, c.RecoveryGrace, want)
+		}
+	}
+}

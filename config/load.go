@@ -307,7 +307,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		},
 		TLS: TLS{Mode: TLSAuto},
 	}
-	c.RecoveryGrace = d.duration(s.RecoveryGrace, 0, "recovery_grace")
+	c.RecoveryGrace = d.duration(s.RecoveryGrace, DefaultRecoveryGrace, "recovery_grace")
 	if p := s.Ports; p != nil {
 		c.Ports.Client = num(p.Client, c.Ports.Client)
 		c.Ports.Peer = num(p.Peer, c.Ports.Peer)
