@@ -128,5 +128,11 @@ func (c *jobRunCommand) Run(args []string) int {
 // consulToken is the Consul token of this process's environment, as the
 // Consul API client reads it.
 func consulToken() string {
-	return consulapi.DefaultConfig().Token
+	cfg := consulapi.DefaultConfig()
+	if cfg.Token == "" && cfg.TokenFile != "" {
+		if b, err := os.ReadFile(cfg.TokenFile); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return cfg.Token
 }
