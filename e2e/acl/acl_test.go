@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/local"
 )
 
 var (
@@ -254,4 +256,78 @@ func allocLogs(t *testing.T, job string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestMemberWithoutTokenSaysSo: a member (static provider, Consul
+// coordination) started without CONSUL_HTTP_TOKEN logs which token is
+// missing instead of raw HTTP errors, and keeps retrying.
+func TestMemberWithoutTokenSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	ports, err := local.FreePorts(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "cluster.hcl")
+	def := fmt.Sprintf(`cluster "acl-member" {
+  data_dir = %q
+  provider "static" {
+    member "m0" {
+      address     = "127.0.0.1"
+      client_port = %d
+      peer_port   = %d
+      status_port = %d
+    }
+  }
+  coordination "consul" {
+    prefix = "etcd-nomad-acl"
+  }
+}
+`, filepath.Join(dir, "data"), ports[0], ports[1], ports[2])
+	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "member.log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	cmd := exec.Command(binary, "member", "-config", file, "-name", "m0")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "CONSUL_HTTP_TOKEN") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "CONSUL_HTTP_ADDR="+strings.TrimPrefix(cagent.Addr, "http://"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	var logs string
+	clustertest.WaitFor(t, time.Minute, "the member names CONSUL_HTTP_TOKEN", func() (bool, string) {
+		b, _ := os.ReadFile(logPath)
+		logs = string(b)
+		select {
+		case err := <-exited:
+			exited <- err
+			return true, logs
+		default:
+		}
+		return strings.Contains(logs, "no Consul ACL token is set; set CONSUL_HTTP_TOKEN"), logs
+	})
+	if !strings.Contains(logs, "no Consul ACL token is set; set CONSUL_HTTP_TOKEN") {
+		t.Fatalf("member exited without naming CONSUL_HTTP_TOKEN:\n%s", logs)
+	}
+	t.Logf("member log:\n%s", clustertest.SupervisorLines(logs, 5))
 }
