@@ -8,6 +8,7 @@ package devagents
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -408,6 +409,16 @@ const (
 // StartS3 starts the versitygw S3 gateway on a posix directory in dir, with
 // the given buckets created, and root credentials S3AccessKey/S3SecretKey.
 func StartS3(ctx context.Context, dir string, buckets ...string) (*Agent, error) {
+	return startS3(ctx, dir, "", "", buckets)
+}
+
+// StartS3TLS is StartS3 serving https with the PEM certificate and key in
+// certFile and keyFile; Agent.Addr is https://127.0.0.1:PORT.
+func StartS3TLS(ctx context.Context, dir, certFile, keyFile string, buckets ...string) (*Agent, error) {
+	return startS3(ctx, dir, certFile, keyFile, buckets)
+}
+
+func startS3(ctx context.Context, dir, certFile, keyFile string, buckets []string) (*Agent, error) {
 	bin, err := Bin("versitygw", VersityVersion)
 	if err != nil {
 		return nil, err
@@ -423,17 +434,26 @@ func StartS3(ctx context.Context, dir string, buckets ...string) (*Agent, error)
 		}
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p[0])
-	a, err := start("versitygw", bin, dir, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr, "posix", data)
+	args := []string{"--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr}
+	scheme, probe := "http://", http.DefaultClient
+	if certFile != "" {
+		args = append(args, "--cert", certFile, "--key", keyFile)
+		// The readiness probe only asks whether it serves; the tests
+		// check the certificate.
+		scheme = "https://"
+		probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	a, err := start("versitygw", bin, dir, append(args, "posix", data)...)
 	if err != nil {
 		return nil, err
 	}
-	a.Addr = "http://" + addr
+	a.Addr = scheme + addr
 	err = a.waitReady(ctx, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Addr+"/", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := probe.Do(req)
 		if err != nil {
 			return err
 		}
