@@ -34,7 +34,10 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
 
   Prints the Nomad job (HCL2) that runs the cluster defined in FILE, for
   'nomad job validate' and 'nomad job run'. The members reach Consul and
-  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering.
+  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering. The job
+  holds no token: under ACLs the members use their workload identity for
+  Nomad and read CONSUL_HTTP_TOKEN from the Nomad variable nomad/jobs/JOB
+  (key consul_token); see 'job run -store-consul-token'.
 
 Options:
   -binary PATH   etcd-nomad's path on the Nomad clients (default: this binary)`)
