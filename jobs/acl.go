@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -26,8 +27,9 @@ func memberRules(namespace string) string {
 // PolicyName(job) (read-job on the namespace) to the job, so the members'
 // workload identity can list the allocations, and, when consulToken is set,
 // stores it in the job's variable TokenVariable(job) for the members'
-// CONSUL_HTTP_TOKEN. Without Nomad ACLs the policy step is skipped. The
-// token itself is never printed.
+// CONSUL_HTTP_TOKEN. Without Nomad ACLs the policy step is skipped; a token
+// that may submit jobs but not write ACL policies gets a warning with the
+// command to run. The Consul token itself is never printed.
 func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken string, out io.Writer) error {
 	pol := &api.ACLPolicy{
 		Name:        PolicyName(job),
@@ -41,9 +43,13 @@ func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken str
 		fmt.Fprintf(out, "attached ACL policy %q (read-job) to job %q\n", pol.Name, job)
 	case strings.Contains(err.Error(), "ACL support disabled"):
 		// No Nomad ACLs: nothing to grant.
+	case errors.Is(nomad.Denied(cli, "", "", err), nomad.ErrDenied):
+		// Submitting jobs does not need acl:write: the operator may have
+		// attached the policy already. Say what the members need.
+		fmt.Fprintf(out, "warning: this NOMAD_TOKEN cannot attach ACL policy %q to job %q; unless it is attached, the members cannot list their allocations. With a management token: nomad acl policy apply -namespace %s -job %s %s FILE, FILE holding:\n%s",
+			pol.Name, job, firstOf(namespace, "default"), job, pol.Name, pol.Rules)
 	default:
-		return fmt.Errorf("attach ACL policy %s to job %s: %w", pol.Name, job,
-			nomad.Denied(cli, "write ACL policy "+pol.Name, `"acl:write" (a management token), or apply the policy yourself: nomad acl policy apply -namespace `+firstOf(namespace, "default")+` -job `+job+` `+pol.Name+` FILE`, err))
+		return fmt.Errorf("attach ACL policy %s to job %s: %w", pol.Name, job, err)
 	}
 	if consulToken == "" {
 		return nil
