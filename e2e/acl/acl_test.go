@@ -205,17 +205,21 @@ func TestJobRunWithTokens(t *testing.T) {
 	}
 	name := "acl-run"
 	file := writeDefinition(t, name)
+	// The members get a Consul token with exactly the policy the README
+	// documents, not the management token.
+	memberToken := consulMemberToken(t, "etcd-nomad-acl/"+name+"/")
 	env := []string{"CONSUL_HTTP_TOKEN=" + cagent.Token, "NOMAD_TOKEN=" + nagent.Token}
+	runEnv := []string{"CONSUL_HTTP_TOKEN=" + memberToken, "NOMAD_TOKEN=" + nagent.Token}
 	t.Cleanup(func() {
 		stop := exec.Command(devagentsNomad(t), "job", "stop", "-purge", "-address", nagent.Addr, name)
 		stop.Env = append(os.Environ(), "NOMAD_TOKEN="+nagent.Token)
 		_ = stop.Run()
 	})
-	out, code := cli(t, env, "job", "run", "-binary", binary, "-timeout", "4m", "-store-consul-token", file)
+	out, code := cli(t, runEnv, "job", "run", "-binary", binary, "-timeout", "4m", "-store-consul-token", file)
 	if code != 0 {
 		t.Fatalf("job run under ACLs: exit %d\n%s%s", code, out, allocLogs(t, name))
 	}
-	for _, secret := range []string{cagent.Token, nagent.Token} {
+	for _, secret := range []string{cagent.Token, nagent.Token, memberToken} {
 		if strings.Contains(out, secret) {
 			t.Errorf("job run printed a token:\n%s", out)
 		}
@@ -227,12 +231,12 @@ func TestJobRunWithTokens(t *testing.T) {
 		return code == 0 && strings.Contains(last, "leader"), last
 	})
 	t.Logf("job run:\n%s\nstatus:\n%s", out, last)
-	for _, secret := range []string{cagent.Token, nagent.Token} {
+	for _, secret := range []string{cagent.Token, nagent.Token, memberToken} {
 		if strings.Contains(last, secret) {
 			t.Errorf("status printed a token:\n%s", last)
 		}
 	}
-	if logs := allocLogs(t, name); strings.Contains(logs, cagent.Token) || strings.Contains(logs, nagent.Token) {
+	if logs := allocLogs(t, name); strings.Contains(logs, cagent.Token) || strings.Contains(logs, nagent.Token) || strings.Contains(logs, memberToken) {
 		t.Errorf("member logs contain a token")
 	}
 }
@@ -330,4 +334,26 @@ func TestMemberWithoutTokenSaysSo(t *testing.T) {
 		t.Fatalf("member exited without naming CONSUL_HTTP_TOKEN:\n%s", logs)
 	}
 	t.Logf("member log:\n%s", clustertest.SupervisorLines(logs, 5))
+}
+
+// consulMemberToken creates a Consul token with the members' documented
+// policy on prefix: key_prefix write and session_prefix "" write.
+func consulMemberToken(t *testing.T, prefix string) string {
+	t.Helper()
+	cfg := consulapi.DefaultConfig()
+	cfg.Address, cfg.Token = strings.TrimPrefix(cagent.Addr, "http://"), cagent.Token
+	c, err := consulapi.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := fmt.Sprintf("key_prefix %q {\n  policy = \"write\"\n}\nsession_prefix \"\" {\n  policy = \"write\"\n}\n", prefix)
+	pol, _, err := c.ACL().PolicyCreate(&consulapi.ACLPolicy{Name: "etcd-nomad-member-" + strings.Trim(strings.ReplaceAll(prefix, "/", "-"), "-"), Rules: rules}, nil)
+	if err != nil {
+		t.Fatalf("create consul policy: %v", err)
+	}
+	tok, _, err := c.ACL().TokenCreate(&consulapi.ACLToken{Description: "etcd-nomad members", Policies: []*consulapi.ACLTokenPolicyLink{{ID: pol.ID}}}, nil)
+	if err != nil {
+		t.Fatalf("create consul token: %v", err)
+	}
+	return tok.SecretID
 }
