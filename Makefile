@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt demo demo-down local-demo clean
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -20,9 +20,15 @@ fmt:
 tools:
 	bash tools/build.sh
 
+## vuln: govulncheck (built into the tools cache) against an offline copy of
+## the Go vulnerability database (ETCD_NOMAD_VULNDB) or vuln.go.dev when
+## reachable; always self-tests the scanner. See tools/vuln.sh.
+vuln:
+	bash tools/vuln.sh
+
 ## test: everything — formatting, vet, unit, invariant, integration and
 ## e2e tests (real Nomad and Consul agents).
-test: fmt vet build tools
+test: fmt vet build tools vuln
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
 

@@ -165,6 +165,9 @@ type Snapshot struct {
 	Endpoint    string
 	Region      string
 	PathStyle   bool
+	// CAFile, optional (s3 store): PEM CA certificates trusted for the
+	// endpoint's TLS, besides the system's.
+	CAFile string
 	// Encryption: an age passphrase read from the environment variable
 	// PassphraseEnv, or age X25519 recipients (IdentityFile to restore).
 	PassphraseEnv string

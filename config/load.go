@@ -137,6 +137,7 @@ type snapStoreSchema struct {
 	Endpoint  *string `hcl:"endpoint,optional"`
 	Region    *string `hcl:"region,optional"`
 	PathStyle *bool   `hcl:"path_style,optional"`
+	CAFile    *string `hcl:"ca_file,optional"`
 }
 
 type nomadSchema struct {
@@ -451,6 +452,7 @@ func (d *decoder) snapshot(s snapshotSchema) *Snapshot {
 	sn.Region = str(st.Region, "")
 	sn.PathStyle = st.PathStyle != nil && *st.PathStyle
 	sn.Prefix = str(st.Prefix, "")
+	sn.CAFile = str(st.CAFile, "")
 	if e := s.Encryption; e != nil {
 		sn.PassphraseEnv = str(e.PassphraseEnv, "")
 		if e.Recipients != nil {

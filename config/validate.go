@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/hashicorp/hcl/v2"
 )
@@ -88,6 +89,17 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 		case "s3":
 			if s.Bucket == "" {
 				d.errorf(d.rangeOf("snapshot", "store"), "Missing bucket", "store \"s3\" needs bucket.")
+			}
+			if s.CAFile != "" {
+				if strings.HasPrefix(s.Endpoint, "http://") {
+					d.errorf(d.rangeOf("snapshot", "store", "ca_file"), "ca_file without TLS", "ca_file is for an https endpoint, but endpoint %q is plain http.", s.Endpoint)
+				}
+				if !filepath.IsAbs(s.CAFile) {
+					s.CAFile = filepath.Join(baseDir, s.CAFile)
+				}
+				if _, err := os.Stat(s.CAFile); err != nil {
+					d.errorf(d.rangeOf("snapshot", "store", "ca_file"), "CA file not readable", "ca_file: %s.", err)
+				}
 			}
 		case "":
 		default:

@@ -7,6 +7,8 @@ package devagents
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,8 +76,11 @@ type Agent struct {
 	// Addr is the HTTP API address, e.g. http://127.0.0.1:8500.
 	Addr string
 	Dir  string
-	cmd  *exec.Cmd
-	done chan struct{}
+	// Token is the management token when the agent runs with ACLs
+	// (Options.ACL); empty otherwise.
+	Token string
+	cmd   *exec.Cmd
+	done  chan struct{}
 }
 
 // PID is the agent's process id.
@@ -144,9 +149,19 @@ func (a *Agent) waitReady(ctx context.Context, ready func(context.Context) error
 }
 
 func getJSON(ctx context.Context, url string, out any) error {
+	return getJSONToken(ctx, url, "", out)
+}
+
+// getJSONToken is getJSON with an ACL token (sent as X-Consul-Token and
+// X-Nomad-Token) unless token is empty.
+func getJSONToken(ctx context.Context, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
+	}
+	if token != "" {
+		req.Header.Set("X-Consul-Token", token)
+		req.Header.Set("X-Nomad-Token", token)
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -159,8 +174,25 @@ func getJSON(ctx context.Context, url string, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
+// Options change how an agent starts.
+type Options struct {
+	// ACL enables ACLs with a default-deny policy and bootstraps them: the
+	// management token is in Agent.Token.
+	ACL bool
+	// ConsulToken is the token Nomad uses for Consul (StartNomadWith);
+	// needed when the Consul agent runs with ACLs.
+	ConsulToken string
+}
+
 // StartConsul starts `consul agent -dev` with its state in dir.
 func StartConsul(ctx context.Context, dir string) (*Agent, error) {
+	return StartConsulWith(ctx, dir, Options{})
+}
+
+// StartConsulWith starts `consul agent -dev` with its state in dir; with
+// o.ACL, ACLs are enabled with default_policy "deny" and a fresh management
+// token (also the agent's own token), returned in Agent.Token.
+func StartConsulWith(ctx context.Context, dir string, o Options) (*Agent, error) {
 	bin, err := Bin("consul", ConsulVersion)
 	if err != nil {
 		return nil, err
@@ -184,6 +216,23 @@ limits {
   http_max_conns_per_client = 4000
 }
 `, p[0], p[1], p[2], p[3])
+	var token string
+	if o.ACL {
+		if token, err = newUUID(); err != nil {
+			return nil, err
+		}
+		cfg += fmt.Sprintf(`
+acl {
+  enabled                  = true
+  default_policy           = "deny"
+  enable_token_persistence = true
+  tokens {
+    initial_management = %q
+    agent              = %q
+  }
+}
+`, token, token)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -196,6 +245,7 @@ limits {
 		return nil, err
 	}
 	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
+	a.Token = token
 	err = a.waitReady(ctx, func(ctx context.Context) error {
 		var leader string
 		if err := getJSON(ctx, a.Addr+"/v1/status/leader", &leader); err != nil {
@@ -203,6 +253,13 @@ limits {
 		}
 		if leader == "" {
 			return errors.New("no leader yet")
+		}
+		if token != "" {
+			// ACLs are usable once the management token resolves.
+			var self map[string]any
+			if err := getJSONToken(ctx, a.Addr+"/v1/acl/token/self", token, &self); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
@@ -216,6 +273,13 @@ limits {
 // cloud fingerprinters denied, allocations on 127.0.0.1) registered with the
 // Consul agent at consulAddr.
 func StartNomad(ctx context.Context, dir, consulAddr string) (*Agent, error) {
+	return StartNomadWith(ctx, dir, consulAddr, Options{})
+}
+
+// StartNomadWith is StartNomad with options: o.ConsulToken is Nomad's token
+// for Consul; o.ACL enables Nomad ACLs and bootstraps them, returning the
+// management token in Agent.Token.
+func StartNomadWith(ctx context.Context, dir, consulAddr string, o Options) (*Agent, error) {
 	bin, err := Bin("nomad", NomadVersion)
 	if err != nil {
 		return nil, err
@@ -246,8 +310,12 @@ plugin "raw_exec" {
 }
 consul {
   address = %q
+  token   = %q
 }
-`, data, p[0], p[1], p[2], trimScheme(consulAddr))
+acl {
+  enabled = %t
+}
+`, data, p[0], p[1], p[2], trimScheme(consulAddr), o.ConsulToken, o.ACL)
 	if err := os.MkdirAll(data, 0o700); err != nil {
 		return nil, err
 	}
@@ -261,11 +329,18 @@ consul {
 	}
 	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
 	err = a.waitReady(ctx, func(ctx context.Context) error {
+		if o.ACL && a.Token == "" {
+			tok, err := nomadBootstrap(ctx, a.Addr)
+			if err != nil {
+				return err
+			}
+			a.Token = tok
+		}
 		var nodes []struct {
 			Status  string
 			Drivers map[string]struct{ Healthy bool }
 		}
-		if err := getJSON(ctx, a.Addr+"/v1/nodes?resources=false", &nodes); err != nil {
+		if err := getJSONToken(ctx, a.Addr+"/v1/nodes?resources=false", a.Token, &nodes); err != nil {
 			return err
 		}
 		for _, n := range nodes {
@@ -279,6 +354,41 @@ consul {
 		return nil, err
 	}
 	return a, nil
+}
+
+// nomadBootstrap bootstraps Nomad's ACL system and returns the management
+// token's secret.
+func nomadBootstrap(ctx context.Context, addr string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, addr+"/v1/acl/bootstrap", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("nomad ACL bootstrap: %s", resp.Status)
+	}
+	var tok struct{ SecretID string }
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil {
+		return "", fmt.Errorf("nomad ACL bootstrap: %w", err)
+	}
+	if tok.SecretID == "" {
+		return "", errors.New("nomad ACL bootstrap returned no secret")
+	}
+	return tok.SecretID, nil
+}
+
+func newUUID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:]), nil
 }
 
 func trimScheme(addr string) string {
@@ -299,6 +409,16 @@ const (
 // StartS3 starts the versitygw S3 gateway on a posix directory in dir, with
 // the given buckets created, and root credentials S3AccessKey/S3SecretKey.
 func StartS3(ctx context.Context, dir string, buckets ...string) (*Agent, error) {
+	return startS3(ctx, dir, "", "", buckets)
+}
+
+// StartS3TLS is StartS3 serving https with the PEM certificate and key in
+// certFile and keyFile; Agent.Addr is https://127.0.0.1:PORT.
+func StartS3TLS(ctx context.Context, dir, certFile, keyFile string, buckets ...string) (*Agent, error) {
+	return startS3(ctx, dir, certFile, keyFile, buckets)
+}
+
+func startS3(ctx context.Context, dir, certFile, keyFile string, buckets []string) (*Agent, error) {
 	bin, err := Bin("versitygw", VersityVersion)
 	if err != nil {
 		return nil, err
@@ -314,17 +434,26 @@ func StartS3(ctx context.Context, dir string, buckets ...string) (*Agent, error)
 		}
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(p[0])
-	a, err := start("versitygw", bin, dir, "--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr, "posix", data)
+	args := []string{"--access", S3AccessKey, "--secret", S3SecretKey, "--port", addr}
+	scheme, probe := "http://", http.DefaultClient
+	if certFile != "" {
+		args = append(args, "--cert", certFile, "--key", keyFile)
+		// The readiness probe only asks whether it serves; the tests
+		// check the certificate.
+		scheme = "https://"
+		probe = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	}
+	a, err := start("versitygw", bin, dir, append(args, "posix", data)...)
 	if err != nil {
 		return nil, err
 	}
-	a.Addr = "http://" + addr
+	a.Addr = scheme + addr
 	err = a.waitReady(ctx, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.Addr+"/", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := probe.Do(req)
 		if err != nil {
 			return err
 		}

@@ -36,6 +36,22 @@ type view struct {
 	NomadAddr  string
 	Ports      []string
 	KillSecs   int
+	// TokenEnv is the consul-template that turns the job's Nomad variable
+	// into CONSUL_HTTP_TOKEN (see TokenVariable).
+	TokenEnv string
+}
+
+// Where the members find their Consul token: the Nomad variable
+// TokenVariable(job) (readable by the job's own tasks through their
+// workload identity), key TokenKey. The rendered job never holds a token.
+const TokenKey = "consul_token"
+
+// TokenVariable is the path of the job's Nomad variable.
+func TokenVariable(job string) string { return "nomad/jobs/" + job }
+
+func tokenTemplate(job string) string {
+	path := TokenVariable(job)
+	return fmt.Sprintf(`{{ range nomadVarList %q }}{{ if eq .Path %q }}{{ with nomadVar .Path }}{{ range $k, $v := . }}{{ if eq $k %q }}CONSUL_HTTP_TOKEN={{ $v }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}`, path, path, TokenKey)
 }
 
 // Render returns the jobspec for cl.
@@ -70,6 +86,7 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		NomadAddr:  firstOf(o.NomadAddr, os.Getenv("NOMAD_ADDR"), "http://127.0.0.1:4646"),
 		Ports:      []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
 		KillSecs:   int(cl.Nomad.KillTimeout.Seconds()),
+		TokenEnv:   tokenTemplate(cl.Nomad.Job),
 	}
 	var b bytes.Buffer
 	if err := jobTemplate.Execute(&b, v); err != nil {
@@ -220,6 +237,25 @@ job "{{.C.Nomad.Job}}" {
       env {
         CONSUL_HTTP_ADDR = "{{.ConsulAddr}}"
         NOMAD_ADDR       = "{{.NomadAddr}}"
+      }
+
+      # Under Nomad ACLs the member reads its job's allocations with its
+      # workload identity (NOMAD_TOKEN); the job needs a policy granting
+      # read-job ('etcd-nomad job run' attaches one).
+      identity {
+        env = true
+      }
+
+      # Under Consul ACLs the member's CONSUL_HTTP_TOKEN comes from the
+      # Nomad variable {{.C.Nomad.Job | printf "nomad/jobs/%s"}} (key consul_token), never from
+      # this file. A changed token is used from the member's next restart.
+      template {
+        destination = "secrets/consul-token.env"
+        env         = true
+        change_mode = "noop"
+        data        = <<EOT
+{{.TokenEnv}}
+EOT
       }
 
       # The cluster definition, as validated by etcd-nomad.

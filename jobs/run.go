@@ -7,19 +7,39 @@ import (
 	"time"
 
 	"github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
 
 // Run registers the jobspec with Nomad and follows the deployment it
 // starts, writing progress to out, until it succeeds, fails or ctx ends.
 func Run(ctx context.Context, cli *api.Client, jobspec string, out io.Writer) error {
+	return RunWith(ctx, cli, jobspec, out, RunOptions{})
+}
+
+// RunOptions change what Run does besides registering the job.
+type RunOptions struct {
+	// Grant calls Grant before registering the job.
+	Grant bool
+	// ConsulToken, with Grant, is stored for the members (see Grant).
+	ConsulToken string
+}
+
+// RunWith is Run with options.
+func RunWith(ctx context.Context, cli *api.Client, jobspec string, out io.Writer, o RunOptions) error {
 	job, err := cli.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: jobspec, Canonicalize: true})
 	if err != nil {
-		return fmt.Errorf("nomad refused the rendered job: %w", err)
+		return fmt.Errorf("nomad refused the rendered job: %w", nomad.Denied(cli, "parse the job", nomad.NeedSubmit, err))
+	}
+	if o.Grant {
+		if err := Grant(ctx, cli, deref(job.ID), deref(job.Namespace), o.ConsulToken, out); err != nil {
+			return err
+		}
 	}
 	q := (&api.WriteOptions{Namespace: deref(job.Namespace)}).WithContext(ctx)
 	resp, _, err := cli.Jobs().Register(job, q)
 	if err != nil {
-		return fmt.Errorf("register job %s: %w", deref(job.ID), err)
+		return fmt.Errorf("register job %s: %w", deref(job.ID), nomad.Denied(cli, "register job "+deref(job.ID), nomad.NeedSubmit, err))
 	}
 	if resp.Warnings != "" {
 		fmt.Fprintf(out, "nomad warnings: %s\n", resp.Warnings)
@@ -38,7 +58,7 @@ func Follow(ctx context.Context, cli *api.Client, jobID, namespace string, out i
 	qo := func() *api.QueryOptions { return (&api.QueryOptions{Namespace: namespace}).WithContext(ctx) }
 	info, _, err := cli.Jobs().Info(jobID, qo())
 	if err != nil {
-		return fmt.Errorf("read job %s: %w", jobID, err)
+		return fmt.Errorf("read job %s: %w", jobID, nomad.Denied(cli, "read job "+jobID, nomad.NeedSubmit, err))
 	}
 	version := deref64(info.Version)
 	start := time.Now()
@@ -46,7 +66,7 @@ func Follow(ctx context.Context, cli *api.Client, jobID, namespace string, out i
 	for {
 		dep, _, err := cli.Jobs().LatestDeployment(jobID, qo())
 		if err != nil {
-			return fmt.Errorf("read deployment of %s: %w", jobID, err)
+			return fmt.Errorf("read deployment of %s: %w", jobID, nomad.Denied(cli, "read the deployment of "+jobID, nomad.NeedSubmit, err))
 		}
 		if (dep == nil || dep.JobVersion != version) && time.Since(start) > noDeploymentAfter {
 			fmt.Fprintf(out, "no deployment for version %d after %s: nothing to roll out\n", version, noDeploymentAfter)

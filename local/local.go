@@ -90,6 +90,9 @@ type Options struct {
 	SnapshotInterval time.Duration
 	// RecoveryGrace, optional, turns on automatic quorum-loss recovery.
 	RecoveryGrace time.Duration
+	// SnapshotPassphraseEnv, optional with SnapshotDir, encrypts the
+	// snapshots with the passphrase in this environment variable.
+	SnapshotPassphraseEnv string
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -119,7 +122,11 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 		if o.SnapshotInterval == 0 {
 			o.SnapshotInterval = 30 * time.Minute
 		}
-		fmt.Fprintf(&b, "\n  snapshot {\n    interval     = %q\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n  }\n", o.SnapshotInterval.String(), o.SnapshotDir)
+		fmt.Fprintf(&b, "\n  snapshot {\n    interval     = %q\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n", o.SnapshotInterval.String(), o.SnapshotDir)
+		if o.SnapshotPassphraseEnv != "" {
+			fmt.Fprintf(&b, "    encryption {\n      passphrase_env = %q\n    }\n", o.SnapshotPassphraseEnv)
+		}
+		fmt.Fprintf(&b, "  }\n")
 	}
 	fmt.Fprintf(&b, "}\n")
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {

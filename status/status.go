@@ -26,7 +26,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/task"
-	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 )
 
@@ -46,11 +45,12 @@ func Coordinator(cl *config.Cluster) (coord.Coordinator, error) {
 		return local.New(cl.Coordination.Dir)
 	case config.CoordConsul:
 		// Address and token from CONSUL_HTTP_ADDR / CONSUL_HTTP_TOKEN.
-		cli, err := consulapi.NewClient(consulapi.DefaultConfig())
+		o, err := consul.EnvClient()
 		if err != nil {
-			return nil, fmt.Errorf("consul client: %w", err)
+			return nil, err
 		}
-		return consul.New(consul.Options{Client: cli, Prefix: cl.Coordination.Prefix + "/" + cl.Name, SessionTTL: cl.Coordination.SessionTTL})
+		o.Prefix, o.SessionTTL = cl.Coordination.Prefix+"/"+cl.Name, cl.Coordination.SessionTTL
+		return consul.New(o)
 	}
 	return nil, fmt.Errorf("unknown coordination %q", cl.Coordination.Kind)
 }

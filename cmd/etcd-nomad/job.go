@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/cli"
+	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/jobs"
@@ -33,7 +34,10 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
 
   Prints the Nomad job (HCL2) that runs the cluster defined in FILE, for
   'nomad job validate' and 'nomad job run'. The members reach Consul and
-  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering.
+  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering. The job
+  holds no token: under ACLs the members use their workload identity for
+  Nomad and read CONSUL_HTTP_TOKEN from the Nomad variable nomad/jobs/JOB
+  (key consul_token); see 'job run -store-consul-token'.
 
 Options:
   -binary PATH   etcd-nomad's path on the Nomad clients (default: this binary)`)
@@ -73,16 +77,29 @@ type jobRunCommand struct{ ui cli.Ui }
 func (c *jobRunCommand) Synopsis() string { return "Register the Nomad job and follow its deployment" }
 func (c *jobRunCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] FILE
+Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] [-store-consul-token] FILE
 
   Renders the job for FILE, registers it with Nomad (NOMAD_ADDR,
   NOMAD_TOKEN) and follows the deployment until every member passes its
-  health check, printing progress.`)
+  health check, printing progress.
+
+  Under Nomad ACLs it first attaches the ACL policy etcd-nomad-JOB (read-job)
+  to the job, so the members can list its allocations with their workload
+  identity; this needs a management token, or apply the policy yourself.
+
+Options:
+  -binary PATH          etcd-nomad's path on the Nomad clients
+  -timeout DURATION     give up following the deployment after this long
+  -store-consul-token   store CONSUL_HTTP_TOKEN in the Nomad variable
+                        nomad/jobs/JOB (key consul_token), where the members
+                        read their Consul token; without it, put a token
+                        there yourself: nomad var put nomad/jobs/JOB consul_token=...`)
 }
 
 func (c *jobRunCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("job run", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 10*time.Minute, "")
+	storeToken := fs.Bool("store-consul-token", false, "")
 	spec, ok := renderJob(c.ui, fs, args, c.Help())
 	if !ok {
 		return 1
@@ -96,10 +113,29 @@ func (c *jobRunCommand) Run(args []string) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	if err := jobs.Run(ctx, cli, spec, os.Stdout); err != nil {
+	o := jobs.RunOptions{Grant: true}
+	if *storeToken {
+		if o.ConsulToken = consulToken(); o.ConsulToken == "" {
+			c.ui.Error("-store-consul-token: CONSUL_HTTP_TOKEN (or CONSUL_HTTP_TOKEN_FILE) is not set")
+			return 1
+		}
+	}
+	if err := jobs.RunWith(ctx, cli, spec, os.Stdout, o); err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
 	c.ui.Output("deployment successful: every member passes its health check")
 	return 0
+}
+
+// consulToken is the Consul token of this process's environment, as the
+// Consul API client reads it.
+func consulToken() string {
+	cfg := consulapi.DefaultConfig()
+	if cfg.Token == "" && cfg.TokenFile != "" {
+		if b, err := os.ReadFile(cfg.TokenFile); err == nil {
+			return strings.TrimSpace(string(b))
+		}
+	}
+	return cfg.Token
 }

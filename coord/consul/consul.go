@@ -49,6 +49,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// LockDelay, optional, defaults to DefaultLockDelay.
 	LockDelay time.Duration
+	// Addr and TokenSet, optional, describe the client in errors when
+	// Consul's ACLs refuse a request (EnvClient fills them).
+	Addr     string
+	TokenSet bool
 }
 
 // Coordinator implements coord.Coordinator on Consul.
@@ -122,7 +126,7 @@ func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, erro
 	}
 	id, _, err := c.o.Client.Session().CreateNoChecks(se, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("create consul session: %w", err)
+		return nil, fmt.Errorf("create consul session: %w", c.denied("create a session", err))
 	}
 	c.mu.Lock()
 	c.own[id] = true
@@ -140,7 +144,7 @@ func (c *Coordinator) Lock(ctx context.Context, holder string) (coord.Lock, erro
 		ok, _, err := kv.Acquire(&api.KVPair{Key: c.key("lock"), Value: []byte(holder), Session: id}, (&api.WriteOptions{}).WithContext(ctx))
 		if err != nil {
 			_ = l.Unlock(context.Background())
-			return nil, fmt.Errorf("acquire %s: %w", c.key("lock"), err)
+			return nil, fmt.Errorf("acquire %s: %w", c.key("lock"), c.denied("write "+c.key("lock"), err))
 		}
 		if ok {
 			break
@@ -241,7 +245,7 @@ func (c *Coordinator) session(l coord.Lock) (string, error) {
 func (c *Coordinator) Record(ctx context.Context) (coord.Record, error) {
 	pair, _, err := c.o.Client.KV().Get(c.key("record"), (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
-		return coord.Record{}, fmt.Errorf("read %s: %w", c.key("record"), err)
+		return coord.Record{}, fmt.Errorf("read %s: %w", c.key("record"), c.denied("read "+c.key("record"), err))
 	}
 	if pair == nil {
 		return coord.Record{}, coord.ErrNoRecord
@@ -284,7 +288,7 @@ func (c *Coordinator) writeRecord(ctx context.Context, l coord.Lock, r coord.Rec
 	}
 	ok, resp, _, err := c.o.Client.Txn().Txn(ops, (&api.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return coord.Record{}, fmt.Errorf("record transaction: %w", err)
+		return coord.Record{}, fmt.Errorf("record transaction: %w", c.denied("write "+c.key("record"), err))
 	}
 	if !ok {
 		for _, e := range resp.Errors {
@@ -309,14 +313,14 @@ func (c *Coordinator) LoadOrStore(ctx context.Context, key string, value []byte)
 	k := c.key("kv/" + key)
 	ok, _, err := kv.CAS(&api.KVPair{Key: k, Value: value}, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("store %s: %w", k, err)
+		return nil, fmt.Errorf("store %s: %w", k, c.denied("write "+k, err))
 	}
 	if ok {
 		return value, nil
 	}
 	pair, _, err := kv.Get(k, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", k, err)
+		return nil, fmt.Errorf("read %s: %w", k, c.denied("read "+k, err))
 	}
 	if pair == nil {
 		return nil, fmt.Errorf("read %s: vanished after a failed create", k)
@@ -327,5 +331,5 @@ func (c *Coordinator) LoadOrStore(ctx context.Context, key string, value []byte)
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))
-	return err
+	return c.denied("write "+c.key(key), err)
 }

@@ -46,12 +46,16 @@ type Options struct {
 type Provider struct {
 	o Options
 
-	mu      sync.Mutex
-	ready   chan struct{}
-	insts   []provider.Instance
-	allocs  map[string]*api.AllocationListStub
-	size    int
-	lastErr error
+	mu    sync.Mutex
+	ready chan struct{}
+	// denied is closed when Nomad's ACLs refused the watch: waiters
+	// return that error instead of waiting for their deadline.
+	denied     chan struct{}
+	deniedOnce sync.Once
+	insts      []provider.Instance
+	allocs     map[string]*api.AllocationListStub
+	size       int
+	lastErr    error
 }
 
 var _ provider.Provider = (*Provider)(nil)
@@ -70,7 +74,7 @@ func New(o Options) *Provider {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
-	return &Provider{o: o, ready: make(chan struct{})}
+	return &Provider{o: o, ready: make(chan struct{}), denied: make(chan struct{})}
 }
 
 // Watch follows the job's allocations and group count until ctx ends.
@@ -101,9 +105,13 @@ func (p *Provider) Watch(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		err = Denied(p.o.Client, "list the allocations of job "+p.o.Job, NeedRead, err)
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
+		if errors.Is(err, ErrDenied) {
+			p.deniedOnce.Do(func() { close(p.denied) })
+		}
 		p.o.Logger.Warn("watch allocations", "job", p.o.Job, "error", err)
 		select {
 		case <-ctx.Done():
@@ -164,6 +172,15 @@ func (p *Provider) wait(ctx context.Context) error {
 	select {
 	case <-p.ready:
 		return nil
+	case <-p.denied:
+		select {
+		case <-p.ready:
+			return nil
+		default:
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return fmt.Errorf("no allocation list from Nomad: %w", p.lastErr)
 	case <-ctx.Done():
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -223,7 +240,7 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 	}
 	a, _, err := p.o.Client.Allocations().Info(p.o.SelfAlloc, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
 	if err != nil {
-		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, err)
+		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, NeedRead, err))
 	}
 	return a.DesiredStatus != api.AllocDesiredStatusRun, nil
 }

@@ -29,7 +29,15 @@ func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
 		if prefix == "" {
 			prefix = cl.Name + "/"
 		}
-		return s3.New(ctx, s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle})
+		o := s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle}
+		if sn.CAFile != "" {
+			hc, err := s3.TrustCAFile(sn.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("%s: snapshot store ca_file: %w", cl.File, err)
+			}
+			o.HTTPClient = hc
+		}
+		return s3.New(ctx, o)
 	}
 	return nil, fmt.Errorf("%s: unknown snapshot store %q", cl.File, sn.StoreKind)
 }

@@ -1,0 +1,63 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
+)
+
+// PolicyName is the Nomad ACL policy `job run` attaches to the job.
+func PolicyName(job string) string { return "etcd-nomad-" + job }
+
+// memberRules: a member lists its job's allocations and reads its own.
+func memberRules(namespace string) string {
+	if namespace == "" {
+		namespace = "default"
+	}
+	return fmt.Sprintf("namespace %q {\n  capabilities = [\"read-job\", \"list-jobs\"]\n}\n", namespace)
+}
+
+// Grant prepares Nomad's ACLs for the job's members: it attaches the policy
+// PolicyName(job) (read-job on the namespace) to the job, so the members'
+// workload identity can list the allocations, and, when consulToken is set,
+// stores it in the job's variable TokenVariable(job) for the members'
+// CONSUL_HTTP_TOKEN. Without Nomad ACLs the policy step is skipped; a token
+// that may submit jobs but not write ACL policies gets a warning with the
+// command to run. The Consul token itself is never printed.
+func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken string, out io.Writer) error {
+	pol := &api.ACLPolicy{
+		Name:        PolicyName(job),
+		Description: "etcd-nomad members of job " + job + ": list the job's allocations",
+		Rules:       memberRules(namespace),
+		JobACL:      &api.JobACL{Namespace: firstOf(namespace, "default"), JobID: job},
+	}
+	_, err := cli.ACLPolicies().Upsert(pol, (&api.WriteOptions{}).WithContext(ctx))
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "attached ACL policy %q (read-job) to job %q\n", pol.Name, job)
+	case strings.Contains(err.Error(), "ACL support disabled"):
+		// No Nomad ACLs: nothing to grant.
+	case errors.Is(nomad.Denied(cli, "", "", err), nomad.ErrDenied):
+		// Submitting jobs does not need acl:write: the operator may have
+		// attached the policy already. Say what the members need.
+		fmt.Fprintf(out, "warning: this NOMAD_TOKEN cannot attach ACL policy %q to job %q; unless it is attached, the members cannot list their allocations. With a management token: nomad acl policy apply -namespace %s -job %s %s FILE, FILE holding:\n%s",
+			pol.Name, job, firstOf(namespace, "default"), job, pol.Name, pol.Rules)
+	default:
+		return fmt.Errorf("attach ACL policy %s to job %s: %w", pol.Name, job, err)
+	}
+	if consulToken == "" {
+		return nil
+	}
+	v := &api.Variable{Namespace: namespace, Path: TokenVariable(job), Items: api.VariableItems{TokenKey: consulToken}}
+	if _, _, err := cli.Variables().Update(v, (&api.WriteOptions{Namespace: namespace}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("store the members' Consul token in variable %s: %w", v.Path, nomad.Denied(cli, "write variable "+v.Path, `variables write on path "`+v.Path+`"`, err))
+	}
+	fmt.Fprintf(out, "stored the members' Consul token in Nomad variable %s (key %s)\n", v.Path, TokenKey)
+	return nil
+}
