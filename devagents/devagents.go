@@ -303,6 +303,10 @@ client {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
 }
+# Tests and the demo run many clients from one address (default 100).
+limits {
+  http_max_conns_per_client = 4000
+}
 plugin "raw_exec" {
   config {
     enabled = true

@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -230,15 +231,17 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 }
 
 // clusterIDs samples every member's (epoch, cluster id) until stop is
-// called, which returns each epoch's cluster ids as seen by members.
-func clusterIDs(c *cluster) (stop func() map[uint64]map[uint64][]string) {
+// called (at the latest when the test ends), which returns each epoch's
+// cluster ids as seen by members.
+func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]string) {
+	cl := c.config()
 	done := make(chan struct{})
 	seen := map[uint64]map[uint64][]string{}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(300 * time.Millisecond)
+		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
 			select {
@@ -246,7 +249,9 @@ func clusterIDs(c *cluster) (stop func() map[uint64]map[uint64][]string) {
 				return
 			case <-tick.C:
 			}
-			st, err := c.status()
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			st, err := status.Gather(ctx, cl)
+			cancel()
 			if err != nil {
 				continue
 			}
@@ -263,11 +268,16 @@ func clusterIDs(c *cluster) (stop func() map[uint64]map[uint64][]string) {
 			}
 		}
 	}()
-	return func() map[uint64]map[uint64][]string {
-		close(done)
-		wg.Wait()
+	var once sync.Once
+	stop = func() map[uint64]map[uint64][]string {
+		once.Do(func() {
+			close(done)
+			wg.Wait()
+		})
 		return seen
 	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
 
 // The member carrying out a quorum-loss recovery (it holds the lock) is
@@ -294,7 +304,7 @@ func TestRecoveryLockHolderKilled(t *testing.T) {
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)
 	_, rec := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
-	stop := clusterIDs(c)
+	stop := clusterIDs(t, c)
 	for r := 0; r < rounds; r++ {
 		putN(t, c, fmt.Sprintf("round%02d", r), 20)
 		st, err := c.status()

@@ -26,6 +26,14 @@ func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The survivor restarts while quorum is lost: its etcd never becomes
+	// ready, and recovering must still be able to stop it.
+	if err := tc.sup.Stop("m0", 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.sup.Start("m0"); err != nil {
+		t.Fatal(err)
+	}
 	// Their slots are replaced by new, empty members (as Nomad would).
 	fresh, err := local.AllocatePorts(2)
 	if err != nil {

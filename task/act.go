@@ -332,9 +332,19 @@ func (m *Member) stopEtcd() {
 	m.etcd = nil
 	m.stopped = nil
 	m.mu.Unlock()
-	if e != nil {
-		e.Close()
+	if e == nil {
+		return
 	}
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		// embed.Etcd.Close waits for client serving to begin, which only
+		// happens once the server is ready: a member restarted without
+		// quorum never is, and Close would hang (and with it a recovery).
+		// Stopping the server first makes serving give up.
+		e.Server.HardStop()
+	}
+	e.Close()
 }
 
 // reapStopped forgets an etcd that stopped on its own (removed from the
