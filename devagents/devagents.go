@@ -432,6 +432,11 @@ func StartNomadServer(ctx context.Context, dir, consulAddr string) (*Agent, erro
 	cfg := fmt.Sprintf(`
 bind_addr = "127.0.0.1"
 data_dir  = %q
+advertise {
+  http = "127.0.0.1"
+  rpc  = "127.0.0.1"
+  serf = "127.0.0.1"
+}
 ports {
   http = %d
   rpc  = %d
