@@ -155,7 +155,12 @@ func TestChaos(t *testing.T) {
 	})
 	rng := rand.New(rand.NewSource(seed))
 
-	e := newEnv(t)
+	tlsMode := os.Getenv("CHAOS_TLS")
+	if tlsMode == "" {
+		tlsMode = "auto"
+	}
+	t.Logf("cluster tls mode %q (CHAOS_TLS)", tlsMode)
+	e := newEnv(t, tlsMode)
 	start := time.Now()
 	var cli *clientv3.Client
 	clustertest.WaitFor(t, 4*time.Minute, "the cluster up and healthy", func() (bool, string) {

@@ -1,9 +1,12 @@
 package chaos
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -47,14 +50,22 @@ type env struct {
 	cl       *config.Cluster
 	co       coord.Coordinator
 	hc       *http.Client
+	tls      *tls.Config // towards the members; nil without TLS
+	scheme   string
+	ca       []byte // the cluster CA bundle in Consul at the start (tls auto)
 
-	mu    sync.Mutex
-	insts []provider.Instance // last instances read from Nomad
+	consulCli *consulapi.Client
+
+	mu      sync.Mutex
+	insts   []provider.Instance // last instances read from Nomad
+	instsAt time.Time
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv starts the agents and the job; tlsMode is the cluster's
+// tls { mode }.
+func newEnv(t *testing.T, tlsMode string) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir(), hc: &http.Client{Timeout: 2 * time.Second}}
+	e := &env{t: t, dir: t.TempDir()}
 	e.binary = filepath.Join(e.dir, "etcd-nomad")
 	if out, err := exec.Command("go", "build", "-o", e.binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
 		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
@@ -94,10 +105,8 @@ func newEnv(t *testing.T) *env {
     election_timeout   = "1s"
   }
 
-  # Consul state loss must not lose the CA: the chaos cluster runs without
-  # TLS (see the report of issue 5: a CA kept only in Consul is lost with it).
   tls {
-    mode = "off"
+    mode = %q
   }
 
   provider "nomad" {
@@ -116,7 +125,7 @@ func newEnv(t *testing.T) *env {
     kill_timeout = "20s"
   }
 }
-`, clusterName)
+`, clusterName, tlsMode)
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +136,18 @@ func newEnv(t *testing.T) *env {
 	e.cl = cl
 	if e.co, err = status.Coordinator(cl); err != nil {
 		t.Fatal(err)
+	}
+	// The client certificate is issued once, from the CA the cluster
+	// starts with: asking again after Consul lost its state would store a
+	// new CA (the CLI's ClusterCA creates one when none is stored).
+	if e.tls, e.scheme, err = status.ClientTLS(ctx, cl, e.co); err != nil {
+		t.Fatal(err)
+	}
+	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
+	if cl.TLS.Mode == config.TLSAuto {
+		if e.ca, err = e.storedCA(); err != nil || e.ca == nil {
+			t.Fatalf("cluster CA in Consul: %v (found: %v)", err, e.ca != nil)
+		}
 	}
 	out, err := exec.Command(e.binary, "job", "render", "-binary", e.binary, file).Output()
 	if err != nil {
@@ -175,7 +196,9 @@ func (e *env) stopJob() {
 		e.t.Logf("list nodes: %v", err)
 	}
 	for _, n := range nodes {
-		if err := e.nomadClient().Nodes().GC(n.ID, nil); err != nil {
+		// The endpoint answers with an empty body, which the API client
+		// reports as EOF.
+		if err := e.nomadClient().Nodes().GC(n.ID, nil); err != nil && !errors.Is(err, io.EOF) {
 			e.t.Logf("client gc on %s: %v", n.ID, err)
 		}
 	}
@@ -209,41 +232,51 @@ func (e *env) dumpLogs() {
 	}
 }
 
-// instances reads the member slots from Nomad; while Nomad is away it
-// returns the last ones read.
+// instances reads the member slots from Nomad, at most every 5s (each
+// read opens a Nomad client); while Nomad is away it returns the last ones
+// read.
 func (e *env) instances() []provider.Instance {
+	e.mu.Lock()
+	fresh := len(e.insts) == 3 && time.Since(e.instsAt) < 5*time.Second
+	e.mu.Unlock()
+	if fresh {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return append([]provider.Instance(nil), e.insts...)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	insts, err := status.Instances(ctx, e.cl)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err == nil {
+		e.instsAt = time.Now()
 		sort.Slice(insts, func(i, j int) bool { return insts[i].Name < insts[j].Name })
 		e.insts = insts
 	}
 	return append([]provider.Instance(nil), e.insts...)
 }
 
-func statusBase(in provider.Instance) string {
-	return "http://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
+func (e *env) statusBase(in provider.Instance) string {
+	return e.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
 }
 
 func (e *env) memberStatus(in provider.Instance) (task.Status, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return task.FetchStatus(ctx, e.hc, statusBase(in))
+	return task.FetchStatus(ctx, e.hc, e.statusBase(in))
 }
 
 func (e *env) endpoints() []string {
 	var eps []string
 	for _, in := range e.instances() {
-		eps = append(eps, "http://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
+		eps = append(eps, e.scheme+"://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
 	}
 	return eps
 }
 
 func (e *env) client() *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints(), DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints(), TLS: e.tls, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -282,19 +315,48 @@ func (e *env) healthy(cli *clientv3.Client) (bool, string) {
 	rec, err := e.co.Record(ctx)
 	fmt.Fprintf(&b, "record: cluster %x epoch %d %v\n", rec.ClusterID, rec.Epoch, err)
 	ok = ok && err == nil && rec.ClusterID == id
+	if e.ca != nil {
+		ca, err := e.storedCA()
+		same := err == nil && bytes.Equal(ca, e.ca)
+		fmt.Fprintf(&b, "CA in Consul: the cluster's %v (found %v, %v)\n", same, ca != nil, err)
+		ok = ok && same
+	}
 	passing, total, desc := e.checks()
 	fmt.Fprintf(&b, "consul: %d/%d passing\n%s", passing, total, desc)
 	return ok && passing == 3 && total == 3, b.String()
 }
 
-func (e *env) checks() (passing, total int, desc string) {
-	cfg := consulapi.DefaultConfig()
-	cfg.Address = strings.TrimPrefix(e.consul.Addr, "http://")
-	cli, err := consulapi.NewClient(cfg)
-	if err != nil {
-		return 0, 0, err.Error()
+// consulClient is one client (one connection pool) for the run: Consul
+// limits connections per client address.
+func (e *env) consulClient() *consulapi.Client {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.consulCli == nil {
+		cfg := consulapi.DefaultConfig()
+		cfg.Address = strings.TrimPrefix(e.consul.Addr, "http://")
+		cli, err := consulapi.NewClient(cfg)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.consulCli = cli
 	}
-	entries, _, err := cli.Health().Service(clusterName, "", false, (&consulapi.QueryOptions{}).WithContext(context.Background()))
+	return e.consulCli
+}
+
+// storedCA reads the cluster CA bundle from Consul as it is (nil if none),
+// without storing one as task.ClusterCA would.
+func (e *env) storedCA() ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	kv, _, err := e.consulClient().KV().Get(e.cl.Coordination.Prefix+"/"+clusterName+"/kv/ca", (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil || kv == nil {
+		return nil, err
+	}
+	return kv.Value, nil
+}
+
+func (e *env) checks() (passing, total int, desc string) {
+	entries, _, err := e.consulClient().Health().Service(clusterName, "", false, (&consulapi.QueryOptions{}).WithContext(context.Background()))
 	if err != nil {
 		return 0, 0, err.Error()
 	}
