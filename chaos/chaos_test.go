@@ -44,6 +44,7 @@ var faults = []fault{
 		in := pick(e, rng, 1)[0]
 		pid := mustPID(e, in.Name)
 		e.kill(pid)
+		e.expectRestarted(in.Name, pid)
 		return fmt.Sprintf("%s (pid %d)", in.Name, pid)
 	}},
 	{"SIGSTOP then SIGCONT a member", func(e *env, rng *rand.Rand) string {
@@ -65,6 +66,8 @@ var faults = []fault{
 		ins := pick(e, rng, 2)
 		p0, p1 := mustPID(e, ins[0].Name), mustPID(e, ins[1].Name)
 		e.kill(p0, p1)
+		e.expectRestarted(ins[0].Name, p0)
+		e.expectRestarted(ins[1].Name, p1)
 		return fmt.Sprintf("%s (pid %d), %s (pid %d)", ins[0].Name, p0, ins[1].Name, p1)
 	}},
 	{"wipe a member's data dir", func(e *env, rng *rand.Rand) string {
@@ -74,7 +77,19 @@ var faults = []fault{
 			e.t.Fatal(err)
 		}
 		pid := mustPID(e, in.Name)
+		old, err := e.memberStatus(in)
+		if err != nil {
+			e.t.Fatal(err)
+		}
 		e.kill(pid)
+		// It must come back as a new member: its data is gone.
+		e.after = append(e.after, func() error {
+			st, err := e.memberStatus(in)
+			if err != nil || st.MemberID == old.MemberID || st.MemberID == 0 {
+				return fmt.Errorf("wiped %s is member %x (%v), want a new member (was %x)", in.Name, st.MemberID, err, old.MemberID)
+			}
+			return nil
+		})
 		// Nomad restarts the task after 2s: move the data away in one
 		// rename while the member is down, then delete it.
 		aside := dir + ".wiped-by-chaos"
@@ -119,6 +134,18 @@ func pick(e *env, rng *rand.Rand, n int) []provider.Instance {
 	insts := e.instances()
 	rng.Shuffle(len(insts), func(i, j int) { insts[i], insts[j] = insts[j], insts[i] })
 	return insts[:n]
+}
+
+// expectRestarted checks, once the round's cluster is healthy, that the
+// member runs as a new process.
+func (e *env) expectRestarted(name string, killed int) {
+	e.after = append(e.after, func() error {
+		pid := mustPID(e, name)
+		if pid == killed {
+			return fmt.Errorf("%s still reports the killed pid %d", name, killed)
+		}
+		return nil
+	})
 }
 
 func mustPID(e *env, name string) int {
@@ -207,6 +234,12 @@ func TestChaos(t *testing.T) {
 			return e.healthy(cli)
 		})
 		d := time.Since(t0)
+		for _, check := range e.after {
+			if err := check(); err != nil {
+				t.Errorf("round %d (%s): %v", r, f.name, err)
+			}
+		}
+		e.after = nil
 		durations = append(durations, d)
 		t.Logf("round %d: %s: %s; applied in %s, healthy again after %s", r, f.name, what, applied.Round(time.Millisecond), d.Round(time.Millisecond))
 	}

@@ -55,6 +55,8 @@ type env struct {
 	ca       []byte // the cluster CA bundle in Consul at the start (tls auto)
 
 	consulCli *consulapi.Client
+	// after are the current round's checks, run once it is healthy again.
+	after []func() error
 
 	mu      sync.Mutex
 	insts   []provider.Instance // last instances read from Nomad
