@@ -172,6 +172,9 @@ func TestChaos(t *testing.T) {
 		t.Skip("chaos runs real agents and a cluster for minutes")
 	}
 	rounds := int(envInt(t, "CHAOS_ROUNDS", 5))
+	if rounds < 1 {
+		t.Fatalf("CHAOS_ROUNDS=%d: at least 1 round", rounds)
+	}
 	seed := envInt(t, "CHAOS_SEED", time.Now().UnixNano()%1_000_000_000)
 	replay := fmt.Sprintf("replay with: make chaos SEED=%d ROUNDS=%d", seed, rounds)
 	t.Logf("chaos seed %d, %d rounds (%s)", seed, rounds, replay)

@@ -446,9 +446,14 @@ server {
   enabled          = true
   bootstrap_expect = 1
 }
+# Allocation ports from a range of their own: another Nomad agent on this
+# machine (a -dev one of the e2e tests, the demo) hands out 20000-32000 and
+# does not know about these.
 client {
   enabled           = true
   network_interface = "lo"
+  min_dynamic_port  = 15000
+  max_dynamic_port  = 19999
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
