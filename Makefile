@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -49,3 +49,12 @@ local-demo: build
 
 clean:
 	rm -rf bin $(DEMO_DIR) .local-demo
+
+## chaos: randomized fault rounds (kill -9, SIGSTOP, majority kill, data
+## wipe, Consul/Nomad restarts, one Consul state loss) under a client load
+## checked for linearizability. `make chaos ROUNDS=50 SEED=123`; the seed is
+## printed so a failure can be replayed. `make test` runs 5 rounds.
+ROUNDS ?= 20
+SEED   ?=
+chaos: tools
+	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaos$$' ./chaos

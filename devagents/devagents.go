@@ -81,6 +81,12 @@ type Agent struct {
 	Token string
 	cmd   *exec.Cmd
 	done  chan struct{}
+
+	// Set by the server modes, for Restart: the same binary, arguments and
+	// readiness check on the same ports and data dir.
+	bin   string
+	args  []string
+	ready func(context.Context) error
 }
 
 // PID is the agent's process id.
@@ -121,7 +127,7 @@ func start(name, bin, dir string, args ...string) (*Agent, error) {
 		logf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	a := &Agent{Name: name, Dir: dir, cmd: cmd, done: make(chan struct{})}
+	a := &Agent{Name: name, Dir: dir, cmd: cmd, done: make(chan struct{}), bin: bin, args: args}
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
@@ -468,4 +474,215 @@ func startS3(ctx context.Context, dir, certFile, keyFile string, buckets []strin
 		return nil, err
 	}
 	return a, nil
+}
+
+// StartConsulServer starts Consul as a real single-node server (not -dev):
+// `-server -bootstrap-expect=1` with its state in dir/data, so that Restart
+// keeps the KV store and sessions, and WipeRestart loses them.
+func StartConsulServer(ctx context.Context, dir string) (*Agent, error) {
+	bin, err := Bin("consul", ConsulVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := freePorts(4)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	cfg := fmt.Sprintf(`
+data_dir = %q
+ports {
+  http = %d
+  serf_lan = %d
+  serf_wan = %d
+  server = %d
+  dns = -1
+  grpc = -1
+  grpc_tls = -1
+}
+# One server on loopback: elect at once, keep raft timings short.
+performance {
+  raft_multiplier = 1
+}
+limits {
+  http_max_conns_per_client = 4000
+}
+`, data, p[0], p[1], p[2], p[3])
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "consul.hcl")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	a, err := start("consul", bin, dir, "agent", "-server", "-bootstrap-expect=1", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "server", "-config-file", cfgFile)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
+	a.ready = a.consulReady
+	if err := a.waitReady(ctx, a.ready); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// consulReady holds once the agent has a leader and is synced with it
+// (the KV store answers).
+func (a *Agent) consulReady(ctx context.Context) error {
+	var leader string
+	if err := getJSON(ctx, a.Addr+"/v1/status/leader", &leader); err != nil {
+		return err
+	}
+	if leader == "" {
+		return errors.New("no leader yet")
+	}
+	var self struct {
+		Stats map[string]map[string]string
+	}
+	if err := getJSON(ctx, a.Addr+"/v1/agent/self", &self); err != nil {
+		return err
+	}
+	if self.Stats["consul"]["leader"] != "true" {
+		return errors.New("this server does not lead yet")
+	}
+	return nil
+}
+
+// StartNomadServer starts Nomad as a real single-node server and client
+// (not -dev; raw_exec on, allocations on 127.0.0.1) with its state in
+// dir/data, so that Restart keeps jobs and reattaches to running tasks.
+func StartNomadServer(ctx context.Context, dir, consulAddr string) (*Agent, error) {
+	bin, err := Bin("nomad", NomadVersion)
+	if err != nil {
+		return nil, err
+	}
+	p, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	cfg := fmt.Sprintf(`
+bind_addr = "127.0.0.1"
+data_dir  = %q
+advertise {
+  http = "127.0.0.1"
+  rpc  = "127.0.0.1"
+  serf = "127.0.0.1"
+}
+ports {
+  http = %d
+  rpc  = %d
+  serf = %d
+}
+server {
+  enabled          = true
+  bootstrap_expect = 1
+}
+# Allocation ports from a range of their own: another Nomad agent on this
+# machine (a -dev one of the e2e tests, the demo) hands out 20000-32000 and
+# does not know about these.
+client {
+  enabled           = true
+  network_interface = "lo"
+  min_dynamic_port  = 15000
+  max_dynamic_port  = 19999
+  options = {
+    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
+  }
+}
+plugin "raw_exec" {
+  config {
+    enabled = true
+  }
+}
+consul {
+  address = %q
+}
+`, data, p[0], p[1], p[2], trimScheme(consulAddr))
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, "nomad.hcl")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	a, err := start("nomad", bin, dir, "agent", "-config", cfgFile)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
+	a.ready = a.nomadReady
+	if err := a.waitReady(ctx, a.ready); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// nomadReady holds once a client node is ready.
+func (a *Agent) nomadReady(ctx context.Context) error {
+	var nodes []struct{ Status string }
+	if err := getJSON(ctx, a.Addr+"/v1/nodes?resources=false", &nodes); err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		if n.Status == "ready" {
+			return nil
+		}
+	}
+	return errors.New("no ready node yet")
+}
+
+// Restart stops an agent started by StartConsulServer or StartNomadServer
+// (SIGTERM to its PID, waiting up to stopTimeout) and starts it again with
+// the same ports and data dir, waiting until it is ready or ctx ends.
+func (a *Agent) Restart(ctx context.Context, stopTimeout time.Duration) error {
+	return a.restart(ctx, stopTimeout, false)
+}
+
+// WipeRestart is Restart with the agent's state deleted while it is
+// stopped: it comes back empty (for Consul: no KV, no sessions, no
+// registered services).
+func (a *Agent) WipeRestart(ctx context.Context, stopTimeout time.Duration) error {
+	return a.restart(ctx, stopTimeout, true)
+}
+
+func (a *Agent) restart(ctx context.Context, stopTimeout time.Duration, wipe bool) error {
+	if a.ready == nil {
+		return fmt.Errorf("%s was not started in server mode: it cannot be restarted", a.Name)
+	}
+	if err := a.Stop(stopTimeout); err != nil {
+		return err
+	}
+	if wipe {
+		data := filepath.Join(a.Dir, "data")
+		if err := os.RemoveAll(data); err != nil {
+			return fmt.Errorf("wipe %s state: %w", a.Name, err)
+		}
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return fmt.Errorf("wipe %s state: %w", a.Name, err)
+		}
+	}
+	// The log is appended to, so the previous run's lines stay readable.
+	logf, err := os.OpenFile(filepath.Join(a.Dir, a.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(a.bin, a.args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Dir = a.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE=")
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("restart %s: %w", a.Name, err)
+	}
+	done := make(chan struct{})
+	a.cmd, a.done = cmd, done
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	return a.waitReady(ctx, a.ready)
 }

@@ -10,6 +10,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -65,6 +66,37 @@ func (d dataDir) writeMeta(m Meta) error {
 	}
 	p := filepath.Join(d.current(), metaFile)
 	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+// caFile keeps the cluster CA (certificate and key) the member's
+// certificates were issued from, next to them.
+func (d dataDir) caFile() string { return filepath.Join(d.tlsDir(), "ca.bundle") }
+
+// readCA returns the saved cluster CA, or nil if none is saved.
+func (d dataDir) readCA() (*certs.Pair, error) {
+	b, err := os.ReadFile(d.caFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	p, err := certs.ParseBundle(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.caFile(), err)
+	}
+	return &p, nil
+}
+
+func (d dataDir) writeCA(ca certs.Pair) error {
+	if err := os.MkdirAll(d.tlsDir(), 0o700); err != nil {
+		return err
+	}
+	p := d.caFile()
+	if err := os.WriteFile(p+".tmp", ca.Bundle(), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(p+".tmp", p)

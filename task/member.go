@@ -75,6 +75,7 @@ type Member struct {
 	scheme   string
 	tlsFiles certs.Files
 	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
+	ca       *certs.Pair // tls auto: the cluster CA this member's certificates come from
 
 	mu          sync.Mutex
 	etcd        *embed.Etcd
@@ -164,10 +165,29 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		m.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
 	default:
 		m.scheme = "https"
-		ca, err := ClusterCA(ctx, m.opts.Coordinator, c.Name)
+		// The CA this member used before (kept with its data) is offered
+		// rather than a new one: if the coordinator lost its state, the
+		// cluster's CA is stored again instead of one its members do not
+		// trust. A CA the coordinator holds always wins.
+		offer, err := m.dir.readCA()
+		if err != nil {
+			m.log.Warn("saved cluster CA unreadable: offering a new one", "error", err)
+		}
+		if offer == nil {
+			fresh, err := certs.NewCA(c.Name, time.Now())
+			if err != nil {
+				return fmt.Errorf("create CA: %w", err)
+			}
+			offer = &fresh
+		}
+		ca, err := OfferCA(ctx, m.opts.Coordinator, *offer)
 		if err != nil {
 			return err
 		}
+		if err := m.dir.writeCA(ca); err != nil {
+			return fmt.Errorf("save cluster CA: %w", err)
+		}
+		m.ca = &ca
 		host, _ := os.Hostname()
 		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
 		if err != nil {
@@ -193,11 +213,33 @@ func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string) (certs.
 	if err != nil {
 		return certs.Pair{}, fmt.Errorf("create CA: %w", err)
 	}
-	b, err := c.LoadOrStore(ctx, "ca", fresh.Bundle())
+	return OfferCA(ctx, c, fresh)
+}
+
+// OfferCA stores ca as the cluster CA unless the coordinator holds one,
+// and returns the one it holds.
+func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pair, error) {
+	b, err := c.LoadOrStore(ctx, "ca", ca.Bundle())
 	if err != nil {
 		return certs.Pair{}, fmt.Errorf("store CA: %w", err)
 	}
 	return certs.ParseBundle(b)
+}
+
+// restoreCA stores this running member's CA again when the coordinator
+// lost its state (no record): before the record is re-written, so that
+// members and clients starting afterwards get the CA the cluster uses.
+func (m *Member) restoreCA(ctx context.Context) {
+	if m.ca == nil {
+		return
+	}
+	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca)
+	switch {
+	case err != nil:
+		m.log.Warn("cluster CA not restored", "error", err)
+	case !bytes.Equal(held.Cert, m.ca.Cert):
+		m.log.Warn("the coordinator holds another cluster CA than the one this member runs with; members started with it cannot join")
+	}
 }
 
 func (m *Member) url(in provider.Instance, port int) string {
@@ -253,6 +295,9 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.log.Warn("observation failed", "error", err)
 		m.releaseLock(ctx)
 		return false
+	}
+	if o.Record == nil && o.Running {
+		m.restoreCA(ctx)
 	}
 	m.publishSummary(ctx, o)
 	m.maybeSnapshot(ctx, o)

@@ -1,0 +1,448 @@
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task"
+
+	nomadapi "github.com/hashicorp/nomad/api"
+)
+
+const clusterName = "chaos"
+
+// env is one chaos run's world: a Consul server and a Nomad server+client
+// with data dirs (so both can be restarted), and the etcd-nomad job.
+type env struct {
+	t        *testing.T
+	dir      string
+	binary   string
+	nomadBin string
+	consul   *devagents.Agent
+	nomad    *devagents.Agent
+	cl       *config.Cluster
+	co       coord.Coordinator
+	hc       *http.Client
+	tls      *tls.Config // towards the members; nil without TLS
+	scheme   string
+	ca       []byte // the cluster CA bundle in Consul at the start (tls auto)
+
+	consulCli *consulapi.Client
+	// after are the current round's checks, run once it is healthy again.
+	after []func() error
+
+	mu      sync.Mutex
+	insts   []provider.Instance // last instances read from Nomad
+	instsAt time.Time
+}
+
+// newEnv starts the agents and the job; tlsMode is the cluster's
+// tls { mode }.
+func newEnv(t *testing.T, tlsMode string) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir()}
+	e.binary = filepath.Join(e.dir, "etcd-nomad")
+	if out, err := exec.Command("go", "build", "-o", e.binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
+		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
+	}
+	var err error
+	if e.nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if e.consul, err = devagents.StartConsulServer(ctx, filepath.Join(e.dir, "consul")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.consul.Stop(15 * time.Second); err != nil {
+			t.Log(err)
+		}
+	})
+	if e.nomad, err = devagents.StartNomadServer(ctx, filepath.Join(e.dir, "nomad"), e.consul.Addr); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := e.nomad.Stop(30 * time.Second); err != nil {
+			t.Log(err)
+		}
+		e.unmountLeftovers()
+	})
+	t.Setenv("CONSUL_HTTP_ADDR", strings.TrimPrefix(e.consul.Addr, "http://"))
+	t.Setenv("NOMAD_ADDR", e.nomad.Addr)
+
+	file := filepath.Join(e.dir, "cluster.hcl")
+	def := fmt.Sprintf(`cluster %q {
+  size = 3
+
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"
+  }
+
+  tls {
+    mode = %q
+  }
+
+  provider "nomad" {
+    group       = "etcd"
+    stale_after = "10s"
+  }
+
+  coordination "consul" {
+    prefix      = "etcd-nomad-chaos"
+    session_ttl = "10s"
+  }
+
+  nomad {
+    cpu          = 100
+    memory_mb    = 128
+    kill_timeout = "20s"
+  }
+}
+`, clusterName, tlsMode)
+	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cl, _, diags := config.LoadFile(file)
+	if diags.HasErrors() {
+		t.Fatal(diags.Error())
+	}
+	e.cl = cl
+	if e.co, err = status.Coordinator(cl); err != nil {
+		t.Fatal(err)
+	}
+	// The client certificate is issued once, from the CA the cluster
+	// starts with: asking again after Consul lost its state would store a
+	// new CA (the CLI's ClusterCA creates one when none is stored).
+	if e.tls, e.scheme, err = status.ClientTLS(ctx, cl, e.co); err != nil {
+		t.Fatal(err)
+	}
+	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
+	if cl.TLS.Mode == config.TLSAuto {
+		if e.ca, err = e.storedCA(); err != nil || e.ca == nil {
+			t.Fatalf("cluster CA in Consul: %v (found: %v)", err, e.ca != nil)
+		}
+	}
+	out, err := exec.Command(e.binary, "job", "render", "-binary", e.binary, file).Output()
+	if err != nil {
+		t.Fatalf("job render: %v", err)
+	}
+	spec := filepath.Join(e.dir, "etcd.nomad.hcl")
+	if err := os.WriteFile(spec, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.stopJob)
+	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomad.Addr, spec).CombinedOutput(); err != nil {
+		t.Fatalf("nomad job run: %v\n%s", err, out)
+	}
+	return e
+}
+
+func (e *env) nomadClient() *nomadapi.Client {
+	cfg := nomadapi.DefaultConfig()
+	cfg.Address = e.nomad.Addr
+	cli, err := nomadapi.NewClient(cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return cli
+}
+
+// stopJob stops the job and waits until no member process runs, so that
+// stopping the agents leaves nothing behind; on failure it first prints the
+// members' logs.
+func (e *env) stopJob() {
+	if e.t.Failed() {
+		e.dumpLogs()
+	}
+	if out, err := exec.Command(e.nomadBin, "job", "stop", "-detach", "-yes", "-address", e.nomad.Addr, clusterName).CombinedOutput(); err != nil {
+		e.t.Logf("nomad job stop: %v\n%s", err, out)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := jobs.WaitStopped(ctx, e.nomadClient(), clusterName, ""); err != nil {
+		e.t.Error(err)
+	}
+	// Garbage-collect the stopped allocations on the client: that unmounts
+	// their secrets dirs, so that the test's directory can be removed.
+	nodes, _, err := e.nomadClient().Nodes().List(nil)
+	if err != nil {
+		e.t.Logf("list nodes: %v", err)
+	}
+	for _, n := range nodes {
+		// The endpoint answers with an empty body, which the API client
+		// reports as EOF.
+		if err := e.nomadClient().Nodes().GC(n.ID, nil); err != nil && !errors.Is(err, io.EOF) {
+			e.t.Logf("client gc on %s: %v", n.ID, err)
+		}
+	}
+}
+
+// unmountLeftovers unmounts what Nomad left mounted under the test's
+// directory (task secrets dirs) once the agent is stopped.
+func (e *env) unmountLeftovers() {
+	b, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.HasPrefix(f[1], e.dir+"/") {
+			if err := syscall.Unmount(f[1], 0); err != nil {
+				e.t.Logf("unmount %s: %v", f[1], err)
+			}
+		}
+	}
+}
+
+func (e *env) dumpLogs() {
+	paths, _ := filepath.Glob(filepath.Join(e.nomad.Dir, "data", "alloc", "*", "alloc", "logs", "etcd.stderr.*"))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		e.t.Logf("=== %s\n%s", p, clustertest.SupervisorLines(string(b), 60))
+	}
+}
+
+// instances reads the member slots from Nomad, at most every 5s (each
+// read opens a Nomad client); while Nomad is away it returns the last ones
+// read.
+func (e *env) instances() []provider.Instance {
+	e.mu.Lock()
+	fresh := len(e.insts) == 3 && time.Since(e.instsAt) < 5*time.Second
+	e.mu.Unlock()
+	if fresh {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return append([]provider.Instance(nil), e.insts...)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	insts, err := status.Instances(ctx, e.cl)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err == nil {
+		e.instsAt = time.Now()
+		sort.Slice(insts, func(i, j int) bool { return insts[i].Name < insts[j].Name })
+		e.insts = insts
+	}
+	return append([]provider.Instance(nil), e.insts...)
+}
+
+func (e *env) statusBase(in provider.Instance) string {
+	return e.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
+}
+
+func (e *env) memberStatus(in provider.Instance) (task.Status, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return task.FetchStatus(ctx, e.hc, e.statusBase(in))
+}
+
+func (e *env) endpoints() []string {
+	var eps []string
+	for _, in := range e.instances() {
+		eps = append(eps, e.scheme+"://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
+	}
+	return eps
+}
+
+func (e *env) client() *clientv3.Client {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints(), TLS: e.tls, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// healthy holds when Nomad lists 3 member slots, each member runs as a
+// healthy voter of one cluster id, etcd lists 3 voters, the cluster
+// record in Consul names that cluster id, and Consul shows 3 passing
+// member checks.
+func (e *env) healthy(cli *clientv3.Client) (bool, string) {
+	var b strings.Builder
+	insts := e.instances()
+	ok := len(insts) == 3
+	fmt.Fprintf(&b, "%d instances\n", len(insts))
+	var id uint64
+	for _, in := range insts {
+		st, err := e.memberStatus(in)
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", in.Name, err)
+			ok = false
+			continue
+		}
+		fmt.Fprintf(&b, "%s: pid %d running %v healthy %v learner %v cluster %x decision %s (%s)\n", in.Name, st.PID, st.Running, st.Healthy, st.Learner, st.ClusterID, st.Decision, st.Reason)
+		if !st.Running || !st.Healthy || st.Learner || st.ClusterID == 0 || (id != 0 && st.ClusterID != id) {
+			ok = false
+		}
+		id = st.ClusterID
+	}
+	m, err := clustertest.MemberList(cli)
+	fmt.Fprintf(&b, "etcd: %d voters %d learners %v\n", m.Voters, m.Learners, err)
+	ok = ok && err == nil && m.Voters == 3 && m.Learners == 0
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	rec, err := e.co.Record(ctx)
+	fmt.Fprintf(&b, "record: cluster %x epoch %d %v\n", rec.ClusterID, rec.Epoch, err)
+	ok = ok && err == nil && rec.ClusterID == id
+	if e.ca != nil {
+		ca, err := e.storedCA()
+		same := err == nil && bytes.Equal(ca, e.ca)
+		fmt.Fprintf(&b, "CA in Consul: the cluster's %v (found %v, %v)\n", same, ca != nil, err)
+		ok = ok && same
+	}
+	passing, total, desc := e.checks()
+	fmt.Fprintf(&b, "consul: %d/%d passing\n%s", passing, total, desc)
+	return ok && passing == 3 && total == 3, b.String()
+}
+
+// consulClient is one client (one connection pool) for the run: Consul
+// limits connections per client address.
+func (e *env) consulClient() *consulapi.Client {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.consulCli == nil {
+		cfg := consulapi.DefaultConfig()
+		cfg.Address = strings.TrimPrefix(e.consul.Addr, "http://")
+		cli, err := consulapi.NewClient(cfg)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.consulCli = cli
+	}
+	return e.consulCli
+}
+
+// storedCA reads the cluster CA bundle from Consul as it is (nil if none),
+// without storing one as task.ClusterCA would.
+func (e *env) storedCA() ([]byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	kv, _, err := e.consulClient().KV().Get(e.cl.Coordination.Prefix+"/"+clusterName+"/kv/ca", (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil || kv == nil {
+		return nil, err
+	}
+	return kv.Value, nil
+}
+
+func (e *env) checks() (passing, total int, desc string) {
+	entries, _, err := e.consulClient().Health().Service(clusterName, "", false, (&consulapi.QueryOptions{}).WithContext(context.Background()))
+	if err != nil {
+		return 0, 0, err.Error()
+	}
+	var parts []string
+	for _, en := range entries {
+		for _, ch := range en.Checks {
+			if ch.CheckID == "serfHealth" {
+				continue
+			}
+			total++
+			if ch.Status == consulapi.HealthPassing {
+				passing++
+			}
+			parts = append(parts, fmt.Sprintf("%s %s", en.Service.ID, ch.Status))
+		}
+	}
+	return passing, total, strings.Join(parts, "\n")
+}
+
+// memberPID returns the PID a member reports, after checking that it is
+// one of this run's member processes (our binary, `member`).
+func (e *env) memberPID(in provider.Instance) (int, error) {
+	st, err := e.memberStatus(in)
+	if err != nil {
+		return 0, err
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", st.PID))
+	if err != nil {
+		return 0, fmt.Errorf("member %s pid %d: %w", in.Name, st.PID, err)
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	if len(args) < 2 || args[0] != e.binary || args[1] != "member" {
+		return 0, fmt.Errorf("member %s reports pid %d, which runs %q: not this run's member", in.Name, st.PID, args)
+	}
+	return st.PID, nil
+}
+
+// gone holds once pid has exited (reaped, or a zombie).
+func gone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if errors.Is(err, os.ErrNotExist) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z'
+	}
+	return false
+}
+
+func (e *env) kill(pids ...int) {
+	e.t.Helper()
+	for _, pid := range pids {
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			e.t.Fatalf("kill -9 %d: %v", pid, err)
+		}
+	}
+	clustertest.WaitFor(e.t, 30*time.Second, fmt.Sprintf("pids %v to exit", pids), func() (bool, string) {
+		for _, pid := range pids {
+			if !gone(pid) {
+				return false, fmt.Sprintf("%d still runs", pid)
+			}
+		}
+		return true, ""
+	})
+}
+
+// memberDir is where a member keeps its data: data_dir (the allocation's
+// shared alloc/data) / member name.
+func (e *env) memberDir(in provider.Instance) (string, error) {
+	m, err := filepath.Glob(filepath.Join(e.nomad.Dir, "data", "alloc", "*", "alloc", "data", in.Name))
+	if err != nil {
+		return "", err
+	}
+	if len(m) != 1 {
+		return "", fmt.Errorf("member %s: %d data dirs found: %v", in.Name, len(m), m)
+	}
+	return m[0], nil
+}
+
+// ctx returns a context for an agent operation.
+func agentCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*time.Minute)
+}
