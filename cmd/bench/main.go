@@ -77,7 +77,7 @@ func run(args []string) error {
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
 	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead); default all")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
-	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 2, "save/restore rounds per side (the fastest counts)")
+	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
 	fs.DurationVar(&o.kvDuration, "kv-duration", 15*time.Second, "measured duration of each KV workload")
 	fs.IntVar(&o.kvClients, "kv-clients", 16, "concurrent KV clients")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window for the CPU figure")
