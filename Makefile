@@ -43,3 +43,10 @@ local-demo: build
 
 clean:
 	rm -rf bin $(DEMO_DIR) .local-demo
+
+## bench: etcd-nomad against plain etcd on this machine, each figure with
+## its baseline from the same run (about 10 minutes; not part of `make
+## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
+.PHONY: bench
+bench:
+	$(GO) run ./cmd/bench

@@ -40,7 +40,8 @@ type Result struct {
 	Baseline float64 `json:"baseline"` // plain etcd / etcd's tools, same run
 	GoalKind string  `json:"goal_kind"`
 	Goal     float64 `json:"goal"`
-	// Ratio and Pass are filled by Judge.
+	// Ratio and Pass are filled by Judge; Ratio is 0 when a division by
+	// zero would be needed.
 	Ratio float64 `json:"ratio"`
 	Pass  bool    `json:"pass"`
 	// Skipped holds why a figure was not measured (Value is meaningless).
@@ -72,9 +73,10 @@ func (r *Result) Judge() {
 	}
 }
 
+// safeDiv is a/b, and 0 (never NaN, which JSON cannot carry) when b is 0.
 func safeDiv(a, b float64) float64 {
 	if b == 0 {
-		return math.NaN()
+		return 0
 	}
 	return a / b
 }
