@@ -101,6 +101,8 @@ type Machine struct {
 	MemTotal  string `json:"mem_total"`
 	GoVersion string `json:"go_version"`
 	Kernel    string `json:"kernel"`
+	// LoadAvg is /proc/loadavg when the run started: the machine is shared.
+	LoadAvg string `json:"load_avg"`
 }
 
 // Report is one run of the benchmarks.
@@ -109,8 +111,10 @@ type Report struct {
 	Took    time.Duration `json:"took_ns"`
 	Machine Machine       `json:"machine"`
 	// Commit is the git commit benchmarked ("" when unknown).
-	Commit  string   `json:"commit"`
-	Results []Result `json:"results"`
+	Commit string `json:"commit"`
+	// LoadAvgEnd is /proc/loadavg when the run ended.
+	LoadAvgEnd string   `json:"load_avg_end"`
+	Results    []Result `json:"results"`
 	// Notes are printed under the table (workload descriptions).
 	Notes []string `json:"notes,omitempty"`
 }
@@ -124,10 +128,24 @@ func Describe() Machine {
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		m.MemTotal = ProcField(string(b), "MemTotal")
 	}
+	m.LoadAvg = LoadAvg()
 	if out, err := exec.Command("uname", "-sr").Output(); err == nil {
 		m.Kernel = strings.TrimSpace(string(out))
 	}
 	return m
+}
+
+// LoadAvg returns the 1, 5 and 15 minute load averages ("" if unknown).
+func LoadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }
 
 // ProcField returns the value of the first "key : value" line of a /proc
@@ -174,7 +192,11 @@ func Table(results []Result) string {
 		if r.Pass {
 			verdict = "pass"
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s %s | %s %s | %s | %s | %s |\n", r.ID, cell(r.Name), num(r.Value), r.Unit, num(r.Baseline), r.Unit, num(r.Ratio), r.GoalText(), verdict)
+		base, ratio := num(r.Baseline)+" "+r.Unit, num(r.Ratio)
+		if r.GoalKind == AtMost && r.Baseline == 0 {
+			base, ratio = "–", "–" // an absolute goal without a baseline
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s %s | %s | %s | %s | %s |\n", r.ID, cell(r.Name), num(r.Value), r.Unit, base, ratio, r.GoalText(), verdict)
 	}
 	return b.String()
 }
@@ -194,7 +216,8 @@ func Markdown(r Report) string {
 	}
 	b.WriteString(".\n\n")
 	m := r.Machine
-	fmt.Fprintf(&b, "Machine: %d CPUs (`nproc`), %s, %s memory, %s, %s.\n\n", m.CPUs, orUnknown(m.CPUModel), orUnknown(m.MemTotal), orUnknown(m.Kernel), m.GoVersion)
+	fmt.Fprintf(&b, "Machine: %d CPUs (`nproc`), %s, %s memory, %s, %s.\n", m.CPUs, orUnknown(m.CPUModel), orUnknown(m.MemTotal), orUnknown(m.Kernel), m.GoVersion)
+	fmt.Fprintf(&b, "Load average (1/5/15 min) at the start: %s; at the end: %s. The machine is shared with other builds and tests, so figures move from run to run.\n\n", orUnknown(m.LoadAvg), orUnknown(r.LoadAvgEnd))
 	b.WriteString(Table(r.Results))
 	sep := "\n"
 	for _, res := range r.Results {

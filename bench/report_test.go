@@ -44,13 +44,14 @@ func sample() Report {
 		{ID: "e.save", Name: "save | pipe", Unit: "MiB/s", Value: 150, Baseline: 120, GoalKind: RatioAtLeast, Goal: 1, Notes: "keyspace 1 GiB"},
 		{ID: "f.rss", Name: "RSS", Unit: "MiB", Value: 120, Baseline: 70, GoalKind: DeltaAtMost, Goal: 30},
 		{ID: "b.boot", Name: "bootstrap", Unit: "s", GoalKind: AtMost, Goal: 10, Skipped: "not measured"},
+		{ID: "b.kill", Name: "kill", Unit: "s", Value: 3.2, GoalKind: AtMost, Goal: 5},
 	}
 	for i := range rs {
 		rs[i].Judge()
 	}
 	return Report{Started: time.Date(2026, 11, 22, 21, 0, 0, 0, time.UTC), Took: 90 * time.Second,
-		Machine: Machine{CPUs: 2, CPUModel: "AMD EPYC", MemTotal: "24000000 kB", GoVersion: "go1.26.8"},
-		Commit:  "abc123", Results: rs, Notes: []string{"Workload notes."}}
+		Machine: Machine{CPUs: 2, CPUModel: "AMD EPYC", MemTotal: "24000000 kB", GoVersion: "go1.26.8", LoadAvg: "3.10 2.00 1.00"},
+		Commit:  "abc123", LoadAvgEnd: "4.20 3.00 2.00", Results: rs, Notes: []string{"Workload notes."}}
 }
 
 func TestTableAndMarkdown(t *testing.T) {
@@ -64,13 +65,14 @@ func TestTableAndMarkdown(t *testing.T) {
 		"| e.save | save \\| pipe | 150 MiB/s | 120 MiB/s | 1.25 | ratio ≥ 1.00 | pass |",
 		"| f.rss | RSS | 120 MiB | 70.0 MiB | 1.71 | ≤ 30.0 MiB over baseline | FAIL |",
 		"| b.boot | bootstrap | – | – | – | ≤ 10.0 s | SKIPPED: not measured |",
+		"| b.kill | kill | 3.20 s | – | – | ≤ 5.00 s | pass |",
 	} {
 		if lines[2+i] != want {
 			t.Errorf("row %d:\n got %s\nwant %s", i, lines[2+i], want)
 		}
 	}
 	md := Markdown(r)
-	for _, want := range []string{"2 CPUs", "AMD EPYC", "24000000 kB", "go1.26.8", "commit `abc123`", "took 1m30s", tab, "- **e.save**: keyspace 1 GiB", "Workload notes."} {
+	for _, want := range []string{"2 CPUs", "AMD EPYC", "24000000 kB", "go1.26.8", "commit `abc123`", "took 1m30s", tab, "- **e.save**: keyspace 1 GiB", "Workload notes.", "3.10 2.00 1.00", "4.20 3.00 2.00"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md)
 		}
@@ -91,7 +93,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Results) != 3 || back.Results[0].Value != 150 || !back.Results[0].Pass || back.Results[1].Pass || back.Machine.CPUs != 2 {
+	if len(back.Results) != 4 || back.Results[0].Value != 150 || !back.Results[0].Pass || back.Results[1].Pass || back.Machine.CPUs != 2 {
 		t.Errorf("round trip lost data: %+v", back)
 	}
 }

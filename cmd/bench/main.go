@@ -75,7 +75,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
 	fs.DurationVar(&o.kvDuration, "kv-duration", 15*time.Second, "measured duration of each KV workload")
@@ -128,10 +128,27 @@ func run(args []string) error {
 		report.Results = append(report.Results, res...)
 		report.Notes = append(report.Notes, notes...)
 	}
+	if want("b") || want("c") {
+		res, notes, err := env.nomadFigures(ctx)
+		if err != nil {
+			return fmt.Errorf("Nomad figures: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("d") {
+		res, notes, err := env.recoveryFigure(ctx)
+		if err != nil {
+			return fmt.Errorf("quorum-loss figure: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
 	for i := range report.Results {
 		report.Results[i].Judge()
 	}
 	report.Took = time.Since(start)
+	report.LoadAvgEnd = bench.LoadAvg()
 	fmt.Println(bench.Table(report.Results))
 	for _, n := range report.Notes {
 		fmt.Println(n)
