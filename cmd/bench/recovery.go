@@ -13,6 +13,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/bench"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // recoveryGrace is the recovery_grace of the quorum-loss figure: the
@@ -75,6 +76,22 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	}); err != nil {
 		return nil, nil, err
 	}
+	record := func() (uint64, string, error) {
+		cl, _, diags := config.LoadFile(lay.Config())
+		if diags.HasErrors() {
+			return 0, "", fmt.Errorf("recovery definition: %s", diags.Error())
+		}
+		co, err := status.Coordinator(cl)
+		if err != nil {
+			return 0, "", err
+		}
+		r, err := co.Record(ctx)
+		return r.Epoch, r.Source, err
+	}
+	epoch, _, err := record()
+	if err != nil {
+		return nil, nil, err
+	}
 	lost := time.Now()
 	for _, n := range []string{"m1", "m2"} {
 		if err := sup.Stop(n, 20*time.Second); err != nil {
@@ -112,13 +129,18 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	}
 	res.Value = time.Since(lost).Seconds()
 	e.log.Info("quorum loss -> writable", "took", time.Since(lost).Round(10*time.Millisecond))
+	// The put must come from a recovered cluster, not from members that left
+	// one by one and left the survivor with a quorum of its own.
+	if after, source, err := record(); err != nil || after != epoch+1 || source != "data" {
+		return nil, nil, fmt.Errorf("after the loss the record is at epoch %d from %q (%v), want epoch %d from the survivor's data", after, source, err, epoch+1)
+	}
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if g, err := cli2.Get(gctx, "before"); err != nil || len(g.Kvs) != 1 {
 		return nil, nil, fmt.Errorf("the key acknowledged before the loss is gone after recovery (%v)", err)
 	}
 	note := fmt.Sprintf("Quorum loss (d): a local 3-member etcd-nomad cluster (member processes, TLS off, recovery_grace %s, stale_after 2s); m1 and m2 are stopped (SIGTERM) and come back as new empty members on new ports; "+
-		"the time runs from the first stop until a put through the new endpoints is acknowledged (1 s per attempt), and the key written before the loss is read back. It includes the %s grace etcd-nomad waits on purpose before recovering.",
+		"the time runs from the first stop until a put through the new endpoints is acknowledged (1 s per attempt); the cluster record must then be at the next epoch, seeded from the survivor's data, and the key written before the loss is read back. It includes the %s grace etcd-nomad waits on purpose before recovering.",
 		recoveryGrace, recoveryGrace)
 	return []bench.Result{res}, []string{note}, nil
 }
