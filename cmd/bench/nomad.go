@@ -29,7 +29,8 @@ const nomadJob = "bench"
 func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, error) {
 	results := []bench.Result{
 		{ID: "b.bootstrap", Name: "`nomad job run` -> 3 passing Consul checks", Unit: "s", GoalKind: bench.AtMost, Goal: 10},
-		{ID: "c.kill", Name: "kill -9 a member -> healthy again", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
+		{ID: "c.kill", Name: "kill -9 a member -> healthy again (its /status)", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
+		{ID: "c.kill.consul", Name: "kill -9 a member -> 3 passing Consul checks again", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
 		{ID: "c.replace", Name: "`nomad alloc stop` -> replaced, promoted, healthy", Unit: "s", GoalKind: bench.AtMost, Goal: 20},
 	}
 	skip := func(why string) ([]bench.Result, []string, error) {
@@ -178,27 +179,30 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
 		return nil, nil, fmt.Errorf("kill member %s (pid %d): %w", victim.Name, victim.PID, err)
 	}
+	var healthyAfter time.Duration
 	err = poll(ctx, 2*time.Minute, "the killed member healthy again and 3 passing checks", func() (bool, string) {
-		st, err := gather()
-		if err != nil {
-			return false, err.Error()
-		}
-		back := false
-		for _, m := range st.Members {
-			if m.Name == victim.Name && m.PID != 0 && m.PID != victim.PID && m.Healthy {
-				back = true
+		if healthyAfter == 0 {
+			st, err := gather()
+			if err != nil {
+				return false, err.Error()
 			}
-		}
-		if !back {
-			return false, fmt.Sprintf("%s not back: %+v", victim.Name, st.Members)
+			for _, m := range st.Members {
+				if m.Name == victim.Name && m.PID != 0 && m.PID != victim.PID && m.Healthy {
+					healthyAfter = time.Since(start)
+				}
+			}
+			if healthyAfter == 0 {
+				return false, fmt.Sprintf("%s not back: %+v", victim.Name, st.Members)
+			}
 		}
 		return passing()
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	results[1].Value = time.Since(start).Seconds()
-	e.log.Info("kill -9 -> healthy", "took", time.Since(start).Round(10*time.Millisecond))
+	results[1].Value = healthyAfter.Seconds()
+	results[2].Value = time.Since(start).Seconds()
+	e.log.Info("kill -9 -> healthy", "healthy", healthyAfter.Round(10*time.Millisecond), "consul_passing", time.Since(start).Round(10*time.Millisecond))
 
 	// (c) alloc stop: Nomad places a new allocation with an empty disk;
 	// the stopping member removes itself, the new one joins as a learner.
@@ -246,9 +250,9 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	results[2].Value = time.Since(start).Seconds()
+	results[3].Value = time.Since(start).Seconds()
 	e.log.Info("alloc stop -> replaced", "took", time.Since(start).Round(10*time.Millisecond))
-	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). These goals are absolute: plain etcd has no equivalent to compare with."
+	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the kill figures. These goals are absolute: plain etcd has no equivalent to compare with."
 	return results, []string{note}, nil
 }
 
