@@ -26,7 +26,6 @@ const (
 	kvValueSize = 256
 	kvConns     = 4 // gRPC connections shared by the clients
 	kvWarmup    = 2 * time.Second
-	kvRounds    = 2 // each workload runs this often per cluster, alternating
 )
 
 // cluster is one side of the comparison: 3 members and clients to them.
@@ -250,7 +249,7 @@ func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Resu
 	if kv {
 		value := strings.Repeat("v", kvValueSize)
 		stats := map[*cluster]*sideStats{plain: {}, managed: {}}
-		for r := 0; r < kvRounds; r++ {
+		for r := 0; r < e.opts.kvRounds; r++ {
 			for _, w := range []struct {
 				name string
 				op   op
@@ -287,7 +286,7 @@ func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Resu
 			"Load: %d closed-loop clients over %d gRPC connections to all 3 endpoints, %s warm-up then %s measured; put = %d-byte values over %d keys, range = linearizable Get of one of them. "+
 			"The load generator runs on the same machine as the members.",
 			config.DefaultHeartbeat, config.DefaultElection, config.DefaultSnapshotCount, config.DefaultQuotaBackendBytes>>30, config.DefaultCompactionRetain,
-			kvRounds, e.opts.kvClients, kvConns, kvWarmup, e.opts.kvDuration, kvValueSize, kvKeys))
+			e.opts.kvRounds, e.opts.kvClients, kvConns, kvWarmup, e.opts.kvDuration, kvValueSize, kvKeys))
 	}
 	if overhead {
 		r, n, err := e.overheadFigures(ctx, plain, managed)

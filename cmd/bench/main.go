@@ -64,6 +64,7 @@ type options struct {
 	snapshotRound int
 	kvDuration    time.Duration
 	kvClients     int
+	kvRounds      int
 	idle          time.Duration
 	jsonOut       string
 	mdOut         string
@@ -80,6 +81,7 @@ func run(args []string) error {
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
 	fs.DurationVar(&o.kvDuration, "kv-duration", 15*time.Second, "measured duration of each KV workload")
 	fs.IntVar(&o.kvClients, "kv-clients", 16, "concurrent KV clients")
+	fs.IntVar(&o.kvRounds, "kv-rounds", 3, "rounds of each KV workload per cluster, alternating (the best counts)")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window for the CPU figure")
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "JSON results file")
 	fs.StringVar(&o.mdOut, "markdown", "docs/benchmarks.md", "markdown results file (\"\" to skip)")
