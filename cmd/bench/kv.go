@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -379,13 +382,52 @@ func (e *runEnv) overheadFigures(ctx context.Context, plain, managed *cluster) (
 	if err != nil {
 		return nil, "", err
 	}
+	heap := func(c *cluster) string {
+		var sum float64
+		for _, ep := range c.eps {
+			v, err := metric(ctx, ep+"/metrics", "go_memstats_heap_inuse_bytes")
+			if err != nil {
+				return "unknown (" + err.Error() + ")"
+			}
+			sum += v
+		}
+		return fmt.Sprintf("%.1f MiB", sum/float64(len(c.eps))/(1<<20))
+	}
+	ph, mh := heap(plain), heap(managed)
 	res := []bench.Result{
 		{ID: "f.rss", Name: "RSS per member", Unit: "MiB", Value: mr, Baseline: pr, GoalKind: bench.DeltaAtMost, Goal: 30},
 		{ID: "f.idle-cpu", Name: "idle CPU per member (% of one core)", Unit: "%", Value: pct(m1-m0, 3), Baseline: pct(p1-p0, 3), GoalKind: bench.DeltaAtMost, Goal: 1},
 	}
 	note := fmt.Sprintf("Overhead (f): VmRSS (/proc/PID/status) averaged over the 3 member processes of each cluster after the KV workloads (same workload, same keys), "+
 		"and utime+stime (/proc/PID/stat) per member over the same %s idle window with both clusters up and no client load. "+
-		"An etcd-nomad member is one process: embedded etcd plus the supervisor (1 s loop, status server on its own port); the plain member is embedded etcd alone.",
-		window.Round(time.Second))
+		"An etcd-nomad member is one process: embedded etcd plus the supervisor (1 s loop, status server on its own port); the plain member is embedded etcd alone. "+
+		"Go heap in use per member at the same moment (go_memstats_heap_inuse_bytes from etcd's /metrics): etcd-nomad %s, plain %s.",
+		window.Round(time.Second), mh, ph)
 	return res, note, nil
+}
+
+// metric reads one unlabelled sample from a Prometheus text endpoint.
+func metric(ctx context.Context, url, name string) (float64, error) {
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(mctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			return strconv.ParseFloat(strings.TrimSpace(v), 64)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("%s: no %s", url, name)
 }

@@ -62,6 +62,7 @@ type options struct {
 	only          string
 	snapshotBytes int64
 	snapshotRound int
+	snapshotData  string
 	kvDuration    time.Duration
 	kvClients     int
 	kvRounds      int
@@ -78,6 +79,7 @@ func run(args []string) error {
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
 	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
+	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
 	fs.DurationVar(&o.kvDuration, "kv-duration", 6*time.Second, "measured duration of each KV workload round")
 	fs.IntVar(&o.kvClients, "kv-clients", 16, "concurrent KV clients")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -30,16 +31,63 @@ import (
 // valueSize is the size of each value of the snapshot keyspace.
 const valueSize = 1 << 20
 
-// hexValue fills v with random lowercase hex text: random content that
-// compresses to about half, like encoded blobs.
-func hexValue(rng *rand.ChaCha8, v []byte) {
+// Keyspace contents for the snapshot figures.
+const (
+	// dataObjects: JSON objects like an orchestrator's (names, labels,
+	// uids, a base64 payload), random but with the repetition real
+	// keyspaces have; compresses to about 45%.
+	dataObjects = "objects"
+	// dataHex: random hex text, no repetition at all, compresses to 50%
+	// by entropy coding only: the compressor's worst case.
+	dataHex = "hex"
+)
+
+// valueFiller fills a value of the chosen contents.
+type valueFiller func(rng *rand.Rand, v []byte)
+
+func fillerFor(kind string) (valueFiller, string, error) {
+	switch kind {
+	case dataObjects:
+		return objectsValue, "JSON objects (names, labels, uids, base64 payloads; random, compress to ~45%)", nil
+	case dataHex:
+		return hexValue, "random hex text (no repetition; compresses to ~50% by entropy coding only)", nil
+	}
+	return nil, "", fmt.Errorf("-snapshot-data %q: want %q or %q", kind, dataObjects, dataHex)
+}
+
+// hexValue fills v with random lowercase hex text.
+func hexValue(rng *rand.Rand, v []byte) {
 	raw := make([]byte, len(v)/2)
-	_, _ = rng.Read(raw)
+	for i := range raw {
+		raw[i] = byte(rng.Uint32())
+	}
 	hex.Encode(v, raw)
 }
 
+var objectWords = []string{"frontend", "backend", "cache", "db", "worker", "api", "auth", "billing"}
+
+// objectsValue fills v with JSON objects, cut at len(v).
+func objectsValue(rng *rand.Rand, v []byte) {
+	b := v[:0]
+	raw := make([]byte, 320)
+	uid := make([]byte, 16)
+	for i := 0; len(b) < len(v); i++ {
+		n := 16 + rng.IntN(300)
+		for j := 0; j < n; j++ {
+			raw[j] = byte(rng.Uint32())
+		}
+		for j := range uid {
+			uid[j] = byte(rng.Uint32())
+		}
+		b = fmt.Appendf(b, `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"%s-%d","namespace":"ns-%d","uid":"%s","resourceVersion":"%d","labels":{"app":"%s","tier":"%s"}},"data":{"payload":"%s","replicas":%d}}`,
+			objectWords[rng.IntN(len(objectWords))], rng.IntN(1_000_000), rng.IntN(50), hex.EncodeToString(uid), rng.IntN(1<<30),
+			objectWords[rng.IntN(len(objectWords))], objectWords[rng.IntN(len(objectWords))], base64.StdEncoding.EncodeToString(raw[:n]), rng.IntN(10))
+	}
+	copy(v, b[:len(v)]) // b may have moved when it outgrew v
+}
+
 // fill writes n values of valueSize under "snap/" with concurrent puts.
-func fill(ctx context.Context, cli *clientv3.Client, n int) error {
+func fill(ctx context.Context, cli *clientv3.Client, n int, filler valueFiller) error {
 	const workers = 8
 	var next atomic.Int64
 	errs := make(chan error, workers)
@@ -48,16 +96,14 @@ func fill(ctx context.Context, cli *clientv3.Client, n int) error {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			var seed [32]byte
-			seed[0] = byte(w)
-			rng := rand.NewChaCha8(seed)
+			rng := rand.New(rand.NewPCG(uint64(w), 42))
 			v := make([]byte, valueSize)
 			for {
 				i := next.Add(1) - 1
 				if i >= int64(n) {
 					return
 				}
-				hexValue(rng, v)
+				filler(rng, v)
 				pctx, cancel := context.WithTimeout(ctx, time.Minute)
 				_, err := cli.Put(pctx, fmt.Sprintf("snap/%08d", i), string(v))
 				cancel()
@@ -125,10 +171,14 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 	if err := waitReady(ctx, []*clientv3.Client{cli}, []string{f.ClientURL}, 1, 60*time.Second); err != nil {
 		return nil, nil, fmt.Errorf("snapshot server: %w", err)
 	}
+	filler, dataDesc, err := fillerFor(e.opts.snapshotData)
+	if err != nil {
+		return nil, nil, err
+	}
 	n := int((e.opts.snapshotBytes + valueSize - 1) / valueSize)
 	e.log.Info("filling the snapshot keyspace", "values", n, "value_bytes", valueSize)
 	fillStart := time.Now()
-	if err := fill(ctx, cli, n); err != nil {
+	if err := fill(ctx, cli, n, filler); err != nil {
 		return nil, nil, err
 	}
 	st, err := cli.Status(ctx, f.ClientURL)
@@ -222,8 +272,8 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 		e.log.Warn("the two snapshots differ in size", "etcdctl", plainSize, "etcd-nomad", meta.Size)
 	}
 	mib := float64(meta.Size) / (1 << 20)
-	keyspace := fmt.Sprintf("%d values of 1 MiB random hex text (compresses ~2:1), snapshot %.0f MiB plaintext; stored %.0f MiB (zstd default level + age X25519)",
-		n, mib, float64(meta.StoredSize)/(1<<20))
+	keyspace := fmt.Sprintf("%d values of 1 MiB of %s; snapshot %.0f MiB plaintext, stored %.0f MiB (zstd + age X25519)",
+		n, dataDesc, mib, float64(meta.StoredSize)/(1<<20))
 	res := []bench.Result{
 		{ID: "e.save", Name: "snapshot save throughput (plaintext MiB/s)", Unit: "MiB/s",
 			Value: mibps(meta.Size, bestOurs), Baseline: mibps(plainSize, bestCtl), GoalKind: bench.RatioAtLeast, Goal: 1.0,
@@ -260,15 +310,16 @@ func waitReady(ctx context.Context, clis []*clientv3.Client, eps []string, voter
 			if err != nil {
 				ok, last = false, err.Error()
 			} else {
-				v := 0
+				v, l := 0, 0
 				for _, m := range ml.Members {
 					if m.IsLearner {
-						v = -1000
+						l++
+					} else {
+						v++
 					}
-					v++
 				}
-				if v != voters {
-					ok, last = false, fmt.Sprintf("%d members, want %d voters and no learner", len(ml.Members), voters)
+				if v != voters || l != 0 {
+					ok, last = false, fmt.Sprintf("%d voters and %d learners, want %d voters and no learner", v, l, voters)
 				}
 			}
 		}
