@@ -47,6 +47,8 @@ clean:
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
 ## its baseline from the same run (about 10 minutes; not part of `make
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
+## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
 .PHONY: bench
+BENCH_FLAGS ?=
 bench:
-	$(GO) run ./cmd/bench
+	$(GO) run ./cmd/bench $(BENCH_FLAGS)
