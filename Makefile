@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -58,3 +58,11 @@ ROUNDS ?= 20
 SEED   ?=
 chaos: tools
 	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaos$$' ./chaos
+
+## bench: etcd-nomad against plain etcd on this machine, each figure with
+## its baseline from the same run (about 10 minutes; not part of `make
+## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
+## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
+BENCH_FLAGS ?=
+bench:
+	$(GO) run ./cmd/bench $(BENCH_FLAGS)

@@ -91,7 +91,13 @@ func Encode(w io.Writer, r io.Reader, enc Encryption) (size int64, sum string, e
 		}
 		sink = ageW
 	}
-	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(2))
+	// SpeedFastest with entropy coding of literals even in blocks without
+	// matches (`make bench`, 2 shared cores, 1.1 GiB snapshots): on values
+	// of random hex text, as small as SpeedDefault, and a save took 7-8 s
+	// instead of 15.5 s on a busy machine; on JSON-like objects, 7% larger
+	// and 12% faster. Without the literal coding SpeedFastest leaves
+	// hex-like values uncompressed.
+	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(2))
 	if err != nil {
 		return 0, "", err
 	}
@@ -136,13 +142,12 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 		return fmt.Errorf("decompress %s: %w", meta.Name, err)
 	}
 	defer zr.Close()
-	c := &counter{h: sha256.New()}
 	tail := &tailHash{h: sha256.New()}
-	if _, err := io.Copy(io.MultiWriter(w, c, tail), zr); err != nil {
+	if _, err := io.Copy(io.MultiWriter(w, tail), zr); err != nil {
 		return fmt.Errorf("read %s (truncated or corrupt?): %w", meta.Name, err)
 	}
-	if got := hex.EncodeToString(c.h.Sum(nil)); got != meta.SHA256 || c.n != meta.Size {
-		return fmt.Errorf("%s: %d bytes with sha256 %s, recorded %d bytes with %s: %w", meta.Name, c.n, got, meta.Size, meta.SHA256, ErrChecksum)
+	if got := hex.EncodeToString(tail.sum()); got != meta.SHA256 || tail.n != meta.Size {
+		return fmt.Errorf("%s: %d bytes with sha256 %s, recorded %d bytes with %s: %w", meta.Name, tail.n, got, meta.Size, meta.SHA256, ErrChecksum)
 	}
 	if !tail.ok() {
 		return fmt.Errorf("%s: etcd's own hash at the end of the snapshot does not match its content: %w", meta.Name, ErrChecksum)
@@ -151,14 +156,19 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 }
 
 // tailHash checks etcd's snapshot format: the database followed by the
-// sha256 of the database. It hashes all but the last 32 bytes, streaming.
+// sha256 of the database. It hashes all but the last 32 bytes, streaming,
+// and gives the sha256 of the whole stream from the same pass (sha256 is
+// a running state: the sum of the prefix, then the last 32 bytes on top),
+// so a snapshot is hashed once, not twice.
 type tailHash struct {
 	h    hash.Hash
+	n    int64
 	last []byte
 }
 
 func (t *tailHash) Write(p []byte) (int, error) {
 	n := len(p)
+	t.n += int64(n)
 	if len(p) >= sha256.Size {
 		t.h.Write(t.last)
 		t.h.Write(p[:len(p)-sha256.Size])
@@ -174,6 +184,18 @@ func (t *tailHash) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// ok reports whether the last 32 bytes are the sha256 of what precedes.
 func (t *tailHash) ok() bool {
 	return len(t.last) == sha256.Size && bytes.Equal(t.h.Sum(nil), t.last)
+}
+
+// sum returns the sha256 of everything written. Sum does not change the
+// state, so the prefix's sum (ok) stays available.
+func (t *tailHash) sum() []byte {
+	h, err := t.h.(hash.Cloner).Clone()
+	if err != nil {
+		panic(fmt.Sprintf("sha256 clone: %v", err)) // crypto/sha256 always clones
+	}
+	h.Write(t.last)
+	return h.Sum(nil)
 }

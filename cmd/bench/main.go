@@ -1,0 +1,195 @@
+// Command bench measures etcd-nomad against plain etcd on this machine and
+// writes the results: a markdown table on stdout, bench-results.json and
+// docs/benchmarks.md. Every figure is measured in the same run as its
+// baseline. `make bench` runs it from the repository root; it is not part
+// of `make test`.
+//
+// The same binary is also the helper processes the benchmarks start (the
+// first argument names one): "etcd" runs one plain embedded etcd member,
+// "snapshot-save" and "snapshot-restore" run etcd-nomad's snapshot paths,
+// so that both sides of a comparison are separate processes.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/etcd-nomad/etcd-nomad/bench"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		var err error
+		handled := true
+		switch os.Args[1] {
+		case "etcd":
+			err = runEtcd(os.Args[2:])
+		case "snapshot-save":
+			err = runSnapshotSave(os.Args[2:])
+		case "snapshot-restore":
+			err = runSnapshotRestore(os.Args[2:])
+		default:
+			handled = false
+		}
+		if handled {
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "bench %s: %v\n", os.Args[1], err)
+				os.Exit(1)
+			}
+			return
+		}
+	}
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// options are the flags of a benchmark run.
+type options struct {
+	repo          string
+	work          string
+	only          string
+	snapshotBytes int64
+	snapshotRound int
+	snapshotData  string
+	kvDuration    time.Duration
+	kvClients     int
+	kvRounds      int
+	idle          time.Duration
+	jsonOut       string
+	mdOut         string
+	keep          bool
+}
+
+func run(args []string) error {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
+	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
+	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
+	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
+	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
+	fs.DurationVar(&o.kvDuration, "kv-duration", 6*time.Second, "measured duration of each KV workload round")
+	fs.IntVar(&o.kvClients, "kv-clients", 16, "concurrent KV clients")
+	fs.IntVar(&o.kvRounds, "kv-rounds", 7, "rounds of each KV workload per cluster, alternating (the median counts)")
+	fs.DurationVar(&o.idle, "idle", 30*time.Second, "idle window for the CPU figure")
+	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "JSON results file")
+	fs.StringVar(&o.mdOut, "markdown", "docs/benchmarks.md", "markdown results file (\"\" to skip)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	o.snapshotBytes = *sizeMiB << 20
+	want := func(id string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+id+",") }
+
+	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Output: os.Stderr, Level: hclog.Info})
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	start := time.Now()
+
+	if o.work == "" {
+		d, err := os.MkdirTemp("", "etcd-nomad-bench-")
+		if err != nil {
+			return err
+		}
+		o.work = d
+	}
+	if !o.keep {
+		defer os.RemoveAll(o.work)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("find own executable: %w", err)
+	}
+	env := &runEnv{opts: o, log: log, self: self}
+	report := bench.Report{Started: start, Machine: bench.Describe(), Commit: gitCommit(o.repo)}
+
+	if want("e") {
+		res, notes, err := env.snapshotFigures(ctx)
+		if err != nil {
+			return fmt.Errorf("snapshot figures: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("a") || want("f") {
+		res, notes, err := env.kvFigures(ctx, want("a"), want("f"))
+		if err != nil {
+			return fmt.Errorf("KV figures: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("b") || want("c") {
+		res, notes, err := env.nomadFigures(ctx)
+		if err != nil {
+			return fmt.Errorf("Nomad figures: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("d") {
+		res, notes, err := env.recoveryFigure(ctx)
+		if err != nil {
+			return fmt.Errorf("quorum-loss figure: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	for i := range report.Results {
+		report.Results[i].Judge()
+	}
+	report.Took = time.Since(start)
+	report.LoadAvgEnd = bench.LoadAvg()
+	fmt.Println(bench.Table(report.Results))
+	for _, n := range report.Notes {
+		fmt.Println(n)
+		fmt.Println()
+	}
+	if o.jsonOut != "" {
+		if err := bench.WriteJSON(o.jsonOut, report); err != nil {
+			return err
+		}
+	}
+	if o.mdOut != "" {
+		if err := os.MkdirAll(filepath.Dir(o.mdOut), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(o.mdOut, []byte(bench.Markdown(report)), 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", o.mdOut, err)
+		}
+	}
+	log.Info("benchmarks done", "took", report.Took.Round(time.Second), "json", o.jsonOut, "markdown", o.mdOut)
+	return nil
+}
+
+// runEnv is what every figure needs.
+type runEnv struct {
+	opts options
+	log  hclog.Logger
+	self string // this binary, for the helper processes
+}
+
+func gitCommit(repo string) string {
+	out, err := exec.Command("git", "-C", repo, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return ""
+	}
+	c := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "-C", repo, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(strings.TrimSpace(string(st))) > 0 {
+		c += "+dirty"
+	}
+	return c
+}

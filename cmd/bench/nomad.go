@@ -1,0 +1,276 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	consulapi "github.com/hashicorp/consul/api"
+	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/bench"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/status"
+)
+
+// nomadJob is the job the Nomad figures deploy.
+const nomadJob = "bench"
+
+// nomadFigures measures (b) bootstrap and (c) kill -9 and alloc stop on a
+// 3-member cluster deployed with `nomad job run` on real Consul and Nomad
+// dev agents. They have no plain-etcd baseline: the goals are absolute.
+func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, error) {
+	results := []bench.Result{
+		{ID: "b.bootstrap", Name: "`nomad job run` -> 3 passing Consul checks", Unit: "s", GoalKind: bench.AtMost, Goal: 10},
+		{ID: "c.kill", Name: "kill -9 a member -> healthy again (its /status)", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
+		{ID: "c.kill.consul", Name: "kill -9 a member -> 3 passing Consul checks again", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
+		{ID: "c.replace", Name: "`nomad alloc stop` -> replaced, promoted, healthy", Unit: "s", GoalKind: bench.AtMost, Goal: 20},
+	}
+	skip := func(why string) ([]bench.Result, []string, error) {
+		for i := range results {
+			results[i].Skipped = why
+		}
+		return results, nil, nil
+	}
+	nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion)
+	if err != nil {
+		return skip(err.Error())
+	}
+	if _, err := devagents.Bin("consul", devagents.ConsulVersion); err != nil {
+		return skip(err.Error())
+	}
+	bin, err := e.etcdNomad(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Join(e.opts.work, "nomad")
+	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	consul, err := devagents.StartConsul(actx, filepath.Join(dir, "consul"))
+	if err != nil {
+		return nil, nil, err
+	}
+	defer consul.Stop(15 * time.Second)
+	nomad, err := devagents.StartNomad(actx, filepath.Join(dir, "nomad"), consul.Addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer nomad.Stop(30 * time.Second)
+	os.Setenv("CONSUL_HTTP_ADDR", strings.TrimPrefix(consul.Addr, "http://"))
+	os.Setenv("NOMAD_ADDR", nomad.Addr)
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address = strings.TrimPrefix(consul.Addr, "http://")
+	ccli, err := consulapi.NewClient(ccfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = nomad.Addr
+	ncli, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		return nil, nil, err
+	}
+
+	def := filepath.Join(dir, "cluster.hcl")
+	if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
+  size = 3
+
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"
+  }
+
+  provider "nomad" {
+    group       = "etcd"
+    stale_after = "5s"
+  }
+
+  coordination "consul" {
+    prefix = "etcd-nomad-bench"
+  }
+
+  nomad {
+    cpu          = 100
+    memory_mb    = 256
+    kill_timeout = "20s"
+  }
+}
+`, nomadJob)), 0o600); err != nil {
+		return nil, nil, err
+	}
+	cl, _, diags := config.LoadFile(def)
+	if diags.HasErrors() {
+		return nil, nil, fmt.Errorf("bench definition: %s", diags.Error())
+	}
+	spec, err := exec.CommandContext(ctx, bin, "job", "render", "-binary", bin, def).Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("job render: %w", err)
+	}
+	specFile := filepath.Join(dir, "etcd.nomad.hcl")
+	if err := os.WriteFile(specFile, spec, 0o600); err != nil {
+		return nil, nil, err
+	}
+	defer func() {
+		// Stop the job and wait for its member processes before the agents go.
+		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-yes", "-address", nomad.Addr, nomadJob).Run()
+		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if err := jobs.WaitStopped(sctx, ncli, nomadJob, ""); err != nil {
+			e.log.Warn("job did not stop", "error", err)
+		}
+		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-purge", "-yes", "-address", nomad.Addr, nomadJob).Run()
+	}()
+
+	passing := func() (bool, string) {
+		entries, _, err := ccli.Health().Service(nomadJob, "", false, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		p, total := 0, 0
+		var parts []string
+		for _, en := range entries {
+			for _, ch := range en.Checks {
+				if ch.CheckID == "serfHealth" {
+					continue
+				}
+				total++
+				if ch.Status == consulapi.HealthPassing {
+					p++
+				}
+				parts = append(parts, en.Service.ID+" "+ch.Status)
+			}
+		}
+		return p == 3 && total == 3, fmt.Sprintf("%d/%d passing: %s", p, total, strings.Join(parts, ", "))
+	}
+	gather := func() (status.Cluster, error) {
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		return status.Gather(sctx, cl)
+	}
+
+	// (b) bootstrap.
+	start := time.Now()
+	if out, err := exec.CommandContext(ctx, nomadBin, "job", "run", "-detach", "-address", nomad.Addr, specFile).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("nomad job run: %w\n%s", err, out)
+	}
+	if err := poll(ctx, 3*time.Minute, "3 passing Consul checks after nomad job run", passing); err != nil {
+		return nil, nil, err
+	}
+	results[0].Value = time.Since(start).Seconds()
+	e.log.Info("bootstrap", "took", time.Since(start).Round(10*time.Millisecond))
+
+	// (c) kill -9 one member process; Nomad restarts the task.
+	st, err := gather()
+	if err != nil {
+		return nil, nil, err
+	}
+	victim := st.Members[len(st.Members)-1]
+	if victim.PID == 0 {
+		return nil, nil, fmt.Errorf("no pid in the status of %s", victim.Name)
+	}
+	start = time.Now()
+	if err := syscall.Kill(victim.PID, syscall.SIGKILL); err != nil {
+		return nil, nil, fmt.Errorf("kill member %s (pid %d): %w", victim.Name, victim.PID, err)
+	}
+	var healthyAfter time.Duration
+	err = poll(ctx, 2*time.Minute, "the killed member healthy again and 3 passing checks", func() (bool, string) {
+		if healthyAfter == 0 {
+			st, err := gather()
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, m := range st.Members {
+				if m.Name == victim.Name && m.PID != 0 && m.PID != victim.PID && m.Healthy {
+					healthyAfter = time.Since(start)
+				}
+			}
+			if healthyAfter == 0 {
+				return false, fmt.Sprintf("%s not back: %+v", victim.Name, st.Members)
+			}
+		}
+		return passing()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	results[1].Value = healthyAfter.Seconds()
+	results[2].Value = time.Since(start).Seconds()
+	e.log.Info("kill -9 -> healthy", "healthy", healthyAfter.Round(10*time.Millisecond), "consul_passing", time.Since(start).Round(10*time.Millisecond))
+
+	// (c) alloc stop: Nomad places a new allocation with an empty disk;
+	// the stopping member removes itself, the new one joins as a learner.
+	st, err = gather()
+	if err != nil {
+		return nil, nil, err
+	}
+	before := map[uint64]bool{}
+	for _, m := range st.Members {
+		before[m.MemberID] = true
+	}
+	allocs, _, err := ncli.Jobs().Allocations(nomadJob, false, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var allocID string
+	for _, a := range allocs {
+		if a.DesiredStatus == nomadapi.AllocDesiredStatusRun {
+			allocID = a.ID
+		}
+	}
+	start = time.Now()
+	if out, err := exec.CommandContext(ctx, nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, allocID).CombinedOutput(); err != nil {
+		return nil, nil, fmt.Errorf("nomad alloc stop: %w\n%s", err, out)
+	}
+	err = poll(ctx, 3*time.Minute, "a new member replacing the stopped allocation, 3 healthy voters, 3 passing checks", func() (bool, string) {
+		st, err := gather()
+		if err != nil {
+			return false, err.Error()
+		}
+		fresh, healthy := 0, 0
+		for _, m := range st.Members {
+			if !before[m.MemberID] && m.MemberID != 0 {
+				fresh++
+			}
+			if m.Healthy && !m.Learner {
+				healthy++
+			}
+		}
+		if fresh == 0 || healthy != 3 || len(st.Members) != 3 {
+			return false, fmt.Sprintf("%d new members, %d healthy voters: %+v", fresh, healthy, st.Members)
+		}
+		return passing()
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	results[3].Value = time.Since(start).Seconds()
+	e.log.Info("alloc stop -> replaced", "took", time.Since(start).Round(10*time.Millisecond))
+	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the kill figures. These goals are absolute: plain etcd has no equivalent to compare with."
+	return results, []string{note}, nil
+}
+
+// poll checks cond every 200ms until it holds or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, what string, cond func() (bool, string)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, state := cond()
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s; last seen: %s", timeout, what, state)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
