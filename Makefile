@@ -64,5 +64,5 @@ chaos: tools
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
 ## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
 BENCH_FLAGS ?=
-bench:
+bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
