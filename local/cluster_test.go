@@ -264,3 +264,43 @@ func TestForeignDataIsSetAside(t *testing.T) {
 	checkKeys(t, cli, "main", 20)
 	checkKeys(t, cli, "foreign", 0)
 }
+
+// A member's open file descriptors stay flat while it runs: its loop
+// reuses its connections to peers. (It once made a new HTTP client every
+// second and left two connections open each time, which would have run a
+// long-lived member out of file descriptors.)
+func TestMemberConnectionsDoNotGrow(t *testing.T) {
+	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
+	tc.startAll()
+	st := tc.waitHealthy(60 * time.Second)
+	m := st.Members[0]
+	fds := func() int {
+		ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", m.PID))
+		if err != nil {
+			t.Fatalf("open files of %s (pid %d): %v", m.Name, m.PID, err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	start, err := time.Parse(time.RFC3339Nano, m.Time)
+	if err != nil {
+		t.Fatalf("status time %q: %v", m.Time, err)
+	}
+	// At least 15 more loops (one a second) of the member.
+	waitFor(t, time.Minute, "15 more loops of "+m.Name, func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, s := range st.Members {
+			if s.Name == m.Name {
+				now, err := time.Parse(time.RFC3339Nano, s.Time)
+				return err == nil && now.Sub(start) >= 15*time.Second, s.Time
+			}
+		}
+		return false, "not listed"
+	})
+	if after := fds(); after-before > 8 {
+		t.Fatalf("member %s went from %d to %d open files over 15 loops: connections leak", m.Name, before, after)
+	}
+}

@@ -110,6 +110,9 @@ func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {
 		return out, fmt.Errorf("client TLS: %w", err)
 	}
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}
+	// Gather is polled by tests, the demo and the bench: leave no
+	// connection open on the members behind.
+	defer hc.CloseIdleConnections()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	insts, err := Instances(ctx, cl)

@@ -75,6 +75,8 @@ type Member struct {
 	scheme   string
 	tlsFiles certs.Files
 	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
+	hcOnce   sync.Once
+	hc       *http.Client // peers' /status (httpClient)
 	ca       *certs.Pair // tls auto: the cluster CA this member's certificates come from
 
 	mu          sync.Mutex

@@ -122,8 +122,18 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	return out, unreachable
 }
 
+// httpClient is the member's one client for peers' /status: its
+// keep-alive connections are reused from loop to loop. (A client made per
+// loop left two connections open every second, for good.)
 func (m *Member) httpClient() *http.Client {
-	return &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{TLSClientConfig: m.peerTLS}}
+	m.hcOnce.Do(func() {
+		m.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
+			TLSClientConfig:     m.peerTLS,
+			MaxIdleConnsPerHost: 2,
+			IdleConnTimeout:     90 * time.Second,
+		}}
+	})
+	return m.hc
 }
 
 // FetchStatus reads a member's /status.

@@ -136,7 +136,9 @@ func (m *Member) serveStatus() error {
 	if err != nil {
 		return fmt.Errorf("listen on status address %s: %w", addr, err)
 	}
-	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// IdleTimeout: a client that never closes its keep-alive connections
+	// cannot pin them (and their memory) for good.
+	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
 		if err != nil {
