@@ -77,7 +77,7 @@ type Member struct {
 	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
 	hcOnce   sync.Once
 	hc       *http.Client // peers' /status (httpClient)
-	ca       *certs.Pair // tls auto: the cluster CA this member's certificates come from
+	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
 
 	mu          sync.Mutex
 	etcd        *embed.Etcd
