@@ -358,24 +358,11 @@ func (e *env) storedCA() ([]byte, error) {
 }
 
 func (e *env) checks() (passing, total int, desc string) {
-	entries, _, err := e.consulClient().Health().Service(clusterName, "", false, (&consulapi.QueryOptions{}).WithContext(context.Background()))
+	ch, err := status.ConsulChecks(context.Background(), e.consulClient(), clusterName)
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	var parts []string
-	for _, en := range entries {
-		for _, ch := range en.Checks {
-			if ch.CheckID == "serfHealth" {
-				continue
-			}
-			total++
-			if ch.Status == consulapi.HealthPassing {
-				passing++
-			}
-			parts = append(parts, fmt.Sprintf("%s %s", en.Service.ID, ch.Status))
-		}
-	}
-	return passing, total, strings.Join(parts, "\n")
+	return ch.Passing, ch.Total, strings.Join(ch.Lines, "\n")
 }
 
 // memberPID returns the PID a member reports, after checking that it is

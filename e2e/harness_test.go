@@ -231,24 +231,11 @@ func newNomadClient(t *testing.T) *nomadapi.Client {
 
 // checks returns the passing and total Consul checks of the service.
 func (c *cluster) checks() (passing, total int, desc string) {
-	entries, _, err := consulClient(c.t).Health().Service(c.name, "", false, nil)
+	ch, err := status.ConsulChecks(context.Background(), consulClient(c.t), c.name)
 	if err != nil {
 		return 0, 0, err.Error()
 	}
-	var parts []string
-	for _, e := range entries {
-		for _, ch := range e.Checks {
-			if ch.CheckID == "serfHealth" {
-				continue
-			}
-			total++
-			if ch.Status == consulapi.HealthPassing {
-				passing++
-			}
-			parts = append(parts, fmt.Sprintf("%s %s: %s", e.Service.ID, ch.Status, strings.TrimSpace(ch.Output)))
-		}
-	}
-	return passing, total, strings.Join(parts, "\n")
+	return ch.Passing, ch.Total, strings.Join(ch.Lines, "\n")
 }
 
 // waitPassing waits until exactly want checks exist and all pass.

@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 )
 
@@ -195,4 +196,35 @@ func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*
 		return nil, "", err
 	}
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, "https", nil
+}
+
+// Checks are the Consul health checks of a cluster's service (the agent's
+// own serfHealth left out).
+type Checks struct {
+	Passing, Total int
+	// Lines name each check: service id, status and output.
+	Lines []string
+}
+
+// ConsulChecks reads the health checks of Consul service name: one per
+// member in the rendered job.
+func ConsulChecks(ctx context.Context, cli *consulapi.Client, service string) (Checks, error) {
+	var out Checks
+	entries, _, err := cli.Health().Service(service, "", false, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return out, fmt.Errorf("consul health of service %s: %w", service, err)
+	}
+	for _, e := range entries {
+		for _, ch := range e.Checks {
+			if ch.CheckID == "serfHealth" {
+				continue
+			}
+			out.Total++
+			if ch.Status == consulapi.HealthPassing {
+				out.Passing++
+			}
+			out.Lines = append(out.Lines, fmt.Sprintf("%s %s: %s", e.Service.ID, ch.Status, strings.TrimSpace(ch.Output)))
+		}
+	}
+	return out, nil
 }

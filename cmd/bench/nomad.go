@@ -129,25 +129,11 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	}()
 
 	passing := func() (bool, string) {
-		entries, _, err := ccli.Health().Service(nomadJob, "", false, nil)
+		ch, err := status.ConsulChecks(ctx, ccli, nomadJob)
 		if err != nil {
 			return false, err.Error()
 		}
-		p, total := 0, 0
-		var parts []string
-		for _, en := range entries {
-			for _, ch := range en.Checks {
-				if ch.CheckID == "serfHealth" {
-					continue
-				}
-				total++
-				if ch.Status == consulapi.HealthPassing {
-					p++
-				}
-				parts = append(parts, en.Service.ID+" "+ch.Status)
-			}
-		}
-		return p == 3 && total == 3, fmt.Sprintf("%d/%d passing: %s", p, total, strings.Join(parts, ", "))
+		return ch.Passing == 3 && ch.Total == 3, fmt.Sprintf("%d/%d passing: %s", ch.Passing, ch.Total, strings.Join(ch.Lines, ", "))
 	}
 	gather := func() (status.Cluster, error) {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
