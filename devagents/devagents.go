@@ -114,25 +114,60 @@ func start(name, bin, dir string, args ...string) (*Agent, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	logf, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
+	a := &Agent{Name: name, Dir: dir, bin: bin, args: args}
+	if err := a.spawn(os.O_TRUNC); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
+	return a, nil
+}
+
+// spawn runs the agent's binary with its arguments in its own process
+// group, its output going to dir/NAME.log (truncated or appended to, by
+// mode).
+func (a *Agent) spawn(mode int) error {
+	logf, err := os.OpenFile(filepath.Join(a.Dir, a.Name+".log"), os.O_CREATE|os.O_WRONLY|mode, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(a.bin, a.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = dir
+	cmd.Dir = a.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE=") // nomad's env_aws fingerprinter dies on it
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
+		return fmt.Errorf("start %s: %w", a.Name, err)
 	}
-	a := &Agent{Name: name, Dir: dir, cmd: cmd, done: make(chan struct{}), bin: bin, args: args}
+	done := make(chan struct{})
+	a.cmd, a.done = cmd, done
 	go func() {
 		_ = cmd.Wait()
 		logf.Close()
-		close(a.done)
+		close(done)
 	}()
+	return nil
+}
+
+// launch writes an agent's HCL config to dir/NAME.hcl (and creates
+// dir/data), starts bin with args followed by cfgFlag and that file, and
+// waits until ready holds; its HTTP API is on 127.0.0.1:httpPort.
+func launch(ctx context.Context, name, bin, dir, cfg string, httpPort int, ready func(*Agent, context.Context) error, cfgFlag string, args ...string) (*Agent, error) {
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
+		return nil, err
+	}
+	cfgFile := filepath.Join(dir, name+".hcl")
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
+		return nil, err
+	}
+	a, err := start(name, bin, dir, append(args, cfgFlag, cfgFile)...)
+	if err != nil {
+		return nil, err
+	}
+	a.Addr = "http://127.0.0.1:" + strconv.Itoa(httpPort)
+	a.ready = func(ctx context.Context) error { return ready(a, ctx) }
+	if err := a.waitReady(ctx, a.ready); err != nil {
+		return nil, err
+	}
 	return a, nil
 }
 
@@ -239,20 +274,7 @@ acl {
 }
 `, token, token)
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "consul.hcl")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return nil, err
-	}
-	a, err := start("consul", bin, dir, "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "dev", "-config-file", cfgFile)
-	if err != nil {
-		return nil, err
-	}
-	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
-	a.Token = token
-	err = a.waitReady(ctx, func(ctx context.Context) error {
+	a, err := launch(ctx, "consul", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
 		var leader string
 		if err := getJSON(ctx, a.Addr+"/v1/status/leader", &leader); err != nil {
 			return err
@@ -268,10 +290,11 @@ acl {
 			}
 		}
 		return nil
-	})
+	}, "-config-file", "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "dev")
 	if err != nil {
 		return nil, err
 	}
+	a.Token = token
 	return a, nil
 }
 
@@ -326,19 +349,7 @@ acl {
   enabled = %t
 }
 `, data, p[0], p[1], p[2], trimScheme(consulAddr), o.ConsulToken, o.ACL)
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "nomad.hcl")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return nil, err
-	}
-	a, err := start("nomad", bin, dir, "agent", "-dev", "-config", cfgFile)
-	if err != nil {
-		return nil, err
-	}
-	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
-	err = a.waitReady(ctx, func(ctx context.Context) error {
+	return launch(ctx, "nomad", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
 		if o.ACL && a.Token == "" {
 			tok, err := nomadBootstrap(ctx, a.Addr)
 			if err != nil {
@@ -346,24 +357,8 @@ acl {
 			}
 			a.Token = tok
 		}
-		var nodes []struct {
-			Status  string
-			Drivers map[string]struct{ Healthy bool }
-		}
-		if err := getJSONToken(ctx, a.Addr+"/v1/nodes?resources=false", a.Token, &nodes); err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if n.Status == "ready" {
-				return nil
-			}
-		}
-		return errors.New("no ready node yet")
-	})
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
+		return a.nomadReady(ctx)
+	}, "-config", "agent", "-dev")
 }
 
 // nomadBootstrap bootstraps Nomad's ACL system and returns the management
@@ -508,23 +503,8 @@ limits {
   http_max_conns_per_client = 4000
 }
 `, data, p[0], p[1], p[2], p[3])
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "consul.hcl")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return nil, err
-	}
-	a, err := start("consul", bin, dir, "agent", "-server", "-bootstrap-expect=1", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "server", "-config-file", cfgFile)
-	if err != nil {
-		return nil, err
-	}
-	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
-	a.ready = a.consulReady
-	if err := a.waitReady(ctx, a.ready); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return launch(ctx, "consul", bin, dir, cfg, p[0], (*Agent).consulReady, "-config-file",
+		"agent", "-server", "-bootstrap-expect=1", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "server")
 }
 
 // consulReady holds once the agent has a leader and is synced with it
@@ -600,29 +580,13 @@ consul {
   address = %q
 }
 `, data, p[0], p[1], p[2], trimScheme(consulAddr))
-	if err := os.MkdirAll(data, 0o700); err != nil {
-		return nil, err
-	}
-	cfgFile := filepath.Join(dir, "nomad.hcl")
-	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
-		return nil, err
-	}
-	a, err := start("nomad", bin, dir, "agent", "-config", cfgFile)
-	if err != nil {
-		return nil, err
-	}
-	a.Addr = "http://127.0.0.1:" + strconv.Itoa(p[0])
-	a.ready = a.nomadReady
-	if err := a.waitReady(ctx, a.ready); err != nil {
-		return nil, err
-	}
-	return a, nil
+	return launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent")
 }
 
 // nomadReady holds once a client node is ready.
 func (a *Agent) nomadReady(ctx context.Context) error {
 	var nodes []struct{ Status string }
-	if err := getJSON(ctx, a.Addr+"/v1/nodes?resources=false", &nodes); err != nil {
+	if err := getJSONToken(ctx, a.Addr+"/v1/nodes?resources=false", a.Token, &nodes); err != nil {
 		return err
 	}
 	for _, n := range nodes {
@@ -633,9 +597,10 @@ func (a *Agent) nomadReady(ctx context.Context) error {
 	return errors.New("no ready node yet")
 }
 
-// Restart stops an agent started by StartConsulServer or StartNomadServer
-// (SIGTERM to its PID, waiting up to stopTimeout) and starts it again with
-// the same ports and data dir, waiting until it is ready or ctx ends.
+// Restart stops a Consul or Nomad agent (SIGTERM to its PID, waiting up to
+// stopTimeout) and starts it again with the same ports and data dir,
+// waiting until it is ready or ctx ends. Only the server modes
+// (StartConsulServer, StartNomadServer) keep their state across it.
 func (a *Agent) Restart(ctx context.Context, stopTimeout time.Duration) error {
 	return a.restart(ctx, stopTimeout, false)
 }
@@ -664,25 +629,8 @@ func (a *Agent) restart(ctx context.Context, stopTimeout time.Duration, wipe boo
 		}
 	}
 	// The log is appended to, so the previous run's lines stay readable.
-	logf, err := os.OpenFile(filepath.Join(a.Dir, a.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	if err := a.spawn(os.O_APPEND); err != nil {
 		return err
 	}
-	cmd := exec.Command(a.bin, a.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.Dir = a.Dir
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE=")
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("restart %s: %w", a.Name, err)
-	}
-	done := make(chan struct{})
-	a.cmd, a.done = cmd, done
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(done)
-	}()
 	return a.waitReady(ctx, a.ready)
 }
