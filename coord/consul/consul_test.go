@@ -207,12 +207,13 @@ func TestStaleHolderWriteIsFenced(t *testing.T) {
 	}
 }
 
-// A holder process killed with SIGKILL: the other contender gets the lock
-// once Consul invalidates the dead holder's session (TTL).
-func TestKilledHolderLockPassesOn(t *testing.T) {
-	addr := consulAgent(t)
+// killHolder starts a lock holder process on prefix (holder name
+// "holder-process"), waits until it holds the lock, kills it with SIGKILL
+// and returns its lock's fence.
+func killHolder(t *testing.T, addr, prefix string) uint64 {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+addr, holderEnv+"_PREFIX=killed")
+	cmd.Env = append(os.Environ(), holderEnv+"="+addr, holderEnv+"_PREFIX="+prefix)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -222,12 +223,21 @@ func TestKilledHolderLockPassesOn(t *testing.T) {
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "locked") {
-		t.Fatalf("holder: %q %v", line, err)
+	var fence uint64
+	if _, serr := fmt.Sscanf(line, "locked %d", &fence); err != nil || serr != nil {
+		t.Fatalf("holder: %q %v %v", line, err, serr)
 	}
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	return fence
+}
+
+// A holder process killed with SIGKILL: the other contender gets the lock
+// once Consul invalidates the dead holder's session (TTL).
+func TestKilledHolderLockPassesOn(t *testing.T) {
+	addr := consulAgent(t)
+	killHolder(t, addr, "killed")
 	start := time.Now()
 	c := newCoord(t, addr, "killed")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -245,25 +255,7 @@ func TestKilledHolderLockPassesOn(t *testing.T) {
 // the fence still grows.
 func TestRestartedHolderTakesBackItsLock(t *testing.T) {
 	addr := consulAgent(t)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), holderEnv+"="+addr, holderEnv+"_PREFIX=restarted")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	var oldFence uint64
-	if _, serr := fmt.Sscanf(line, "locked %d", &oldFence); err != nil || serr != nil {
-		t.Fatalf("holder: %q %v %v", line, err, serr)
-	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = cmd.Wait()
+	oldFence := killHolder(t, addr, "restarted")
 
 	// Another holder still waits for the dead session to expire.
 	other, cancel := context.WithTimeout(context.Background(), 2*time.Second)
