@@ -31,6 +31,7 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		{ID: "b.bootstrap", Name: "`nomad job run` -> 3 passing Consul checks", Unit: "s", GoalKind: bench.AtMost, Goal: 10},
 		{ID: "c.kill", Name: "kill -9 a member -> healthy again (its /status)", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
 		{ID: "c.kill.consul", Name: "kill -9 a member -> 3 passing Consul checks again", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
+		{ID: "c.kill.restart", Name: "Nomad's restart of the killed task -> 3 passing Consul checks", Unit: "s", GoalKind: bench.AtMost, Goal: 5},
 		{ID: "c.replace", Name: "`nomad alloc stop` -> replaced, promoted, healthy", Unit: "s", GoalKind: bench.AtMost, Goal: 20},
 	}
 	skip := func(why string) ([]bench.Result, []string, error) {
@@ -188,6 +189,14 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	}
 	results[1].Value = healthyAfter.Seconds()
 	results[2].Value = time.Since(start).Seconds()
+	// The issue's goal counts from the restart: the task's last "Started"
+	// event in Nomad (after its restart delay).
+	passingAt := time.Now()
+	restarted, err := lastStarted(ncli, strings.TrimPrefix(victim.Name, "etcd-"))
+	if err != nil {
+		return nil, nil, err
+	}
+	results[3].Value = passingAt.Sub(restarted).Seconds()
 	e.log.Info("kill -9 -> healthy", "healthy", healthyAfter.Round(10*time.Millisecond), "consul_passing", time.Since(start).Round(10*time.Millisecond))
 
 	// (c) alloc stop: Nomad places a new allocation with an empty disk;
@@ -236,9 +245,9 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	if err != nil {
 		return nil, nil, err
 	}
-	results[3].Value = time.Since(start).Seconds()
+	results[4].Value = time.Since(start).Seconds()
 	e.log.Info("alloc stop -> replaced", "took", time.Since(start).Round(10*time.Millisecond))
-	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the kill figures. These goals are absolute: plain etcd has no equivalent to compare with."
+	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the figures counted from the kill; c.kill.restart counts from the task's last `Started` event in Nomad, as the issue's goal (at most 5 s after the restart) does. These goals are absolute: plain etcd has no equivalent to compare with."
 	return results, []string{note}, nil
 }
 
@@ -259,4 +268,28 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// lastStarted is when Nomad last started the etcd task of the running
+// allocation whose id begins with prefix.
+func lastStarted(ncli *nomadapi.Client, prefix string) (time.Time, error) {
+	allocs, _, err := ncli.Jobs().Allocations(nomadJob, false, nil)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("list allocations: %w", err)
+	}
+	for _, a := range allocs {
+		if !strings.HasPrefix(a.ID, prefix) || a.TaskStates["etcd"] == nil {
+			continue
+		}
+		var at int64
+		for _, e := range a.TaskStates["etcd"].Events {
+			if e.Type == nomadapi.TaskStarted {
+				at = e.Time
+			}
+		}
+		if at != 0 {
+			return time.Unix(0, at), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("no started etcd task in an allocation %s*", prefix)
 }
