@@ -157,7 +157,7 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	c.extra = fmt.Sprintf(`  recovery_grace = "3s"
   snapshot {
     interval     = "2s"
-    retain_count = 5
+    retain_count = 1000 # the snapshot recovered from must still be listed when the test reads it
     store "s3" {
       bucket     = "etcd-e2e-backups"
       endpoint   = %q
