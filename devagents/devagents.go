@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -49,6 +50,16 @@ func Bin(name, version string) (string, error) {
 		return "", fmt.Errorf("%s %s not built at %s: run `make tools` (tools/build.sh)", name, version, p)
 	}
 	return p, nil
+}
+
+// binAndPorts finds a built agent binary and n free loopback ports for it.
+func binAndPorts(name, version string, n int) (string, []int, error) {
+	bin, err := Bin(name, version)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := freePorts(n)
+	return bin, p, err
 }
 
 func freePorts(n int) ([]int, error) {
@@ -234,11 +245,7 @@ func StartConsul(ctx context.Context, dir string) (*Agent, error) {
 // o.ACL, ACLs are enabled with default_policy "deny" and a fresh management
 // token (also the agent's own token), returned in Agent.Token.
 func StartConsulWith(ctx context.Context, dir string, o Options) (*Agent, error) {
-	bin, err := Bin("consul", ConsulVersion)
-	if err != nil {
-		return nil, err
-	}
-	p, err := freePorts(4)
+	bin, p, err := binAndPorts("consul", ConsulVersion, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -309,46 +316,11 @@ func StartNomad(ctx context.Context, dir, consulAddr string) (*Agent, error) {
 // for Consul; o.ACL enables Nomad ACLs and bootstraps them, returning the
 // management token in Agent.Token.
 func StartNomadWith(ctx context.Context, dir, consulAddr string, o Options) (*Agent, error) {
-	bin, err := Bin("nomad", NomadVersion)
+	bin, p, err := binAndPorts("nomad", NomadVersion, 3)
 	if err != nil {
 		return nil, err
 	}
-	p, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	data := filepath.Join(dir, "data")
-	cfg := fmt.Sprintf(`
-bind_addr = "127.0.0.1"
-data_dir  = %q
-ports {
-  http = %d
-  rpc  = %d
-  serf = %d
-}
-client {
-  network_interface = "lo"
-  options = {
-    "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
-  }
-}
-# Tests and the demo run many clients from one address (default 100).
-limits {
-  http_max_conns_per_client = 4000
-}
-plugin "raw_exec" {
-  config {
-    enabled = true
-  }
-}
-consul {
-  address = %q
-  token   = %q
-}
-acl {
-  enabled = %t
-}
-`, data, p[0], p[1], p[2], trimScheme(consulAddr), o.ConsulToken, o.ACL)
+	cfg := nomadConfig(filepath.Join(dir, "data"), p, consulAddr, o, false)
 	return launch(ctx, "nomad", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
 		if o.ACL && a.Token == "" {
 			tok, err := nomadBootstrap(ctx, a.Addr)
@@ -424,11 +396,7 @@ func StartS3TLS(ctx context.Context, dir, certFile, keyFile string, buckets ...s
 }
 
 func startS3(ctx context.Context, dir, certFile, keyFile string, buckets []string) (*Agent, error) {
-	bin, err := Bin("versitygw", VersityVersion)
-	if err != nil {
-		return nil, err
-	}
-	p, err := freePorts(1)
+	bin, p, err := binAndPorts("versitygw", VersityVersion, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -475,11 +443,7 @@ func startS3(ctx context.Context, dir, certFile, keyFile string, buckets []strin
 // `-server -bootstrap-expect=1` with its state in dir/data, so that Restart
 // keeps the KV store and sessions, and WipeRestart loses them.
 func StartConsulServer(ctx context.Context, dir string) (*Agent, error) {
-	bin, err := Bin("consul", ConsulVersion)
-	if err != nil {
-		return nil, err
-	}
-	p, err := freePorts(4)
+	bin, p, err := binAndPorts("consul", ConsulVersion, 4)
 	if err != nil {
 		return nil, err
 	}
@@ -533,43 +497,57 @@ func (a *Agent) consulReady(ctx context.Context) error {
 // (not -dev; raw_exec on, allocations on 127.0.0.1) with its state in
 // dir/data, so that Restart keeps jobs and reattaches to running tasks.
 func StartNomadServer(ctx context.Context, dir, consulAddr string) (*Agent, error) {
-	bin, err := Bin("nomad", NomadVersion)
+	bin, p, err := binAndPorts("nomad", NomadVersion, 3)
 	if err != nil {
 		return nil, err
 	}
-	p, err := freePorts(3)
-	if err != nil {
-		return nil, err
-	}
-	data := filepath.Join(dir, "data")
-	cfg := fmt.Sprintf(`
-bind_addr = "127.0.0.1"
-data_dir  = %q
-advertise {
-  http = "127.0.0.1"
-  rpc  = "127.0.0.1"
-  serf = "127.0.0.1"
+	cfg := nomadConfig(filepath.Join(dir, "data"), p, consulAddr, Options{}, true)
+	return launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent")
 }
+
+// nomadConfig is a Nomad agent's configuration: server and client on
+// loopback, raw_exec on, cloud fingerprinters denied, registered with the
+// Consul agent at consulAddr. server selects a real single-node server
+// (with a data dir that survives restarts) rather than -dev.
+func nomadConfig(data string, p []int, consulAddr string, o Options, server bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `bind_addr = "127.0.0.1"
+data_dir  = %q
 ports {
   http = %d
   rpc  = %d
   serf = %d
 }
+`, data, p[0], p[1], p[2])
+	client := ""
+	if server {
+		b.WriteString(`advertise {
+  http = "127.0.0.1"
+  rpc  = "127.0.0.1"
+  serf = "127.0.0.1"
+}
 server {
   enabled          = true
   bootstrap_expect = 1
 }
-# Allocation ports from a range of their own: another Nomad agent on this
-# machine (a -dev one of the e2e tests, the demo) hands out 20000-32000 and
-# does not know about these.
-client {
+`)
+		// Allocation ports from a range of their own: another Nomad agent
+		// on this machine (a -dev one of the e2e tests, the demo) hands out
+		// 20000-32000 and does not know about these.
+		client = `
   enabled           = true
-  network_interface = "lo"
   min_dynamic_port  = 15000
-  max_dynamic_port  = 19999
+  max_dynamic_port  = 19999`
+	}
+	fmt.Fprintf(&b, `client {
+  network_interface = "lo"%s
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
+}
+# Tests and the demo run many clients from one address (default 100).
+limits {
+  http_max_conns_per_client = 4000
 }
 plugin "raw_exec" {
   config {
@@ -578,9 +556,13 @@ plugin "raw_exec" {
 }
 consul {
   address = %q
+  token   = %q
 }
-`, data, p[0], p[1], p[2], trimScheme(consulAddr))
-	return launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent")
+acl {
+  enabled = %t
+}
+`, client, trimScheme(consulAddr), o.ConsulToken, o.ACL)
+	return b.String()
 }
 
 // nomadReady holds once a client node is ready.
