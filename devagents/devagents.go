@@ -93,7 +93,7 @@ type Agent struct {
 	cmd   *exec.Cmd
 	done  chan struct{}
 
-	// Set by the server modes, for Restart: the same binary, arguments and
+	// Set by launch (Consul and Nomad), for Restart: the same binary, arguments and
 	// readiness check on the same ports and data dir.
 	bin   string
 	args  []string
@@ -596,7 +596,7 @@ func (a *Agent) WipeRestart(ctx context.Context, stopTimeout time.Duration) erro
 
 func (a *Agent) restart(ctx context.Context, stopTimeout time.Duration, wipe bool) error {
 	if a.ready == nil {
-		return fmt.Errorf("%s was not started in server mode: it cannot be restarted", a.Name)
+		return fmt.Errorf("%s has no readiness check (only Consul and Nomad agents restart)", a.Name)
 	}
 	if err := a.Stop(stopTimeout); err != nil {
 		return err

@@ -50,32 +50,12 @@ func TestStoreOverTLSWithCAFile(t *testing.T) {
 
 	load := func(caLine string) *config.Cluster {
 		t.Helper()
-		file := filepath.Join(dir, "cluster.hcl")
-		def := `cluster "tls" {
-  data_dir = "/tmp/unused"
-  provider "static" {
-    member "m0" {
-      address = "127.0.0.1"
-    }
-  }
-  coordination "local" {
-    dir = "/tmp/unused-coord"
-  }
-  snapshot {
-    store "s3" {
+		cl, _, diags := config.LoadFile(writeS3Def(t, dir, `
       bucket     = "etcd-backups"
-      endpoint   = "` + agent.Addr + `"
+      endpoint   = "`+agent.Addr+`"
       region     = "us-east-1"
       path_style = true
-      ` + caLine + `
-    }
-  }
-}
-`
-		if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cl, _, diags := config.LoadFile(file)
+      `+caLine))
 		if diags.HasErrors() {
 			t.Fatal(diags.Error())
 		}
@@ -115,6 +95,20 @@ func TestCAFileNeedsHTTPS(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "ca.crt"), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	file := writeS3Def(t, dir, `
+      bucket   = "b"
+      endpoint = "http://127.0.0.1:9000"
+      ca_file  = "ca.crt"`)
+	_, _, diags := config.LoadFile(file)
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "ca_file") || !strings.Contains(diags.Error(), "cluster.hcl:15") {
+		t.Fatalf("diagnostics = %v, want an error on ca_file at cluster.hcl:15", diags)
+	}
+}
+
+// writeS3Def writes dir/cluster.hcl: a one-member static cluster whose
+// snapshot store is s3 with the given attributes (from its line 13 on).
+func writeS3Def(t *testing.T, dir, storeAttrs string) string {
+	t.Helper()
 	file := filepath.Join(dir, "cluster.hcl")
 	def := `cluster "tls" {
   data_dir = "/tmp/unused"
@@ -127,10 +121,7 @@ func TestCAFileNeedsHTTPS(t *testing.T) {
     dir = "/tmp/unused-coord"
   }
   snapshot {
-    store "s3" {
-      bucket   = "b"
-      endpoint = "http://127.0.0.1:9000"
-      ca_file  = "ca.crt"
+    store "s3" {` + storeAttrs + `
     }
   }
 }
@@ -138,8 +129,5 @@ func TestCAFileNeedsHTTPS(t *testing.T) {
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, _, diags := config.LoadFile(file)
-	if !diags.HasErrors() || !strings.Contains(diags.Error(), "ca_file") || !strings.Contains(diags.Error(), "cluster.hcl:15") {
-		t.Fatalf("diagnostics = %v, want an error on ca_file at cluster.hcl:15", diags)
-	}
+	return file
 }
