@@ -39,18 +39,18 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a
 // planner with one safety rule switched off must be caught.
 func TestCheckerCatchesBrokenPlanners(t *testing.T) {
-	broken := map[string]rules{
-		"invariant 1: seed despite record":     {seedDespiteRecord: true},
-		"invariant 1: seed despite peer data":  {seedDespitePeerData: true},
-		"invariant 2: skip quorum check":       {skipQuorumCheck: true},
-		"invariant 3: leader removed first":    {preferLeader: true},
-		"invariant 3: join while in flight":    {joinWhileInFlight: true},
-		"invariant 5: rejoin foreign data":     {rejoinForeign: true},
-		"invariant 6: ignore persisted name":   {ignorePersisted: true},
-		"replacement while one is in flight":   {replaceWhileInFlight: true},
-		"invariant 4: recover before grace":    {recoverEarly: true},
-		"invariant 4: recover from older data": {preferOlderData: true},
-		"invariant 4: take over early":         {takeoverEarly: true},
+	broken := map[string]Faults{
+		"invariant 1: seed despite record":     {SeedDespiteRecord: true},
+		"invariant 1: seed despite peer data":  {SeedDespitePeerData: true},
+		"invariant 2: skip quorum check":       {SkipQuorumCheck: true},
+		"invariant 3: leader removed first":    {PreferLeader: true},
+		"invariant 3: join while in flight":    {JoinWhileInFlight: true},
+		"invariant 5: rejoin foreign data":     {RejoinForeign: true},
+		"invariant 6: ignore persisted name":   {IgnorePersisted: true},
+		"replacement while one is in flight":   {ReplaceWhileInFlight: true},
+		"invariant 4: recover before grace":    {RecoverEarly: true},
+		"invariant 4: recover from older data": {PreferOlderData: true},
+		"invariant 4: take over early":         {TakeoverEarly: true},
 	}
 	for name, r := range broken {
 		t.Run(name, func(t *testing.T) {

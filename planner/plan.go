@@ -10,30 +10,63 @@ import (
 // learner make it be removed and the join start over.
 const MaxStartFailures = 5
 
-// rules switch safety checks off. Plan always uses the zero value, which
-// keeps every check on; the invariant tests flip them to prove that the
-// checker catches a broken planner.
-type rules struct {
-	skipQuorumCheck      bool // remove members even below quorum
-	preferLeader         bool // pick the leader first for removal
-	seedDespiteRecord    bool // seed even when a record exists
-	rejoinForeign        bool // start data from another cluster as-is
-	ignorePersisted      bool // run under the configured name, not the persisted one
-	joinWhileInFlight    bool // add a learner while another change is in flight
-	seedDespitePeerData  bool // seed while peers report data (lost record)
-	replaceWhileInFlight bool // replace a second instance while one is replaced
-	recoverEarly         bool // recover before the grace period ends
-	preferOlderData      bool // recover from data older than the snapshot
-	takeoverEarly        bool // take over a recovery whose seeder may return
+// Faults switches safety rules off, one field per rule. Plan always uses the
+// zero value, which keeps every rule on; the planner's checker and the
+// whole-system simulation (sim/) flip them to prove that a broken rule is
+// caught. Never set one outside a test.
+type Faults struct {
+	SkipQuorumCheck      bool // remove members even below quorum
+	PreferLeader         bool // pick the leader first for removal
+	SeedDespiteRecord    bool // seed even when a record exists
+	RejoinForeign        bool // start data from another cluster as-is
+	IgnorePersisted      bool // run under the configured name, not the persisted one
+	JoinWhileInFlight    bool // add a learner while another change is in flight
+	SeedDespitePeerData  bool // seed while peers report data (lost record)
+	ReplaceWhileInFlight bool // replace a second instance while one is replaced
+	RecoverEarly         bool // recover before the grace period ends
+	PreferOlderData      bool // recover from data older than the snapshot
+	TakeoverEarly        bool // take over a recovery whose seeder may return
+	RecoverFromLowest    bool // recover from the lowest revision instead of the highest
+
+	// The safety review's defects (issue 10), each switch restoring the
+	// behaviour before its fix.
+
+	// SeedWhileSilent (defect 1): with no record, seed although some
+	// instances do not answer (they may hold the cluster's data).
+	SeedWhileSilent bool
+	// SetAsideOnUnconfirmed (defect 1): set data aside because of an
+	// unconfirmed record, or one of the same epoch with another token.
+	SetAsideOnUnconfirmed bool
+	// ObeyOlderRecord (defect 3): obey a record older than this member's
+	// own epoch (set the newer data aside, or re-record the older epoch).
+	ObeyOlderRecord bool
+	// LearnerSource (defect 4): a learner's data may seed a recovery.
+	LearnerSource bool
+	// TakeoverFromPrevEpoch (defect 7): a takeover recovers from data of
+	// the record's epoch-1, not the last confirmed incarnation.
+	TakeoverFromPrevEpoch bool
+	// JoinUnconfirmed (defect 9): join a cluster whose record is not
+	// confirmed yet.
+	JoinUnconfirmed bool
 }
+
+// rules is the name the planner's code uses for Faults.
+type rules = Faults
 
 // Plan decides what this member does next. It is pure: the same
 // Observation always gives the same Decision.
 func Plan(o Observation) Decision { return rules{}.plan(o) }
 
+// Plan decides like the package's Plan with the rules f switches off.
+func (f Faults) Plan(o Observation) Decision { return f.plan(o) }
+
+// PlanLeave decides like the package's PlanLeave with the rules f switches
+// off.
+func (f Faults) PlanLeave(o Observation) Decision { return f.planLeave(o) }
+
 func (r rules) plan(o Observation) Decision {
 	name := o.Self.Name
-	if o.Local.Name != "" && !r.ignorePersisted {
+	if o.Local.Name != "" && !r.IgnorePersisted {
 		// Invariant 6: identity is the name persisted in the data dir.
 		name = o.Local.Name
 	}
@@ -58,12 +91,12 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if l.Token == "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
 	}
-	if l.Cluster != o.ClusterName && !r.rejoinForeign {
+	if l.Cluster != o.ClusterName && !r.RejoinForeign {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
 	}
 	if o.Record == nil {
 		for _, p := range o.Peers {
-			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.rejoinForeign {
+			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.RejoinForeign {
 				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
 			}
 		}
@@ -97,7 +130,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
-	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.rejoinForeign {
+	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.RejoinForeign {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
@@ -109,9 +142,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 // planEmpty: etcd is stopped and the data dir is empty.
 func (r rules) planEmpty(o Observation, name string) Decision {
 	rec := o.Record
-	if rec == nil || r.seedDespiteRecord && !o.MembersKnown {
+	if rec == nil || r.SeedDespiteRecord && !o.MembersKnown {
 		for _, p := range o.Peers {
-			if p.Token != "" && !r.seedDespitePeerData {
+			if p.Token != "" && !r.SeedDespitePeerData {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but peer %s holds data of epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch)}
 			}
 		}
@@ -179,10 +212,10 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			return Decision{Kind: ResumeJoin, Name: name, MemberID: m.ID, Reason: fmt.Sprintf("already added as member %x; starting it", m.ID)}
 		}
 	}
-	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.joinWhileInFlight {
+	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.JoinWhileInFlight {
 		return Decision{Kind: Wait, Name: name, Reason: inFlight + ": one membership change at a time"}
 	}
-	if v := voters(o.Members); v >= o.DesiredSize && !r.joinWhileInFlight {
+	if v := voters(o.Members); v >= o.DesiredSize && !r.JoinWhileInFlight {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("cluster has %d of %d voters: waiting for a stale member to be removed", v, o.DesiredSize)}
 	}
 	if !o.HoldsLock {
@@ -274,13 +307,13 @@ func (r rules) replacement(o Observation, name string) (Decision, bool) {
 		return Decision{}, false
 	}
 	why := fmt.Sprintf("member %s has been unhealthy for %s", target.Name, target.UnhealthyFor)
-	if o.ReplacementInFlight && !r.replaceWhileInFlight {
+	if o.ReplacementInFlight && !r.ReplaceWhileInFlight {
 		return Decision{Kind: Wait, Name: name, Reason: why + "; but a replacement is already in flight"}, true
 	}
-	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.replaceWhileInFlight {
+	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.ReplaceWhileInFlight {
 		return Decision{Kind: Wait, Name: name, Reason: why + "; but " + inFlight}, true
 	}
-	if hv, v := healthyVoters(o.Members), voters(o.Members); hv < Quorum(v) && !r.skipQuorumCheck {
+	if hv, v := healthyVoters(o.Members), voters(o.Members); hv < Quorum(v) && !r.SkipQuorumCheck {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; but only %d of %d voters are healthy", why, hv, v)}, true
 	}
 	if !o.HoldsLock {
@@ -303,7 +336,7 @@ func (r rules) staleMembers(o Observation) []Member {
 	rank := func(m Member) int {
 		switch {
 		case m.ID == o.LeaderID:
-			if r.preferLeader {
+			if r.PreferLeader {
 				return -1
 			}
 			return 3
@@ -353,7 +386,7 @@ func actsForCluster(o Observation, cands []Member) bool {
 func (r rules) removal(o Observation, m Member, why string) Decision {
 	isVoter := !m.Learner
 	if isVoter {
-		if inFlight := changeInFlight(o.Members); inFlight != "" && !r.joinWhileInFlight {
+		if inFlight := changeInFlight(o.Members); inFlight != "" && !r.JoinWhileInFlight {
 			return Decision{Kind: Wait, Reason: why + "; but " + inFlight + ": one membership change at a time"}
 		}
 		after := voters(o.Members) - 1
@@ -361,7 +394,7 @@ func (r rules) removal(o Observation, m Member, why string) Decision {
 		if m.Healthy {
 			healthyAfter--
 		}
-		if after < 1 || healthyAfter < Quorum(after) && !r.skipQuorumCheck {
+		if after < 1 || healthyAfter < Quorum(after) && !r.SkipQuorumCheck {
 			return Decision{Kind: Wait, Reason: fmt.Sprintf("%s; but removing it would leave %d healthy of %d voters, below quorum %d", why, healthyAfter, after, Quorum(after))}
 		}
 	}

@@ -26,13 +26,13 @@ type candidate struct {
 // ok is false when no recovery applies.
 func (r rules) recovery(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if rec == nil || o.MembersKnown || o.RecoveryGrace <= 0 || (o.QuorumLostFor < o.RecoveryGrace && !r.recoverEarly) {
+	if rec == nil || o.MembersKnown || o.RecoveryGrace <= 0 || (o.QuorumLostFor < o.RecoveryGrace && !r.RecoverEarly) {
 		return Decision{}, false
 	}
 	if rec.ClusterID == 0 {
 		return Decision{}, false // an unconfirmed seed is not a lost quorum
 	}
-	if o.Unreachable > 0 && !r.recoverEarly {
+	if o.Unreachable > 0 && !r.RecoverEarly {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("quorum lost for %s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not recovering", o.QuorumLostFor, o.Unreachable)}, true
 	}
 	for _, p := range o.Peers {
@@ -55,10 +55,10 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 func (r rules) takeover(o Observation, name string) (Decision, bool) {
 	rec := o.Record
 	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || rec.Seeder == name || rec.Epoch < 2 || o.MembersKnown ||
-		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && !r.takeoverEarly) {
+		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && !r.TakeoverEarly) {
 		return Decision{}, false
 	}
-	if !r.takeoverEarly && inInstances(o.Instances, rec.Seeder) {
+	if !r.TakeoverEarly && inInstances(o.Instances, rec.Seeder) {
 		return Decision{}, false
 	}
 	if o.Unreachable > 0 {
@@ -92,7 +92,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 			return cands[i].data
 		}
 		if cands[i].revision != cands[j].revision {
-			return cands[i].revision > cands[j].revision
+			return (cands[i].revision > cands[j].revision) != r.RecoverFromLowest
 		}
 		if cands[i].name != cands[j].name {
 			return cands[i].name < cands[j].name
@@ -101,7 +101,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	})
 	best := cands[0]
 	from, target := FromData, ""
-	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.preferOlderData) {
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.PreferOlderData) {
 		if o.LatestSnapshot == nil {
 			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
 		}
