@@ -8,8 +8,11 @@ import (
 
 // genObservation builds a random but structurally plausible observation.
 func genObservation(rng *rand.Rand) Observation {
-	if rng.IntN(3) == 0 {
+	switch rng.IntN(4) {
+	case 0:
 		return genRunningCluster(rng)
+	case 1:
+		return genQuorumLoss(rng)
 	}
 	pick := func(n int) int { return rng.IntN(n) }
 	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
@@ -39,11 +42,16 @@ func genObservation(rng *rand.Rand) Observation {
 	case 1:
 		// Unconfirmed: a seed, or a recovery (which a member may take over).
 		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []string{"", "", "data", "snapshot:snap"}[pick(4)]}
+		if o.Record.Source != "" && pick(2) == 0 {
+			// A recovery record carrying the last confirmed incarnation.
+			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = tokens[pick(2)], uint64(1+pick(3))
+		}
 	default:
-		o.Record = &Record{ClusterID: 0xc1, Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), Seeder: names[pick(4)]}
+		o.Record = &Record{ClusterID: 0xc1, Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)]}
 	}
 	// Members.
 	o.MembersKnown = pick(4) != 0
+	o.MembersClusterID = []uint64{0xc1, 0xc1, 0xd2, 0}[pick(4)]
 	nm := pick(7)
 	for i := 0; i < nm; i++ {
 		m := Member{ID: uint64(i + 1), Name: names[pick(len(names))], PeerURLs: []string{"https://" + names[i%len(names)] + ":2380"}, Healthy: pick(3) != 0}
@@ -82,7 +90,7 @@ func genObservation(rng *rand.Rand) Observation {
 	case 3:
 		o.Local = Local{Name: names[pick(4)]} // data without metadata
 	default:
-		o.Local = Local{Cluster: []string{"c", "c", "c", "other"}[pick(4)], Name: names[pick(4)], Token: tokens[pick(2)], Epoch: uint64(1 + pick(2)), MemberID: uint64(1 + pick(7)), ClusterID: uint64(pick(2)) * 0xc1, Revision: int64(pick(1000))}
+		o.Local = Local{Cluster: []string{"c", "c", "c", "other"}[pick(4)], Name: names[pick(4)], Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), MemberID: uint64(1 + pick(7)), ClusterID: uint64(pick(2)) * 0xc1, Revision: int64(pick(1000)), Learner: pick(5) == 0}
 	}
 	if o.Running && o.Local.Empty {
 		o.Local = Local{Cluster: "c", Name: o.Self.Name, Token: tokens[0], Epoch: 1, MemberID: o.SelfID, ClusterID: 0xc1}
@@ -90,7 +98,7 @@ func genObservation(rng *rand.Rand) Observation {
 	for i := 0; i < pick(4); i++ {
 		p := PeerStatus{Name: names[pick(len(names))]}
 		if pick(2) == 0 {
-			p.Token, p.Epoch, p.Running, p.Revision = tokens[pick(2)], uint64(1+pick(3)), pick(2) == 0, int64(pick(1000))
+			p.Token, p.Epoch, p.Running, p.Revision, p.Learner = tokens[pick(2)], uint64(1+pick(3)), pick(2) == 0, int64(pick(1000)), pick(5) == 0
 		}
 		o.Peers = append(o.Peers, p)
 	}
@@ -136,6 +144,65 @@ func genRunningCluster(rng *rand.Rand) Observation {
 		o.LeaderID = self.ID
 	} else {
 		o.LeaderID = o.Members[pick(n)].ID
+	}
+	return o
+}
+
+// genQuorumLoss builds a cluster that lost its quorum, seen by one member
+// after the grace period: every instance answers, none is healthy, members
+// hold data of various incarnations and revisions, some as learners. Half
+// the time the record is an unconfirmed recovery whose seeder is gone (a
+// takeover), carrying the last confirmed incarnation.
+func genQuorumLoss(rng *rand.Rand) Observation {
+	pick := func(n int) int { return rng.IntN(n) }
+	tokens := []string{"tokA", "tokB", "tokC"}
+	o := Observation{
+		ClusterName: "c", DesiredSize: 3, StaleAfter: 10 * time.Second, HoldsLock: pick(3) != 0, NewToken: "tokNew",
+		RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Duration(20+pick(40)) * time.Second,
+		SeederGoneFor: time.Duration(20+pick(40)) * time.Second,
+	}
+	if pick(2) == 0 {
+		o.Record = &Record{ClusterID: 0xc1, Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: "m0"}
+	} else {
+		// Takeover: epoch 3 recorded by a lost seeder m9; the last
+		// confirmed incarnation is epoch 1, or epoch 2 when the record
+		// does not carry it (older records).
+		o.Record = &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: []string{"data", "snapshot:snap"}[pick(2)]}
+		if pick(3) != 0 {
+			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = "tokA", 1
+		}
+	}
+	n := 2 + pick(3)
+	epochOf := func() (string, uint64) {
+		e := uint64(1 + pick(3))
+		return tokens[pick(2)], e
+	}
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("m%d", i)
+		o.Instances = append(o.Instances, Instance{Name: name, PeerURL: "https://" + name + ":2380"})
+		tok, ep := epochOf()
+		rev := int64(pick(5)) * 100
+		learner := pick(3) == 0
+		if i == 0 {
+			o.Self = Self{Name: name, PeerURL: "https://" + name + ":2380"}
+			o.Local = Local{Cluster: "c", Name: name, Token: tok, Epoch: ep, MemberID: 1, ClusterID: 0xc1, Revision: rev, Learner: learner}
+			if pick(5) == 0 {
+				o.Local = Local{Empty: true}
+			}
+			o.Running = !o.Local.Empty && pick(3) == 0
+			if o.Running {
+				o.SelfID = 1
+			}
+			continue
+		}
+		p := PeerStatus{Name: name, MemberID: uint64(i + 1), Token: tok, Epoch: ep, Revision: rev, Learner: learner, Running: pick(2) == 0}
+		if pick(5) == 0 {
+			p = PeerStatus{Name: name}
+		}
+		o.Peers = append(o.Peers, p)
+	}
+	if pick(2) == 0 {
+		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(5)) * 100, Epoch: 1}
 	}
 	return o
 }

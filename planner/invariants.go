@@ -3,7 +3,8 @@ package planner
 import "fmt"
 
 // Check returns an error when d, decided for o, breaks one of the safety
-// invariants of DESIGN.md (1, 2, 3, 5 and 6). It is a naive reference written
+// invariants of DESIGN.md (1 to 9: those one decision can break; 10 to 12
+// and the whole-system properties are checked over time by sim/). It is a naive reference written
 // apart from Plan, so that a planner bug is not mirrored here.
 func Check(o Observation, d Decision) error {
 	name := o.Self.Name
@@ -13,7 +14,7 @@ func Check(o Observation, d Decision) error {
 	// Invariant 5 for running members: an incarnation the record no longer
 	// names is never kept running by a membership decision. (Taking over a
 	// recovery restarts it as the next epoch: invariant 4 checks that.)
-	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum {
+	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum && !(d.Kind == RecordCluster && o.Record.Epoch < o.Local.Epoch) {
 		return fmt.Errorf("invariant 5: %s while running epoch %d against record epoch %d", d.Kind, o.Local.Epoch, o.Record.Epoch)
 	}
 	starts := d.Kind == Seed || d.Kind == Rejoin || d.Kind == JoinAsLearner || d.Kind == ResumeJoin
@@ -41,6 +42,9 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 1: seed while peer %s holds data", p.Name)
 			}
 		}
+		if o.Record == nil && o.Unreachable > 0 {
+			return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
+		}
 	case Rejoin:
 		// Invariant 5: never start foreign or stale data.
 		if o.Local.Empty || o.Local.Token == "" {
@@ -49,11 +53,16 @@ func Check(o Observation, d Decision) error {
 		if o.Local.Cluster != o.ClusterName {
 			return fmt.Errorf("invariant 5: starting data of cluster %q as %q", o.Local.Cluster, o.ClusterName)
 		}
-		if r := o.Record; r != nil && (r.Token != o.Local.Token || r.Epoch != o.Local.Epoch) {
+		if r := o.Record; r != nil && r.Epoch >= o.Local.Epoch && (r.Token != o.Local.Token || r.Epoch != o.Local.Epoch) {
 			return fmt.Errorf("invariant 5: starting data of token %s epoch %d against record %s epoch %d", o.Local.Token, o.Local.Epoch, r.Token, r.Epoch)
 		}
-		if o.MembersKnown && o.Local.MemberID != 0 && findID(o.Members, o.Local.MemberID) < 0 {
+		if o.MembersKnown && o.Local.MemberID != 0 && findID(o.Members, o.Local.MemberID) < 0 && (o.Record != nil || o.MembersClusterID == o.Local.ClusterID && o.Local.ClusterID != 0) {
 			return fmt.Errorf("invariant 5: starting the data of removed member %x", o.Local.MemberID)
+		}
+		for _, p := range o.Peers {
+			if o.Record != nil && o.Record.Epoch < o.Local.Epoch && p.Token != "" && p.Epoch > o.Local.Epoch {
+				return fmt.Errorf("invariant 9: starting epoch %d over an older record while peer %s holds epoch %d", o.Local.Epoch, p.Name, p.Epoch)
+			}
 		}
 	case JoinAsLearner, ResumeJoin:
 		if !o.Local.Empty {
@@ -68,6 +77,28 @@ func Check(o Observation, d Decision) error {
 			}
 			if !o.MembersKnown {
 				return fmt.Errorf("invariant 3: join without a known member list")
+			}
+			if o.Record == nil || o.Record.ClusterID == 0 {
+				return fmt.Errorf("invariant 5: join while the record names no confirmed cluster id (the member list may be another cluster's)")
+			}
+		}
+	case RecordCluster:
+		// Invariant 9: epochs only grow; a re-record needs this
+		// incarnation's quorum and no peer at a newer epoch.
+		if d.Record == nil {
+			return fmt.Errorf("record-cluster without a record")
+		}
+		if o.Record != nil && d.Record.Epoch < o.Record.Epoch {
+			return fmt.Errorf("invariant 9: recording epoch %d over epoch %d", d.Record.Epoch, o.Record.Epoch)
+		}
+		if o.Record == nil || d.Record.Epoch > o.Record.Epoch {
+			if !o.Running || !o.MembersKnown {
+				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum", d.Record.Epoch)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" && p.Epoch > d.Record.Epoch {
+					return fmt.Errorf("invariant 9: re-recording epoch %d while peer %s holds epoch %d", d.Record.Epoch, p.Name, p.Epoch)
+				}
 			}
 		}
 	case Promote:
@@ -172,6 +203,9 @@ func Check(o Observation, d Decision) error {
 				}
 			}
 			dataEpoch, dataToken = o.Record.Epoch-1, ""
+			if o.Record.LastConfirmedEpoch != 0 {
+				dataEpoch, dataToken = o.Record.LastConfirmedEpoch, o.Record.LastConfirmedToken
+			}
 		} else if o.RecoveryGrace <= 0 || o.QuorumLostFor < o.RecoveryGrace || o.MembersKnown {
 			return fmt.Errorf("invariant 4: recovery after %s of quorum loss (grace %s, members known %v)", o.QuorumLostFor, o.RecoveryGrace, o.MembersKnown)
 		}
@@ -180,11 +214,11 @@ func Check(o Observation, d Decision) error {
 		}
 		best := int64(-1)
 		ownData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)
-		if ownData {
+		if ownData && !o.Local.Learner {
 			best = o.Local.Revision
 		}
 		for _, p := range o.Peers {
-			if holds(p.Token, p.Epoch) {
+			if holds(p.Token, p.Epoch) && !p.Learner {
 				best = max(best, p.Revision)
 			}
 		}
@@ -193,6 +227,9 @@ func Check(o Observation, d Decision) error {
 		case FromData:
 			if !ownData {
 				return fmt.Errorf("invariant 4: recovery from data this member does not hold")
+			}
+			if o.Local.Learner {
+				return fmt.Errorf("invariant 4: recovery from a learner's data")
 			}
 			src = o.Local.Revision
 		case FromSnapshot:
@@ -209,6 +246,28 @@ func Check(o Observation, d Decision) error {
 	case SetAside:
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")
+		}
+		// Invariant 9: data of this cluster is set aside because of the
+		// record only when a confirmed newer epoch (or this member's own
+		// recovery) names another incarnation; never for an unconfirmed,
+		// same-epoch or older record, nor for a missing one.
+		l := o.Local
+		if l.Token != "" && l.Cluster == o.ClusterName && o.Local.Unreadable == "" {
+			removed := o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 && (o.Record != nil || o.MembersClusterID == l.ClusterID && l.ClusterID != 0)
+			if o.Running && o.MembersKnown && findID(o.Members, o.SelfID) < 0 {
+				removed = true
+			}
+			r := o.Record
+			switch {
+			case r == nil && !removed:
+				return fmt.Errorf("invariant 9: set aside data of epoch %d with no record", l.Epoch)
+			case r != nil && (r.Token != l.Token || r.Epoch != l.Epoch):
+				if r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "") {
+					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
+				}
+			case r != nil && !removed:
+				return fmt.Errorf("set aside data of the recorded incarnation that was not removed")
+			}
 		}
 	}
 	return nil

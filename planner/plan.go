@@ -97,15 +97,26 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if o.Record == nil {
 		for _, p := range o.Peers {
 			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.RejoinForeign {
-				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
+				if r.SetAsideOnUnconfirmed {
+					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
+				}
+				// Invariant 9: without a record nothing proves which
+				// incarnation is current; the peer re-records its own,
+				// and a confirmed newer record then decides.
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d): keeping this data until a confirmed record names the current incarnation", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
 			}
 		}
-		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
+		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 && (o.MembersClusterID == l.ClusterID && l.ClusterID != 0 || r.SetAsideOnUnconfirmed) {
+			// The list is of this data's own cluster (checked by id: with
+			// no record, any cluster that answers could have sent it).
 			return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 		}
 		for _, p := range o.Peers {
 			if p.Token != "" && p.Epoch > l.Epoch {
-				return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
+				if r.SetAsideOnUnconfirmed {
+					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
+				}
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record; peer %s holds epoch %d, newer than this data's epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch, l.Epoch)}
 			}
 		}
 		// Invariant 8: a lost record is re-written from the data once the
@@ -130,13 +141,63 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
+	if rec.Epoch < l.Epoch && !r.ObeyOlderRecord && !r.RejoinForeign {
+		// Invariant 9: epochs only grow. The record is older than this
+		// data (Consul restored from an old snapshot, or re-recorded by a
+		// member that missed a recovery): start the data, and re-record
+		// it once it runs with a quorum.
+		if d, ok := newerPeer(o, name, l.Epoch); ok {
+			return d
+		}
+		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d, and the member list that answered does not name member %x: waiting for a current record", rec.Epoch, l.Epoch, l.MemberID)}
+		}
+		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
+	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.RejoinForeign {
+		if !r.settles(rec, name, l.Epoch) {
+			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, l)}
+		}
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// settles reports whether rec may set aside data of epoch: only a record of
+// a newer epoch that is confirmed running, or a recovery this member itself
+// recorded (invariant 9). An unconfirmed record, or one of the same epoch
+// with another token (two seeds of one epoch: Consul lost its state and
+// someone seeded while this data's members did not answer), never does.
+func (r rules) settles(rec *Record, name string, epoch uint64) bool {
+	if r.SetAsideOnUnconfirmed || r.ObeyOlderRecord && rec.Epoch < epoch {
+		return true
+	}
+	if rec.Epoch <= epoch {
+		return false
+	}
+	return rec.ClusterID != 0 || rec.Seeder == name && rec.Source != ""
+}
+
+func conflict(rec *Record, l Local) string {
+	state := "confirmed"
+	if rec.ClusterID == 0 {
+		state = "not confirmed"
+	}
+	return fmt.Sprintf("the record names token %s epoch %d (%s, seeded by %s), but this data is token %s epoch %d: only a confirmed newer epoch sets data aside; keeping it (two incarnations: an operator must choose)", short(rec.Token), rec.Epoch, state, rec.Seeder, short(l.Token), l.Epoch)
+}
+
+// newerPeer returns a Wait when a peer reports data of an epoch newer than
+// epoch: this member's data is not the newest, so it must not re-record.
+func newerPeer(o Observation, name string, epoch uint64) (Decision, bool) {
+	for _, p := range o.Peers {
+		if p.Token != "" && p.Epoch > epoch {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds epoch %d, newer than this member's epoch %d: not re-recording the cluster from older data", p.Name, p.Epoch, epoch)}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // planEmpty: etcd is stopped and the data dir is empty.
@@ -147,6 +208,12 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			if p.Token != "" && !r.SeedDespitePeerData {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but peer %s holds data of epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch)}
 			}
+		}
+		if o.Unreachable > 0 && !r.SeedWhileSilent && !r.SeedDespitePeerData {
+			// Invariant 8: a silent instance may hold the cluster's data
+			// (Consul lost its state while a peer restarts): seeding now
+			// would start a second cluster whose record sets it aside.
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but %d instance(s) do not answer: they may hold the cluster's data; not seeding until every instance answers", o.Unreachable)}
 		}
 		if !o.HoldsLock {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "no cluster record: taking the lock to seed"}
@@ -189,6 +256,11 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		}
 		return Decision{Kind: Wait, Name: name, Reason: "cluster member list unreachable (no quorum or no running member): cannot join yet"}
 	}
+	if rec.ClusterID == 0 && !r.JoinUnconfirmed {
+		// The member list may come from any cluster that answers: only a
+		// confirmed cluster id lets it be checked.
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record of epoch %d is not confirmed yet (seeder %s): not joining until it names its cluster id", rec.Epoch, rec.Seeder)}
+	}
 	for _, m := range o.Members {
 		if m.Name == name {
 			if m.Healthy || m.ID == o.LeaderID {
@@ -226,19 +298,28 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 
 // planRunning: this member's etcd runs.
 func (r rules) planRunning(o Observation, name string) Decision {
-	if o.Record == nil {
-		if !o.HoldsLock {
-			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "cluster record missing: taking the lock to re-record it"}
-		}
-		return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
-			Reason: "cluster record missing: re-recording it from this member's data"}
+	rec := o.Record
+	if rec == nil || rec.Epoch < o.Local.Epoch && !r.ObeyOlderRecord {
+		return r.rerecord(o, name)
 	}
-	if rec := o.Record; o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
+	if o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
 		if rec.ClusterID == 0 && rec.Seeder != name && rec.Epoch > o.Local.Epoch {
 			if d, ok := r.takeover(o, name); ok {
 				return d
 			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
+		}
+		if rec.ClusterID == 0 && rec.Seeder == name && rec.Source == FromData && rec.Epoch == o.Local.Epoch+1 {
+			// This member recorded a recovery from its data but its
+			// old incarnation still runs: restart it as the new one.
+			if !o.HoldsLock {
+				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
+			}
+			rc := *rec
+			return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}
+		}
+		if !r.settles(rec, name, o.Local.Epoch) {
+			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, o.Local)}
 		}
 		// The cluster was re-seeded (restore, recovery): this incarnation
 		// is over. Invariant 5: stop, set the data aside, join the new one.
@@ -284,6 +365,31 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	d := r.removal(o, cands[0], fmt.Sprintf("member %s (%x) has been absent from the provider for %s", displayName(cands[0]), cands[0].ID, cands[0].AbsentFor))
 	d.Name = name
 	return d
+}
+
+// rerecord writes the record from this running member's data when it is
+// missing (invariant 8) or older than the data (invariant 9: epochs only
+// grow): only with the membership known (a quorum of this incarnation
+// answers) and no reachable peer at a newer epoch.
+func (r rules) rerecord(o Observation, name string) Decision {
+	why := "cluster record missing"
+	if o.Record != nil {
+		why = fmt.Sprintf("the record names epoch %d, older than this member's epoch %d (epochs only grow)", o.Record.Epoch, o.Local.Epoch)
+	}
+	if o.Local.Token == "" {
+		return Decision{Kind: Wait, Name: name, Reason: why + ", and this member's metadata names no incarnation: not re-recording"}
+	}
+	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && !r.ObeyOlderRecord {
+		return d
+	}
+	if !o.MembersKnown && !r.ObeyOlderRecord {
+		return Decision{Kind: Wait, Name: name, Reason: why + ": waiting for this incarnation's quorum before re-recording it"}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to re-record it"}
+	}
+	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
+		Reason: why + ": re-recording it from this member's data"}
 }
 
 // replacement hands the instance of a voter that has stayed unhealthy past

@@ -69,7 +69,15 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 			return Decision{}, false
 		}
 	}
-	return r.pickRecovery(o, name, rec.Epoch-1, "", fmt.Sprintf("seeder %s of epoch %d gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor))
+	// The data to take over from is the last confirmed incarnation's
+	// (carried by the record), however many recoveries were recorded and
+	// lost since; records written before it was carried fall back to the
+	// epoch before.
+	dataToken, dataEpoch := rec.LastConfirmedToken, rec.LastConfirmedEpoch
+	if dataEpoch == 0 || r.TakeoverFromPrevEpoch {
+		dataToken, dataEpoch = "", rec.Epoch-1
+	}
+	return r.pickRecovery(o, name, dataEpoch, dataToken, fmt.Sprintf("seeder %s of epoch %d gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor))
 }
 
 // pickRecovery chooses the source of the next epoch: the highest revision
@@ -82,10 +90,13 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
 	}
 	var cands []candidate
-	selfData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)
+	// Invariant 4: a learner never seeds a recovery: it may lag, and
+	// ForceNewCluster on a learner's data leaves no voter (etcd panics
+	// "removed all voters" at every start).
+	selfData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch) && (!o.Local.Learner || r.LearnerSource)
 	cands = append(cands, candidate{name: name, revision: o.Local.Revision, data: selfData, self: true})
 	for _, p := range o.Peers {
-		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: holds(p.Token, p.Epoch)})
+		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: holds(p.Token, p.Epoch) && (!p.Learner || r.LearnerSource)})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].data != cands[j].data {
@@ -121,8 +132,9 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true
 	}
+	lastToken, lastEpoch := rec.lastConfirmed()
 	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
-		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: from}}
+		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: from, LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
 		d.Record.Source = FromSnapshot + ":" + target
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)

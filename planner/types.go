@@ -17,6 +17,9 @@ type Observation struct {
 	MembersKnown bool
 	// Members is the etcd member list; meaningful only when MembersKnown.
 	Members []Member
+	// MembersClusterID is the cluster id of the answer that carried
+	// Members (etcd's response header).
+	MembersClusterID uint64
 	// LeaderID is the current leader's member id, 0 if unknown.
 	LeaderID uint64
 	// Running is true when this member's etcd server is running; SelfID is
@@ -108,6 +111,9 @@ type Local struct {
 	Token     string
 	Epoch     uint64
 	Revision  int64
+	// Learner is true when this member is (or, stopped, was last) a
+	// learner of its cluster: a learner's data never seeds a recovery.
+	Learner bool
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth
@@ -120,6 +126,22 @@ type Record struct {
 	// Source says how the seeder starts this incarnation: "" (a new
 	// cluster), FromData, or FromSnapshot+":"+name.
 	Source string
+	// LastConfirmedToken and LastConfirmedEpoch name the last incarnation
+	// that was confirmed running, carried by a recovery record until the
+	// recovery is confirmed: a takeover recovers from that incarnation's
+	// data, however many takeovers came before it. Zero in records written
+	// before they existed (a takeover then falls back to epoch-1).
+	LastConfirmedToken string
+	LastConfirmedEpoch uint64
+}
+
+// lastConfirmed returns the incarnation a recovery recorded over r starts
+// from: r itself when confirmed, else the one r carries.
+func (r *Record) lastConfirmed() (string, uint64) {
+	if r.ClusterID != 0 {
+		return r.Token, r.Epoch
+	}
+	return r.LastConfirmedToken, r.LastConfirmedEpoch
 }
 
 // SnapshotInfo describes a stored snapshot.

@@ -1,0 +1,95 @@
+package planner
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestSafetyReviewDefects pins each planner defect of the safety review
+// (issue 10) with the observation that exposed it: the fixed planner
+// decides safely, and the planner with the fix switched off (Faults)
+// decides what the review saw, so each case fails if its fix is reverted.
+func TestSafetyReviewDefects(t *testing.T) {
+	self := Self{Name: "m1", PeerURL: "https://m1:2380"}
+	insts := []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}
+	three := members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
+	epoch2 := Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokB", Epoch: 2, Revision: 500}
+	cases := []struct {
+		name   string
+		fault  Faults
+		o      Observation
+		good   Kind
+		reason string
+		bad    Kind
+	}{
+		{
+			name:  "defect 1: second seed after a lost record while a peer does not answer",
+			fault: Faults{SeedWhileSilent: true},
+			o:     Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "rogue", Unreachable: 1},
+			good:  Wait, reason: "do not answer", bad: Seed,
+		},
+		{
+			name:  "defect 1: running data set aside for the rogue seed's unconfirmed record",
+			fault: Faults{SetAsideOnUnconfirmed: true},
+			o: Observation{Self: self, Running: true, SelfID: 2, MembersKnown: true, Members: three, LeaderID: 1,
+				Local: Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1}, Record: &Record{Token: "rogue", Epoch: 1, Seeder: "m5"}},
+			good: Wait, reason: "an operator must choose", bad: SetAside,
+		},
+		{
+			name:  "defect 3: a running epoch-2 member re-records over an epoch-1 record (Consul restore)",
+			fault: Faults{ObeyOlderRecord: true},
+			o: Observation{Self: self, Running: true, SelfID: 2, MembersKnown: true, Members: three, LeaderID: 1, HoldsLock: true,
+				Local: epoch2, Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}},
+			good: RecordCluster, reason: "epochs only grow", bad: SetAside,
+		},
+		{
+			name:  "defect 3: a member that missed the recovery does not re-record its older epoch",
+			fault: Faults{ObeyOlderRecord: true},
+			o: Observation{Self: self, Running: true, SelfID: 2, HoldsLock: true,
+				Local: Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1}, Peers: []PeerStatus{{Name: "m0", Token: "tokB", Epoch: 2, Running: true}}},
+			good: Wait, reason: "newer than this member's epoch", bad: RecordCluster,
+		},
+		{
+			name:  "defect 4: a learner never seeds a recovery, even on a revision tie it would win",
+			fault: Faults{LearnerSource: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Running: true, SelfID: 1, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, QuorumLostFor: 2,
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 300, Learner: true},
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"},
+				Peers:  []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 1, Revision: 300}}},
+			good: Wait, reason: "member m1 recovers", bad: RecoverQuorum,
+		},
+		{
+			name:  "defect 7: a second takeover recovers from the last confirmed incarnation",
+			fault: Faults{TakeoverFromPrevEpoch: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2,
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 900},
+				Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}},
+			good: RecoverQuorum, reason: "this member's data", bad: Wait,
+		},
+		{
+			name:  "defect 9: no join while the record is unconfirmed",
+			fault: Faults{JoinUnconfirmed: true},
+			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m0"}},
+			good: Wait, reason: "not confirmed", bad: JoinAsLearner,
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.ClusterName = "c"
+			if c.o.Instances == nil {
+				c.o.Instances = insts
+			}
+			d := Plan(c.o)
+			if d.Kind != c.good || !strings.Contains(d.Reason, c.reason) {
+				t.Fatalf("fixed planner: got %s %q; want %s with %q", d.Kind, d.Reason, c.good, c.reason)
+			}
+			if err := Check(c.o, d); err != nil {
+				t.Fatalf("fixed planner's decision fails the checker: %v", err)
+			}
+			if bd := c.fault.Plan(c.o); bd.Kind != c.bad {
+				t.Fatalf("with the fix switched off: got %s %q; want %s (the case no longer shows the defect)", bd.Kind, bd.Reason, c.bad)
+			}
+		})
+	}
+}
