@@ -40,6 +40,11 @@ type Record struct {
 	// Source: "" for a new cluster, "data" or "snapshot:NAME" for a
 	// recovery, so that an interrupted seeder resumes the right way.
 	Source string `json:"source,omitempty"`
+	// LastConfirmedToken and LastConfirmedEpoch name the last incarnation
+	// confirmed running; a recovery record carries them until it is
+	// confirmed, so that a takeover recovers from that incarnation's data.
+	LastConfirmedToken string `json:"last_confirmed_token,omitempty"`
+	LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

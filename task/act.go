@@ -116,13 +116,32 @@ func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d pla
 	if err != nil {
 		return err
 	}
+	// Join only the recorded cluster (defect 9): the endpoints are the
+	// provider's instances, and any of them may serve another cluster (a
+	// recovery or restore in progress). Check before the add, and check
+	// the add's own answer.
+	want := o.Record.ClusterID
+	if want == 0 {
+		return fmt.Errorf("join refused: the record names no confirmed cluster id yet")
+	}
 	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if lr, err := cli.MemberList(actx); err != nil {
+		return fmt.Errorf("member list before adding a learner: %w", err)
+	} else if lr.Header.ClusterId != want {
+		return fmt.Errorf("join refused: the endpoint that answered serves cluster %x, the record names %x", lr.Header.ClusterId, want)
+	}
 	resp, err := cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
-	cancel()
 	if err != nil {
 		return fmt.Errorf("add learner: %w", err)
 	}
 	m.metrics.membershipChanges.Inc()
+	if resp.Header.ClusterId != want {
+		// Added to the wrong cluster after all: undo it there, never
+		// start under it.
+		_, rerr := cli.MemberRemove(actx, resp.Member.ID)
+		return fmt.Errorf("join refused: added as learner %x to cluster %x, but the record names %x (undo: %v)", resp.Member.ID, resp.Header.ClusterId, want, rerr)
+	}
 	m.log.Info("added as learner", "member_id", types.ID(resp.Member.ID).String())
 	others := map[string][]string{}
 	for _, pm := range resp.Members {
@@ -263,8 +282,19 @@ func (m *Member) start(name, token, state, initial string) error {
 	} else if meta, err := m.dir.readMeta(); err == nil {
 		cfg.InitialClusterToken = meta.Token
 		if meta.ForceNew {
-			cfg.ForceNewCluster = true
-			m.log.Warn("starting with ForceNewCluster: this member's data seeds the next epoch alone")
+			if m.forceNewAllowed(meta) {
+				cfg.ForceNewCluster = true
+				m.log.Warn("starting with ForceNewCluster: this member's data seeds the next epoch alone")
+			} else {
+				// A flag that outlived its recovery (the record is
+				// confirmed, or names another incarnation) must not
+				// fork this member off its cluster: drop it.
+				meta.ForceNew = false
+				if err := m.dir.writeMeta(meta); err != nil {
+					return fmt.Errorf("clear a stale ForceNew flag: %w", err)
+				}
+				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally")
+			}
 		}
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes

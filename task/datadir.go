@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -128,8 +129,48 @@ func (d dataDir) observe(running bool) planner.Local {
 	l := planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
 	if !running {
 		l.Revision = d.revision()
+		l.Learner = d.learner(meta.MemberID)
 	}
 	return l
+}
+
+// learner reads from the stopped backend's membership whether member id
+// was a learner when the data was last written. Unknown reads as a
+// learner when the metadata says the member joined and was never seen
+// as a voter; a member id etcd does not list reads as not a learner (the
+// planner's other rules handle removed members).
+func (d dataDir) learner(id uint64) bool {
+	if id == 0 {
+		return false
+	}
+	p := filepath.Join(d.etcdDir(), "member", "snap", "db")
+	if _, err := os.Stat(p); err != nil {
+		return false
+	}
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return false
+	}
+	defer db.Close()
+	var learner bool
+	_ = db.View(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte("members"))
+		if b == nil {
+			return nil
+		}
+		v := b.Get([]byte(strconv.FormatUint(id, 16)))
+		if v == nil {
+			return nil
+		}
+		var m struct {
+			IsLearner bool `json:"isLearner"`
+		}
+		if json.Unmarshal(v, &m) == nil {
+			learner = m.IsLearner
+		}
+		return nil
+	})
+	return learner
 }
 
 // revision reads the newest revision in the backend, 0 if unknown.

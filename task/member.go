@@ -38,6 +38,9 @@ const (
 	// DefaultStopTimeout bounds a graceful stop: leadership transfer plus
 	// etcd's own shutdown. Nomad's kill_timeout must be larger.
 	DefaultStopTimeout = 10 * time.Second
+	// DefaultLeaveTimeout bounds a leaving member's removal retries: long
+	// enough for etcd's 5 s strict-reconfiguration window twice over.
+	DefaultLeaveTimeout = 15 * time.Second
 	// rpcTimeout bounds each observation request so one dead peer cannot
 	// stall a loop.
 	rpcTimeout = 1500 * time.Millisecond
@@ -58,6 +61,10 @@ type Options struct {
 	LoopInterval time.Duration
 	// StopTimeout, optional, defaults to DefaultStopTimeout.
 	StopTimeout time.Duration
+	// LeaveTimeout, optional, defaults to DefaultLeaveTimeout: how long a
+	// member whose slot is gone keeps trying to remove itself before it
+	// stops. With Nomad it must fit in kill_timeout beside StopTimeout.
+	LeaveTimeout time.Duration
 	// EtcdLogLevel, optional, defaults to "warn".
 	EtcdLogLevel string
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
@@ -116,6 +123,9 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	}
 	if o.StopTimeout <= 0 {
 		o.StopTimeout = DefaultStopTimeout
+	}
+	if o.LeaveTimeout <= 0 {
+		o.LeaveTimeout = DefaultLeaveTimeout
 	}
 	if o.EtcdLogLevel == "" {
 		o.EtcdLogLevel = "warn"
@@ -301,6 +311,9 @@ func (m *Member) loop(ctx context.Context) bool {
 	if o.Record == nil && o.Running {
 		m.restoreCA(ctx)
 	}
+	if o.Running {
+		m.clearForceNew()
+	}
 	m.publishSummary(ctx, o)
 	m.maybeSnapshot(ctx, o)
 	d := planner.Plan(o)
@@ -393,12 +406,20 @@ type leaver interface {
 // leave removes this member from the membership before it stops, when its
 // slot is gone and the removal is safe (planner.PlanLeave). It reports
 // whether the member is out of the cluster (removed now or before).
+//
+// Invariant 12: a graceful departure never costs quorum. etcd refuses a
+// removal until the remaining voters have been connected for 5 s (strict
+// reconfiguration), and two members stopped together must leave one after
+// the other: so the member keeps retrying under the lock, re-observing each
+// time, until LeaveTimeout, and hands leadership away before removing
+// itself. A member that gave up after one refusal left the survivor alone
+// with a stale majority for recovery_grace.
 func (m *Member) leave() bool {
 	lv, ok := m.opts.Provider.(leaver)
 	if !ok {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout/2)
+	ctx, cancel := context.WithTimeout(context.Background(), m.opts.LeaveTimeout)
 	defer cancel()
 	leaving, err := lv.Leaving(ctx)
 	if err != nil {
@@ -408,10 +429,43 @@ func (m *Member) leave() bool {
 	if !leaving {
 		return false
 	}
-	l, err := m.opts.Coordinator.Lock(ctx, m.opts.Name)
+	for attempt := 1; ; attempt++ {
+		out, again := m.leaveOnce(ctx, attempt)
+		if out || !again {
+			return out
+		}
+		select {
+		case <-ctx.Done():
+			m.log.Warn("leaving: stop deadline reached before this member could be removed; stopping as a member", "attempts", attempt, "timeout", m.opts.LeaveTimeout)
+			return false
+		case <-time.After(leaveRetryEvery):
+		}
+	}
+}
+
+// LeaveBudget is the LeaveTimeout that fits a Nomad kill_timeout: what is
+// left after etcd's own graceful stop (DefaultStopTimeout) and a margin
+// for the process to exit before Nomad kills it; at least 5 s, and the
+// default when kill_timeout is unset.
+func LeaveBudget(killTimeout time.Duration) time.Duration {
+	if killTimeout <= 0 {
+		return DefaultLeaveTimeout
+	}
+	return max(5*time.Second, killTimeout-DefaultStopTimeout-5*time.Second)
+}
+
+// leaveRetryEvery paces leave's attempts.
+const leaveRetryEvery = 500 * time.Millisecond
+
+// leaveOnce makes one attempt under the lock: out reports the member is out
+// of the membership, again that another attempt may succeed.
+func (m *Member) leaveOnce(ctx context.Context, attempt int) (out, again bool) {
+	lctx, lcancel := context.WithTimeout(ctx, 2*time.Second)
+	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+	lcancel()
 	if err != nil {
-		m.log.Warn("not removing this member yet: lock not taken", "error", err)
-		return false
+		m.log.Debug("leaving: lock not taken yet", "attempt", attempt, "error", err)
+		return false, true
 	}
 	m.mu.Lock()
 	m.lock = l
@@ -419,31 +473,67 @@ func (m *Member) leave() bool {
 	defer m.releaseLock(ctx)
 	o, err := m.observe(ctx)
 	if err != nil {
-		m.log.Warn("not removing this member yet", "error", err)
-		return false
+		m.log.Warn("leaving: observation failed", "attempt", attempt, "error", err)
+		return false, true
+	}
+	if !o.Running {
+		return false, false
+	}
+	if o.MembersKnown && findMember(o.Members, o.SelfID) < 0 {
+		return true, false
 	}
 	d := planner.PlanLeave(o)
-	m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason)
+	if attempt == 1 || d.Kind == planner.RemoveMember {
+		m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason, "attempt", attempt)
+	}
 	if d.Kind != planner.RemoveMember {
-		return o.MembersKnown && o.Running && findMember(o.Members, o.SelfID) < 0
+		// No quorum, or removing this member now would leave too few
+		// healthy voters (another member is leaving or restarting):
+		// try again while the deadline allows. The last voter stays.
+		last := o.MembersKnown && voterCount(o.Members) <= 1
+		return false, !last
 	}
 	if o.LeaderID == o.SelfID {
-		for _, mem := range o.Members {
-			if mem.ID != o.SelfID && mem.Healthy && !mem.Learner {
-				if cli, err := m.etcdClient([]string{m.clientURL(m.self)}); err == nil {
-					if _, err := cli.MoveLeader(ctx, mem.ID); err != nil {
-						m.log.Warn("leadership transfer before leaving failed", "error", err)
-					}
-				}
-				break
-			}
-		}
+		m.handOffLeadership(ctx, o)
 	}
 	if err := m.removeMember(ctx, d); err != nil {
-		m.log.Warn("not removed yet (etcd refuses membership changes until peers have been connected for 5s)", "error", err)
-		return false
+		m.log.Info("leaving: removal refused, retrying (etcd refuses membership changes until the remaining voters have been connected for 5s)", "attempt", attempt, "error", err)
+		return false, true
 	}
-	return true
+	return true, false
+}
+
+// handOffLeadership moves leadership to a healthy voter before this
+// member removes itself, so the cluster never waits for an election.
+func (m *Member) handOffLeadership(ctx context.Context, o planner.Observation) {
+	for _, mem := range o.Members {
+		if mem.ID == o.SelfID || !mem.Healthy || mem.Learner {
+			continue
+		}
+		cli, err := m.etcdClient([]string{m.clientURL(m.self)})
+		if err != nil {
+			return
+		}
+		mctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err = cli.MoveLeader(mctx, mem.ID)
+		cancel()
+		if err != nil {
+			m.log.Warn("leadership transfer before leaving failed", "to", mem.Name, "error", err)
+		} else {
+			m.log.Info("leadership handed over before leaving", "to", mem.Name)
+		}
+		return
+	}
+}
+
+func voterCount(ms []planner.Member) int {
+	n := 0
+	for _, x := range ms {
+		if !x.Learner {
+			n++
+		}
+	}
+	return n
 }
 
 func findMember(ms []planner.Member, id uint64) int {

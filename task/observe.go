@@ -43,6 +43,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		// the server, as peers report theirs through /status. Without
 		// it, two survivors would each defer recovery to the other.
 		local.Revision = e.Server.KV().Rev()
+		local.Learner, _ = selfRole(e.Server)
 	}
 	o := planner.Observation{
 		ClusterName:   m.opts.Cluster.Name,
@@ -59,7 +60,8 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source}
+		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
+			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -235,6 +237,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		return
 	}
 	o.MembersKnown = true
+	o.MembersClusterID = resp.Header.ClusterId
 	names := map[string]bool{}
 	peers := map[string]bool{}
 	for _, in := range insts {

@@ -83,14 +83,17 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	if cur == nil {
 		return fmt.Errorf("recovery without a cluster record")
 	}
-	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source, Index: cur.Index}
+	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source,
+		LastConfirmedToken: d.Record.LastConfirmedToken, LastConfirmedEpoch: d.Record.LastConfirmedEpoch, Index: cur.Index}
 	if d.From == planner.FromSnapshot {
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
 	}
 	if cur.Token != next.Token {
-		if _, err := m.opts.Coordinator.UpdateRecord(ctx, l, next); err != nil {
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)
+		if err != nil {
 			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 		}
+		m.setRecord(written)
 		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", "this member's data")
 	}
 	m.stopEtcd()
@@ -120,9 +123,11 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		return fmt.Errorf("fetch snapshot %s: %w", name, err)
 	}
 	if cur.Token != next.Token {
-		if _, err := m.opts.Coordinator.UpdateRecord(ctx, l, next); err != nil {
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)
+		if err != nil {
 			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 		}
+		m.setRecord(written)
 		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
 	}
 	m.stopEtcd()
@@ -132,4 +137,49 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		m.log.Warn("data dir set aside (not deleted) before restoring", "to", aside)
 	}
 	return err
+}
+
+func (m *Member) setRecord(r coord.Record) {
+	m.mu.Lock()
+	m.record = &r
+	m.mu.Unlock()
+}
+
+// forceNewAllowed reports whether a ForceNew flag left in meta may still
+// be honoured (defect 11): only for the recovery this member recorded from
+// its own data and that is not confirmed yet. Once the record is confirmed
+// (or names another incarnation) a ForceNewCluster start would cut this
+// member out of a cluster that has other members: it is refused.
+func (m *Member) forceNewAllowed(meta Meta) bool {
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
+	return rec != nil && rec.ClusterID == 0 && rec.Source == planner.FromData && rec.Seeder == meta.Name &&
+		rec.Token == meta.Token && rec.Epoch == meta.Epoch
+}
+
+// clearForceNew removes a ForceNew flag once etcd runs ready; called every
+// loop, so a failed write in afterReady is retried until it sticks.
+func (m *Member) clearForceNew() {
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e == nil {
+		return
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		return
+	}
+	meta, err := m.dir.readMeta()
+	if err != nil || !meta.ForceNew {
+		return
+	}
+	meta.ForceNew = false
+	if err := m.dir.writeMeta(meta); err != nil {
+		m.log.Warn("clearing the ForceNew flag failed; retrying next loop", "error", err)
+		return
+	}
+	m.log.Info("ForceNew flag cleared")
 }

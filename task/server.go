@@ -64,6 +64,9 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	if e == nil {
 		if m.dir.hasEtcdData() {
 			st.Revision = m.dir.revision()
+			// Peers must know a stopped learner's data is a learner's:
+			// it never seeds a recovery (invariant 4).
+			st.Learner = m.dir.learner(st.MemberID)
 		}
 		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
 	}

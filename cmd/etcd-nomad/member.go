@@ -67,7 +67,7 @@ func (c *memberCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
+	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log, LeaveTimeout: task.LeaveBudget(cl.Nomad.KillTimeout)}
 	switch cl.Provider.Kind {
 	case config.ProviderStatic:
 		if *name == "" {

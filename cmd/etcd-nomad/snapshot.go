@@ -344,7 +344,11 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
-	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index}
+	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index,
+		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
+	if rec.ClusterID != 0 {
+		newRec.LastConfirmedToken, newRec.LastConfirmedEpoch = rec.Token, rec.Epoch
+	}
 	if exists {
 		_, err = co.UpdateRecord(ctx, l, newRec)
 	} else {
