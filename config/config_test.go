@@ -93,7 +93,7 @@ func TestSemanticErrorsAllAtOnce(t *testing.T) {
 		line    int
 	}{
 		{"Invalid cluster name", 1},
-		{"Size does not match", 2},
+		{"Invalid size", 2},
 		{"Duplicate port", 6},
 		{"Election timeout too short", 10},
 		{"Invalid size", 11},
