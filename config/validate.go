@@ -20,13 +20,18 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 	}
 	d.validateSize(c)
 	if c.DataDir == "" {
-		if c.Provider.Kind == ProviderNomad {
-			c.DataDir = "${NOMAD_ALLOC_DIR}/data"
-		} else {
+		switch {
+		case c.Provider.Kind == ProviderNomad && c.Nomad.HostVolume != "":
+			c.DataDir = HostVolumeDataDir
+		case c.Provider.Kind == ProviderNomad:
+			c.DataDir = NomadDataDir
+		default:
 			d.errorf(d.rangeOf(), "Missing data_dir", "data_dir is required: the directory under which each member keeps its data (one sub-directory per member).")
 		}
 	} else if c.Provider.Kind != ProviderNomad && !filepath.IsAbs(c.DataDir) {
 		c.DataDir = filepath.Join(baseDir, c.DataDir)
+	} else if c.Provider.Kind == ProviderNomad && c.Nomad.HostVolume != "" && c.DataDir != HostVolumeDataDir && !strings.HasPrefix(c.DataDir, HostVolumeDataDir+"/") {
+		d.warnf(d.rangeOf("data_dir"), "data_dir not on the host volume", "host_volume = %q is mounted at %s, but data_dir = %q is elsewhere: the data would stay on the allocation's disk. Remove data_dir (it then defaults to %s) or point it under %s.", c.Nomad.HostVolume, HostVolumeDataDir, c.DataDir, HostVolumeDataDir, HostVolumeDataDir)
 	}
 	d.validatePorts("ports", c.Ports.Client, c.Ports.Peer, c.Ports.Status)
 	d.validateEtcd(c)
