@@ -280,11 +280,22 @@ func (d *decoder) rangeOf(path ...string) *hcl.Range {
 }
 
 func (d *decoder) errorf(rng *hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail(format, args), Subject: rng})
 }
 
 func (d *decoder) warnf(rng *hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: detail(format, args), Subject: rng})
+}
+
+// detail formats a diagnostic's text, durations the way people write them
+// ("2m", "24h"; not "2m0s", "24h0m0s").
+func detail(format string, args []any) string {
+	for i, a := range args {
+		if v, ok := a.(time.Duration); ok {
+			args[i] = short(v)
+		}
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 func (d *decoder) duration(s *string, def time.Duration, path ...string) time.Duration {

@@ -296,7 +296,7 @@ func (d *decoder) validateStaleAfter(p *Provider) {
 		// removed and rejoins from scratch, and its replacement, started
 		// meanwhile, is stopped and leaves: three membership changes
 		// instead of none. Tests on dev agents shorten it on purpose.
-		d.warnf(rng, "stale_after shorter than Nomad's lost_after", "stale_after = %s is under the job's disconnect { lost_after = %q }: a member on a client that loses contact would be removed from etcd while Nomad may still bring its allocation back (reconcile = \"keep_original\"); it would then rejoin as a new learner and copy all data again, and the replacement Nomad started meanwhile would be stopped. Use at least %s (the default).", p.StaleAfter, short(NomadLostAfter), short(NomadLostAfter))
+		d.warnf(rng, "stale_after shorter than Nomad's lost_after", "stale_after = %s is under the job's disconnect { lost_after = %q }: a member on a client that loses contact would be removed from etcd while Nomad may still bring its allocation back (reconcile = \"keep_original\"); it would then rejoin as a new learner and copy all data again, and the replacement Nomad started meanwhile would be stopped. Use at least %s (the default).", p.StaleAfter, NomadLostAfter, NomadLostAfter)
 	case p.StaleAfter < MemberRestart:
 		d.warnf(rng, "stale_after shorter than a restart", "stale_after = %s is under %s, the time a member may need to come back (restart delay, process and etcd start, reconnection): a member briefly missing from the provider would be removed from etcd and rejoin as a new learner that copies all data again.", p.StaleAfter, MemberRestart)
 	}
