@@ -1,7 +1,9 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -224,5 +226,48 @@ func TestRetentionKeepsCountAndNewest(t *testing.T) {
 		if m.Name == "5" {
 			t.Fatal("the newest snapshot was expired")
 		}
+	}
+}
+
+// TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith: the recorded
+// sha256 and size only say the object is what was saved; a plaintext whose
+// trailing 32 bytes are not the sha256 of the database before them (a
+// stream cut and padded, a writer that never appended etcd's hash) must
+// still be refused, by verify and by fetch, with the etcd-hash error.
+func TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith(t *testing.T) {
+	ctx := context.Background()
+	store, err := file.New(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := []byte(strings.Repeat("not really a bbolt file, but any bytes will do ", 2000))
+	good := sha256.Sum256(db)
+	plain := append(append([]byte{}, db...), good[:]...)
+	plain[len(plain)-1] ^= 0x01 // the last of etcd's 32 hash bytes is wrong
+	var obj bytes.Buffer
+	size, sum, err := snapshot.Encode(&obj, bytes.NewReader(plain), snapshot.Encryption{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := snapshot.ObjectName("c", 1, 1, time.Now(), false)
+	stored, err := store.Put(ctx, name, &obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record agrees with the (wrong) plaintext.
+	m := snapshot.Meta{Name: name, Cluster: "c", Epoch: 1, Revision: 1, Created: time.Now().UTC(), Size: size, SHA256: sum, StoredSize: stored, Codec: snapshot.Codec}
+	if err := store.PutMeta(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	const want = "etcd's own hash"
+	if _, err := snapshot.Verify(ctx, store, name, snapshot.Encryption{}, nil); !errors.Is(err, snapshot.ErrChecksum) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("verify: got %v, want %v mentioning %q", err, snapshot.ErrChecksum, want)
+	}
+	out := filepath.Join(t.TempDir(), "out.db")
+	if _, err := snapshot.Fetch(ctx, store, name, out, snapshot.Encryption{}, nil); !errors.Is(err, snapshot.ErrChecksum) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("fetch: got %v, want %v mentioning %q", err, snapshot.ErrChecksum, want)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Fatalf("fetch left files behind: %v", ents)
 	}
 }
