@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -59,6 +60,20 @@ func ObjectName(cluster string, epoch uint64, revision int64, created time.Time,
 		ext += ".age"
 	}
 	return fmt.Sprintf("%s-e%d-r%020d-%s%s", cluster, epoch, revision, created.UTC().Format("20060102T150405Z"), ext)
+}
+
+// objectNameRest is what ObjectName writes after "<cluster>-". Cluster
+// names hold letters, digits and dashes, so a prefix test alone would
+// take cluster "a"'s snapshots for cluster "a-e1"'s; the rest must match
+// exactly.
+var objectNameRest = regexp.MustCompile(`^e[0-9]+-r[0-9]{20}-[0-9]{8}T[0-9]{6}Z\.snap\.zst(\.age)?$`)
+
+// OfCluster reports whether name is an ObjectName of cluster. Stores that
+// several clusters share (one directory, one bucket prefix) use it to see
+// only their own cluster's objects, with or without metadata.
+func OfCluster(name, cluster string) bool {
+	rest, ok := strings.CutPrefix(name, cluster+"-")
+	return ok && cluster != "" && objectNameRest.MatchString(rest)
 }
 
 // ErrChecksum reports a snapshot whose content does not match its record.

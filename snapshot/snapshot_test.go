@@ -79,7 +79,7 @@ func fill(t *testing.T, cli *clientv3.Client, n int) {
 func TestSaveVerifyFetchRestore(t *testing.T) {
 	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
 	fill(t, cli, 500)
-	store, err := file.New(filepath.Join(t.TempDir(), "store"))
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +131,7 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
 	fill(t, cli, 300)
 	dir := filepath.Join(t.TempDir(), "store")
-	store, _ := file.New(dir)
+	store, _ := file.New(dir, "c")
 	enc, _ := snapshot.Passphrase("right")
 	ctx := context.Background()
 	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
@@ -143,7 +143,7 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong, _ := snapshot.Passphrase("wrong")
-	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"))
+	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"), "c")
 	pm, err := snapshot.Save(ctx, cli, ep, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +236,7 @@ func TestRetentionKeepsCountAndNewest(t *testing.T) {
 // still be refused, by verify and by fetch, with the etcd-hash error.
 func TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith(t *testing.T) {
 	ctx := context.Background()
-	store, err := file.New(filepath.Join(t.TempDir(), "store"))
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -369,7 +369,7 @@ func runSnapshotSave(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := file.New(*storeDir)
+	store, err := file.New(*storeDir, "bench")
 	if err != nil {
 		return err
 	}
@@ -406,7 +406,7 @@ func runSnapshotRestore(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := file.New(*storeDir)
+	store, err := file.New(*storeDir, "bench")
 	if err != nil {
 		return err
 	}

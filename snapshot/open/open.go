@@ -23,7 +23,7 @@ func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
 	}
 	switch sn.StoreKind {
 	case "file":
-		return file.New(sn.Path)
+		return file.New(sn.Path, cl.Name)
 	case "s3":
 		prefix := sn.Prefix
 		if prefix == "" {
