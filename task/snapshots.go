@@ -135,3 +135,21 @@ func (m *Member) maybeSnapshot(ctx context.Context, o planner.Observation) {
 		m.log.Warn("scheduled snapshot failed", "error", err)
 	}
 }
+
+// revisionBump is how far a recovery from meta bumps revisions: derived
+// from the write rate the store's listing shows and the snapshot's age
+// (snapshot.RevisionBump). Without a listing the assumed rate stands in.
+func (m *Member) revisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
+	var history []snapshot.Meta
+	if s := m.opts.Snapshots; s != nil {
+		list, err := s.Store.List(ctx)
+		if err != nil {
+			m.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
+		}
+		history = list
+	}
+	bump := snapshot.RevisionBump(meta, history, time.Now())
+	rate, measured := snapshot.WriteRate(history)
+	m.log.Info("revision bump", "snapshot", meta.Name, "revision", meta.Revision, "age", time.Since(meta.Created).Round(time.Second), "rate", rate, "measured", measured, "bump", bump)
+	return bump
+}

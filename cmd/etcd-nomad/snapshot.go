@@ -255,7 +255,9 @@ Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] 
 
 Options:
   -member NAME       the member that seeds (static provider name)
-  -revision-bump N   added to every revision (default 1000000)`)
+  -revision-bump N   added to every revision; by default derived from the
+                     write rate between the store's snapshots and the
+                     snapshot's age (4 x rate x age, at least 1000000)`)
 }
 
 func (c *snapshotRestoreCommand) Run(args []string) int {
@@ -263,7 +265,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	defer cancel()
 	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
 	member := fs.String("member", "", "")
-	bump := fs.Uint64("revision-bump", 1_000_000, "")
+	bump := fs.Uint64("revision-bump", 0, "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -318,6 +320,19 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	m, err := snapshot.Fetch(ctx, env.store, name, plain, env.enc, progressPrinter(ui, "fetched"))
 	if err != nil {
 		return err
+	}
+	if bump == 0 {
+		list, err := env.store.List(ctx)
+		if err != nil {
+			return fmt.Errorf("list snapshots to derive the revision bump (or give -revision-bump): %w", err)
+		}
+		bump = snapshot.RevisionBump(m, list, time.Now())
+		rate, measured := snapshot.WriteRate(list)
+		how := fmt.Sprintf("%.0f writes/s measured between snapshots", rate)
+		if !measured {
+			how = fmt.Sprintf("no rate measurable from the store, %.0f writes/s assumed", snapshot.AssumedWriteRate)
+		}
+		ui.Output(fmt.Sprintf("revision bump %d: snapshot %s old, %s", bump, time.Since(m.Created).Round(time.Second), how))
 	}
 	co, err := status.Coordinator(cl)
 	if err != nil {
