@@ -20,11 +20,17 @@ import (
 // Meta describes one stored snapshot.
 type Meta struct {
 	// Name is the object's name in the store.
-	Name        string    `json:"name"`
-	Cluster     string    `json:"cluster"`
-	ClusterID   string    `json:"cluster_id"`
-	Epoch       uint64    `json:"epoch"`
-	Revision    int64     `json:"revision"`
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster"`
+	ClusterID string `json:"cluster_id"`
+	Epoch     uint64 `json:"epoch"`
+	// Revision is read from the snapshot's own data (Revision), never
+	// from a status call that could have reached another member.
+	Revision int64 `json:"revision"`
+	// Endpoint and MemberID name the one member the snapshot was
+	// streamed from.
+	Endpoint    string    `json:"endpoint,omitempty"`
+	MemberID    string    `json:"member_id,omitempty"`
 	EtcdVersion string    `json:"etcd_version"`
 	Created     time.Time `json:"created"`
 	// Size and SHA256 are those of the plaintext etcd snapshot.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -88,7 +89,7 @@ func TestSaveVerifyFetchRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", ClusterID: "abc", Epoch: 1}, enc, nil)
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, store, snapshot.Source{Cluster: "c", ClusterID: "abc", Epoch: 1}, enc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 	store, _ := file.New(dir, "c")
 	enc, _ := snapshot.Passphrase("right")
 	ctx := context.Background()
-	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 	}
 	wrong, _ := snapshot.Passphrase("wrong")
 	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"), "c")
-	pm, err := snapshot.Save(ctx, cli, ep, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+	pm, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,5 +270,61 @@ func TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
 		t.Fatalf("fetch left files behind: %v", ents)
+	}
+}
+
+// contentRevision reads the revision of a plaintext snapshot file with
+// etcd's own tool (etcdutl snapshot status), not with the code under test.
+func contentRevision(t *testing.T, plain string) int64 {
+	t.Helper()
+	st, err := etcdutl.NewV3(zap.NewNop()).Status(plain)
+	if err != nil {
+		t.Fatalf("etcdutl status of %s: %v", plain, err)
+	}
+	return st.Revision
+}
+
+// TestSnapshotLabeledByItsContentNotByAnotherEndpoint: a client balances
+// requests over its endpoints, so a snapshot whose status (revision) was
+// read from one member could be streamed from another, a learner or an
+// old epoch's member holding older data (seen: metadata revision 201,
+// content revision 6, in 3 of 6 saves). Each save here must hold the
+// named member's data, and its metadata must carry the revision of what
+// it holds.
+func TestSnapshotLabeledByItsContentNotByAnotherEndpoint(t *testing.T) {
+	ctx := context.Background()
+	newer, newerEP := startEtcd(t, filepath.Join(t.TempDir(), "newer"))
+	fill(t, newer, 200)
+	older, olderEP := startEtcd(t, filepath.Join(t.TempDir(), "older"))
+	fill(t, older, 5)
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrong []string
+	for i := range 7 {
+		// Six saves of the newer member, then one of the older.
+		ep, want := newerEP, int64(201)
+		if i == 6 {
+			ep, want = olderEP, 6
+		}
+		spool := t.TempDir()
+		m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep, SpoolDir: spool}, store, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := os.ReadDir(spool); len(left) != 0 {
+			t.Fatalf("save left its spool file behind: %v", left)
+		}
+		plain := filepath.Join(t.TempDir(), "snap.db")
+		if _, err := snapshot.Fetch(ctx, store, m.Name, plain, snapshot.Encryption{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := contentRevision(t, plain); got != m.Revision || got != want || m.Endpoint != ep || !strings.Contains(m.Name, fmt.Sprintf("-r%020d-", want)) {
+			wrong = append(wrong, fmt.Sprintf("save %d of %s: metadata revision %d (name %s, endpoint %s), content revision %d, want %d", i, ep, m.Revision, m.Name, m.Endpoint, got, want))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Fatalf("snapshots not labeled by their content:\n%s", strings.Join(wrong, "\n"))
 	}
 }

@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,18 +74,19 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	if ep == "" {
 		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
 	}
-	cli, err := m.etcdClient(m.clientEndpoints())
-	if err != nil {
-		return err
-	}
 	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
 	if rec != nil {
 		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
 	}
+	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
+	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	meta, err := snapshot.Save(sctx, cli, ep, s.Store, src, s.Encryption, nil)
+	// Streamed from ep alone (not the shared client, which balances over
+	// every member) and spooled beside the member's data.
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)

@@ -15,8 +15,6 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/cli"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -100,7 +98,9 @@ Usage: etcd-nomad snapshot save -config FILE
 
   Streams a snapshot from a healthy member through zstd (and age, when the
   snapshot block has an encryption block) into the store, records its
-  sha256, then applies retention (never deleting the newest).`)
+  sha256, then applies retention (never deleting the newest). The snapshot
+  is spooled to $TMPDIR first (as large as the database) so that its
+  revision is read from the data itself.`)
 }
 
 func (c *snapshotSaveCommand) Run(args []string) int {
@@ -110,14 +110,13 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	cli, ep, src, err := clusterClient(ctx, env.cl)
+	from, src, err := snapshotSource(ctx, env.cl)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	defer cli.Close()
-	c.ui.Output(fmt.Sprintf("saving a snapshot of %s (cluster %s, epoch %d) from %s", env.cl.Name, src.ClusterID, src.Epoch, ep))
-	m, err := snapshot.Save(ctx, cli, ep, env.store, src, env.enc, progressPrinter(c.ui, "read"))
+	c.ui.Output(fmt.Sprintf("saving a snapshot of %s (cluster %s, epoch %d) from %s", env.cl.Name, src.ClusterID, src.Epoch, from.Endpoint))
+	m, err := snapshot.Save(ctx, from, env.store, src, env.enc, progressPrinter(c.ui, "read"))
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -138,36 +137,33 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	return 0
 }
 
-// clusterClient connects to the cluster's healthy members.
-func clusterClient(ctx context.Context, cl *config.Cluster) (*clientv3.Client, string, snapshot.Source, error) {
+// snapshotSource picks the healthy member a snapshot is streamed from
+// (the first the status lists) and what the snapshot is of.
+func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, snapshot.Source, error) {
 	src := snapshot.Source{Cluster: cl.Name}
 	st, err := status.Gather(ctx, cl)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
-	var eps []string
+	ep := ""
 	for _, m := range st.Members {
-		if m.Healthy {
-			eps = append(eps, m.ClientURL)
+		if m.Healthy && ep == "" {
+			ep = m.ClientURL
 		}
 	}
-	if len(eps) == 0 {
-		return nil, "", src, errors.New("no healthy member to take a snapshot from")
+	if ep == "" {
+		return snapshot.From{}, src, errors.New("no healthy member to take a snapshot from")
 	}
 	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
 	co, err := status.Coordinator(cl)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
 	tc, _, err := status.ClientTLS(ctx, cl, co)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, "", src, err
-	}
-	return cli, eps[0], src, nil
+	return snapshot.From{Endpoint: ep, TLS: tc}, src, nil
 }
 
 type snapshotListCommand struct{ ui cli.Ui }
