@@ -82,6 +82,23 @@ func OfCluster(name, cluster string) bool {
 	return ok && cluster != "" && objectNameRest.MatchString(rest)
 }
 
+// cleanupTimeout bounds a cleanup after a failure (abort an upload,
+// delete an object without metadata). The cleanup runs on a fresh
+// context: the failure is often the caller's context ending (SIGTERM, a
+// timeout), which would fail the cleanup too.
+const cleanupTimeout = 30 * time.Second
+
+// CleanupContext returns a context for cleaning up after ctx failed: it
+// keeps ctx's values, not its cancellation, and ends after 30 seconds.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// OrphanAge is how old an object without metadata (or an incomplete
+// upload) must be before a sweep removes it: far longer than any save, so
+// that a save in progress is never swept.
+const OrphanAge = 24 * time.Hour
+
 // ErrChecksum reports a snapshot whose content does not match its record.
 var ErrChecksum = errors.New("snapshot checksum mismatch")
 

@@ -130,14 +130,27 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 		res.err = fmt.Errorf("snapshot of %s: etcd's own hash at the end of the stream does not match its content: %w", from.Endpoint, ErrChecksum)
 	}
 	if res.err != nil || perr != nil {
-		_ = store.Delete(ctx, m.Name)
-		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr))
+		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr, discard(ctx, store, m.Name)))
 	}
 	m.Size, m.SHA256, m.StoredSize = res.tail.n, hex.EncodeToString(res.tail.sum()), stored
 	if err := store.PutMeta(ctx, m); err != nil {
-		return Meta{}, err
+		// Without its metadata the object is listed nowhere and no
+		// retention would ever remove it.
+		return Meta{}, errors.Join(err, discard(ctx, store, m.Name))
 	}
 	return m, nil
+}
+
+// discard deletes the object of a failed save, on a fresh context: the
+// failure may be ctx's end. What it cannot delete a store's sweep
+// removes later (Sweeper).
+func discard(ctx context.Context, store Store, name string) error {
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if err := store.Delete(cctx, name); err != nil {
+		return fmt.Errorf("delete the incomplete %s: %w", name, err)
+	}
+	return nil
 }
 
 // Fetch decodes snapshot name from store into the file dst and verifies

@@ -97,14 +97,12 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	m.snapMetrics.size.Set(float64(meta.Size))
 	m.snapMetrics.duration.Set(took.Seconds())
 	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
-	list, err := s.Store.List(ctx)
-	if err != nil {
-		return nil
+	removed, err := snapshot.Prune(ctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
+	for _, name := range removed {
+		m.log.Info("retention: removed", "name", name)
 	}
-	for _, old := range snapshot.Expired(list, s.RetainCount, s.RetainAge, time.Now()) {
-		if err := s.Store.Delete(ctx, old.Name); err != nil {
-			m.log.Warn("retention: delete failed", "name", old.Name, "error", err)
-		}
+	if err != nil {
+		m.log.Warn("retention incomplete", "error", err)
 	}
 	return nil
 }

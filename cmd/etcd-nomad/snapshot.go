@@ -15,6 +15,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -50,7 +51,7 @@ func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []st
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
-	store, err := open.Store(ctx, cl)
+	store, err := open.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
@@ -123,15 +124,12 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
 	if sn := env.cl.Snapshot; sn != nil {
-		list, err := env.store.List(ctx)
-		if err == nil {
-			for _, old := range snapshot.Expired(list, sn.RetainCount, sn.RetainAge, time.Now()) {
-				if err := env.store.Delete(ctx, old.Name); err != nil {
-					c.ui.Warn(fmt.Sprintf("retention: delete %s: %v", old.Name, err))
-					continue
-				}
-				c.ui.Output("retention: deleted " + old.Name)
-			}
+		removed, err := snapshot.Prune(ctx, env.store, sn.RetainCount, sn.RetainAge, time.Now())
+		for _, name := range removed {
+			c.ui.Output("retention: deleted " + name)
+		}
+		if err != nil {
+			c.ui.Warn(err.Error())
 		}
 	}
 	return 0

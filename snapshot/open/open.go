@@ -9,14 +9,23 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )
 
-// Store opens the snapshot store of cl.
+// Store opens the snapshot store of cl; what a listing skips is reported
+// nowhere (StoreWithLog).
 func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
+	return StoreWithLog(ctx, cl, nil)
+}
+
+// StoreWithLog opens the snapshot store of cl, reporting to log (may be
+// nil) what a listing skips: corrupt or orphaned metadata.
+func StoreWithLog(ctx context.Context, cl *config.Cluster, log hclog.Logger) (snapshot.Store, error) {
 	sn := cl.Snapshot
 	if sn == nil {
 		return nil, fmt.Errorf("%s: no snapshot block: add snapshot { store \"file\" { path = ... } }", cl.File)
@@ -29,7 +38,7 @@ func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
 		if prefix == "" {
 			prefix = cl.Name + "/"
 		}
-		o := s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle}
+		o := s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle, Log: log}
 		if sn.CAFile != "" {
 			hc, err := s3.TrustCAFile(sn.CAFile)
 			if err != nil {
