@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -197,6 +198,10 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		before[a.ID] = true
 	}
 	cli := c.client()
+	_, _, idsBefore, err := memberList(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w := clustertest.StartWriter(cli, "roll")
 	watch := clustertest.WatchMembership(cli)
 	c.nomadRun(`ROLL = "2"`)
@@ -221,6 +226,41 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		t.Errorf("membership fell to %d voters", minVoters)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+
+	// Defect 8: Nomad moved each old allocation's disk into its
+	// replacement; the replacement adopts that data and runs as the same
+	// member (no learner joins from empty), and no old directory is
+	// carried along.
+	waitFor(t, time.Minute, "the same three member ids, each at its new address", func() (bool, string) {
+		v, l, ids, err := memberList(c.client())
+		if err != nil || v != 3 || l != 0 {
+			return false, fmt.Sprintf("%d voters %d learners %v", v, l, err)
+		}
+		for id := range idsBefore {
+			if _, ok := ids[id]; !ok {
+				return false, fmt.Sprintf("member ids %v, before the update %v", ids, idsBefore)
+			}
+		}
+		return true, ""
+	})
+	st, err := c.status()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range st.Members {
+		dir := filepath.Dir(allocDataDir(t, m))
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) != 1 {
+			var names []string
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			t.Errorf("allocation of member %s carries %d member directories in %s: %v", m.Name, len(ents), dir, names)
+		}
+	}
 }
 
 // All 3 allocations start from empty at the same moment: exactly one seeder

@@ -101,6 +101,10 @@ func Check(o Observation, d Decision) error {
 				}
 			}
 		}
+	case UpdatePeerURL:
+		if !o.Running || !o.MembersKnown || d.MemberID != o.SelfID {
+			return fmt.Errorf("peer URL update of %x by %x (running %v, members known %v)", d.MemberID, o.SelfID, o.Running, o.MembersKnown)
+		}
 	case Promote:
 		if !o.Running || d.MemberID != o.SelfID {
 			return fmt.Errorf("invariant 3: promote of %x by %x", d.MemberID, o.SelfID)

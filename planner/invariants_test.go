@@ -48,7 +48,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 	}
 	// The generator must reach every decision, or the invariants were
 	// checked against too little.
-	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum} {
+	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum, UpdatePeerURL} {
 		if kinds[k] == 0 {
 			t.Errorf("no generated observation led to %s; counts: %v", k, kinds)
 		}

@@ -336,6 +336,14 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x is no longer in the cluster: stopping and setting its data aside", o.SelfID)}
 	}
 	self := o.Members[i]
+	if o.Self.PeerURL != "" && !contains(self.PeerURLs, o.Self.PeerURL) {
+		// Data adopted from a previous allocation (Nomad moved its disk):
+		// the member runs at a new address; peers must learn it.
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "this member's peer URL changed: taking the lock to update it"}
+		}
+		return Decision{Kind: UpdatePeerURL, Name: name, MemberID: self.ID, Reason: fmt.Sprintf("the membership names peer URLs %v for this member, which now listens on %s: updating them", self.PeerURLs, o.Self.PeerURL)}
+	}
 	if o.Record.ClusterID == 0 && o.Record.Token == o.Local.Token && o.Local.ClusterID != 0 {
 		if !o.HoldsLock {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "cluster started but not confirmed in the record: taking the lock"}
@@ -603,6 +611,20 @@ func (r rules) planLeave(o Observation) Decision {
 	}
 	if voters(o.Members) <= 1 && !o.Members[i].Learner {
 		return Decision{Kind: Wait, Name: name, Reason: "leaving, but this is the last voter: keeping it (the cluster's data lives here)"}
+	}
+	if o.DataInherited && !o.Members[i].Learner {
+		// The replacement runs as this member from its data: staying in
+		// the membership saves a full resync, but only while the others
+		// keep a quorum without it (another member may be leaving too:
+		// the lock orders them, and the holder keeps it until its etcd
+		// has stopped, so the next one sees it gone).
+		others := healthyVoters(o.Members)
+		if o.Members[i].Healthy {
+			others--
+		}
+		if v := voters(o.Members); others >= Quorum(v) {
+			return Decision{Kind: KeepMembership, Name: name, MemberID: o.SelfID, Reason: fmt.Sprintf("leaving; the replacement inherits this member's data and %d healthy of %d voters keep quorum meanwhile: stopping without removal", others, v)}
+		}
 	}
 	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
 	d.Name = name

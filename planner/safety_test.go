@@ -93,3 +93,25 @@ func TestSafetyReviewDefects(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaveKeepsMembershipOnlyWithQuorum: a leaving member whose
+// replacement inherits its data stops without removal only while the
+// others keep a quorum; otherwise it must go through removal (invariant 12).
+func TestLeaveKeepsMembershipOnlyWithQuorum(t *testing.T) {
+	base := Observation{Self: Self{Name: "m0"}, Running: true, SelfID: 1, MembersKnown: true, HoldsLock: true, DataInherited: true, DesiredSize: 3}
+	healthy := base
+	healthy.Members = members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
+	if d := PlanLeave(healthy); d.Kind != KeepMembership {
+		t.Fatalf("3 healthy voters, data inherited: got %s %q, want %s", d.Kind, d.Reason, KeepMembership)
+	}
+	oneDown := base
+	oneDown.Members = members(voter(1, "m0", true), voter(2, "m1", false), voter(3, "m2", true))
+	if d := PlanLeave(oneDown); d.Kind == KeepMembership || d.Kind == RemoveMember {
+		t.Fatalf("another voter down, data inherited: got %s %q; stopping now would cost quorum", d.Kind, d.Reason)
+	}
+	notInherited := healthy
+	notInherited.DataInherited = false
+	if d := PlanLeave(notInherited); d.Kind != RemoveMember {
+		t.Fatalf("data not inherited: got %s %q, want %s", d.Kind, d.Reason, RemoveMember)
+	}
+}

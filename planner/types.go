@@ -61,6 +61,9 @@ type Observation struct {
 	// not answer: a hidden member may hold newer data or a working quorum
 	// (a partition), so no recovery starts while any is unreachable.
 	Unreachable int
+	// DataInherited is true for a leaving member whose replacement
+	// inherits its data (Nomad moves a sticky, migrating disk).
+	DataInherited bool
 	// SeederGoneFor is how long the seeder named by an unconfirmed
 	// recovery record has been missing from the provider's instances (0
 	// while it is listed).
@@ -189,6 +192,13 @@ const (
 	RecordCluster Kind = "record-cluster"
 	// ReplaceInstance: ask the provider to replace Target's instance.
 	ReplaceInstance Kind = "replace-instance"
+	// KeepMembership: a leaving member whose replacement inherits its data
+	// stops without removing itself; the replacement runs as this member.
+	KeepMembership Kind = "keep-membership"
+	// UpdatePeerURL: this running member's peer URL in the membership is
+	// not the one it listens on (its data came from another allocation,
+	// whose ports differ): update it.
+	UpdatePeerURL Kind = "update-peer-url"
 	// RecoverQuorum: record the next epoch, then restart this member as a
 	// one-member cluster from its own data (From "data", ForceNewCluster)
 	// or from the snapshot Target (From "snapshot").
@@ -219,7 +229,7 @@ type Decision struct {
 // ChangesMembership reports whether d changes the etcd membership.
 func (d Decision) ChangesMembership() bool {
 	switch d.Kind {
-	case JoinAsLearner, Promote, RemoveMember, ReplaceInstance:
+	case JoinAsLearner, Promote, RemoveMember, ReplaceInstance, UpdatePeerURL:
 		return true
 	}
 	return false

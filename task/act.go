@@ -40,6 +40,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.recordCluster(ctx, d)
 	case planner.RecoverQuorum:
 		return m.recover(ctx, d)
+	case planner.UpdatePeerURL:
+		return m.updatePeerURL(ctx, d)
 	case planner.ReplaceInstance:
 		r, ok := m.opts.Provider.(replacer)
 		if !ok {
@@ -412,4 +414,24 @@ func (m *Member) memberClientURL(mem planner.Member) string {
 		}
 	}
 	return ""
+}
+
+// updatePeerURL tells the cluster this member's new peer URL (its data was
+// adopted from a previous allocation with other ports).
+func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
+	if _, err := m.heldLock(); err != nil {
+		return err
+	}
+	cli, err := m.etcdClient([]string{m.clientURL(m.self)})
+	if err != nil {
+		return err
+	}
+	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := cli.MemberUpdate(uctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
+		return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
+	}
+	m.metrics.membershipChanges.Inc()
+	m.log.Info("peer URL updated", "member_id", types.ID(d.MemberID).String(), "peer_url", m.peerURL(m.self))
+	return nil
 }

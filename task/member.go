@@ -156,6 +156,17 @@ func New(ctx context.Context, o Options) (*Member, error) {
 			return nil, fmt.Errorf("member %q is not among the provider's instances", o.Name)
 		}
 	}
+	live := map[string]bool{}
+	if insts, err := o.Provider.Instances(ctx); err == nil {
+		for _, in := range insts {
+			live[in.Name] = true
+		}
+	}
+	if from, err := adoptPrevious(m.dir.root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
+		m.log.Error("previous data not adopted", "error", err)
+	} else if from != "" {
+		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.root)
+	}
 	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
@@ -397,6 +408,12 @@ func (m *Member) shutdown() {
 	}
 }
 
+// inheritor is implemented by providers that know whether this member's
+// replacement inherits its data (Nomad's migrating ephemeral disk).
+type inheritor interface {
+	Inherited(ctx context.Context) (bool, error)
+}
+
 // leaver is implemented by providers that know when this member's slot is
 // going away for good.
 type leaver interface {
@@ -429,8 +446,15 @@ func (m *Member) leave() bool {
 	if !leaving {
 		return false
 	}
+	inherited := false
+	if ih, ok := m.opts.Provider.(inheritor); ok {
+		if inherited, err = ih.Inherited(ctx); err != nil {
+			m.log.Warn("cannot tell whether the replacement inherits this member's data; leaving for good", "error", err)
+			inherited = false
+		}
+	}
 	for attempt := 1; ; attempt++ {
-		out, again := m.leaveOnce(ctx, attempt)
+		out, again := m.leaveOnce(ctx, attempt, inherited)
 		if out || !again {
 			return out
 		}
@@ -463,7 +487,7 @@ const leaveRetryEvery = 500 * time.Millisecond
 
 // leaveOnce makes one attempt under the lock: out reports the member is out
 // of the membership, again that another attempt may succeed.
-func (m *Member) leaveOnce(ctx context.Context, attempt int) (out, again bool) {
+func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (out, again bool) {
 	lctx, lcancel := context.WithTimeout(ctx, 2*time.Second)
 	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
 	lcancel()
@@ -474,8 +498,14 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int) (out, again bool) {
 	m.mu.Lock()
 	m.lock = l
 	m.mu.Unlock()
-	defer m.releaseLock(ctx)
+	keepLock := false
+	defer func() {
+		if !keepLock {
+			m.releaseLock(ctx)
+		}
+	}()
 	o, err := m.observe(ctx)
+	o.DataInherited = inherited
 	if err != nil {
 		m.log.Warn("leaving: observation failed", "attempt", attempt, "error", err)
 		return false, true
@@ -487,8 +517,14 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int) (out, again bool) {
 		return true, false
 	}
 	d := planner.PlanLeave(o)
-	if attempt == 1 || d.Kind == planner.RemoveMember {
+	if attempt == 1 || d.Kind != planner.Wait {
 		m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason, "attempt", attempt)
+	}
+	if d.Kind == planner.KeepMembership {
+		// Hold the lock until etcd has stopped (shutdown releases it):
+		// a member leaving at the same time must see this one gone.
+		keepLock = true
+		return false, false
 	}
 	if d.Kind != planner.RemoveMember {
 		// No quorum, or removing this member now would leave too few

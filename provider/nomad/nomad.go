@@ -245,6 +245,41 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 	return a.DesiredStatus != api.AllocDesiredStatusRun, nil
 }
 
+// Inherited reports whether this member's allocation is being replaced by
+// one that inherits its disk (sticky, migrating ephemeral disk: Nomad moves
+// alloc/data into the replacement), so the replacement can run as this
+// same member from its data instead of joining empty.
+func (p *Provider) Inherited(ctx context.Context) (bool, error) {
+	if p.o.SelfAlloc == "" {
+		return false, nil
+	}
+	a, _, err := p.o.Client.Allocations().Info(p.o.SelfAlloc, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
+	if err != nil {
+		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, NeedRead, err))
+	}
+	if a.NextAllocation == "" {
+		return false, nil
+	}
+	return p.inheritsData(ctx, a.NextAllocation), nil
+}
+
+// inheritsData reports whether allocation id will receive the previous
+// allocation's data: it names it as its previous allocation and its group
+// asks for a migrating ephemeral disk. Any doubt reads as no: a member
+// that leaves is always safe, one that stays is removed after stale_after.
+func (p *Provider) inheritsData(ctx context.Context, id string) bool {
+	next, _, err := p.o.Client.Allocations().Info(id, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
+	if err != nil || next.PreviousAllocation != p.o.SelfAlloc || next.Job == nil {
+		return false
+	}
+	for _, tg := range next.Job.TaskGroups {
+		if tg.Name != nil && *tg.Name == next.TaskGroup {
+			return tg.EphemeralDisk != nil && tg.EphemeralDisk.Migrate != nil && *tg.EphemeralDisk.Migrate
+		}
+	}
+	return false
+}
+
 // SelfFromEnv builds this member's instance from the variables Nomad sets
 // in the task: NOMAD_ALLOC_ID, NOMAD_GROUP_NAME, NOMAD_IP_<label>,
 // NOMAD_PORT_<label>.

@@ -1,0 +1,66 @@
+package task
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+)
+
+// adoptPrevious moves the data of a previous member of this cluster into
+// root when root does not exist yet (safety issue, defect 8). Nomad moves a
+// replaced allocation's whole alloc/data into its replacement (sticky +
+// migrate ephemeral disk: destructive job updates, rescheduled failures),
+// and a host volume keeps it on the host; the directory is named after the
+// old allocation's member, so the new member would start empty and the old
+// directory would be carried along forever.
+//
+// Only a directory that holds metadata of this cluster and whose owner is
+// not a live instance (live reports the provider's instances by name) is a
+// candidate; exactly one candidate is adopted, never two (which one would
+// be a guess). Identity stays the name persisted in the data (invariant 6).
+// Nothing is deleted: the directory is renamed. It returns the adopted
+// directory, or "" when nothing was adopted.
+func adoptPrevious(root, cluster string, live func(name string) bool) (string, error) {
+	if _, err := os.Stat(root); err == nil || !errors.Is(err, os.ErrNotExist) {
+		return "", nil // this allocation has started before: its own data rules
+	}
+	parent := filepath.Dir(root)
+	ents, err := os.ReadDir(parent)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("look for a previous member's data in %s: %w", parent, err)
+	}
+	var cands []string
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == filepath.Base(root) || live(e.Name()) {
+			continue
+		}
+		dir := filepath.Join(parent, e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, "current", metaFile))
+		if err != nil {
+			continue
+		}
+		var meta Meta
+		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster {
+			continue
+		}
+		cands = append(cands, dir)
+	}
+	sort.Strings(cands)
+	switch len(cands) {
+	case 0:
+		return "", nil
+	case 1:
+		if err := os.Rename(cands[0], root); err != nil {
+			return "", fmt.Errorf("adopt %s: %w", cands[0], err)
+		}
+		return cands[0], nil
+	default:
+		return "", fmt.Errorf("%d previous members' data dirs of cluster %q in %s (%v): adopting none of them; starting empty (they are kept)", len(cands), cluster, parent, cands)
+	}
+}

@@ -1,0 +1,73 @@
+package task
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDataCarriedToNewAllocationIsAdopted (safety issue, defect 8): Nomad
+// moves the previous allocation's alloc/data into its replacement, under
+// the old member's directory name. The new member adopts exactly one such
+// directory of its cluster whose owner is not live, never two, never
+// another cluster's, and never when it has a directory of its own.
+func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
+	mk := func(t *testing.T, root, name, cluster string) {
+		t.Helper()
+		d := dataDir{root: filepath.Join(root, name)}
+		if err := d.writeMeta(Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	none := func(string) bool { return false }
+
+	t.Run("one previous member is adopted under the new name", func(t *testing.T) {
+		dir := t.TempDir()
+		mk(t, dir, "etcd-old1", "main")
+		mk(t, dir, "etcd-other", "another-cluster")
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new1"), "main", none)
+		if err != nil || from != filepath.Join(dir, "etcd-old1") {
+			t.Fatalf("adopted %q, %v; want etcd-old1", from, err)
+		}
+		meta, err := dataDir{root: filepath.Join(dir, "etcd-new1")}.readMeta()
+		if err != nil || meta.Name != "etcd-old1" {
+			t.Fatalf("adopted metadata %+v, %v: the persisted name must stay the identity", meta, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "etcd-old1")); !os.IsNotExist(err) {
+			t.Fatalf("the old directory is still there (%v): it would be carried forward forever", err)
+		}
+	})
+	t.Run("two candidates: none adopted, both kept", func(t *testing.T) {
+		dir := t.TempDir()
+		mk(t, dir, "etcd-a", "main")
+		mk(t, dir, "etcd-b", "main")
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		if err == nil || from != "" {
+			t.Fatalf("adopted %q, %v; want an error and nothing adopted", from, err)
+		}
+		for _, n := range []string{"etcd-a", "etcd-b"} {
+			if _, err := os.Stat(filepath.Join(dir, n, "current", metaFile)); err != nil {
+				t.Fatalf("%s: %v", n, err)
+			}
+		}
+	})
+	t.Run("a live member's directory is never adopted", func(t *testing.T) {
+		dir := t.TempDir()
+		mk(t, dir, "etcd-live", "main")
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", func(n string) bool { return n == "etcd-live" })
+		if err != nil || from != "" {
+			t.Fatalf("adopted %q, %v", from, err)
+		}
+	})
+	t.Run("a member with a directory of its own adopts nothing", func(t *testing.T) {
+		dir := t.TempDir()
+		mk(t, dir, "etcd-old", "main")
+		if err := os.MkdirAll(filepath.Join(dir, "etcd-new", "aside"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		if err != nil || from != "" {
+			t.Fatalf("adopted %q, %v", from, err)
+		}
+	})
+}
