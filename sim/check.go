@@ -94,7 +94,7 @@ func (w *World) checkWrites(g *group) {
 
 // checkNewGroup: one seed per epoch (while the other still has a copy),
 // and a cluster must have a voter.
-func (w *World) checkNewGroup(g *group, why string) {
+func (w *World) checkNewGroup(src *node, g *group, why string) {
 	if g.voters() == 0 {
 		w.violate(InvNoVoter, "%s (%s) has no voter: it can never elect a leader", g, why)
 		return
@@ -104,7 +104,7 @@ func (w *World) checkNewGroup(g *group, why string) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n.data != nil && n.data.group == o && n.data.wal {
+			if n != src && n.data != nil && n.data.group == o && n.data.wal {
 				w.violate(InvTwoSeeds, "%s (%s) started while %s of the same epoch lives at %s", g, why, o, n.name)
 				return
 			}
@@ -217,6 +217,13 @@ func (w *World) stuck() string {
 			}
 		}
 	}
+	if r.ClusterID == 0 && r.Source == "" && w.byName[r.Seeder] != nil && w.byName[r.Seeder].alloc == allocTerminal {
+		for _, n := range w.slots {
+			if d := n.data; d != nil && d.wal && d.epoch == r.Epoch && d.token != r.Token {
+				return "an unconfirmed seed record of a gone seeder beside data of another token of its epoch (the planner asks an operator to choose)"
+			}
+		}
+	}
 	if r.ClusterID == 0 {
 		return ""
 	}
@@ -267,4 +274,57 @@ func (w *World) State() string {
 		fmt.Fprintf(&b, " last: %s\n", n.lastReason)
 	}
 	return b.String()
+}
+
+// Known findings: conditions under which the current planner is known to
+// break an invariant (reported to the lead, see README). A run notes the
+// first it meets; a violation after it is reported as that finding.
+const (
+	KnownSeedOverSnapshots = "seed with no record while the snapshot store holds the cluster's snapshots"
+	KnownRecoverUnderNewer = "recovery over a record older than a peer's epoch"
+	KnownRecoverPastLeaver = "seed or recovery while a stopping (unlisted) allocation still holds data"
+	KnownNoRecordNoQuorum  = "record lost while quorum is lost: nobody re-records or recovers"
+	KnownResumeOverPeers   = "resumed snapshot recovery while a peer holds data of its token"
+	KnownLearnerNewest     = "recovery from an older snapshot while a learner holds newer data"
+)
+
+func (w *World) note(kind string) {
+	if w.known == "" {
+		w.known = kind
+		w.logf("known", "%s", kind)
+	}
+}
+
+// noteDecision notes the known findings a decision meets.
+func (w *World) noteDecision(o planner.Observation, d planner.Decision) {
+	if d.Kind == planner.Seed || d.Kind == planner.RecoverQuorum {
+		for _, n := range w.nodes {
+			if n.alloc == allocStopping && n.up && n.data != nil && n.data.wal {
+				w.note(KnownRecoverPastLeaver)
+			}
+		}
+	}
+	switch {
+	case d.Kind == planner.Seed && o.Record == nil && len(w.store) > 0:
+		w.note(KnownSeedOverSnapshots)
+	case d.Kind == planner.RecoverQuorum && o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token:
+		for _, p := range o.Peers {
+			if p.Token == o.Record.Token {
+				w.note(KnownResumeOverPeers)
+			}
+		}
+	case d.Kind == planner.RecoverQuorum && o.Record != nil:
+		if d.From == planner.FromSnapshot && o.LatestSnapshot != nil {
+			for _, p := range o.Peers {
+				if p.Learner && p.Token != "" && p.Revision > o.LatestSnapshot.Revision {
+					w.note(KnownLearnerNewest)
+				}
+			}
+		}
+		for _, p := range o.Peers {
+			if p.Token != "" && p.Epoch > o.Record.Epoch {
+				w.note(KnownRecoverUnderNewer)
+			}
+		}
+	}
 }

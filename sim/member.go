@@ -55,6 +55,7 @@ func (w *World) loop(n *node) {
 		}
 		return
 	}
+	w.noteDecision(o, d)
 	acts := w.actions(n, o, d)
 	if len(acts) == 0 {
 		w.unlock(n)
@@ -135,7 +136,7 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 			}},
 			{"start a new one-member cluster", func() (string, error) {
 				id := w.id()
-				g := w.newGroup(w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
+				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
 				w.started(n, g, id)
 				return "started " + g.String(), nil
 			}},
@@ -324,7 +325,7 @@ func (w *World) startExisting(n *node) (string, error) {
 	switch {
 	case d.restored:
 		id := w.id()
-		g := w.newGroup(w.id(), d.token, d.epoch, d.branch, d.rev, &gmember{id: id, name: d.name, peerURL: n.peerURL}, "restore by "+n.name)
+		g := w.newGroup(n, w.id(), d.token, d.epoch, d.branch, d.rev, &gmember{id: id, name: d.name, peerURL: n.peerURL}, "restore by "+n.name)
 		d.restored = false
 		w.started(n, g, id)
 		return "started restored " + g.String(), nil
@@ -332,7 +333,7 @@ func (w *World) startExisting(n *node) (string, error) {
 		r := n.record
 		if r != nil && r.ClusterID == 0 && r.Source == planner.FromData && r.Seeder == d.name && r.Token == d.token && r.Epoch == d.epoch && d.group != nil {
 			learner := learnerOf(d)
-			g := w.newGroup(d.group.clusterID, d.token, d.epoch, w.newBranch(d.branch, d.rev), d.rev, &gmember{id: d.memberID, name: d.name, peerURL: n.peerURL, learner: learner}, "ForceNewCluster by "+n.name)
+			g := w.newGroup(n, d.group.clusterID, d.token, d.epoch, w.newBranch(d.branch, d.rev), d.rev, &gmember{id: d.memberID, name: d.name, peerURL: n.peerURL, learner: learner}, "ForceNewCluster by "+n.name)
 			w.started(n, g, d.memberID)
 			return "started ForceNewCluster " + g.String(), nil
 		}

@@ -132,10 +132,10 @@ func (w *World) write() {
 }
 
 // newGroup starts a new cluster incarnation with one member, self.
-func (w *World) newGroup(clusterID uint64, token string, epoch uint64, br *branch, rev int64, self *gmember, why string) *group {
+func (w *World) newGroup(src *node, clusterID uint64, token string, epoch uint64, br *branch, rev int64, self *gmember, why string) *group {
 	g := &group{n: len(w.groups) + 1, clusterID: clusterID, token: token, epoch: epoch, branch: br, committed: rev, quorum: -1, members: []*gmember{self}}
 	w.groups = append(w.groups, g)
-	w.checkNewGroup(g, why)
+	w.checkNewGroup(src, g, why)
 	return g
 }
 

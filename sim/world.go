@@ -97,6 +97,7 @@ type World struct {
 	quietAt   time.Duration
 	trace     ring
 	failure   *Violation
+	known     string // the first known finding of the current planner this run met
 	failState string
 	branches  int
 	snapAt    time.Duration
