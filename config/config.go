@@ -45,6 +45,17 @@ const (
 	// automatically. Long enough that restarts, rolling updates and agent
 	// hiccups never trigger it; "0s" turns recovery off.
 	DefaultRecoveryGrace = 5 * time.Minute
+
+	// NomadDataDir is the nomad provider's default data_dir: the
+	// allocation's directory, on its sticky ephemeral disk, which follows
+	// the allocation to its replacement. The member expands the variable;
+	// in a definition it is written "$${NOMAD_ALLOC_DIR}/data", since HCL
+	// reads "${" as an interpolation.
+	NomadDataDir = "${NOMAD_ALLOC_DIR}/data"
+	// HostVolumeDataDir is where the rendered job mounts nomad.host_volume
+	// (jobs/render.go's volume_mount destination; limits_external_test.go
+	// checks they agree), so the default data_dir when a host volume is set.
+	HostVolumeDataDir = "/var/lib/etcd-nomad"
 )
 
 // Cluster is a decoded, defaulted and validated cluster definition.

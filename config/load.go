@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
@@ -159,11 +160,28 @@ type Result struct {
 	Files map[string]*hcl.File
 }
 
-// WriteDiagnostics prints diags the way Terraform does: file, line, column
-// and a source snippet for each.
+// WriteDiagnostics prints diags the way Terraform does: file, line and a
+// source snippet for each, then one FILE:LINE:COL line per diagnostic (the
+// form editors and grep understand; HCL's own text names no column).
 func (r Result) WriteDiagnostics(w io.Writer, diags hcl.Diagnostics) error {
 	wr := hcl.NewDiagnosticTextWriter(w, r.Files, 100, false)
-	return wr.WriteDiagnostics(diags)
+	if err := wr.WriteDiagnostics(diags); err != nil {
+		return err
+	}
+	for _, d := range diags {
+		sev := "error"
+		if d.Severity == hcl.DiagWarning {
+			sev = "warning"
+		}
+		loc := "-"
+		if d.Subject != nil {
+			loc = fmt.Sprintf("%s:%d:%d", d.Subject.Filename, d.Subject.Start.Line, d.Subject.Start.Column)
+		}
+		if _, err := fmt.Fprintf(w, "%s: %s: %s\n", loc, sev, d.Summary); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // LoadFile reads and validates the cluster definition at path.
@@ -234,6 +252,9 @@ func firstBlock(b *hclsyntax.Body, typ string) *hclsyntax.Block {
 type decoder struct {
 	body  *hclsyntax.Body
 	diags hcl.Diagnostics
+	// sizeSet tells an explicit size (which must be valid, 0 included)
+	// from an absent one (which takes a default).
+	sizeSet bool
 }
 
 // rangeOf finds the source range of the attribute at path (block types then
@@ -259,11 +280,22 @@ func (d *decoder) rangeOf(path ...string) *hcl.Range {
 }
 
 func (d *decoder) errorf(rng *hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: summary, Detail: detail(format, args), Subject: rng})
 }
 
 func (d *decoder) warnf(rng *hcl.Range, summary, format string, args ...any) {
-	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: fmt.Sprintf(format, args...), Subject: rng})
+	d.diags = append(d.diags, &hcl.Diagnostic{Severity: hcl.DiagWarning, Summary: summary, Detail: detail(format, args), Subject: rng})
+}
+
+// detail formats a diagnostic's text, durations the way people write them
+// ("2m", "24h"; not "2m0s", "24h0m0s").
+func detail(format string, args []any) string {
+	for i, a := range args {
+		if v, ok := a.(time.Duration); ok {
+			args[i] = short(v)
+		}
+	}
+	return fmt.Sprintf(format, args...)
 }
 
 func (d *decoder) duration(s *string, def time.Duration, path ...string) time.Duration {
@@ -272,7 +304,7 @@ func (d *decoder) duration(s *string, def time.Duration, path ...string) time.Du
 	}
 	v, err := time.ParseDuration(*s)
 	if err != nil || v < 0 {
-		d.errorf(d.rangeOf(path...), "Invalid duration", "%q is not a duration such as \"500ms\", \"30s\" or \"1h\".", *s)
+		d.errorf(d.rangeOf(path...), "Invalid duration", "%s: %q is not a duration such as \"500ms\", \"30s\" or \"1h\".", path[len(path)-1], *s)
 		return def
 	}
 	return v
@@ -308,6 +340,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		},
 		TLS: TLS{Mode: TLSAuto},
 	}
+	d.sizeSet = s.Size != nil
 	c.RecoveryGrace = d.duration(s.RecoveryGrace, DefaultRecoveryGrace, "recovery_grace")
 	if p := s.Ports; p != nil {
 		c.Ports.Client = num(p.Client, c.Ports.Client)
@@ -317,8 +350,8 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 	if e := s.Etcd; e != nil {
 		if e.QuotaBackendBytes != nil {
 			v, err := humanize.ParseBytes(*e.QuotaBackendBytes)
-			if err != nil || v == 0 {
-				d.errorf(d.rangeOf("etcd", "quota_backend_bytes"), "Invalid size", "%q is not a size such as \"2GiB\" or \"512MiB\".", *e.QuotaBackendBytes)
+			if err != nil || v == 0 || v > math.MaxInt64 {
+				d.errorf(d.rangeOf("etcd", "quota_backend_bytes"), "Invalid size", "quota_backend_bytes: %q is not a size such as \"2GiB\" or \"512MiB\".", *e.QuotaBackendBytes)
 			} else {
 				c.Etcd.QuotaBackendBytes = int64(v)
 			}
@@ -344,7 +377,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 	if s.Provider == nil {
 		d.errorf(d.rangeOf(), "Missing provider block", "A cluster needs a provider block: provider \"nomad\", provider \"asg\" or provider \"static\".")
 	} else {
-		c.Provider = d.provider(*s.Provider)
+		c.Provider = d.provider(*s.Provider, c.Ports)
 	}
 	if s.Coordination == nil {
 		d.errorf(d.rangeOf(), "Missing coordination block", "A cluster needs a coordination block: coordination \"consul\" or coordination \"local\".")
@@ -381,7 +414,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 // age's scrypt (N=2^18, r=8: 256 MiB) beside etcd.
 const MinMemoryMBScrypt = 384
 
-func (d *decoder) provider(s providerSchema) Provider {
+// provider decodes the provider block; ports are the cluster's, the
+// default of every static member's.
+func (d *decoder) provider(s providerSchema, ports Ports) Provider {
 	p := Provider{Kind: s.Kind, StaleAfter: DefaultStaleAfter}
 	switch s.Kind {
 	case ProviderStatic:
@@ -391,13 +426,14 @@ func (d *decoder) provider(s providerSchema) Provider {
 		for _, m := range st.Members {
 			p.Static = append(p.Static, StaticMember{
 				Name: m.Name, Address: m.Address,
-				ClientPort: num(m.ClientPort, 0), PeerPort: num(m.PeerPort, 0), StatusPort: num(m.StatusPort, 0),
+				ClientPort: num(m.ClientPort, ports.Client), PeerPort: num(m.PeerPort, ports.Peer), StatusPort: num(m.StatusPort, ports.Status),
 			})
 		}
 	case ProviderNomad:
 		var n nomadProviderSchema
 		d.diags = append(d.diags, gohcl.DecodeBody(s.Remain, nil, &n)...)
-		p.StaleAfter = d.duration(n.StaleAfter, p.StaleAfter, "provider", "stale_after")
+		// Not before Nomad itself gives a disconnected allocation up.
+		p.StaleAfter = d.duration(n.StaleAfter, NomadLostAfter, "provider", "stale_after")
 		p.Nomad = NomadProvider{Job: str(n.Job, ""), Group: str(n.Group, "etcd"), Namespace: str(n.Namespace, "")}
 		if a := n.ASG; a != nil {
 			p.ReplaceAfter = d.duration(a.ReplaceAfter, 0, "provider", "asg", "replace_after")

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -288,5 +289,105 @@ func TestNodeResolverOnRealNomad(t *testing.T) {
 	_, err = (&asg.NomadNodes{Client: nomadClient(t)}).InstanceOfNode(context.Background(), nodes[0].ID)
 	if err == nil || !strings.Contains(err.Error(), "env_aws") {
 		t.Fatalf("want an error explaining the missing EC2 attribute, got %v", err)
+	}
+}
+
+// TestTwoAllocsStoppedTogetherKeepQuorum (safety issue, finding 13): two
+// of three allocations stopped within a second of each other. Each leaving
+// member hands leadership away and retries its own removal under the lock
+// until etcd's strict reconfiguration accepts it, one after the other, so
+// the survivor never sits in a stale three-voter membership without a
+// quorum. A writer runs throughout: its longest run of failed writes must
+// stay under a few seconds (before the fix: recovery_grace, 5 minutes).
+func TestTwoAllocsStoppedTogetherKeepQuorum(t *testing.T) {
+	c := newCluster(t, "e2e-leave", 3)
+	c.nomadRun("")
+	c.waitPassing(3, 3*time.Minute)
+	cli := c.client()
+	allocs := c.allocs()
+	if len(allocs) != 3 {
+		t.Fatalf("%d allocations", len(allocs))
+	}
+	before, _ := c.record()
+
+	var (
+		mu            sync.Mutex
+		failingSince  time.Time
+		longestOutage time.Duration
+		puts, fails   int
+		stop          = make(chan struct{})
+		writerDone    = make(chan struct{})
+	)
+	go func() {
+		defer close(writerDone)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_, err := cli.Put(ctx, fmt.Sprintf("leave/%06d", i), "v")
+			cancel()
+			now := time.Now()
+			mu.Lock()
+			if err != nil {
+				fails++
+				if failingSince.IsZero() {
+					failingSince = now
+				}
+			} else {
+				puts++
+				if !failingSince.IsZero() {
+					longestOutage = max(longestOutage, now.Sub(failingSince))
+					failingSince = time.Time{}
+				}
+			}
+			mu.Unlock()
+			time.Sleep(20 * time.Millisecond) // pace the writer, not a wait for a state
+		}
+	}()
+	// The writer must be writing before the fault.
+	waitFor(t, 30*time.Second, "the writer's first acknowledged puts", func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return puts >= 10, fmt.Sprintf("%d puts, %d failures", puts, fails)
+	})
+
+	var wg sync.WaitGroup
+	stopped := time.Now()
+	for _, a := range allocs[:2] {
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			if out, err := exec.Command(nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, id).CombinedOutput(); err != nil {
+				t.Errorf("nomad alloc stop %s: %v\n%s", id, err, out)
+			}
+		}(a.ID)
+	}
+	wg.Wait()
+	waitFor(t, 3*time.Minute, "two replacements joined and promoted", func() (bool, string) {
+		v, l, ids, err := memberList(cli)
+		if err != nil || v != 3 || l != 0 {
+			return false, fmt.Sprintf("%d voters %d learners %v", v, l, err)
+		}
+		return true, fmt.Sprint(ids)
+	})
+	c.waitPassing(3, time.Minute)
+	close(stop)
+	<-writerDone
+	mu.Lock()
+	defer mu.Unlock()
+	if !failingSince.IsZero() {
+		longestOutage = max(longestOutage, time.Since(failingSince))
+	}
+	t.Logf("two allocations stopped together -> 3 healthy voters in %s; writer: %d puts, %d failed, longest run of failures %s",
+		time.Since(stopped).Round(100*time.Millisecond), puts, fails, longestOutage.Round(10*time.Millisecond))
+	if longestOutage > 3*time.Second {
+		t.Fatalf("writes failed for %s in a row: the survivor lost its quorum (a leaving member gave up its removal)", longestOutage)
+	}
+	after, _ := c.record()
+	if after.Epoch != before.Epoch || after.Token != before.Token {
+		t.Fatalf("the record moved from epoch %d to %d: a recovery ran, quorum was lost", before.Epoch, after.Epoch)
 	}
 }

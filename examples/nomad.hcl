@@ -1,12 +1,21 @@
-# A three-member cluster as a Nomad job, coordinated through Consul.
-# (The nomad provider and Consul coordination are not in this build yet:
-# `etcd-nomad validate` says so with a warning.)
+# A three-member cluster as a Nomad job, coordinated through Consul:
+#   etcd-nomad validate examples/nomad.hcl
+#   etcd-nomad job run examples/nomad.hcl    # or: job render, then nomad job run
+# Members and the CLI find Nomad and Consul through NOMAD_ADDR, NOMAD_TOKEN,
+# CONSUL_HTTP_ADDR and CONSUL_HTTP_TOKEN (see README.md, Security).
 cluster "etcd" {
   size = 3
 
-  # Inside Nomad, data lives in the allocation's sticky ephemeral disk
-  # unless a host volume is configured.
-  # data_dir = "${NOMAD_ALLOC_DIR}/data"
+  # Quorum lost this long (every instance answering, none healthy) is
+  # recovered automatically; "0s" turns that off. Shorter than a restart
+  # plus a few elections (16s with election_timeout = "1s") warns.
+  recovery_grace = "5m"
+
+  # Inside Nomad, data lives by default in the allocation's directory, on
+  # its sticky ephemeral disk, which follows the allocation to its
+  # replacement. To write that default yourself, double the "$": HCL reads
+  # "${" as an interpolation.
+  # data_dir = "$${NOMAD_ALLOC_DIR}/data"
 
   ports {
     client = 2379
@@ -19,8 +28,12 @@ cluster "etcd" {
   }
 
   provider "nomad" {
-    group       = "etcd"
-    stale_after = "30s"
+    group = "etcd"
+    # A member gone from the job's running allocations this long is removed
+    # from etcd. Default and minimum without a warning: 2m, the job's
+    # disconnect { lost_after }, so that a member on a client that lost
+    # contact is not removed while Nomad may still bring it back.
+    stale_after = "2m"
   }
 
   coordination "consul" {
@@ -38,10 +51,21 @@ cluster "etcd" {
     }
   }
 
+  # The rendered job. The driver defaults to "raw_exec": the etcd-nomad
+  # binary runs on the client as it is.
   nomad {
     datacenters = ["dc1"]
-    driver      = "raw_exec"
     cpu         = 500
     memory_mb   = 512
+    # Between 15s (the member's graceful stop, 10s, plus a margin) and 30s
+    # (Nomad clients cap kill_timeout at their max_kill_timeout, 30s by
+    # default), in whole seconds.
+    kill_timeout = "30s"
+
+    # To keep data on a Nomad host volume instead of the ephemeral disk,
+    # use driver "exec" or "docker" (raw_exec mounts no volumes); data_dir
+    # then defaults to the volume's mount, /var/lib/etcd-nomad.
+    # driver      = "exec"
+    # host_volume = "etcd"
   }
 }

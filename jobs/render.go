@@ -36,6 +36,9 @@ type view struct {
 	NomadAddr  string
 	Ports      []string
 	KillSecs   int
+	// LostAfter is config.NomadLostAfter, which validate compares the
+	// provider's stale_after with.
+	LostAfter string
 	// TokenEnv is the consul-template that turns the job's Nomad variable
 	// into CONSUL_HTTP_TOKEN (see TokenVariable).
 	TokenEnv string
@@ -86,6 +89,7 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		NomadAddr:  firstOf(o.NomadAddr, os.Getenv("NOMAD_ADDR"), "http://127.0.0.1:4646"),
 		Ports:      []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
 		KillSecs:   int(cl.Nomad.KillTimeout.Seconds()),
+		LostAfter:  config.NomadLostAfter.String(),
 		TokenEnv:   tokenTemplate(cl.Nomad.Job),
 	}
 	var b bytes.Buffer
@@ -173,7 +177,7 @@ job "{{.C.Nomad.Job}}" {
     # A member on a disconnected client may come back with its data: give
     # it time before it is replaced, and keep the original when it returns.
     disconnect {
-      lost_after = "2m"
+      lost_after = "{{.LostAfter}}"
       replace    = true
       reconcile  = "keep_original"
     }

@@ -68,26 +68,26 @@ func X25519(recipients []string, identityFile string) (Encryption, error) {
 	return e, nil
 }
 
-// counter counts and hashes what passes through.
-type counter struct {
-	n int64
-	h hash.Hash
-}
-
-func (c *counter) Write(p []byte) (int, error) {
-	c.n += int64(len(p))
-	return c.h.Write(p)
-}
-
 // Encode streams the plaintext snapshot from r through zstd and, when
 // enabled, age into w. It returns the plaintext size and sha256.
 func Encode(w io.Writer, r io.Reader, enc Encryption) (size int64, sum string, err error) {
+	tail, err := encode(w, r, enc)
+	if err != nil {
+		return 0, "", err
+	}
+	return tail.n, hex.EncodeToString(tail.sum()), nil
+}
+
+// encode is Encode returning the hash state, which also tells whether
+// etcd's trailing hash is right (tail.ok), from the same single pass.
+func encode(w io.Writer, r io.Reader, enc Encryption) (*tailHash, error) {
 	var sink io.WriteCloser = nopCloser{w}
 	var ageW io.WriteCloser
 	if enc.Enabled() {
+		var err error
 		ageW, err = age.Encrypt(w, enc.Recipients...)
 		if err != nil {
-			return 0, "", fmt.Errorf("start encryption: %w", err)
+			return nil, fmt.Errorf("start encryption: %w", err)
 		}
 		sink = ageW
 	}
@@ -99,22 +99,22 @@ func Encode(w io.Writer, r io.Reader, enc Encryption) (size int64, sum string, e
 	// hex-like values uncompressed.
 	zw, err := zstd.NewWriter(sink, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(2))
 	if err != nil {
-		return 0, "", err
+		return nil, err
 	}
-	c := &counter{h: sha256.New()}
-	if _, err := io.Copy(io.MultiWriter(zw, c), r); err != nil {
+	tail := &tailHash{h: sha256.New()}
+	if _, err := io.Copy(io.MultiWriter(zw, tail), r); err != nil {
 		zw.Close()
-		return 0, "", fmt.Errorf("read snapshot: %w", err)
+		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
 	if err := zw.Close(); err != nil {
-		return 0, "", fmt.Errorf("compress: %w", err)
+		return nil, fmt.Errorf("compress: %w", err)
 	}
 	if ageW != nil {
 		if err := ageW.Close(); err != nil {
-			return 0, "", fmt.Errorf("encrypt: %w", err)
+			return nil, fmt.Errorf("encrypt: %w", err)
 		}
 	}
-	return c.n, hex.EncodeToString(c.h.Sum(nil)), nil
+	return tail, nil
 }
 
 type nopCloser struct{ io.Writer }

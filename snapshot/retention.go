@@ -1,6 +1,9 @@
 package snapshot
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 )
@@ -25,4 +28,39 @@ func Expired(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []
 		}
 	}
 	return out
+}
+
+// Sweeper is a store that can remove what failed saves left behind and
+// no listing shows: objects without metadata, incomplete uploads.
+type Sweeper interface {
+	// Sweep removes such leftovers last modified before cutoff and
+	// returns what it removed.
+	Sweep(ctx context.Context, cutoff time.Time) ([]string, error)
+}
+
+// Prune applies retention to store (Expired over its listing) and, when
+// the store is a Sweeper, removes leftovers older than OrphanAge. It
+// returns what it removed and keeps going past single failures.
+func Prune(ctx context.Context, store Store, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
+	list, err := store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("retention: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, old := range Expired(list, keepCount, maxAge, now) {
+		if err := store.Delete(ctx, old.Name); err != nil {
+			errs = append(errs, fmt.Errorf("retention: delete %s: %w", old.Name, err))
+			continue
+		}
+		removed = append(removed, old.Name)
+	}
+	if sw, ok := store.(Sweeper); ok {
+		swept, err := sw.Sweep(ctx, now.Add(-OrphanAge))
+		removed = append(removed, swept...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("sweep: %w", err))
+		}
+	}
+	return removed, errors.Join(errs...)
 }

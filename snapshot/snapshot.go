@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -19,11 +20,17 @@ import (
 // Meta describes one stored snapshot.
 type Meta struct {
 	// Name is the object's name in the store.
-	Name        string    `json:"name"`
-	Cluster     string    `json:"cluster"`
-	ClusterID   string    `json:"cluster_id"`
-	Epoch       uint64    `json:"epoch"`
-	Revision    int64     `json:"revision"`
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster"`
+	ClusterID string `json:"cluster_id"`
+	Epoch     uint64 `json:"epoch"`
+	// Revision is read from the snapshot's own data (Revision), never
+	// from a status call that could have reached another member.
+	Revision int64 `json:"revision"`
+	// Endpoint and MemberID name the one member the snapshot was
+	// streamed from.
+	Endpoint    string    `json:"endpoint,omitempty"`
+	MemberID    string    `json:"member_id,omitempty"`
 	EtcdVersion string    `json:"etcd_version"`
 	Created     time.Time `json:"created"`
 	// Size and SHA256 are those of the plaintext etcd snapshot.
@@ -60,6 +67,37 @@ func ObjectName(cluster string, epoch uint64, revision int64, created time.Time,
 	}
 	return fmt.Sprintf("%s-e%d-r%020d-%s%s", cluster, epoch, revision, created.UTC().Format("20060102T150405Z"), ext)
 }
+
+// objectNameRest is what ObjectName writes after "<cluster>-". Cluster
+// names hold letters, digits and dashes, so a prefix test alone would
+// take cluster "a"'s snapshots for cluster "a-e1"'s; the rest must match
+// exactly.
+var objectNameRest = regexp.MustCompile(`^e[0-9]+-r[0-9]{20}-[0-9]{8}T[0-9]{6}Z\.snap\.zst(\.age)?$`)
+
+// OfCluster reports whether name is an ObjectName of cluster. Stores that
+// several clusters share (one directory, one bucket prefix) use it to see
+// only their own cluster's objects, with or without metadata.
+func OfCluster(name, cluster string) bool {
+	rest, ok := strings.CutPrefix(name, cluster+"-")
+	return ok && cluster != "" && objectNameRest.MatchString(rest)
+}
+
+// cleanupTimeout bounds a cleanup after a failure (abort an upload,
+// delete an object without metadata). The cleanup runs on a fresh
+// context: the failure is often the caller's context ending (SIGTERM, a
+// timeout), which would fail the cleanup too.
+const cleanupTimeout = 30 * time.Second
+
+// CleanupContext returns a context for cleaning up after ctx failed: it
+// keeps ctx's values, not its cancellation, and ends after 30 seconds.
+func CleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+}
+
+// OrphanAge is how old an object without metadata (or an incomplete
+// upload) must be before a sweep removes it: far longer than any save, so
+// that a save in progress is never swept.
+const OrphanAge = 24 * time.Hour
 
 // ErrChecksum reports a snapshot whose content does not match its record.
 var ErrChecksum = errors.New("snapshot checksum mismatch")

@@ -1,7 +1,9 @@
 package snapshot_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
@@ -77,7 +80,7 @@ func fill(t *testing.T, cli *clientv3.Client, n int) {
 func TestSaveVerifyFetchRestore(t *testing.T) {
 	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
 	fill(t, cli, 500)
-	store, err := file.New(filepath.Join(t.TempDir(), "store"))
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +89,7 @@ func TestSaveVerifyFetchRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", ClusterID: "abc", Epoch: 1}, enc, nil)
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, store, snapshot.Source{Cluster: "c", ClusterID: "abc", Epoch: 1}, enc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,10 +132,10 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
 	fill(t, cli, 300)
 	dir := filepath.Join(t.TempDir(), "store")
-	store, _ := file.New(dir)
+	store, _ := file.New(dir, "c")
 	enc, _ := snapshot.Passphrase("right")
 	ctx := context.Background()
-	m, err := snapshot.Save(ctx, cli, ep, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, store, snapshot.Source{Cluster: "c", Epoch: 1}, enc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +144,8 @@ func TestDamagedSnapshotsAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	wrong, _ := snapshot.Passphrase("wrong")
-	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"))
-	pm, err := snapshot.Save(ctx, cli, ep, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+	plainStore, _ := file.New(filepath.Join(t.TempDir(), "plain"), "c")
+	pm, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, plainStore, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,5 +227,104 @@ func TestRetentionKeepsCountAndNewest(t *testing.T) {
 		if m.Name == "5" {
 			t.Fatal("the newest snapshot was expired")
 		}
+	}
+}
+
+// TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith: the recorded
+// sha256 and size only say the object is what was saved; a plaintext whose
+// trailing 32 bytes are not the sha256 of the database before them (a
+// stream cut and padded, a writer that never appended etcd's hash) must
+// still be refused, by verify and by fetch, with the etcd-hash error.
+func TestVerifyRefusesWrongEtcdHashThatTheRecordAgreesWith(t *testing.T) {
+	ctx := context.Background()
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := []byte(strings.Repeat("not really a bbolt file, but any bytes will do ", 2000))
+	good := sha256.Sum256(db)
+	plain := append(append([]byte{}, db...), good[:]...)
+	plain[len(plain)-1] ^= 0x01 // the last of etcd's 32 hash bytes is wrong
+	var obj bytes.Buffer
+	size, sum, err := snapshot.Encode(&obj, bytes.NewReader(plain), snapshot.Encryption{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := snapshot.ObjectName("c", 1, 1, time.Now(), false)
+	stored, err := store.Put(ctx, name, &obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The record agrees with the (wrong) plaintext.
+	m := snapshot.Meta{Name: name, Cluster: "c", Epoch: 1, Revision: 1, Created: time.Now().UTC(), Size: size, SHA256: sum, StoredSize: stored, Codec: snapshot.Codec}
+	if err := store.PutMeta(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	const want = "etcd's own hash"
+	if _, err := snapshot.Verify(ctx, store, name, snapshot.Encryption{}, nil); !errors.Is(err, snapshot.ErrChecksum) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("verify: got %v, want %v mentioning %q", err, snapshot.ErrChecksum, want)
+	}
+	out := filepath.Join(t.TempDir(), "out.db")
+	if _, err := snapshot.Fetch(ctx, store, name, out, snapshot.Encryption{}, nil); !errors.Is(err, snapshot.ErrChecksum) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("fetch: got %v, want %v mentioning %q", err, snapshot.ErrChecksum, want)
+	}
+	if ents, _ := os.ReadDir(filepath.Dir(out)); len(ents) != 0 {
+		t.Fatalf("fetch left files behind: %v", ents)
+	}
+}
+
+// contentRevision reads the revision of a plaintext snapshot file with
+// etcd's own tool (etcdutl snapshot status), not with the code under test.
+func contentRevision(t *testing.T, plain string) int64 {
+	t.Helper()
+	st, err := etcdutl.NewV3(zap.NewNop()).Status(plain)
+	if err != nil {
+		t.Fatalf("etcdutl status of %s: %v", plain, err)
+	}
+	return st.Revision
+}
+
+// TestSnapshotLabeledByItsContentNotByAnotherEndpoint: a client balances
+// requests over its endpoints, so a snapshot whose status (revision) was
+// read from one member could be streamed from another, a learner or an
+// old epoch's member holding older data (seen: metadata revision 201,
+// content revision 6, in 3 of 6 saves). Each save here must hold the
+// named member's data, and its metadata must carry the revision of what
+// it holds.
+func TestSnapshotLabeledByItsContentNotByAnotherEndpoint(t *testing.T) {
+	ctx := context.Background()
+	newer, newerEP := startEtcd(t, filepath.Join(t.TempDir(), "newer"))
+	fill(t, newer, 200)
+	older, olderEP := startEtcd(t, filepath.Join(t.TempDir(), "older"))
+	fill(t, older, 5)
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wrong []string
+	for i := range 7 {
+		// Six saves of the newer member, then one of the older.
+		ep, want := newerEP, int64(201)
+		if i == 6 {
+			ep, want = olderEP, 6
+		}
+		spool := t.TempDir()
+		m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep, SpoolDir: spool}, store, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if left, _ := os.ReadDir(spool); len(left) != 0 {
+			t.Fatalf("save left its spool file behind: %v", left)
+		}
+		plain := filepath.Join(t.TempDir(), "snap.db")
+		if _, err := snapshot.Fetch(ctx, store, m.Name, plain, snapshot.Encryption{}, nil); err != nil {
+			t.Fatal(err)
+		}
+		if got := contentRevision(t, plain); got != m.Revision || got != want || m.Endpoint != ep || !strings.Contains(m.Name, fmt.Sprintf("-r%020d-", want)) {
+			wrong = append(wrong, fmt.Sprintf("save %d of %s: metadata revision %d (name %s, endpoint %s), content revision %d, want %d", i, ep, m.Revision, m.Name, m.Endpoint, got, want))
+		}
+	}
+	if len(wrong) > 0 {
+		t.Fatalf("snapshots not labeled by their content:\n%s", strings.Join(wrong, "\n"))
 	}
 }

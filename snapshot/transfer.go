@@ -2,6 +2,8 @@ package snapshot
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -43,51 +45,112 @@ type Source struct {
 	Epoch     uint64
 }
 
-// Save streams a snapshot from the cluster behind cli into store: etcd's
-// snapshot stream → zstd → age (if enabled) → the store, never whole in
-// memory. The metadata is written last, with the plaintext's sha256.
-func Save(ctx context.Context, cli *clientv3.Client, endpoint string, store Store, src Source, enc Encryption, progress Progress) (Meta, error) {
-	st, err := cli.Status(ctx, endpoint)
+// From is the one member a snapshot is streamed from.
+type From struct {
+	// Endpoint is the member's client URL. The snapshot is streamed over
+	// a client on this endpoint alone: a client on several endpoints
+	// balances requests over them, and the stream could come from
+	// another member (a learner, an old epoch's member) than the one the
+	// snapshot is said to be of.
+	Endpoint string
+	// TLS, optional, for an https endpoint.
+	TLS *tls.Config
+	// SpoolDir, optional (default os.TempDir()), holds the plaintext
+	// snapshot while its revision is read from it: it needs as much free
+	// space as the database's size.
+	SpoolDir string
+}
+
+// Save streams a snapshot of one member into store: etcd's snapshot
+// stream is spooled to a local file, its revision read from the data
+// itself (Revision), then the file goes through zstd → age (if enabled) →
+// the store, never whole in memory. The object is named after its
+// revision, which is why the revision must be known before the upload
+// starts. etcd's trailing hash is checked on the way; the metadata is
+// written last, with the plaintext's sha256.
+func Save(ctx context.Context, from From, store Store, src Source, enc Encryption, progress Progress) (Meta, error) {
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{from.Endpoint}, TLS: from.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		return Meta{}, fmt.Errorf("status of %s: %w", endpoint, err)
+		return Meta{}, fmt.Errorf("connect to %s: %w", from.Endpoint, err)
+	}
+	defer cli.Close()
+	st, err := cli.Status(ctx, from.Endpoint)
+	if err != nil {
+		return Meta{}, fmt.Errorf("status of %s: %w", from.Endpoint, err)
 	}
 	created := time.Now().UTC()
+	spool, err := os.CreateTemp(from.SpoolDir, ".snapshot-spool-*")
+	if err != nil {
+		return Meta{}, fmt.Errorf("spool file: %w", err)
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	if err := spool.Chmod(0o600); err != nil {
+		return Meta{}, err
+	}
+	rc, err := cli.Snapshot(ctx)
+	if err != nil {
+		return Meta{}, fmt.Errorf("start snapshot of %s: %w", from.Endpoint, err)
+	}
+	in := &progressReader{r: rc, start: time.Now(), fn: progress}
+	_, err = io.Copy(spool, in)
+	rc.Close()
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
+	}
+	rev, err := Revision(spool.Name())
+	if err != nil {
+		return Meta{}, fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return Meta{}, err
+	}
 	m := Meta{
 		Cluster: src.Cluster, ClusterID: src.ClusterID, Epoch: src.Epoch,
-		Revision: st.Header.Revision, EtcdVersion: st.Version, Created: created,
+		Revision: rev, Endpoint: from.Endpoint, MemberID: fmt.Sprintf("%x", st.Header.MemberId),
+		EtcdVersion: st.Version, Created: created,
 		Encrypted: enc.Enabled(), Codec: Codec,
 	}
 	m.Name = ObjectName(src.Cluster, src.Epoch, m.Revision, created, m.Encrypted)
-	rc, err := cli.Snapshot(ctx)
-	if err != nil {
-		return Meta{}, fmt.Errorf("start snapshot: %w", err)
-	}
-	defer rc.Close()
 	pr, pw := io.Pipe()
 	type result struct {
-		size int64
-		sum  string
+		tail *tailHash
 		err  error
 	}
 	done := make(chan result, 1)
 	go func() {
-		in := &progressReader{r: rc, start: time.Now(), fn: progress}
-		size, sum, err := Encode(pw, in, enc)
+		tail, err := encode(pw, spool, enc)
 		pw.CloseWithError(err)
-		done <- result{size, sum, err}
+		done <- result{tail, err}
 	}()
 	stored, perr := store.Put(ctx, m.Name, pr)
 	pr.CloseWithError(perr)
 	res := <-done
-	if res.err != nil || perr != nil {
-		_ = store.Delete(ctx, m.Name)
-		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr))
+	if res.err == nil && !res.tail.ok() {
+		res.err = fmt.Errorf("snapshot of %s: etcd's own hash at the end of the stream does not match its content: %w", from.Endpoint, ErrChecksum)
 	}
-	m.Size, m.SHA256, m.StoredSize = res.size, res.sum, stored
+	if res.err != nil || perr != nil {
+		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr, discard(ctx, store, m.Name)))
+	}
+	m.Size, m.SHA256, m.StoredSize = res.tail.n, hex.EncodeToString(res.tail.sum()), stored
 	if err := store.PutMeta(ctx, m); err != nil {
-		return Meta{}, err
+		// Without its metadata the object is listed nowhere and no
+		// retention would ever remove it.
+		return Meta{}, errors.Join(err, discard(ctx, store, m.Name))
 	}
 	return m, nil
+}
+
+// discard deletes the object of a failed save, on a fresh context: the
+// failure may be ctx's end. What it cannot delete a store's sweep
+// removes later (Sweeper).
+func discard(ctx context.Context, store Store, name string) error {
+	cctx, cancel := CleanupContext(ctx)
+	defer cancel()
+	if err := store.Delete(cctx, name); err != nil {
+		return fmt.Errorf("delete the incomplete %s: %w", name, err)
+	}
+	return nil
 }
 
 // Fetch decodes snapshot name from store into the file dst and verifies

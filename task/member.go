@@ -444,15 +444,19 @@ func (m *Member) leave() bool {
 }
 
 // LeaveBudget is the LeaveTimeout that fits a Nomad kill_timeout: what is
-// left after etcd's own graceful stop (DefaultStopTimeout) and a margin
-// for the process to exit before Nomad kills it; at least 5 s, and the
-// default when kill_timeout is unset.
+// left after leaveStopMargin for etcd's own stop (usually well under a
+// second; DefaultStopTimeout bounds the worst case, and a kill in it loses
+// nothing: etcd's data is durable); at least 5 s, and the default when
+// kill_timeout is unset.
 func LeaveBudget(killTimeout time.Duration) time.Duration {
 	if killTimeout <= 0 {
 		return DefaultLeaveTimeout
 	}
-	return max(5*time.Second, killTimeout-DefaultStopTimeout-5*time.Second)
+	return max(5*time.Second, killTimeout-leaveStopMargin)
 }
+
+// leaveStopMargin is kept of kill_timeout for stopping etcd after a leave.
+const leaveStopMargin = 8 * time.Second
 
 // leaveRetryEvery paces leave's attempts.
 const leaveRetryEvery = 500 * time.Millisecond

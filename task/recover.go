@@ -132,7 +132,7 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	}
 	m.stopEtcd()
 	aside, err := InstallSnapshot(m.dir.root, plain, Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
-		Token: next.Token, Epoch: next.Epoch, RevisionBump: 1_000_000}, "recovered-over")
+		Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, "recovered-over")
 	if aside != "" {
 		m.log.Warn("data dir set aside (not deleted) before restoring", "to", aside)
 	}

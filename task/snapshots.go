@@ -3,6 +3,7 @@ package task
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,18 +74,19 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	if ep == "" {
 		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
 	}
-	cli, err := m.etcdClient(m.clientEndpoints())
-	if err != nil {
-		return err
-	}
 	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
 	if rec != nil {
 		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
 	}
+	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
+	}
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
 	defer cancel()
-	meta, err := snapshot.Save(sctx, cli, ep, s.Store, src, s.Encryption, nil)
+	// Streamed from ep alone (not the shared client, which balances over
+	// every member) and spooled beside the member's data.
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)
@@ -95,14 +97,12 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	m.snapMetrics.size.Set(float64(meta.Size))
 	m.snapMetrics.duration.Set(took.Seconds())
 	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
-	list, err := s.Store.List(ctx)
-	if err != nil {
-		return nil
+	removed, err := snapshot.Prune(ctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
+	for _, name := range removed {
+		m.log.Info("retention: removed", "name", name)
 	}
-	for _, old := range snapshot.Expired(list, s.RetainCount, s.RetainAge, time.Now()) {
-		if err := s.Store.Delete(ctx, old.Name); err != nil {
-			m.log.Warn("retention: delete failed", "name", old.Name, "error", err)
-		}
+	if err != nil {
+		m.log.Warn("retention incomplete", "error", err)
 	}
 	return nil
 }
@@ -134,4 +134,22 @@ func (m *Member) maybeSnapshot(ctx context.Context, o planner.Observation) {
 	if err := m.saveSnapshot(ctx, o, "scheduled"); err != nil {
 		m.log.Warn("scheduled snapshot failed", "error", err)
 	}
+}
+
+// revisionBump is how far a recovery from meta bumps revisions: derived
+// from the write rate the store's listing shows and the snapshot's age
+// (snapshot.RevisionBump). Without a listing the assumed rate stands in.
+func (m *Member) revisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
+	var history []snapshot.Meta
+	if s := m.opts.Snapshots; s != nil {
+		list, err := s.Store.List(ctx)
+		if err != nil {
+			m.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
+		}
+		history = list
+	}
+	bump := snapshot.RevisionBump(meta, history, time.Now())
+	rate, measured := snapshot.WriteRate(history)
+	m.log.Info("revision bump", "snapshot", meta.Name, "revision", meta.Revision, "age", time.Since(meta.Created).Round(time.Second), "rate", rate, "measured", measured, "bump", bump)
+	return bump
 }

@@ -369,16 +369,11 @@ func runSnapshotSave(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := file.New(*storeDir)
+	store, err := file.New(*storeDir, "bench")
 	if err != nil {
 		return err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{*endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return err
-	}
-	defer cli.Close()
-	m, err := snapshot.Save(ctx, cli, *endpoint, store, snapshot.Source{Cluster: "bench", ClusterID: "0", Epoch: 1}, enc, nil)
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: *endpoint, SpoolDir: *storeDir}, store, snapshot.Source{Cluster: "bench", ClusterID: "0", Epoch: 1}, enc, nil)
 	if err != nil {
 		return err
 	}
@@ -406,7 +401,7 @@ func runSnapshotRestore(args []string) error {
 	if err != nil {
 		return err
 	}
-	store, err := file.New(*storeDir)
+	store, err := file.New(*storeDir, "bench")
 	if err != nil {
 		return err
 	}

@@ -124,7 +124,7 @@ func (c *memberCommand) Run(args []string) int {
 		return 1
 	}
 	if cl.Snapshot != nil {
-		store, err := open.Store(ctx, cl)
+		store, err := open.StoreWithLog(ctx, cl, log.Named("snapshots"))
 		if err != nil {
 			c.ui.Error(err.Error())
 			return 1

@@ -15,8 +15,7 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"github.com/hashicorp/cli"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -52,7 +51,7 @@ func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []st
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
-	store, err := open.Store(ctx, cl)
+	store, err := open.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
@@ -100,7 +99,9 @@ Usage: etcd-nomad snapshot save -config FILE
 
   Streams a snapshot from a healthy member through zstd (and age, when the
   snapshot block has an encryption block) into the store, records its
-  sha256, then applies retention (never deleting the newest).`)
+  sha256, then applies retention (never deleting the newest). The snapshot
+  is spooled to $TMPDIR first (as large as the database) so that its
+  revision is read from the data itself.`)
 }
 
 func (c *snapshotSaveCommand) Run(args []string) int {
@@ -110,64 +111,57 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	cli, ep, src, err := clusterClient(ctx, env.cl)
+	from, src, err := snapshotSource(ctx, env.cl)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	defer cli.Close()
-	c.ui.Output(fmt.Sprintf("saving a snapshot of %s (cluster %s, epoch %d) from %s", env.cl.Name, src.ClusterID, src.Epoch, ep))
-	m, err := snapshot.Save(ctx, cli, ep, env.store, src, env.enc, progressPrinter(c.ui, "read"))
+	c.ui.Output(fmt.Sprintf("saving a snapshot of %s (cluster %s, epoch %d) from %s", env.cl.Name, src.ClusterID, src.Epoch, from.Endpoint))
+	m, err := snapshot.Save(ctx, from, env.store, src, env.enc, progressPrinter(c.ui, "read"))
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
 	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
 	if sn := env.cl.Snapshot; sn != nil {
-		list, err := env.store.List(ctx)
-		if err == nil {
-			for _, old := range snapshot.Expired(list, sn.RetainCount, sn.RetainAge, time.Now()) {
-				if err := env.store.Delete(ctx, old.Name); err != nil {
-					c.ui.Warn(fmt.Sprintf("retention: delete %s: %v", old.Name, err))
-					continue
-				}
-				c.ui.Output("retention: deleted " + old.Name)
-			}
+		removed, err := snapshot.Prune(ctx, env.store, sn.RetainCount, sn.RetainAge, time.Now())
+		for _, name := range removed {
+			c.ui.Output("retention: deleted " + name)
+		}
+		if err != nil {
+			c.ui.Warn(err.Error())
 		}
 	}
 	return 0
 }
 
-// clusterClient connects to the cluster's healthy members.
-func clusterClient(ctx context.Context, cl *config.Cluster) (*clientv3.Client, string, snapshot.Source, error) {
+// snapshotSource picks the healthy member a snapshot is streamed from
+// (the first the status lists) and what the snapshot is of.
+func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, snapshot.Source, error) {
 	src := snapshot.Source{Cluster: cl.Name}
 	st, err := status.Gather(ctx, cl)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
-	var eps []string
+	ep := ""
 	for _, m := range st.Members {
-		if m.Healthy {
-			eps = append(eps, m.ClientURL)
+		if m.Healthy && ep == "" {
+			ep = m.ClientURL
 		}
 	}
-	if len(eps) == 0 {
-		return nil, "", src, errors.New("no healthy member to take a snapshot from")
+	if ep == "" {
+		return snapshot.From{}, src, errors.New("no healthy member to take a snapshot from")
 	}
 	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
 	co, err := status.Coordinator(cl)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
 	tc, _, err := status.ClientTLS(ctx, cl, co)
 	if err != nil {
-		return nil, "", src, err
+		return snapshot.From{}, src, err
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		return nil, "", src, err
-	}
-	return cli, eps[0], src, nil
+	return snapshot.From{Endpoint: ep, TLS: tc}, src, nil
 }
 
 type snapshotListCommand struct{ ui cli.Ui }
@@ -255,7 +249,9 @@ Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] 
 
 Options:
   -member NAME       the member that seeds (static provider name)
-  -revision-bump N   added to every revision (default 1000000)`)
+  -revision-bump N   added to every revision; by default derived from the
+                     write rate between the store's snapshots and the
+                     snapshot's age (4 x rate x age, at least 1000000)`)
 }
 
 func (c *snapshotRestoreCommand) Run(args []string) int {
@@ -263,7 +259,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	defer cancel()
 	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
 	member := fs.String("member", "", "")
-	bump := fs.Uint64("revision-bump", 1_000_000, "")
+	bump := fs.Uint64("revision-bump", 0, "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -318,6 +314,19 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	m, err := snapshot.Fetch(ctx, env.store, name, plain, env.enc, progressPrinter(ui, "fetched"))
 	if err != nil {
 		return err
+	}
+	if bump == 0 {
+		list, err := env.store.List(ctx)
+		if err != nil {
+			return fmt.Errorf("list snapshots to derive the revision bump (or give -revision-bump): %w", err)
+		}
+		bump = snapshot.RevisionBump(m, list, time.Now())
+		rate, measured := snapshot.WriteRate(list)
+		how := fmt.Sprintf("%.0f writes/s measured between snapshots", rate)
+		if !measured {
+			how = fmt.Sprintf("no rate measurable from the store, %.0f writes/s assumed", snapshot.AssumedWriteRate)
+		}
+		ui.Output(fmt.Sprintf("revision bump %d: snapshot %s old, %s", bump, time.Since(m.Created).Round(time.Second), how))
 	}
 	co, err := status.Coordinator(cl)
 	if err != nil {

@@ -38,8 +38,12 @@ func (c *validateCommand) Run(args []string) int {
 		c.ui.Error(fmt.Sprintf("%s: %d error(s)", path, len(diags.Errs())))
 		return 1
 	}
-	c.ui.Output(fmt.Sprintf("%s: valid: cluster %q, %d members, provider %s, coordination %s, tls %s",
-		path, cl.Name, cl.Size, cl.Provider.Kind, cl.Coordination.Kind, cl.TLS.Mode))
+	valid := "valid"
+	if n := len(diags); n > 0 {
+		valid = fmt.Sprintf("valid with %d warning(s)", n)
+	}
+	c.ui.Output(fmt.Sprintf("%s: %s: cluster %q, %d members, provider %s, coordination %s, tls %s",
+		path, valid, cl.Name, cl.Size, cl.Provider.Kind, cl.Coordination.Kind, cl.TLS.Mode))
 	return 0
 }
 

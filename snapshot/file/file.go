@@ -1,7 +1,10 @@
 // Package file is a snapshot store in a local (or mounted) directory:
 // OBJECT and OBJECT.meta.json, files 0600 in a 0700 directory. An object
 // is written to a temporary file and renamed, then its metadata the same
-// way, so a listing never shows a partial snapshot.
+// way, so a listing never shows a partial snapshot. A store belongs to
+// one cluster: several clusters may share a directory (one mounted path
+// in every definition) and never list, open, prune or restore each
+// other's snapshots.
 package file
 
 import (
@@ -20,19 +23,35 @@ import (
 
 const metaSuffix = ".meta.json"
 
-// Store keeps snapshots in Dir.
+// Store keeps the snapshots of Cluster in Dir.
 type Store struct {
-	Dir string
+	Dir     string
+	Cluster string
 }
 
 var _ snapshot.Store = (*Store)(nil)
 
-// New returns a store on dir, creating it.
-func New(dir string) (*Store, error) {
+// New returns the store of cluster on dir, creating the directory.
+func New(dir, cluster string) (*Store, error) {
+	if cluster == "" {
+		return nil, errors.New("file snapshot store: a cluster name is required")
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create snapshot dir: %w", err)
 	}
-	return &Store{Dir: dir}, nil
+	return &Store{Dir: dir, Cluster: cluster}, nil
+}
+
+// own refuses a name that is not one of this store's cluster's objects.
+// It is reported as absent: to this store, it is.
+func (s *Store) own(name string) error {
+	if err := snapshot.ValidName(name); err != nil {
+		return err
+	}
+	if !snapshot.OfCluster(name, s.Cluster) {
+		return fmt.Errorf("snapshot %s is not one of cluster %s's: %w", name, s.Cluster, os.ErrNotExist)
+	}
+	return nil
 }
 
 func writeAtomic(path string, r io.Reader) (int64, error) {
@@ -56,7 +75,7 @@ func writeAtomic(path string, r io.Reader) (int64, error) {
 
 // Put writes the object.
 func (s *Store) Put(_ context.Context, name string, r io.Reader) (int64, error) {
-	if err := snapshot.ValidName(name); err != nil {
+	if err := s.own(name); err != nil {
 		return 0, err
 	}
 	n, err := writeAtomic(filepath.Join(s.Dir, name), r)
@@ -68,8 +87,11 @@ func (s *Store) Put(_ context.Context, name string, r io.Reader) (int64, error) 
 
 // PutMeta writes the metadata, making the object visible.
 func (s *Store) PutMeta(_ context.Context, m snapshot.Meta) error {
-	if err := snapshot.ValidName(m.Name); err != nil {
+	if err := s.own(m.Name); err != nil {
 		return err
+	}
+	if m.Cluster != s.Cluster {
+		return fmt.Errorf("metadata of %s names cluster %q, the store is cluster %s's", m.Name, m.Cluster, s.Cluster)
 	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -95,18 +117,23 @@ func (s *Store) meta(name string) (snapshot.Meta, error) {
 
 // Open opens an object.
 func (s *Store) Open(_ context.Context, name string) (io.ReadCloser, snapshot.Meta, error) {
-	if err := snapshot.ValidName(name); err != nil {
+	if err := s.own(name); err != nil {
 		return nil, snapshot.Meta{}, err
 	}
 	m, err := s.meta(name)
 	if err != nil {
 		return nil, m, err
 	}
+	if m.Cluster != s.Cluster {
+		return nil, snapshot.Meta{}, fmt.Errorf("snapshot %s is recorded as cluster %q's, not %s's: %w", name, m.Cluster, s.Cluster, os.ErrNotExist)
+	}
 	f, err := os.Open(filepath.Join(s.Dir, name))
 	return f, m, err
 }
 
-// List returns every object with metadata, oldest first.
+// List returns every object of the cluster with metadata, oldest first.
+// Other clusters' snapshots in the same directory are not listed, so
+// retention never prunes them and "latest" is never theirs.
 func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 	ents, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -115,14 +142,16 @@ func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 	var out []snapshot.Meta
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), metaSuffix)
-		if !ok {
+		if !ok || !snapshot.OfCluster(name, s.Cluster) {
 			continue
 		}
 		m, err := s.meta(name)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, m)
+		if m.Cluster == s.Cluster {
+			out = append(out, m)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
@@ -131,7 +160,7 @@ func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 // Delete removes the metadata first (the object is then invisible), then
 // the object.
 func (s *Store) Delete(_ context.Context, name string) error {
-	if err := snapshot.ValidName(name); err != nil {
+	if err := s.own(name); err != nil {
 		return err
 	}
 	if err := os.Remove(filepath.Join(s.Dir, name+metaSuffix)); err != nil && !errors.Is(err, os.ErrNotExist) {

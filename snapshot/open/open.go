@@ -9,27 +9,36 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )
 
-// Store opens the snapshot store of cl.
+// Store opens the snapshot store of cl; what a listing skips is reported
+// nowhere (StoreWithLog).
 func Store(ctx context.Context, cl *config.Cluster) (snapshot.Store, error) {
+	return StoreWithLog(ctx, cl, nil)
+}
+
+// StoreWithLog opens the snapshot store of cl, reporting to log (may be
+// nil) what a listing skips: corrupt or orphaned metadata.
+func StoreWithLog(ctx context.Context, cl *config.Cluster, log hclog.Logger) (snapshot.Store, error) {
 	sn := cl.Snapshot
 	if sn == nil {
 		return nil, fmt.Errorf("%s: no snapshot block: add snapshot { store \"file\" { path = ... } }", cl.File)
 	}
 	switch sn.StoreKind {
 	case "file":
-		return file.New(sn.Path)
+		return file.New(sn.Path, cl.Name)
 	case "s3":
 		prefix := sn.Prefix
 		if prefix == "" {
 			prefix = cl.Name + "/"
 		}
-		o := s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle}
+		o := s3.Options{Bucket: sn.Bucket, Prefix: prefix, Endpoint: sn.Endpoint, Region: sn.Region, PathStyle: sn.PathStyle, Log: log}
 		if sn.CAFile != "" {
 			hc, err := s3.TrustCAFile(sn.CAFile)
 			if err != nil {

@@ -3,6 +3,13 @@
 // as streams (multipart, never whole in memory); the metadata object is
 // written last, so a listing never shows a partial snapshot. Credentials
 // come from the SDK's standard chain.
+//
+// A failed upload is aborted and the object of a failed save deleted on a
+// fresh context, and Sweep removes what is left anyway (a crash between
+// the two writes); still, give the bucket a lifecycle rule that aborts
+// incomplete multipart uploads after a day
+// (AbortIncompleteMultipartUpload, DaysAfterInitiation 1): parts of an
+// upload whose process was killed are billed and invisible otherwise.
 package s3
 
 import (
@@ -18,11 +25,13 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/s3/manager"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -44,6 +53,9 @@ type Options struct {
 	PathStyle bool
 	// HTTPClient, optional (custom CA for the endpoint's TLS).
 	HTTPClient *http.Client
+	// Log, optional, receives what List skips (a corrupt or orphaned
+	// metadata object). Defaults to nowhere.
+	Log hclog.Logger
 }
 
 // Store keeps snapshots in a bucket.
@@ -53,7 +65,10 @@ type Store struct {
 	up  *manager.Uploader
 }
 
-var _ snapshot.Store = (*Store)(nil)
+var (
+	_ snapshot.Store   = (*Store)(nil)
+	_ snapshot.Sweeper = (*Store)(nil)
+)
 
 // New builds the S3 client.
 func New(ctx context.Context, o Options) (*Store, error) {
@@ -63,6 +78,9 @@ func New(ctx context.Context, o Options) (*Store, error) {
 	cfg, err := awsconf.Load(ctx, o.Region, o.HTTPClient)
 	if err != nil {
 		return nil, err
+	}
+	if o.Log == nil {
+		o.Log = hclog.NewNullLogger()
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
@@ -77,7 +95,13 @@ func New(ctx context.Context, o Options) (*Store, error) {
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
 	})
-	return &Store{o: o, cli: cli, up: manager.NewUploader(cli, func(u *manager.Uploader) { u.PartSize = 16 << 20; u.Concurrency = 2 })}, nil
+	return &Store{o: o, cli: cli, up: manager.NewUploader(cli, func(u *manager.Uploader) {
+		u.PartSize = 16 << 20
+		u.Concurrency = 2
+		// The uploader would abort on the upload's own context, which is
+		// the one that ended when a save is cancelled; Put aborts instead.
+		u.LeavePartsOnError = true
+	})}, nil
 }
 
 func (s *Store) key(name string) string { return s.o.Prefix + name }
@@ -90,9 +114,24 @@ func (s *Store) Put(ctx context.Context, name string, r io.Reader) (int64, error
 	c := &countReader{r: r}
 	_, err := s.up.Upload(ctx, &s3.PutObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name)), Body: c})
 	if err != nil {
+		var mf manager.MultiUploadFailure
+		if errors.As(err, &mf) && mf.UploadID() != "" {
+			err = errors.Join(err, s.abort(ctx, s.key(name), mf.UploadID()))
+		}
 		return c.n, fmt.Errorf("upload s3://%s/%s: %w", s.o.Bucket, s.key(name), err)
 	}
 	return c.n, nil
+}
+
+// abort aborts a failed multipart upload on a fresh context (ctx may be
+// what failed it), so that its parts are not kept and billed.
+func (s *Store) abort(ctx context.Context, key, id string) error {
+	cctx, cancel := snapshot.CleanupContext(ctx)
+	defer cancel()
+	if _, err := s.cli.AbortMultipartUpload(cctx, &s3.AbortMultipartUploadInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(key), UploadId: aws.String(id)}); err != nil {
+		return fmt.Errorf("abort the multipart upload %s of %s (Sweep, or a lifecycle rule, removes it later): %w", id, key, err)
+	}
+	return nil
 }
 
 type countReader struct {
@@ -135,11 +174,21 @@ func (s *Store) meta(ctx context.Context, name string) (snapshot.Meta, error) {
 		return m, fmt.Errorf("read metadata of %s: %w", name, err)
 	}
 	defer out.Body.Close()
-	if err := json.NewDecoder(out.Body).Decode(&m); err != nil {
-		return m, fmt.Errorf("decode metadata of %s: %w", name, err)
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		return m, fmt.Errorf("read metadata of %s: %w", name, err)
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("metadata of %s: %w: %w", name, errCorrupt, err)
+	}
+	if m.Name != name {
+		return m, fmt.Errorf("metadata of %s names %q: %w", name, m.Name, errCorrupt)
 	}
 	return m, nil
 }
+
+// errCorrupt marks metadata that cannot be read as a snapshot's.
+var errCorrupt = errors.New("corrupt snapshot metadata")
 
 // Open streams an object.
 func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, snapshot.Meta, error) {
@@ -160,30 +209,106 @@ func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, snapshot.
 	return out.Body, m, nil
 }
 
-// List returns every object with metadata, oldest first.
-func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
-	var out []snapshot.Meta
+// objects lists the keys under the prefix (not below a further "/"):
+// snapshot names to their last modification, metadata names apart.
+func (s *Store) objects(ctx context.Context) (data map[string]time.Time, metas []string, err error) {
+	data = map[string]time.Time{}
 	pg := s3.NewListObjectsV2Paginator(s.cli, &s3.ListObjectsV2Input{Bucket: aws.String(s.o.Bucket), Prefix: aws.String(s.o.Prefix)})
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("list s3://%s/%s: %w", s.o.Bucket, s.o.Prefix, err)
+			return nil, nil, fmt.Errorf("list s3://%s/%s: %w", s.o.Bucket, s.o.Prefix, err)
 		}
 		for _, obj := range page.Contents {
 			k := strings.TrimPrefix(aws.ToString(obj.Key), s.o.Prefix)
-			name, ok := strings.CutSuffix(k, metaSuffix)
-			if !ok || strings.Contains(name, "/") {
+			if strings.Contains(k, "/") {
 				continue
 			}
-			m, err := s.meta(ctx, name)
-			if err != nil {
-				return nil, err
+			if name, ok := strings.CutSuffix(k, metaSuffix); ok {
+				metas = append(metas, name)
+			} else {
+				data[k] = aws.ToTime(obj.LastModified)
 			}
-			out = append(out, m)
 		}
+	}
+	return data, metas, nil
+}
+
+// List returns every object with metadata, oldest first. One bad entry
+// does not hide the others (a failing List would stop scheduled snapshots
+// and retention for good): metadata deleted meanwhile is skipped, and
+// metadata that is corrupt or whose object is missing is reported to the
+// log and skipped. Only the store failing fails List.
+func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
+	data, metas, err := s.objects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []snapshot.Meta
+	for _, name := range metas {
+		m, err := s.meta(ctx, name)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // deleted since the listing
+		case errors.Is(err, errCorrupt):
+			s.o.Log.Warn("snapshot listing: skipping corrupt metadata", "key", s.key(name+metaSuffix), "error", err)
+			continue
+		case err != nil:
+			return nil, err
+		}
+		if _, ok := data[name]; !ok {
+			s.o.Log.Warn("snapshot listing: skipping metadata whose object is missing", "key", s.key(name+metaSuffix))
+			continue
+		}
+		out = append(out, m)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
+}
+
+// Sweep removes what failed saves left and no listing shows, last
+// modified before cutoff: snapshot objects without metadata and
+// incomplete multipart uploads under the prefix.
+func (s *Store) Sweep(ctx context.Context, cutoff time.Time) ([]string, error) {
+	data, metas, err := s.objects(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range metas {
+		delete(data, name)
+	}
+	var removed []string
+	var errs []error
+	for name, modified := range data {
+		if !strings.Contains(name, ".snap.zst") || !modified.Before(cutoff) {
+			continue
+		}
+		if _, err := s.cli.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name))}); err != nil && !notFound(err) {
+			errs = append(errs, fmt.Errorf("delete %s: %w", s.key(name), err))
+			continue
+		}
+		removed = append(removed, s.key(name))
+	}
+	pg := s3.NewListMultipartUploadsPaginator(s.cli, &s3.ListMultipartUploadsInput{Bucket: aws.String(s.o.Bucket), Prefix: aws.String(s.o.Prefix)})
+	for pg.HasMorePages() {
+		page, err := pg.NextPage(ctx)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list incomplete uploads under s3://%s/%s: %w", s.o.Bucket, s.o.Prefix, err))
+			break
+		}
+		for _, u := range page.Uploads {
+			if !aws.ToTime(u.Initiated).Before(cutoff) {
+				continue
+			}
+			if err := s.abort(ctx, aws.ToString(u.Key), aws.ToString(u.UploadId)); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, "incomplete upload of "+aws.ToString(u.Key))
+		}
+	}
+	sort.Strings(removed)
+	return removed, errors.Join(errs...)
 }
 
 // Delete removes the metadata (hiding the object), then the object.

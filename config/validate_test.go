@@ -1,0 +1,112 @@
+package config
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+)
+
+// The inputs of the safety issue, which validate used to accept in
+// silence (size = 0 even reported "3 members"): size 0 is refused, the
+// rest warn, each at its own line and column with the minimum it was
+// compared with.
+func TestSafetyIssueInputsNoLongerPass(t *testing.T) {
+	src := `cluster "x" {
+  size           = 0
+  recovery_grace = "1s"
+  etcd {
+    quota_backend_bytes = "100TiB"
+  }
+  provider "nomad" {
+    stale_after = "1ms"
+  }
+  coordination "consul" {}
+}`
+	c, res, diags := Load("x.hcl", []byte(src))
+	if c != nil {
+		t.Fatalf("size = 0 accepted as %d members", c.Size)
+	}
+	var buf bytes.Buffer
+	if err := res.WriteDiagnostics(&buf, diags); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"x.hcl:2:20: error: Invalid size",
+		"size must be between 1 and 9, got 0",
+		"x.hcl:3:20: warning: recovery_grace shorter than a restart",
+		"under 16s, a member's restart (10s) plus 3 elections",
+		"x.hcl:5:27: warning: quota_backend_bytes over etcd's suggested maximum",
+		"(100 TiB) is over etcd's suggested maximum of 8 GiB",
+		"x.hcl:8:19: warning: stale_after shorter than Nomad's lost_after",
+		`lost_after = "2m" }`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if len(diags.Errs()) != 1 {
+		t.Errorf("want exactly one error (size), got %d", len(diags.Errs()))
+	}
+	if t.Failed() {
+		t.Log(out)
+	}
+}
+
+// Nomad's raw_exec driver mounts no volumes ("does not support host
+// volumes"): a host_volume with it would be accepted by validate and then
+// fail to place, or worse, leave the data on the allocation's disk.
+func TestHostVolumeRefusedWithRawExec(t *testing.T) {
+	src := func(driver string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    ` + driver + `
+    host_volume = "etcd"
+  }
+}`)
+	}
+	for _, driver := range []string{``, `driver = "raw_exec"`} {
+		_, _, diags := Load("x.hcl", src(driver))
+		if !diagAt(diags, "host_volume needs another driver", 6) || !strings.Contains(diags.Error(), "host_volume") {
+			t.Errorf("driver %q: want an error at host_volume (line 6), got %v", driver, diags)
+		}
+	}
+	for _, driver := range []string{`driver = "exec"`, `driver = "docker"`} {
+		c, _, diags := Load("x.hcl", src(driver))
+		if len(diags) > 0 {
+			t.Fatalf("%s: %v", driver, diags)
+		}
+		if c.DataDir != HostVolumeDataDir {
+			t.Errorf("%s: data_dir %q, want the volume's mount %s", driver, c.DataDir, HostVolumeDataDir)
+		}
+	}
+}
+
+// With a host volume, the data must be on it: the job mounts the volume at
+// HostVolumeDataDir, and data_dir used to keep its allocation-disk default.
+func TestHostVolumeDataDirOffTheVolumeWarns(t *testing.T) {
+	src := func(dataDir string) []byte {
+		return []byte(`cluster "x" {
+  data_dir = "` + dataDir + `"
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    driver      = "exec"
+    host_volume = "etcd"
+  }
+}`)
+	}
+	_, _, diags := Load("x.hcl", src("$${NOMAD_ALLOC_DIR}/data"))
+	if len(diags) != 1 || diags[0].Severity != hcl.DiagWarning || diags[0].Summary != "data_dir not on the host volume" || diags[0].Subject.Start.Line != 2 {
+		t.Fatalf("want one warning at data_dir, got %v", diags)
+	}
+	for _, dir := range []string{HostVolumeDataDir, HostVolumeDataDir + "/etcd"} {
+		if _, _, diags := Load("x.hcl", src(dir)); len(diags) > 0 {
+			t.Errorf("%s: %v", dir, diags)
+		}
+	}
+}
