@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench sim
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -66,3 +66,10 @@ chaos: tools
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+## sim: a long exploration of the whole-system simulation (sim/): every
+## violation prints its seed and trace. `make sim STEPS=100000000 SEED=7`;
+## without SEED the seed is the time (printed).
+STEPS ?= 10000000
+sim:
+	SIM_STEPS=$(STEPS) SIM_SEED=$(SEED) $(GO) test -count=1 -timeout 0 -v -run 'TestExplore$$' ./sim

@@ -1,0 +1,330 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Invariant names, as a failing run reports them.
+const (
+	InvSplitBrain  = "two live clusters"
+	InvTwoSeeds    = "two seeds of one epoch"
+	InvForeignData = "member serves data of another incarnation"
+	InvLostWrites  = "acknowledged writes lost"
+	InvSetAside    = "newest data set aside while its quorum lives"
+	InvNoVoter     = "cluster started without a voter"
+	InvLeave       = "graceful departure left a removable voter"
+	InvLiveness    = "not healthy after faults stopped"
+)
+
+func (w *World) violate(inv, format string, args ...any) {
+	if w.failure != nil {
+		return
+	}
+	w.failure = &Violation{Step: w.step, Time: w.now, Invariant: inv, Detail: fmt.Sprintf(format, args...)}
+	w.logf("VIOLATION", "%s: %s", inv, w.failure.Detail)
+	w.failState = w.State()
+}
+
+// check runs the invariants over the whole world after a step.
+func (w *World) check() {
+	var serving []*group
+	for _, g := range w.groups {
+		if g.quorum >= 0 {
+			serving = append(serving, g)
+		}
+	}
+	if len(serving) > 1 {
+		w.violate(InvSplitBrain, "%s and %s both have a quorum", serving[0], serving[1])
+		return
+	}
+	for _, n := range w.nodes {
+		if n.etcd == nil || n.etcd.group.quorum != n.side {
+			continue
+		}
+		g := n.etcd.group
+		if n.data.token != g.token || n.data.epoch != g.epoch {
+			w.violate(InvForeignData, "%s serves %s (token %s) with data of token %s epoch %d", n.name, g, g.token, n.data.token, n.data.epoch)
+			return
+		}
+	}
+	if len(serving) == 1 {
+		w.checkWrites(serving[0])
+	}
+	w.checkLeaves()
+}
+
+// checkWrites: the serving cluster holds every acknowledged write that
+// still exists in some copy (a data dir, set aside or not, or a snapshot).
+// Writes whose every copy is gone (disks lost) are not the system's doing.
+func (w *World) checkWrites(g *group) {
+	for _, other := range w.groups {
+		b := other.branch
+		if b.acked == 0 || level(g.branch, g.committed, b) >= b.acked {
+			continue
+		}
+		exists := int64(-1)
+		see := func(br *branch, rev int64) {
+			if br != nil {
+				exists = max(exists, min(b.acked, level(br, rev, b)))
+			}
+		}
+		for _, n := range w.nodes {
+			if n.data != nil && n.data.wal {
+				see(n.data.branch, n.data.rev)
+			}
+			for _, a := range n.aside {
+				if a.wal {
+					see(a.branch, a.rev)
+				}
+			}
+		}
+		for _, s := range w.store {
+			see(s.branch, s.rev)
+		}
+		if have := level(g.branch, g.committed, b); have < exists {
+			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists", g, have, other, exists)
+			return
+		}
+	}
+}
+
+// checkNewGroup: one seed per epoch (while the other still has a copy),
+// and a cluster must have a voter.
+func (w *World) checkNewGroup(src *node, g *group, why string) {
+	if g.voters() == 0 {
+		w.violate(InvNoVoter, "%s (%s) has no voter: it can never elect a leader", g, why)
+		return
+	}
+	for _, o := range w.groups {
+		if o == g || o.epoch != g.epoch {
+			continue
+		}
+		for _, n := range w.nodes {
+			if n != src && n.data != nil && n.data.group == o && n.data.wal {
+				w.violate(InvTwoSeeds, "%s (%s) started while %s of the same epoch lives at %s", g, why, o, n.name)
+				return
+			}
+		}
+	}
+}
+
+// checkSetAside: data of a cluster that has a quorum, of a member still in
+// it, is never set aside (the newest data while its quorum lives).
+func (w *World) checkSetAside(n *node, why string) {
+	d := n.data
+	if d.group == nil || d.group.quorum < 0 || d.group.member(d.memberID) == nil {
+		return
+	}
+	w.violate(InvSetAside, "%s sets aside its data of %s (member %x, revision %d) while that cluster has a quorum (%s)", n.name, d.group, d.memberID, d.rev, why)
+}
+
+// checkLeaves: invariant 12. Once a stopping member's removal has been
+// possible for a while (etcd would accept it, the planner's rule allows
+// it, the lock and Consul are there), it must be out by its deadline.
+func (w *World) checkLeaves() {
+	const window = 4 * time.Second
+	for _, l := range w.leaves {
+		if l.final {
+			continue
+		}
+		if w.now > l.deadline {
+			l.final = true
+			if m := l.group.member(l.id); l.shouldLeft && m != nil && !m.learner {
+				w.violate(InvLeave, "%s stopped as a voter of %s although its removal was possible for %s of its %s", l.node.name, l.group, window, leaveTimeout)
+				return
+			}
+			continue
+		}
+		ok := w.removable(l)
+		switch {
+		case !ok:
+			l.ok = false
+		case !l.ok:
+			l.ok, l.okSince = true, w.now
+		case w.now-l.okSince >= window:
+			l.shouldLeft = true
+		}
+	}
+}
+
+func (w *World) removable(l *leave) bool {
+	n, g := l.node, l.group
+	m := g.member(l.id)
+	if m == nil || m.learner || l.crashed || n.noConsul || n.noNomad || g.quorum < 0 || n.side != g.quorum {
+		return false
+	}
+	if h := w.coord.holder; h != nil && h != n {
+		return false
+	}
+	voters, healthy := 0, 0
+	for _, x := range g.members {
+		if x.learner || x.name == "" {
+			return false // a change in flight
+		}
+		voters++
+		if x.id == l.id {
+			continue
+		}
+		if p := w.byPeer(x.peerURL); p != nil && p.up && p.etcd != nil && p.side == n.side {
+			healthy++
+		}
+	}
+	return voters > 1 && healthy >= planner.Quorum(voters-1) && w.readyToRemove(g, l.id)
+}
+
+// healthy: one cluster, recorded and confirmed, every current allocation
+// a running, connected voter of it, and the desired number of voters.
+func (w *World) healthy() bool {
+	var g *group
+	for _, x := range w.groups {
+		if x.quorum >= 0 {
+			if g != nil {
+				return false
+			}
+			g = x
+		}
+	}
+	r := w.coord.record
+	if g == nil || r == nil || r.ClusterID != g.clusterID || r.Token != g.token || r.Epoch != g.epoch || len(g.members) != w.cfg.Size {
+		return false
+	}
+	for _, n := range w.slots {
+		if !n.up || n.alloc != allocRunning || n.etcd == nil || n.etcd.group != g {
+			return false
+		}
+		if m := g.member(n.etcd.memberID); m == nil || m.learner || !m.active {
+			return false
+		}
+	}
+	return true
+}
+
+// stuck says why no automatic way back exists, "" if one does: then only
+// an operator can help, and the liveness check does not apply.
+func (w *World) stuck() string {
+	r := w.coord.record
+	if r == nil {
+		return ""
+	}
+	if r.ClusterID == 0 && r.Source == planner.FromData {
+		for _, n := range w.slots {
+			if n.name == r.Seeder && n.alloc != allocTerminal && (n.data == nil || n.data.token != r.Token) {
+				return "the seeder of a recovery from its data lost that data"
+			}
+		}
+	}
+	if r.ClusterID == 0 && r.Source == "" && w.byName[r.Seeder] != nil && w.byName[r.Seeder].alloc == allocTerminal {
+		for _, n := range w.slots {
+			if d := n.data; d != nil && d.wal && d.epoch == r.Epoch && d.token != r.Token {
+				return "an unconfirmed seed record of a gone seeder beside data of another token of its epoch (the planner asks an operator to choose)"
+			}
+		}
+	}
+	if r.ClusterID == 0 {
+		return ""
+	}
+	if len(w.store) > 0 {
+		return ""
+	}
+	for _, n := range w.slots {
+		if d := n.data; d != nil && d.wal && d.token == r.Token && d.epoch == r.Epoch && !learnerOf(d) {
+			return ""
+		}
+	}
+	return "no voter's copy of the recorded incarnation and no snapshot"
+}
+
+// State describes the world in a few lines: the record, the clusters that
+// run, every current allocation.
+func (w *World) State() string {
+	var b strings.Builder
+	if r := w.coord.record; r != nil {
+		fmt.Fprintf(&b, "record: epoch %d %s cluster %x seeder %s source %q; lock: %v\n", r.Epoch, r.Token, r.ClusterID, r.Seeder, r.Source, w.coord.holder != nil)
+	} else {
+		b.WriteString("record: none\n")
+	}
+	for _, g := range w.groups {
+		run := 0
+		for _, n := range w.nodes {
+			if n.up && n.etcd != nil && n.etcd.group == g {
+				run++
+			}
+		}
+		if run == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "%s token %s: %d running, quorum side %d, leader %x, committed %d, members:", g, g.token, run, g.quorum, g.leader, g.committed)
+		for _, m := range g.members {
+			fmt.Fprintf(&b, " %x(%s learner=%v active=%v)", m.id, m.name, m.learner, m.active)
+		}
+		b.WriteString("\n")
+	}
+	for _, n := range w.slots {
+		fmt.Fprintf(&b, "%s: up=%v alloc=%d side=%d", n.name, n.up, n.alloc, n.side)
+		if d := n.data; d != nil {
+			fmt.Fprintf(&b, " data(e%d %s member %x rev %d wal=%v)", d.epoch, d.token, d.memberID, d.rev, d.wal)
+		}
+		if n.etcd != nil {
+			fmt.Fprintf(&b, " runs %x in %s", n.etcd.memberID, n.etcd.group)
+		}
+		fmt.Fprintf(&b, " last: %s\n", n.lastReason)
+	}
+	return b.String()
+}
+
+// Known findings: conditions under which the current planner is known to
+// break an invariant (reported to the lead, see README). A run notes the
+// first it meets; a violation after it is reported as that finding.
+const (
+	KnownSeedOverSnapshots = "seed with no record while the snapshot store holds the cluster's snapshots"
+	KnownRecoverUnderNewer = "recovery over a record older than a peer's epoch"
+	KnownRecoverPastLeaver = "seed or recovery while a stopping (unlisted) allocation still holds data"
+	KnownNoRecordNoQuorum  = "record lost while quorum is lost: nobody re-records or recovers"
+	KnownResumeOverPeers   = "resumed snapshot recovery while a peer holds data of its token"
+	KnownLearnerNewest     = "recovery from an older snapshot while a learner holds newer data"
+)
+
+func (w *World) note(kind string) {
+	if w.known == "" {
+		w.known = kind
+		w.logf("known", "%s", kind)
+	}
+}
+
+// noteDecision notes the known findings a decision meets.
+func (w *World) noteDecision(o planner.Observation, d planner.Decision) {
+	if d.Kind == planner.Seed || d.Kind == planner.RecoverQuorum {
+		for _, n := range w.nodes {
+			if n.alloc == allocStopping && n.up && n.data != nil && n.data.wal {
+				w.note(KnownRecoverPastLeaver)
+			}
+		}
+	}
+	switch {
+	case d.Kind == planner.Seed && o.Record == nil && len(w.store) > 0:
+		w.note(KnownSeedOverSnapshots)
+	case d.Kind == planner.RecoverQuorum && o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token:
+		for _, p := range o.Peers {
+			if p.Token == o.Record.Token {
+				w.note(KnownResumeOverPeers)
+			}
+		}
+	case d.Kind == planner.RecoverQuorum && o.Record != nil:
+		if d.From == planner.FromSnapshot && o.LatestSnapshot != nil {
+			for _, p := range o.Peers {
+				if p.Learner && p.Token != "" && p.Revision > o.LatestSnapshot.Revision {
+					w.note(KnownLearnerNewest)
+				}
+			}
+		}
+		for _, p := range o.Peers {
+			if p.Token != "" && p.Epoch > o.Record.Epoch {
+				w.note(KnownRecoverUnderNewer)
+			}
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"errors"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// coordinator models Consul: one session lock with a TTL, and the cluster
+// record written create-only or by CAS, each write fenced by the lock.
+type coordinator struct {
+	record  *planner.Record
+	index   uint64
+	holder  *node
+	session uint64
+	expires time.Duration
+	history []recordVersion // every record written, for a restore of an older state
+}
+
+type recordVersion struct {
+	rec   *planner.Record
+	index uint64
+}
+
+var (
+	errConsul   = errors.New("consul unreachable")
+	errLockLost = errors.New("lock lost")
+	errConflict = errors.New("record changed (CAS failed)")
+	errExists   = errors.New("record exists (create-only)")
+)
+
+// lock takes the lock for n when it is free.
+func (w *World) lock(n *node) error {
+	c := &w.coord
+	if n.noConsul {
+		return errConsul
+	}
+	if c.holder != nil {
+		return errors.New("lock held by " + c.holder.name)
+	}
+	w.nextID++
+	c.holder, c.session, c.expires = n, w.nextID, w.now+lockTTL
+	n.lockSession = c.session
+	return nil
+}
+
+// unlock releases n's lock, if n still holds it.
+func (w *World) unlock(n *node) {
+	c := &w.coord
+	if c.holder == n && c.session == n.lockSession && !n.noConsul {
+		c.holder = nil
+	}
+	n.lockSession = 0
+}
+
+// fenced reports whether a write by n is fenced by the lock it holds.
+func (w *World) fenced(n *node) error {
+	c := &w.coord
+	if n.noConsul {
+		return errConsul
+	}
+	if n.lockSession == 0 || c.holder != n || c.session != n.lockSession {
+		return errLockLost
+	}
+	return nil
+}
+
+// createRecord is the create-only write.
+func (w *World) createRecord(n *node, r planner.Record) error {
+	if err := w.fenced(n); err != nil {
+		return err
+	}
+	if w.coord.record != nil {
+		return errExists
+	}
+	w.setRecord(r)
+	return nil
+}
+
+// updateRecord is the CAS write against the index n read.
+func (w *World) updateRecord(n *node, r planner.Record) error {
+	if err := w.fenced(n); err != nil {
+		return err
+	}
+	if w.coord.record == nil || w.coord.index != n.recIndex {
+		return errConflict
+	}
+	w.setRecord(r)
+	return nil
+}
+
+func (w *World) setRecord(r planner.Record) {
+	w.coord.index = w.id()
+	w.coord.record = &r
+	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index})
+}
+
+// listed is the provider's current instance list: allocations that run,
+// and (unless defect 2) those whose client is disconnected.
+func (w *World) listed() []*node {
+	var out []*node
+	for _, n := range w.slots {
+		out = appendListed(out, n, w.cfg.Defects.ProviderDropsUnknown)
+	}
+	return out
+}
+
+func appendListed(out []*node, n *node, dropUnknown bool) []*node {
+	switch {
+	case n == nil, n.alloc == allocTerminal, n.alloc == allocStopping:
+	case n.alloc == allocUnknown && dropUnknown:
+	default:
+		out = append(out, n)
+	}
+	return out
+}
+
+// listChanged records a new version of the provider's list.
+func (w *World) listChanged() {
+	w.lists = append(w.lists, listVersion{at: w.now, nodes: w.listed()})
+	// Keep what a lagging watcher may still serve.
+	for len(w.lists) > 2 && w.lists[1].at < w.now-2*staleListMax {
+		w.lists = w.lists[1:]
+	}
+}
+
+// instances is the list n's provider serves: possibly stale (a watch that
+// has not seen the newest change yet).
+func (w *World) instances(n *node) []*node {
+	at := w.now - time.Duration(w.rng.Int64N(int64(staleListMax)))
+	list := w.lists[0].nodes
+	for _, v := range w.lists {
+		if v.at <= at {
+			list = v.nodes
+		}
+	}
+	return list
+}
+
+// takeSnapshot saves the content of g's leader to the store.
+func (w *World) takeSnapshot(g *group) string {
+	w.nextID++
+	s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: g.branch, rev: g.committed, epoch: g.epoch}
+	w.store = append(w.store, s)
+	return s.name
+}
+
+func itoa(i int) string {
+	if i == 0 {
+		return "0"
+	}
+	var b []byte
+	for i > 0 {
+		b = append([]byte{byte('0' + i%10)}, b...)
+		i /= 10
+	}
+	return string(b)
+}

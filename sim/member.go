@@ -1,0 +1,536 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// action is one step of carrying a decision out (task/act.go): a crash,
+// a lost lock or another member may come between two of them.
+type action struct {
+	what string
+	do   func() (string, error)
+}
+
+const never = time.Duration(1 << 62)
+
+// runNode runs one unit of n's supervisor: the next action of the decision
+// it is carrying out, or one observe → plan cycle (and the first action).
+func (w *World) runNode(n *node) {
+	switch {
+	case !n.up:
+		n.nextAt = never
+	case n.leave != nil:
+		w.runLeave(n)
+	case len(n.pending) > 0:
+		w.runPending(n)
+	default:
+		w.loop(n)
+	}
+}
+
+func (w *World) loop(n *node) {
+	o, err := w.observe(n)
+	if err != nil {
+		w.unlock(n)
+		if err.Error() != n.lastFail {
+			w.logf(n.name, "observation failed: %v (the loop skips until it succeeds)", err)
+		}
+		n.lastFail = err.Error()
+		n.nextAt = w.now + loopInterval
+		return
+	}
+	n.lastFail = ""
+	d := w.cfg.Defects.Planner.Plan(o)
+	if d.NeedsLock {
+		err := w.lock(n)
+		w.logf(n.name, "%s -> wait (%s) => lock: %s", summary(o), d.Reason, errOr(err, "taken"))
+		n.nextAt = w.now + 10*time.Millisecond
+		if err != nil {
+			n.nextAt = w.now + loopInterval
+		}
+		return
+	}
+	w.noteDecision(o, d)
+	acts := w.actions(n, o, d)
+	if len(acts) == 0 {
+		w.unlock(n)
+		if w.trace.verbose || d.Kind != planner.Wait || d.Reason != n.lastReason {
+			w.logf(n.name, "%s -> %s (%s)", summary(o), d.Kind, d.Reason)
+		}
+		n.lastReason = d.Reason
+		n.nextAt = w.now + loopInterval
+		return
+	}
+	w.logf(n.name, "%s -> %s (%s)", summary(o), d.Kind, d.Reason)
+	n.lastReason = d.Reason
+	n.pending, n.pendingWhat = acts, string(d.Kind)
+	w.runPending(n)
+}
+
+func (w *World) runPending(n *node) {
+	a := n.pending[0]
+	n.pending = n.pending[1:]
+	eff, err := a.do()
+	if err != nil {
+		w.logf(n.name, "  %s: %s: FAILED: %v", n.pendingWhat, a.what, err)
+		n.pending = nil
+	} else {
+		w.logf(n.name, "  %s: %s: %s", n.pendingWhat, a.what, eff)
+	}
+	switch {
+	case len(n.pending) > 0:
+		n.nextAt = w.now + w.jitter(20*time.Millisecond, 400*time.Millisecond)
+	case err != nil:
+		w.unlock(n)
+		n.nextAt = w.now + loopInterval
+	default:
+		w.unlock(n)
+		n.nextAt = w.now + w.jitter(10*time.Millisecond, 100*time.Millisecond)
+	}
+}
+
+func errOr(err error, ok string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return ok
+}
+
+func (w *World) heldLock(n *node) error {
+	if n.lockSession == 0 {
+		return errLockLost
+	}
+	return nil
+}
+
+// actions turns d into the steps task/act.go takes for it.
+func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []action {
+	rec := n.record
+	switch d.Kind {
+	case planner.Seed:
+		r := *d.Record
+		return []action{
+			{"create record (create-only, fenced)", func() (string, error) {
+				if err := w.heldLock(n); err != nil {
+					return "", err
+				}
+				if rec == nil {
+					if err := w.createRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
+						return "", err
+					}
+					return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
+				}
+				if rec.Token != r.Token || rec.Seeder != d.Name {
+					return "", errConflict
+				}
+				return "resuming", nil
+			}},
+			{"write metadata", func() (string, error) {
+				n.data = &data{cluster: clusterName, name: d.Name, token: r.Token, epoch: r.Epoch}
+				return "ok", nil
+			}},
+			{"start a new one-member cluster", func() (string, error) {
+				id := w.id()
+				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
+				w.started(n, g, id)
+				return "started " + g.String(), nil
+			}},
+		}
+	case planner.Rejoin:
+		return []action{{"start with local data", func() (string, error) { return w.startExisting(n) }}}
+	case planner.JoinAsLearner:
+		var g *group
+		var m *gmember
+		return []action{
+			{"add as learner", func() (string, error) {
+				if err := w.heldLock(n); err != nil {
+					return "", err
+				}
+				want := o.Record.ClusterID
+				if want == 0 {
+					return "", errors.New("join refused: the record names no confirmed cluster id yet")
+				}
+				var err error
+				if g, _, err = w.client(n, false); err != nil {
+					return "", err
+				}
+				if g.clusterID != want {
+					return "", fmt.Errorf("join refused: the endpoint serves cluster %x, the record names %x", g.clusterID, want)
+				}
+				if m, err = w.memberAddLearner(g, n.peerURL); err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("added learner %x to %s", m.id, g), nil
+			}},
+			{"write metadata", func() (string, error) {
+				n.data = &data{cluster: clusterName, name: d.Name, token: o.Record.Token, epoch: o.Record.Epoch, memberID: m.id, clusterID: o.Record.ClusterID}
+				return "ok", nil
+			}},
+			{"start as learner", func() (string, error) { return w.startJoin(n, g, m.id, d.Name) }},
+		}
+	case planner.ResumeJoin:
+		g := n.answered
+		return []action{
+			{"write metadata", func() (string, error) {
+				n.data = &data{cluster: clusterName, name: d.Name, token: o.Record.Token, epoch: o.Record.Epoch, memberID: d.MemberID, clusterID: o.Record.ClusterID}
+				return "ok", nil
+			}},
+			{"start as the added member", func() (string, error) { return w.startJoin(n, g, d.MemberID, d.Name) }},
+		}
+	case planner.Promote:
+		return []action{{"promote", func() (string, error) {
+			if err := w.heldLock(n); err != nil {
+				return "", err
+			}
+			g, _, err := w.client(n, true)
+			if err != nil {
+				return "", err
+			}
+			if err := w.memberPromote(g, d.MemberID); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("promoted %x in %s", d.MemberID, g), nil
+		}}}
+	case planner.RemoveMember:
+		return []action{{"remove member", func() (string, error) {
+			if err := w.heldLock(n); err != nil {
+				return "", err
+			}
+			w.snapshotBeforeChange(n)
+			g, _, err := w.client(n, n.etcd != nil)
+			if err != nil {
+				return "", err
+			}
+			if err := w.memberRemove(g, d.MemberID); err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("removed %x from %s", d.MemberID, g), nil
+		}}}
+	case planner.SetAside:
+		return []action{{"stop etcd, set the data dir aside", func() (string, error) {
+			w.stopEtcd(n)
+			w.setAside(n, "set-aside: "+d.Reason)
+			return "ok", nil
+		}}}
+	case planner.RecordCluster:
+		r := *d.Record
+		return []action{{"write record (fenced)", func() (string, error) {
+			var err error
+			if rec == nil {
+				err = w.createRecord(n, r)
+			} else {
+				err = w.updateRecord(n, r)
+			}
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("record %s epoch %d cluster %x", r.Token, r.Epoch, r.ClusterID), nil
+		}}}
+	case planner.RecoverQuorum:
+		return w.recoverActions(n, d, rec)
+	case planner.Wait:
+		return nil
+	}
+	return []action{{"unsupported", func() (string, error) { return "", fmt.Errorf("decision %s not modeled", d.Kind) }}}
+}
+
+func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record) []action {
+	next := *d.Record
+	record := action{"record the next epoch (CAS, fenced)", func() (string, error) {
+		if err := w.heldLock(n); err != nil {
+			return "", err
+		}
+		if cur == nil {
+			return "", errors.New("recovery without a cluster record")
+		}
+		if cur.Token == next.Token {
+			return "already recorded", nil
+		}
+		if err := w.updateRecord(n, next); err != nil {
+			return "", err
+		}
+		n.record, n.recIndex = &next, w.coord.index
+		return fmt.Sprintf("epoch %d recorded (%s)", next.Epoch, next.Source), nil
+	}}
+	stop := action{"stop etcd", func() (string, error) { w.stopEtcd(n); return "ok", nil }}
+	if d.From == planner.FromSnapshot {
+		var snap *snapshot
+		return []action{
+			{"fetch snapshot " + d.Target, func() (string, error) {
+				for i := range w.store {
+					if w.store[i].name == d.Target {
+						snap = &w.store[i]
+					}
+				}
+				if snap == nil {
+					return "", errors.New("no such snapshot")
+				}
+				return fmt.Sprintf("revision %d", snap.rev), nil
+			}},
+			record, stop,
+			{"install the snapshot", func() (string, error) {
+				w.setAside(n, "recovered-over")
+				br := w.newBranch(snap.branch, snap.rev)
+				n.data = &data{cluster: clusterName, name: n.name, token: next.Token, epoch: next.Epoch, wal: true, restored: true, branch: br, rev: snap.rev + revisionBump}
+				return fmt.Sprintf("data of epoch %d at revision %d", next.Epoch, snap.rev+revisionBump), nil
+			}},
+		}
+	}
+	return []action{record, stop,
+		{"write metadata (ForceNew)", func() (string, error) {
+			if n.data == nil {
+				return "", errors.New("read metadata: no data")
+			}
+			n.data.token, n.data.epoch, n.data.forceNew, n.data.clusterID = next.Token, next.Epoch, true, 0
+			return "ok", nil
+		}},
+		{"start (ForceNewCluster)", func() (string, error) { return w.startExisting(n) }},
+	}
+}
+
+func (w *World) snapshotBeforeChange(n *node) {
+	if n.etcd == nil || n.etcd.group.quorum != n.side || w.now-n.lastSnapshot < time.Minute && n.lastSnapshot > 0 {
+		return
+	}
+	n.lastSnapshot = w.now
+	w.takeSnapshot(n.etcd.group)
+}
+
+// started records that n runs member id of g.
+func (w *World) started(n *node, g *group, id uint64) {
+	n.etcd = &etcdProc{group: g, memberID: id}
+	n.startFailures = 0
+	d := n.data
+	d.wal, d.group, d.branch, d.memberID, d.clusterID = true, g, g.branch, id, g.clusterID
+	if m := g.member(id); m != nil {
+		m.name = d.name
+	}
+	w.refreshGroup(g)
+}
+
+// startExisting starts etcd on the data dir: a restored snapshot starts a
+// new cluster, a ForceNew flag (only for this member's own unconfirmed
+// recovery, as task allows it) a one-member fork, else the member rejoins.
+func (w *World) startExisting(n *node) (string, error) {
+	d := n.data
+	if d == nil || !d.wal || n.etcd != nil {
+		n.startFailures++
+		return "", errors.New("start etcd: no data")
+	}
+	switch {
+	case d.restored:
+		id := w.id()
+		g := w.newGroup(n, w.id(), d.token, d.epoch, d.branch, d.rev, &gmember{id: id, name: d.name, peerURL: n.peerURL}, "restore by "+n.name)
+		d.restored = false
+		w.started(n, g, id)
+		return "started restored " + g.String(), nil
+	case d.forceNew:
+		r := n.record
+		if r != nil && r.ClusterID == 0 && r.Source == planner.FromData && r.Seeder == d.name && r.Token == d.token && r.Epoch == d.epoch && d.group != nil {
+			learner := learnerOf(d)
+			g := w.newGroup(n, d.group.clusterID, d.token, d.epoch, w.newBranch(d.branch, d.rev), d.rev, &gmember{id: d.memberID, name: d.name, peerURL: n.peerURL, learner: learner}, "ForceNewCluster by "+n.name)
+			w.started(n, g, d.memberID)
+			return "started ForceNewCluster " + g.String(), nil
+		}
+		d.forceNew = false
+	}
+	if d.group == nil {
+		n.startFailures++
+		return "", errors.New("start etcd: data of no cluster")
+	}
+	w.started(n, d.group, d.memberID)
+	return "rejoined " + d.group.String(), nil
+}
+
+// startJoin starts n empty as member id of g: etcd needs a reachable
+// member of g to fetch the cluster, and the member to be in it.
+func (w *World) startJoin(n *node, g *group, id uint64, name string) (string, error) {
+	if g == nil || g.member(id) == nil {
+		n.startFailures++
+		return "", fmt.Errorf("start etcd (failure %d): member %x not in the cluster", n.startFailures, id)
+	}
+	ok := false
+	for _, p := range w.nodes {
+		ok = ok || p != n && p.etcd != nil && p.etcd.group == g && reachable(n, p)
+	}
+	if !ok {
+		n.startFailures++
+		return "", fmt.Errorf("start etcd (failure %d): no peer of the cluster reachable", n.startFailures)
+	}
+	n.data.rev, n.data.branch = 0, g.branch
+	w.started(n, g, id)
+	return fmt.Sprintf("joined %s as %x", g, id), nil
+}
+
+func (w *World) stopEtcd(n *node) {
+	if n.etcd != nil {
+		g := n.etcd.group
+		n.etcd = nil
+		w.refreshGroup(g)
+	}
+}
+
+// setAside renames the data dir away (it is kept, no longer served).
+func (w *World) setAside(n *node, why string) {
+	if n.data == nil {
+		return
+	}
+	w.checkSetAside(n, why)
+	n.aside = append(n.aside, n.data)
+	n.data = nil
+}
+
+// runLeave is task's graceful stop of a member whose allocation is being
+// stopped: hand leadership away and retry the removal under the lock until
+// the deadline (the fix of defect 13), or try once (LeaveOnce).
+func (w *World) runLeave(n *node) {
+	l := n.leave
+	exit := func(why string) {
+		w.stopEtcd(n)
+		w.unlock(n)
+		n.up, n.alloc, l.done = false, allocTerminal, true
+		// The allocation's disk goes with it.
+		n.data, n.aside = nil, nil
+		n.nextAt = never
+		w.logf(n.name, "leave: %s; stopped (allocation terminal)", why)
+	}
+	if n.etcd == nil {
+		exit("etcd not running")
+		return
+	}
+	if w.now >= l.deadline {
+		exit("stop deadline reached")
+		return
+	}
+	retry := func(why string) {
+		w.unlock(n)
+		if w.cfg.Defects.LeaveOnce && l.tried {
+			exit(why + " (leaving after one attempt)")
+			return
+		}
+		w.logf(n.name, "leave: %s; retrying", why)
+		n.nextAt = w.now + leaveRetryEvery
+	}
+	if n.lockSession == 0 {
+		if err := w.lock(n); err != nil {
+			if w.cfg.Defects.LeaveOnce && w.now-l.start > 5*time.Second {
+				exit("lock not taken")
+				return
+			}
+			retry("lock not taken: " + err.Error())
+			return
+		}
+		n.nextAt = w.now + 10*time.Millisecond
+		return
+	}
+	l.tried = true
+	o, err := w.observe(n)
+	if err != nil {
+		retry(err.Error())
+		return
+	}
+	if o.MembersKnown && indexOf(o.Members, o.SelfID) < 0 {
+		exit("already removed")
+		return
+	}
+	d := w.cfg.Defects.Planner.PlanLeave(o)
+	w.logf(n.name, "leave: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
+	if d.Kind != planner.RemoveMember {
+		if o.MembersKnown && voterCount(o.Members) <= 1 {
+			exit("last voter stays")
+			return
+		}
+		retry("not removable now")
+		return
+	}
+	if o.LeaderID == o.SelfID {
+		for _, m := range o.Members {
+			if m.ID != o.SelfID && m.Healthy && !m.Learner {
+				if g := n.etcd.group; g.member(m.ID) != nil && g.member(m.ID).active {
+					g.leader = m.ID
+				}
+				break
+			}
+		}
+	}
+	g, _, err := w.client(n, true)
+	if err == nil {
+		err = w.memberRemove(g, d.MemberID)
+	}
+	if err != nil {
+		retry("removal refused: " + err.Error())
+		return
+	}
+	exit(fmt.Sprintf("removed itself (%x)", d.MemberID))
+}
+
+func indexOf(ms []planner.Member, id uint64) int {
+	for i, m := range ms {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+func voterCount(ms []planner.Member) int {
+	v := 0
+	for _, m := range ms {
+		if !m.Learner {
+			v++
+		}
+	}
+	return v
+}
+
+// summary is an observation in one line for the trace.
+func summary(o planner.Observation) string {
+	var b strings.Builder
+	if o.Running {
+		fmt.Fprintf(&b, "run %x", o.SelfID)
+		if o.Local.Learner {
+			b.WriteString(" learner")
+		}
+	} else {
+		b.WriteString("stopped")
+	}
+	if o.Local.Empty {
+		b.WriteString(" empty")
+	} else {
+		fmt.Fprintf(&b, " data(e%d %s r%d)", o.Local.Epoch, o.Local.Token, o.Local.Revision)
+	}
+	if r := o.Record; r != nil {
+		fmt.Fprintf(&b, " rec(e%d %s c%x by %s", r.Epoch, r.Token, r.ClusterID, r.Seeder)
+		if r.Source != "" {
+			b.WriteString(" from " + r.Source)
+		}
+		b.WriteString(")")
+	} else {
+		b.WriteString(" no-rec")
+	}
+	if o.HoldsLock {
+		b.WriteString(" lock")
+	}
+	fmt.Fprintf(&b, " inst %d peers %d unr %d", len(o.Instances), len(o.Peers), o.Unreachable)
+	if o.MembersKnown {
+		h := 0
+		for _, m := range o.Members {
+			if m.Healthy {
+				h++
+			}
+		}
+		fmt.Fprintf(&b, " members %d/%dh c%x", len(o.Members), h, o.MembersClusterID)
+	}
+	if o.QuorumLostFor > 0 {
+		fmt.Fprintf(&b, " qlost %s", fmtDur(o.QuorumLostFor))
+	}
+	if o.SeederGoneFor > 0 {
+		fmt.Fprintf(&b, " seeder-gone %s", fmtDur(o.SeederGoneFor))
+	}
+	return "[" + b.String() + "]"
+}

@@ -1,0 +1,257 @@
+package sim
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// observe gathers n's Observation the way task/observe.go does, from the
+// modeled parts: the provider's (possibly stale) list, peers' /status over
+// the network, the member list when a quorum answers, the record.
+func (w *World) observe(n *node) (planner.Observation, error) {
+	if n.noNomad {
+		return planner.Observation{}, errors.New("list instances: nomad unreachable")
+	}
+	insts := w.instances(n)
+	w.nextID++
+	o := planner.Observation{
+		ClusterName:   clusterName,
+		Self:          planner.Self{Name: n.name, PeerURL: n.peerURL},
+		DesiredSize:   w.cfg.Size,
+		Running:       n.etcd != nil,
+		HoldsLock:     n.lockSession != 0,
+		StaleAfter:    staleAfter,
+		NewToken:      "tok" + itoa(int(w.nextID)),
+		StartFailures: n.startFailures,
+	}
+	o.Local = w.local(n)
+	if n.etcd != nil {
+		o.SelfID = n.etcd.memberID
+	}
+	if n.noConsul {
+		return planner.Observation{}, errors.New("read cluster record: consul unreachable")
+	}
+	n.record, n.recIndex = nil, w.coord.index
+	if r := w.coord.record; r != nil {
+		rc := *r
+		o.Record = &rc
+		rc2 := rc
+		n.record = &rc2
+	}
+	self := false
+	for _, in := range insts {
+		o.Instances = append(o.Instances, planner.Instance{Name: in.name, PeerURL: in.peerURL})
+		self = self || in == n
+	}
+	if !self {
+		// The provider's list may lag behind this allocation's start.
+		o.Instances = append(o.Instances, planner.Instance{Name: n.name, PeerURL: n.peerURL})
+	}
+	for _, in := range insts {
+		if in == n {
+			continue
+		}
+		if !reachable(n, in) {
+			o.Unreachable++
+			continue
+		}
+		o.Peers = append(o.Peers, w.status(in))
+	}
+	w.observeMembers(n, insts, &o)
+	if o.Running && n.data.forceNew && n.etcd.group.quorum >= 0 {
+		n.data.forceNew = false // task's clearForceNew: once etcd is ready
+	}
+	w.observeQuorumLoss(n, &o)
+	return o, nil
+}
+
+func learnerOf(d *data) bool {
+	if d.group == nil {
+		return false
+	}
+	m := d.group.member(d.memberID)
+	return m != nil && m.learner
+}
+
+func (w *World) local(n *node) planner.Local {
+	d := n.data
+	if d == nil || !d.wal {
+		return planner.Local{Empty: true}
+	}
+	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
+		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d)}
+}
+
+// status is what in's /status reports (task/server.go health).
+func (w *World) status(in *node) planner.PeerStatus {
+	st := planner.PeerStatus{Name: in.name}
+	d := in.data
+	if d != nil {
+		st.Token, st.Epoch, st.MemberID = d.token, d.epoch, d.memberID
+		if d.name != "" {
+			st.Name = d.name
+		}
+	}
+	if in.etcd == nil {
+		if d != nil && d.wal {
+			st.Revision, st.Learner = d.rev, learnerOf(d)
+		}
+		return st
+	}
+	g := in.etcd.group
+	st.Running, st.MemberID = true, in.etcd.memberID
+	m := g.member(in.etcd.memberID)
+	if m == nil {
+		return st
+	}
+	st.Learner, st.Revision = m.learner, d.rev
+	st.Healthy = !m.learner && g.quorum == in.side
+	return st
+}
+
+// observeMembers mirrors task's observeMembers: a running voter asks its
+// own server, others ask the instances; the answer's cluster id is checked.
+func (w *World) observeMembers(n *node, insts []*node, o *planner.Observation) {
+	var ownCluster uint64
+	learner := false
+	if n.etcd != nil {
+		ownCluster = n.etcd.group.clusterID
+		m := n.etcd.group.member(n.etcd.memberID)
+		learner = m == nil || m.learner
+	}
+	var endpoints []*node
+	if o.Running && !learner {
+		endpoints = append(endpoints, n)
+	} else {
+		for _, in := range insts {
+			if in != n {
+				endpoints = append(endpoints, in)
+			}
+		}
+	}
+	anyPeer := false
+	for _, p := range o.Peers {
+		anyPeer = anyPeer || p.Running
+	}
+	if len(endpoints) == 0 || !o.Running && !anyPeer {
+		return
+	}
+	var g *group
+	for _, e := range endpoints {
+		if reachable(n, e) && e.etcd != nil && e.etcd.group.quorum == e.side && e.etcd.group.member(e.etcd.memberID) != nil {
+			g = e.etcd.group
+			break
+		}
+	}
+	if g == nil {
+		return
+	}
+	if ownCluster != 0 && g.clusterID != ownCluster {
+		return
+	}
+	if ownCluster == 0 && o.Record != nil && o.Record.ClusterID != 0 && g.clusterID != o.Record.ClusterID {
+		return
+	}
+	o.MembersKnown, o.MembersClusterID = true, g.clusterID
+	n.answered = g
+	names := map[string]bool{}
+	peers := map[string]bool{}
+	for _, in := range insts {
+		names[in.name] = true
+		peers[in.peerURL] = true
+	}
+	for _, p := range o.Peers {
+		names[p.Name] = true
+	}
+	if o.Running {
+		names[n.name] = true
+		if o.Local.Name != "" {
+			names[o.Local.Name] = true
+		}
+	}
+	seen := map[uint64]bool{}
+	for _, gm := range g.members {
+		mem := planner.Member{ID: gm.id, Name: gm.name, PeerURLs: []string{gm.peerURL}, Learner: gm.learner}
+		present := names[gm.name]
+		if gm.name == "" {
+			present = peers[gm.peerURL]
+		}
+		seen[gm.id] = true
+		if present {
+			delete(n.absentAt, gm.id)
+		} else {
+			if _, ok := n.absentAt[gm.id]; !ok {
+				n.absentAt[gm.id] = w.now
+			}
+			mem.AbsentFor = w.now - n.absentAt[gm.id]
+		}
+		if gm.name != "" {
+			// etcd's Status RPC answers locally, without a quorum.
+			if mn := w.byPeer(gm.peerURL); mn != nil && reachable(n, mn) && mn.etcd != nil {
+				mem.Healthy = true
+				if mn.etcd.group.leader != 0 {
+					o.LeaderID = mn.etcd.group.leader
+				}
+			}
+		}
+		if mem.Healthy {
+			delete(n.unhealthyAt, gm.id)
+		} else {
+			if _, ok := n.unhealthyAt[gm.id]; !ok {
+				n.unhealthyAt[gm.id] = w.now
+			}
+			mem.UnhealthyFor = w.now - n.unhealthyAt[gm.id]
+		}
+		o.Members = append(o.Members, mem)
+	}
+	for _, m := range []map[uint64]time.Duration{n.absentAt, n.unhealthyAt} {
+		for id := range m {
+			if !seen[id] {
+				delete(m, id)
+			}
+		}
+	}
+}
+
+func (w *World) byPeer(url string) *node {
+	return w.byName[strings.TrimSuffix(strings.TrimPrefix(url, "http://"), ":2380")]
+}
+
+// observeQuorumLoss mirrors task/recover.go: how long quorum has been lost,
+// how long an unconfirmed recovery's seeder has been gone, the newest
+// snapshot.
+func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
+	o.RecoveryGrace = recoveryGrace
+	rec := o.Record
+	listed := false
+	if rec != nil {
+		for _, in := range o.Instances {
+			listed = listed || in.Name == rec.Seeder
+		}
+	}
+	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || listed {
+		n.seederGoneSince = -1
+	} else {
+		if n.seederGoneSince < 0 {
+			n.seederGoneSince = w.now
+		}
+		o.SeederGoneFor = w.now - n.seederGoneSince
+	}
+	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
+		n.quorumLostSince = -1
+		return
+	}
+	if rec.ClusterID != 0 {
+		if n.quorumLostSince < 0 {
+			n.quorumLostSince = w.now
+		}
+		o.QuorumLostFor = w.now - n.quorumLostSince
+	}
+	if k := len(w.store); k > 0 {
+		s := w.store[k-1]
+		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.rev, Epoch: s.epoch}
+	}
+}

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// defects are the fixes the simulation must catch when reverted: each
+// switch restores the behaviour before its fix.
+var defects = []struct {
+	name string
+	d    Defects
+}{
+	{"defect 1: SeedWhileSilent", Defects{Planner: planner.Faults{SeedWhileSilent: true}}},
+	{"defect 1: SetAsideOnUnconfirmed", Defects{Planner: planner.Faults{SetAsideOnUnconfirmed: true}}},
+	{"defect 2: ProviderDropsUnknown", Defects{ProviderDropsUnknown: true}},
+	{"defect 3: ObeyOlderRecord", Defects{Planner: planner.Faults{ObeyOlderRecord: true}}},
+	{"defect 4: LearnerSource", Defects{Planner: planner.Faults{LearnerSource: true}}},
+	{"defect 13: LeaveOnce", Defects{LeaveOnce: true}},
+}
+
+// maxSeeds bounds the search for each defect.
+const maxSeeds = 400
+
+// findDefect runs seeds until a violation the correct system does not show
+// on the same seed: returns the seed, the run and the steps spent.
+func findDefect(d Defects, from uint64, n int) (uint64, Result, *World, int) {
+	spent := 0
+	for s := from; s < from+uint64(n); s++ {
+		r, w := Run(Config{Seed: s, Defects: d})
+		spent += r.Steps
+		if r.Violation == nil || r.Known != "" {
+			continue
+		}
+		// The same seed with every fix on must run clean up to that step,
+		// or the violation is not the defect's.
+		c, _ := Run(Config{Seed: s})
+		if c.Violation != nil && c.Violation.Step <= r.Violation.Step {
+			continue
+		}
+		return s, r, w, spent
+	}
+	return 0, Result{}, nil, spent
+}
+
+func TestSimulationCatchesEachDefect(t *testing.T) {
+	for _, tc := range defects {
+		t.Run(tc.name, func(t *testing.T) {
+			s, r, w, spent := findDefect(tc.d, 1, maxSeeds)
+			if w == nil {
+				t.Fatalf("the simulation missed %s over %d seeds (%d steps)", tc.name, maxSeeds, spent)
+			}
+			t.Logf("caught on seed %d after %d steps in all: %v", s, spent, r.Violation)
+			if testing.Verbose() {
+				t.Logf("trace of seed %d:\n%s", s, w.Trace())
+			}
+		})
+	}
+}
+
+func TestDefectDetectionStats(t *testing.T) {
+	if os.Getenv("SIM_STATS") == "" {
+		t.Skip("set SIM_STATS=1 for the median steps to find each defect")
+	}
+	for _, tc := range defects {
+		var costs []int
+		from := uint64(1)
+		for i := 0; i < 15; i++ {
+			s, _, w, spent := findDefect(tc.d, from, maxSeeds)
+			if w == nil {
+				break
+			}
+			costs = append(costs, spent)
+			from = s + 1
+		}
+		sort.Ints(costs)
+		med := -1
+		if len(costs) > 0 {
+			med = costs[len(costs)/2]
+		}
+		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, len(costs), med)
+	}
+}
+
+// TestExplore is `make sim`: SIM_SEED (default: time), SIM_STEPS (total
+// steps over consecutive seeds).
+func TestExplore(t *testing.T) {
+	steps, _ := strconv.Atoi(os.Getenv("SIM_STEPS"))
+	if steps == 0 {
+		t.Skip("make sim STEPS=... SEED=...")
+	}
+	seed, err := strconv.ParseUint(os.Getenv("SIM_SEED"), 10, 64)
+	if err != nil {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d, %d steps", seed, steps)
+	res := explore(t, seed, steps)
+	fmt.Println(res)
+}
+
+func seedFromEnv() uint64 {
+	s, _ := strconv.ParseUint(os.Getenv("SEED"), 10, 64)
+	return s
+}
+
+// cleanSteps is how many steps the correct system must run without an
+// unexplained violation inside `go test`.
+const cleanSteps = 1_000_000
+
+func TestCorrectSystemRunsClean(t *testing.T) {
+	steps := cleanSteps
+	if testing.Short() {
+		steps = 100_000
+	}
+	t.Log(explore(t, 1, steps))
+}

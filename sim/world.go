@@ -1,0 +1,320 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Timing of the modeled system, in simulated time. They follow task's
+// defaults where task has one.
+const (
+	loopInterval    = time.Second      // task.DefaultLoopInterval
+	recoveryGrace   = 20 * time.Second // cluster.recovery_grace
+	staleAfter      = 30 * time.Second // provider.stale_after
+	lockTTL         = 10 * time.Second // the Consul session's TTL
+	leaveTimeout    = 15 * time.Second // task.DefaultLeaveTimeout
+	leaveRetryEvery = 500 * time.Millisecond
+	strictWindow    = 5 * time.Second // etcd's HealthInterval (strict reconfiguration)
+	snapshotEvery   = 30 * time.Second
+	staleListMax    = 2 * time.Second // how old the provider's list may be
+	clusterName     = "c"
+	revisionBump    = 1_000_000 // task's RevisionBump on a snapshot restore
+)
+
+// Defects turns the fixes of the safety review off, one switch each: the
+// planner's own (Planner) and the two that live outside it.
+type Defects struct {
+	Planner planner.Faults
+	// ProviderDropsUnknown (defect 2): the Nomad provider drops
+	// allocations whose client is disconnected (unknown) from the
+	// instance list, so they never count as unreachable.
+	ProviderDropsUnknown bool
+	// LeaveOnce (defect 13): a member whose allocation is stopped
+	// gracefully tries to remove itself once, then stops.
+	LeaveOnce bool
+}
+
+// Config describes one run.
+type Config struct {
+	Seed uint64
+	// Size is the desired number of voters (3 when 0).
+	Size int
+	// FaultSteps is the number of steps with faults (2000 when 0).
+	FaultSteps int
+	// QuietTime bounds the quiet phase: once faults stop, the cluster must
+	// be healthy within this much simulated time (300 s when 0).
+	QuietTime time.Duration
+	// FaultRate is the chance that a step injects a fault (0.04 when 0).
+	FaultRate float64
+	// Defects switches fixes off.
+	Defects Defects
+	// TraceLen is how many events the trace keeps (200 when 0).
+	TraceLen int
+}
+
+func (c *Config) defaults() {
+	if c.Size == 0 {
+		c.Size = 3
+	}
+	if c.FaultSteps == 0 {
+		c.FaultSteps = 2000
+	}
+	if c.QuietTime == 0 {
+		c.QuietTime = 300 * time.Second
+	}
+	if c.FaultRate == 0 {
+		c.FaultRate = 0.04
+	}
+	if c.TraceLen == 0 {
+		c.TraceLen = 200
+	}
+}
+
+// World is the whole modeled system: allocations with their supervisor
+// and data, etcd clusters, the coordinator, the provider, the snapshot
+// store, simulated time and the trace.
+type World struct {
+	cfg  Config
+	rng  *rand.Rand
+	now  time.Duration
+	step int
+
+	nodes  []*node // every allocation ever placed
+	slots  []*node // the current allocation of each slot
+	byName map[string]*node
+	groups []*group
+	coord  coordinator
+	lists  []listVersion // the provider's instance lists over time
+	store  []snapshot
+	events []event
+	leaves []*leave
+
+	nextID    uint64
+	quiet     bool
+	quietAt   time.Duration
+	trace     ring
+	failure   *Violation
+	known     string // the first known finding of the current planner this run met
+	failState string
+	branches  int
+	snapAt    time.Duration
+	faults    int
+}
+
+// node is one allocation: the supervisor process, its data dir and its
+// view of the world (the task.Member's in-memory state).
+type node struct {
+	slot, gen  int
+	name       string
+	peerURL    string
+	alloc      allocStatus
+	up         bool
+	side       int  // network partition side
+	noConsul   bool // cut off from Consul
+	noNomad    bool // its Nomad client is disconnected (allocation unknown)
+	hostDown   bool // its host is down (nothing restarts it until it is back)
+	lastFail   string
+	lastReason string
+
+	data  *data
+	aside []*data
+	etcd  *etcdProc
+
+	lockSession uint64 // the session this process believes holds the lock
+	pending     []action
+	pendingWhat string
+	nextAt      time.Duration
+
+	// The supervisor's memory (lost on a crash).
+	quorumLostSince time.Duration
+	seederGoneSince time.Duration
+	absentAt        map[uint64]time.Duration
+	unhealthyAt     map[uint64]time.Duration
+	startFailures   int
+	record          *planner.Record // the record read by the last observation
+	recIndex        uint64
+	answered        *group // the cluster whose member list the last observation read
+	lastSnapshot    time.Duration
+	leave           *leave
+}
+
+type allocStatus int
+
+const (
+	allocRunning  allocStatus = iota
+	allocUnknown              // the client is disconnected: Nomad cannot tell
+	allocStopping             // stopped gracefully: no longer listed, the process leaves
+	allocTerminal             // stopped for good
+)
+
+// data is a data dir's content: etcd-nomad's metadata and etcd's data,
+// modeled by the incarnation it belongs to and the writes it holds.
+type data struct {
+	cluster, name, token string
+	epoch                uint64
+	memberID, clusterID  uint64
+	wal                  bool // etcd data exists (false: metadata only)
+	forceNew             bool
+	restored             bool // installed from a snapshot, not started yet
+	learner              bool // the member was a learner when last written
+	group                *group
+	branch               *branch
+	rev                  int64
+}
+
+// etcdProc is a running embedded etcd server.
+type etcdProc struct {
+	group    *group
+	memberID uint64
+}
+
+// group is one etcd cluster incarnation (one raft group). A ForceNewCluster
+// start makes a new group that keeps the old cluster id.
+type group struct {
+	n         int
+	clusterID uint64
+	token     string
+	epoch     uint64
+	members   []*gmember
+	branch    *branch
+	committed int64
+	leader    uint64
+	quorum    int // the partition side holding its quorum, -1 when none
+}
+
+type gmember struct {
+	id          uint64
+	name        string // empty until the member started
+	peerURL     string
+	learner     bool
+	active      bool // running and connected to the leader
+	activeSince time.Duration
+}
+
+// branch is a history of writes: a seed starts one; a ForceNewCluster or a
+// restore forks one from its source's content at fork.
+type branch struct {
+	n      int
+	parent *branch
+	fork   int64
+	acked  int64 // the highest revision acknowledged to a client; 0 if none
+}
+
+type snapshot struct {
+	name   string
+	branch *branch
+	rev    int64
+	epoch  uint64
+}
+
+type listVersion struct {
+	at    time.Duration
+	nodes []*node
+}
+
+type event struct {
+	at   time.Duration
+	what string
+	do   func(w *World) string
+}
+
+// leave follows one graceful stop for invariant 12.
+type leave struct {
+	node       *node
+	group      *group
+	id         uint64
+	final      bool
+	start      time.Duration
+	deadline   time.Duration
+	tried      bool
+	done       bool
+	crashed    bool
+	okSince    time.Duration
+	ok         bool
+	shouldLeft bool
+}
+
+// Violation is a broken invariant.
+type Violation struct {
+	Step      int
+	Time      time.Duration
+	Invariant string
+	Detail    string
+}
+
+func (v *Violation) Error() string {
+	return fmt.Sprintf("step %d (t=%s): %s: %s", v.Step, fmtDur(v.Time), v.Invariant, v.Detail)
+}
+
+// New builds the world of cfg: Size allocations placed, empty, no record.
+func New(cfg Config) *World {
+	cfg.defaults()
+	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), byName: map[string]*node{}, nextID: 0x10}
+	w.trace.init(cfg.TraceLen)
+	w.coord.holder = nil
+	for i := 0; i < cfg.Size; i++ {
+		w.slots = append(w.slots, nil)
+		w.place(i)
+	}
+	w.listChanged()
+	return w
+}
+
+// place puts a new allocation (new name, empty data dir) in slot.
+func (w *World) place(slot int) *node {
+	gen := 0
+	if old := w.slots[slot]; old != nil {
+		gen = old.gen + 1
+	}
+	n := &node{slot: slot, gen: gen, name: fmt.Sprintf("m%d-%d", slot, gen), up: true,
+		absentAt: map[uint64]time.Duration{}, unhealthyAt: map[uint64]time.Duration{},
+		nextAt: w.now + w.jitter(100*time.Millisecond, time.Second)}
+	n.peerURL = "http://" + n.name + ":2380"
+	n.quorumLostSince, n.seederGoneSince = -1, -1
+	if old := w.slots[slot]; old != nil {
+		n.side = old.side
+	}
+	w.slots[slot] = n
+	w.nodes = append(w.nodes, n)
+	w.byName[n.name] = n
+	return n
+}
+
+func (w *World) id() uint64 {
+	w.nextID++
+	return w.nextID
+}
+
+func (w *World) jitter(lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(w.rng.Int64N(int64(hi-lo)+1))
+}
+
+func (w *World) newBranch(parent *branch, fork int64) *branch {
+	w.branches++
+	return &branch{n: w.branches, parent: parent, fork: fork}
+}
+
+// level is the highest revision of b whose writes content (on br at rev)
+// holds; -1 when it holds none of b.
+func level(br *branch, rev int64, b *branch) int64 {
+	for br != nil {
+		if br == b {
+			return rev
+		}
+		rev = min(rev, br.fork)
+		br = br.parent
+	}
+	return -1
+}
+
+func (w *World) schedule(after time.Duration, what string, do func(w *World) string) {
+	w.events = append(w.events, event{at: w.now + after, what: what, do: do})
+}
+
+// reachable reports whether a and b can talk (both up, same side).
+func reachable(a, b *node) bool { return a.up && b.up && a.side == b.side }
+
+func fmtDur(d time.Duration) string { return fmt.Sprintf("%.1fs", d.Seconds()) }
