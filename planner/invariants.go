@@ -92,8 +92,8 @@ func Check(o Observation, d Decision) error {
 			return fmt.Errorf("invariant 9: recording epoch %d over epoch %d", d.Record.Epoch, o.Record.Epoch)
 		}
 		if o.Record == nil || d.Record.Epoch > o.Record.Epoch {
-			if !o.Running || !o.MembersKnown {
-				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum", d.Record.Epoch)
+			if !o.Running || !o.MembersKnown && o.Unreachable > 0 {
+				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum while %d instance(s) do not answer", d.Record.Epoch, o.Unreachable)
 			}
 			for _, p := range o.Peers {
 				if p.Token != "" && p.Epoch > d.Record.Epoch {
@@ -186,6 +186,27 @@ func Check(o Observation, d Decision) error {
 		// instance answering.
 		if o.Unreachable > 0 {
 			return fmt.Errorf("invariant 4: recovery while %d instances do not answer", o.Unreachable)
+		}
+		if o.Record == nil {
+			// Invariant 8: with no record, only a restore of the newest
+			// snapshot when no member holds data.
+			if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
+				return fmt.Errorf("invariant 8: recovery with no record other than a restore of the newest snapshot as a newer epoch")
+			}
+			if !o.Local.Empty || o.Running {
+				return fmt.Errorf("invariant 8: restore with no record while this member holds data")
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 8: restore with no record while peer %s holds data", p.Name)
+				}
+			}
+			break
+		}
+		for _, p := range o.Peers {
+			if p.Token != "" && p.Epoch > o.Record.Epoch {
+				return fmt.Errorf("invariant 9: recovery over record epoch %d while peer %s holds epoch %d", o.Record.Epoch, p.Name, p.Epoch)
+			}
 		}
 		if o.Record == nil || d.Record == nil || d.Record.Epoch != o.Record.Epoch+1 {
 			return fmt.Errorf("invariant 4: recovery without recording the next epoch")

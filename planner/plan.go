@@ -215,6 +215,12 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// would start a second cluster whose record sets it aside.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but %d instance(s) do not answer: they may hold the cluster's data; not seeding until every instance answers", o.Unreachable)}
 		}
+		if s := o.LatestSnapshot; s != nil && !r.SeedDespitePeerData {
+			// Consul lost its state and every member its data, but the
+			// store holds the cluster's snapshots: seeding empty would
+			// abandon them. Restore the newest as the next epoch.
+			return r.seedFromSnapshot(o, name)
+		}
 		if !o.HoldsLock {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "no cluster record: taking the lock to seed"}
 		}
@@ -223,6 +229,14 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
 		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
+			for _, p := range o.Peers {
+				if p.Token == rec.Token {
+					// The recovery ran on a disk this member has lost
+					// since (its record came back with a Consul restore):
+					// the incarnation lives at the peer; join it.
+					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of the epoch %d this member recorded; waiting to join it instead of restoring again", p.Name, rec.Epoch)}
+				}
+			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
 			}
@@ -378,7 +392,7 @@ func (r rules) planRunning(o Observation, name string) Decision {
 // rerecord writes the record from this running member's data when it is
 // missing (invariant 8) or older than the data (invariant 9: epochs only
 // grow): only with the membership known (a quorum of this incarnation
-// answers) and no reachable peer at a newer epoch.
+// answers) or every instance answering, and no peer at a newer epoch.
 func (r rules) rerecord(o Observation, name string) Decision {
 	why := "cluster record missing"
 	if o.Record != nil {
@@ -390,8 +404,12 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && !r.ObeyOlderRecord {
 		return d
 	}
-	if !o.MembersKnown && !r.ObeyOlderRecord {
-		return Decision{Kind: Wait, Name: name, Reason: why + ": waiting for this incarnation's quorum before re-recording it"}
+	if !o.MembersKnown && o.Unreachable > 0 && !r.ObeyOlderRecord {
+		// Without a quorum the membership is unknown: only when every
+		// instance answers (none at a newer epoch, checked above) is this
+		// data known to be the newest there is. Then re-record, so that
+		// a lost quorum can still be recovered.
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: %d instance(s) do not answer and this incarnation has no quorum: not re-recording", why, o.Unreachable)}
 	}
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to re-record it"}
@@ -629,4 +647,26 @@ func (r rules) planLeave(o Observation) Decision {
 	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
 	d.Name = name
 	return d
+}
+
+// seedFromSnapshot restores the newest snapshot as a new epoch when there is
+// no record and no member holds data (every instance answered): the lowest
+// name among the live members does it, after RecoveryGrace-free checks of
+// planEmpty. With automatic recovery off, an operator restores it.
+func (r rules) seedFromSnapshot(o Observation, name string) Decision {
+	s := o.LatestSnapshot
+	if o.RecoveryGrace <= 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): automatic recovery is off; restore it with 'etcd-nomad snapshot restore'", s.Name, s.Revision)}
+	}
+	for _, p := range o.Peers {
+		if p.Name < name {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no member holds data: member %s restores snapshot %s (revision %d)", p.Name, s.Name, s.Revision)}
+		}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("no cluster record and no member holds data: taking the lock to restore snapshot %s", s.Name)}
+	}
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
 }

@@ -40,7 +40,49 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member %s reports itself healthy: quorum is not lost everywhere", p.Name)}, true
 		}
 	}
+	if d, ok := newerThanRecord(o, name); ok {
+		return d, true
+	}
 	return r.pickRecovery(o, name, rec.Epoch, rec.Token, fmt.Sprintf("quorum lost for %s", o.QuorumLostFor))
+}
+
+// newerThanRecord waits while this member or a peer holds data of an epoch
+// newer than the record's (Consul restored an old record): that member
+// re-records first (invariant 9), and a recovery decided against the old
+// record would seed a second incarnation of the newer epoch, from older
+// data.
+func newerThanRecord(o Observation, name string) (Decision, bool) {
+	if !o.Local.Empty && o.Local.Token != "" && o.Local.Cluster == o.ClusterName && o.Local.Epoch > o.Record.Epoch {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member holds epoch %d, newer than the record's %d: re-recording comes before any recovery", o.Local.Epoch, o.Record.Epoch)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" && p.Epoch > o.Record.Epoch {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds epoch %d, newer than the record's %d: it re-records before any recovery", p.Name, p.Epoch, o.Record.Epoch)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// learnerNewer waits when a learner holds data of the incarnation newer than
+// the chosen source: a learner never seeds a recovery (ForceNewCluster on
+// it leaves no voter), but recovering from older data would drop writes
+// only it holds. An operator decides (snapshot its data, restore it).
+func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataToken string, src int64) (Decision, bool) {
+	if r.LearnerSource {
+		return Decision{}, false
+	}
+	holds := func(token string, epoch uint64) bool {
+		return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
+	}
+	if o.Local.Learner && !o.Local.Empty && holds(o.Local.Token, o.Local.Epoch) && o.Local.Revision > src {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member is a learner holding revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", o.Local.Revision, src)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Learner && holds(p.Token, p.Epoch) && p.Revision > src {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("learner %s holds revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", p.Name, p.Revision, src)}, true
+		}
+	}
+	return Decision{}, false
 }
 
 // takeover re-decides a recovery whose recorded seeder is gone for good:
@@ -112,11 +154,12 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	})
 	best := cands[0]
 	from, target := FromData, ""
+	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.PreferOlderData) {
 		if o.LatestSnapshot == nil {
 			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
 		}
-		from, target = FromSnapshot, o.LatestSnapshot.Name
+		from, target, srcRev = FromSnapshot, o.LatestSnapshot.Name, o.LatestSnapshot.Revision
 		// Any live member may seed from the snapshot: the lowest name.
 		sort.SliceStable(cands, func(i, j int) bool {
 			if cands[i].name != cands[j].name {
@@ -126,8 +169,11 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		})
 		best = cands[0]
 	}
+	if d, ok := r.learnerNewer(o, name, dataEpoch, dataToken, srcRev); ok {
+		return d, true
+	}
 	if !best.self {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: member %s recovers (from %s, revision %d)", why, best.name, from, best.revision)}, true
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: member %s recovers (from %s, revision %d)", why, best.name, from, srcRev)}, true
 	}
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true

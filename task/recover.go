@@ -21,6 +21,13 @@ const snapshotListEvery = 15 * time.Second
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
 	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
 	m.observeSeeder(o, now)
+	if o.Record == nil && !o.Running && o.Local.Empty {
+		// No record and no data here: the store may hold the cluster's
+		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
+		m.quorumLostSince = time.Time{}
+		m.observeLatestSnapshot(ctx, o, now)
+		return
+	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.quorumLostSince = time.Time{}
 		return
@@ -31,8 +38,14 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		}
 		o.QuorumLostFor = now.Sub(m.quorumLostSince)
 	}
+	m.observeLatestSnapshot(ctx, o, now)
+}
+
+// observeLatestSnapshot fills the newest snapshot, listing the store at
+// most every snapshotListEvery.
+func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observation, now time.Time) {
 	s := m.opts.Snapshots
-	if s == nil || o.RecoveryGrace <= 0 {
+	if s == nil {
 		return
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
@@ -80,11 +93,14 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	m.mu.Lock()
 	cur := m.record
 	m.mu.Unlock()
-	if cur == nil {
-		return fmt.Errorf("recovery without a cluster record")
+	if cur == nil && d.From != planner.FromSnapshot {
+		return fmt.Errorf("recovery from data without a cluster record")
 	}
 	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source,
-		LastConfirmedToken: d.Record.LastConfirmedToken, LastConfirmedEpoch: d.Record.LastConfirmedEpoch, Index: cur.Index}
+		LastConfirmedToken: d.Record.LastConfirmedToken, LastConfirmedEpoch: d.Record.LastConfirmedEpoch}
+	if cur != nil {
+		next.Index = cur.Index
+	}
 	if d.From == planner.FromSnapshot {
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
 	}
@@ -122,8 +138,15 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if err != nil {
 		return fmt.Errorf("fetch snapshot %s: %w", name, err)
 	}
-	if cur.Token != next.Token {
-		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)
+	if cur == nil || cur.Token != next.Token {
+		// The next epoch is recorded before anything starts (invariant
+		// 4); with no record at all (Consul lost its state, every member
+		// its data) it is created, so a second restorer fails here.
+		write := m.opts.Coordinator.UpdateRecord
+		if cur == nil {
+			write = m.opts.Coordinator.CreateRecord
+		}
+		written, err := write(ctx, l, next)
 		if err != nil {
 			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 		}
