@@ -79,33 +79,23 @@ func New(o Options) *Provider {
 
 // Watch follows the job's allocations and group count until ctx ends.
 func (p *Provider) Watch(ctx context.Context) {
-	var allocIndex uint64
+	// index is the allocation-list index of the last update applied. It
+	// moves only after both reads succeeded and the update is in memory: a
+	// failed job read must not advance it, or the next blocking query would
+	// wait (up to waitTime) for a change after the one that was never
+	// applied, and a stopped allocation would stay listed meanwhile.
+	var index uint64
 	readyOnce := sync.Once{}
 	for ctx.Err() == nil {
-		// The allocation list with resources (ports) for this job; the
-		// job-allocations endpoint omits them.
-		q := (&api.QueryOptions{
-			Namespace: p.o.Namespace, WaitIndex: allocIndex, WaitTime: waitTime,
-			Filter: fmt.Sprintf("JobID == %q", p.o.Job),
-			Params: map[string]string{"resources": "true"},
-		}).WithContext(ctx)
-		allocs, meta, err := p.o.Client.Allocations().List(q)
+		next, err := p.poll(ctx, index)
 		if err == nil {
-			allocIndex = meta.LastIndex
-			jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
-			var job *api.Job
-			job, _, jerr := p.o.Client.Jobs().Info(p.o.Job, jq)
-			if jerr == nil {
-				p.update(allocs, job)
-				readyOnce.Do(func() { close(p.ready) })
-				continue
-			}
-			err = jerr
+			index = next
+			readyOnce.Do(func() { close(p.ready) })
+			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		err = Denied(p.o.Client, "list the allocations of job "+p.o.Job, NeedRead, err)
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
@@ -118,6 +108,39 @@ func (p *Provider) Watch(ctx context.Context) {
 		case <-time.After(2 * time.Second):
 		}
 	}
+}
+
+// poll waits for the allocation list to move past index, reads the job,
+// applies both, and returns the list's new index. On error nothing is
+// applied.
+func (p *Provider) poll(ctx context.Context, index uint64) (uint64, error) {
+	// The allocation list with resources (ports) for this job; the
+	// job-allocations endpoint omits them.
+	q := (&api.QueryOptions{
+		Namespace: p.o.Namespace, WaitIndex: index, WaitTime: waitTime,
+		Filter: fmt.Sprintf("JobID == %q", p.o.Job),
+		Params: map[string]string{"resources": "true"},
+	}).WithContext(ctx)
+	allocs, meta, err := p.o.Client.Allocations().List(q)
+	if err != nil {
+		return 0, readErr(p.o.Client, "list the allocations of job "+p.o.Job, err)
+	}
+	jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
+	job, _, err := p.o.Client.Jobs().Info(p.o.Job, jq)
+	if err != nil {
+		return 0, readErr(p.o.Client, "read job "+p.o.Job, err)
+	}
+	p.update(allocs, job)
+	return meta.LastIndex, nil
+}
+
+// readErr names the read that failed: a refusal by Nomad's ACLs becomes a
+// DeniedError (which names the operation itself), anything else is wrapped.
+func readErr(cli *api.Client, op string, err error) error {
+	if d := Denied(cli, op, NeedRead, err); errors.Is(d, ErrDenied) {
+		return d
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
