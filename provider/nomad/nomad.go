@@ -42,7 +42,7 @@ type Options struct {
 	Logger    hclog.Logger
 }
 
-// Provider lists a task group's live allocations.
+// Provider lists a task group's allocations that are not proven stopped.
 type Provider struct {
 	o Options
 
@@ -148,14 +148,10 @@ func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
 	byID := map[string]*api.AllocationListStub{}
 	for _, a := range allocs {
 		byID[a.ID] = a
-		if a.TaskGroup != p.o.Group || a.DesiredStatus != api.AllocDesiredStatusRun {
+		if a.TaskGroup != p.o.Group {
 			continue
 		}
-		if a.ClientStatus != api.AllocClientStatusPending && a.ClientStatus != api.AllocClientStatusRunning {
-			continue
-		}
-		in, ok := instance(p.o.Group, a)
-		if ok {
+		if in, ok := instance(p.o.Group, a); ok {
 			insts = append(insts, in)
 		}
 	}
@@ -170,25 +166,58 @@ func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
 	p.mu.Unlock()
 }
 
+// instance maps one allocation to a member slot; ok is false when the
+// allocation is proven stopped.
+//
+// Only the client proves a task stopped: ClientStatus complete or failed
+// is the client's own report that the task has exited (whatever the
+// desired status), and an allocation garbage-collected by Nomad is no
+// longer listed at all. Everything else that is not terminal is listed:
+//
+//   - pending or running with desired status run, with all three ports: a
+//     slot (Unknown false);
+//   - unknown: the client is disconnected; its task may be running behind
+//     a partition, with data and possibly a quorum;
+//   - lost: the server gave up on the client (lost_after passed, or the
+//     node went down), not the client on its task. The allocation gets
+//     desired status stop, but a partitioned client keeps its tasks running
+//     (the job sets no stop_on_client_after: see DESIGN.md invariant 10), so
+//     it stays listed until the client reports it complete or failed, or
+//     Nomad garbage-collects it;
+//   - pending or running with desired status stop or evict: the client has
+//     been told to stop it and has not reported it stopped; on a client
+//     that is gone it may never report, and Nomad marks it neither lost nor
+//     collects it while it is running;
+//   - any client status this code does not know, and a slot without its
+//     ports: present, but not a slot anyone can reach or join.
+//
+// All of these but the first are Unknown: present and possibly alive,
+// never a proof of absence.
 func instance(group string, a *api.AllocationListStub) (provider.Instance, bool) {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed:
+		return provider.Instance{}, false
+	}
 	in := provider.Instance{Name: MemberName(group, a.ID)}
-	if a.AllocatedResources == nil {
-		return in, false
-	}
-	for _, pm := range a.AllocatedResources.Shared.Ports {
-		if in.Address == "" {
-			in.Address = pm.HostIP
+	if a.AllocatedResources != nil {
+		for _, pm := range a.AllocatedResources.Shared.Ports {
+			if in.Address == "" {
+				in.Address = pm.HostIP
+			}
+			switch pm.Label {
+			case PortClient:
+				in.ClientPort = pm.Value
+			case PortPeer:
+				in.PeerPort = pm.Value
+			case PortStatus:
+				in.StatusPort = pm.Value
+			}
 		}
-		switch pm.Label {
-		case PortClient:
-			in.ClientPort = pm.Value
-		case PortPeer:
-			in.PeerPort = pm.Value
-		case PortStatus:
-			in.StatusPort = pm.Value
-		}
 	}
-	return in, in.Address != "" && in.PeerPort != 0 && in.ClientPort != 0 && in.StatusPort != 0
+	live := a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == api.AllocClientStatusRunning
+	ports := in.Address != "" && in.PeerPort != 0 && in.ClientPort != 0 && in.StatusPort != 0
+	in.Unknown = !(live && a.DesiredStatus == api.AllocDesiredStatusRun && ports)
+	return in, true
 }
 
 func (p *Provider) wait(ctx context.Context) error {
@@ -211,7 +240,9 @@ func (p *Provider) wait(ctx context.Context) error {
 	}
 }
 
-// Instances returns the group's pending and running allocations.
+// Instances returns the group's allocations that are not proven stopped:
+// pending and running ones, and, marked Unknown, those whose client is
+// disconnected (unknown, lost) or has not yet reported them stopped.
 func (p *Provider) Instances(ctx context.Context) ([]provider.Instance, error) {
 	if err := p.wait(ctx); err != nil {
 		return nil, err
