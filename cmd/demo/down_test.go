@@ -221,3 +221,43 @@ func TestDownKillsWhatRunsFromTheDemoDir(t *testing.T) {
 		t.Errorf("down killed a process that does not run from the demo dir")
 	}
 }
+
+// The README's path end to end: `up` (agents, the 3-member job, passing
+// checks), then `down`; afterwards no etcd-nomad member, Nomad executor or
+// logmon, or agent runs from the demo dir, and nothing is left mounted.
+func TestDemoUpDownLeavesNoProcess(t *testing.T) {
+	requireAgents(t)
+	dir := tempDir(t)
+	t.Cleanup(func() { killSurvivors(t, dir) })
+	bin := filepath.Join(t.TempDir(), "etcd-nomad")
+	if out, err := exec.Command("go", "build", "-o", bin, "../etcd-nomad").CombinedOutput(); err != nil {
+		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
+	}
+	// up points the environment at its agents for the status it prints.
+	t.Setenv("CONSUL_HTTP_ADDR", "")
+	t.Setenv("NOMAD_ADDR", "")
+	upErr := up(dir, bin)
+	// down runs even when up failed half-way: it is what cleans up.
+	var out bytes.Buffer
+	start := time.Now()
+	downErr := down(dir, &out)
+	t.Logf("down took %.1fs:\n%s", time.Since(start).Seconds(), out.String())
+	if upErr != nil {
+		t.Fatalf("up: %v", upErr)
+	}
+	if downErr != nil {
+		t.Fatalf("down: %v", downErr)
+	}
+	if left := survivors(t, dir); len(left) > 0 {
+		t.Fatalf("%d processes of the demo survive down:\n%s", len(left), strings.Join(left, "\n"))
+	}
+	if ms := mountedIn(dir); len(ms) > 0 {
+		t.Errorf("mounts left in the demo dir: %v", ms)
+	}
+	if !strings.Contains(out.String(), "all 3 allocations of etcd-demo stopped") {
+		t.Errorf("down did not report the job's 3 allocations stopped")
+	}
+	if strings.Contains(out.String(), "still running after the agents stopped") {
+		t.Errorf("down had to kill processes the orderly stop should have ended")
+	}
+}
