@@ -13,11 +13,20 @@ type Instance struct {
 	ClientPort int
 	PeerPort   int
 	StatusPort int
+	// Unknown: the provider cannot tell whether this instance still runs
+	// (Nomad: its client is disconnected, the allocation is unknown or
+	// lost, or it is being stopped and its client has not yet reported it
+	// terminal). It may still hold data or a quorum: it counts as present
+	// and possibly alive, never as a slot to join or a proof of absence.
+	// Its address and ports are those last allocated, and may be zero.
+	Unknown bool
 }
 
 // Provider lists member slots.
 type Provider interface {
-	// Instances returns the slots that should be members now.
+	// Instances returns the slots that should be members now, and those
+	// that might still run (Unknown). An instance missing from the list is
+	// proven gone.
 	Instances(ctx context.Context) ([]Instance, error)
 	// DesiredSize is the number of voters the cluster should have.
 	DesiredSize(ctx context.Context) (int, error)

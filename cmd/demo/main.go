@@ -71,7 +71,7 @@ func main() {
 	case "up":
 		err = up(abs, *bin)
 	case "down":
-		err = down(abs)
+		err = down(abs, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -205,59 +205,4 @@ Try it:
 Stop everything: make demo-down
 `, strings.Join(eps, ","), nomad.Addr, consul.Addr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin)
 	return nil
-}
-
-func down(dir string) error {
-	b, err := os.ReadFile(statePath(dir))
-	if err != nil {
-		fmt.Println("no demo state in", dir)
-		return nil
-	}
-	var st state
-	if err := json.Unmarshal(b, &st); err != nil {
-		return fmt.Errorf("read %s: %w", statePath(dir), err)
-	}
-	if alive(st.NomadPID) {
-		if nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion); err == nil {
-			fmt.Println("==> nomad job stop -purge", st.Job)
-			out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-yes", "-address", st.NomadAddr, st.Job).CombinedOutput()
-			if err != nil {
-				fmt.Printf("%s\n", out)
-			}
-			waitAllocsStopped(st)
-		}
-	}
-	for _, p := range []struct {
-		name string
-		pid  int
-	}{{"nomad", st.NomadPID}, {"consul", st.ConsulPID}} {
-		if !alive(p.pid) {
-			continue
-		}
-		fmt.Printf("==> stopping %s (pid %d)\n", p.name, p.pid)
-		_ = syscall.Kill(p.pid, syscall.SIGTERM)
-		deadline := time.Now().Add(30 * time.Second)
-		for alive(p.pid) && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
-		if alive(p.pid) {
-			_ = syscall.Kill(p.pid, syscall.SIGKILL)
-		}
-	}
-	return os.Remove(statePath(dir))
-}
-
-// waitAllocsStopped waits until no member process of the job runs.
-func waitAllocsStopped(st state) {
-	cfg := nomadapi.DefaultConfig()
-	cfg.Address = st.NomadAddr
-	cli, err := nomadapi.NewClient(cfg)
-	if err != nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	if err := jobs.WaitStopped(ctx, cli, st.Job, ""); err != nil {
-		fmt.Println(err)
-	}
 }

@@ -42,7 +42,7 @@ type Options struct {
 	Logger    hclog.Logger
 }
 
-// Provider lists a task group's live allocations.
+// Provider lists a task group's allocations that are not proven stopped.
 type Provider struct {
 	o Options
 
@@ -79,33 +79,23 @@ func New(o Options) *Provider {
 
 // Watch follows the job's allocations and group count until ctx ends.
 func (p *Provider) Watch(ctx context.Context) {
-	var allocIndex uint64
+	// index is the allocation-list index of the last update applied. It
+	// moves only after both reads succeeded and the update is in memory: a
+	// failed job read must not advance it, or the next blocking query would
+	// wait (up to waitTime) for a change after the one that was never
+	// applied, and a stopped allocation would stay listed meanwhile.
+	var index uint64
 	readyOnce := sync.Once{}
 	for ctx.Err() == nil {
-		// The allocation list with resources (ports) for this job; the
-		// job-allocations endpoint omits them.
-		q := (&api.QueryOptions{
-			Namespace: p.o.Namespace, WaitIndex: allocIndex, WaitTime: waitTime,
-			Filter: fmt.Sprintf("JobID == %q", p.o.Job),
-			Params: map[string]string{"resources": "true"},
-		}).WithContext(ctx)
-		allocs, meta, err := p.o.Client.Allocations().List(q)
+		next, err := p.poll(ctx, index)
 		if err == nil {
-			allocIndex = meta.LastIndex
-			jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
-			var job *api.Job
-			job, _, jerr := p.o.Client.Jobs().Info(p.o.Job, jq)
-			if jerr == nil {
-				p.update(allocs, job)
-				readyOnce.Do(func() { close(p.ready) })
-				continue
-			}
-			err = jerr
+			index = next
+			readyOnce.Do(func() { close(p.ready) })
+			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		err = Denied(p.o.Client, "list the allocations of job "+p.o.Job, NeedRead, err)
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
@@ -120,19 +110,48 @@ func (p *Provider) Watch(ctx context.Context) {
 	}
 }
 
+// poll waits for the allocation list to move past index, reads the job,
+// applies both, and returns the list's new index. On error nothing is
+// applied.
+func (p *Provider) poll(ctx context.Context, index uint64) (uint64, error) {
+	// The allocation list with resources (ports) for this job; the
+	// job-allocations endpoint omits them.
+	q := (&api.QueryOptions{
+		Namespace: p.o.Namespace, WaitIndex: index, WaitTime: waitTime,
+		Filter: fmt.Sprintf("JobID == %q", p.o.Job),
+		Params: map[string]string{"resources": "true"},
+	}).WithContext(ctx)
+	allocs, meta, err := p.o.Client.Allocations().List(q)
+	if err != nil {
+		return 0, readErr(p.o.Client, "list the allocations of job "+p.o.Job, err)
+	}
+	jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
+	job, _, err := p.o.Client.Jobs().Info(p.o.Job, jq)
+	if err != nil {
+		return 0, readErr(p.o.Client, "read job "+p.o.Job, err)
+	}
+	p.update(allocs, job)
+	return meta.LastIndex, nil
+}
+
+// readErr names the read that failed: a refusal by Nomad's ACLs becomes a
+// DeniedError (which names the operation itself), anything else is wrapped.
+func readErr(cli *api.Client, op string, err error) error {
+	if d := Denied(cli, op, NeedRead, err); errors.Is(d, ErrDenied) {
+		return d
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
 func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
 	var insts []provider.Instance
 	byID := map[string]*api.AllocationListStub{}
 	for _, a := range allocs {
 		byID[a.ID] = a
-		if a.TaskGroup != p.o.Group || a.DesiredStatus != api.AllocDesiredStatusRun {
+		if a.TaskGroup != p.o.Group {
 			continue
 		}
-		if a.ClientStatus != api.AllocClientStatusPending && a.ClientStatus != api.AllocClientStatusRunning {
-			continue
-		}
-		in, ok := instance(p.o.Group, a)
-		if ok {
+		if in, ok := instance(p.o.Group, a); ok {
 			insts = append(insts, in)
 		}
 	}
@@ -147,25 +166,58 @@ func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
 	p.mu.Unlock()
 }
 
+// instance maps one allocation to a member slot; ok is false when the
+// allocation is proven stopped.
+//
+// Only the client proves a task stopped: ClientStatus complete or failed
+// is the client's own report that the task has exited (whatever the
+// desired status), and an allocation garbage-collected by Nomad is no
+// longer listed at all. Everything else that is not terminal is listed:
+//
+//   - pending or running with desired status run, with all three ports: a
+//     slot (Unknown false);
+//   - unknown: the client is disconnected; its task may be running behind
+//     a partition, with data and possibly a quorum;
+//   - lost: the server gave up on the client (lost_after passed, or the
+//     node went down), not the client on its task. The allocation gets
+//     desired status stop, but a partitioned client keeps its tasks running
+//     (the job sets no stop_on_client_after: see DESIGN.md invariant 10), so
+//     it stays listed until the client reports it complete or failed, or
+//     Nomad garbage-collects it;
+//   - pending or running with desired status stop or evict: the client has
+//     been told to stop it and has not reported it stopped; on a client
+//     that is gone it may never report, and Nomad marks it neither lost nor
+//     collects it while it is running;
+//   - any client status this code does not know, and a slot without its
+//     ports: present, but not a slot anyone can reach or join.
+//
+// All of these but the first are Unknown: present and possibly alive,
+// never a proof of absence.
 func instance(group string, a *api.AllocationListStub) (provider.Instance, bool) {
+	switch a.ClientStatus {
+	case api.AllocClientStatusComplete, api.AllocClientStatusFailed:
+		return provider.Instance{}, false
+	}
 	in := provider.Instance{Name: MemberName(group, a.ID)}
-	if a.AllocatedResources == nil {
-		return in, false
-	}
-	for _, pm := range a.AllocatedResources.Shared.Ports {
-		if in.Address == "" {
-			in.Address = pm.HostIP
+	if a.AllocatedResources != nil {
+		for _, pm := range a.AllocatedResources.Shared.Ports {
+			if in.Address == "" {
+				in.Address = pm.HostIP
+			}
+			switch pm.Label {
+			case PortClient:
+				in.ClientPort = pm.Value
+			case PortPeer:
+				in.PeerPort = pm.Value
+			case PortStatus:
+				in.StatusPort = pm.Value
+			}
 		}
-		switch pm.Label {
-		case PortClient:
-			in.ClientPort = pm.Value
-		case PortPeer:
-			in.PeerPort = pm.Value
-		case PortStatus:
-			in.StatusPort = pm.Value
-		}
 	}
-	return in, in.Address != "" && in.PeerPort != 0 && in.ClientPort != 0 && in.StatusPort != 0
+	live := a.ClientStatus == api.AllocClientStatusPending || a.ClientStatus == api.AllocClientStatusRunning
+	ports := in.Address != "" && in.PeerPort != 0 && in.ClientPort != 0 && in.StatusPort != 0
+	in.Unknown = !(live && a.DesiredStatus == api.AllocDesiredStatusRun && ports)
+	return in, true
 }
 
 func (p *Provider) wait(ctx context.Context) error {
@@ -188,7 +240,9 @@ func (p *Provider) wait(ctx context.Context) error {
 	}
 }
 
-// Instances returns the group's pending and running allocations.
+// Instances returns the group's allocations that are not proven stopped:
+// pending and running ones, and, marked Unknown, those whose client is
+// disconnected (unknown, lost) or has not yet reported them stopped.
 func (p *Provider) Instances(ctx context.Context) ([]provider.Instance, error) {
 	if err := p.wait(ctx); err != nil {
 		return nil, err
