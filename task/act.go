@@ -180,6 +180,9 @@ func (m *Member) clientEndpoints() []string {
 	var eps []string
 	insts, _ := m.opts.Provider.Instances(context.Background())
 	for _, in := range insts {
+		if in.ClientPort == 0 {
+			continue // an Unknown instance without its ports
+		}
 		if in.Name != m.opts.Name || running {
 			eps = append(eps, m.clientURL(in))
 		}

@@ -204,7 +204,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		endpoints = append(endpoints, m.clientURL(m.self))
 	} else {
 		for _, in := range insts {
-			if in.Name != m.opts.Name {
+			if in.Name != m.opts.Name && in.ClientPort != 0 {
 				endpoints = append(endpoints, m.clientURL(in))
 			}
 		}
