@@ -246,7 +246,16 @@ func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record)
 			return "", err
 		}
 		if cur == nil {
-			return "", errors.New("recovery without a cluster record")
+			if d.From != planner.FromSnapshot {
+				return "", errors.New("recovery from data without a cluster record")
+			}
+			// task: a restore with no record at all creates it
+			// (create-only), so a second restorer fails here.
+			if err := w.createRecord(n, next); err != nil {
+				return "", err
+			}
+			n.record, n.recIndex = &next, w.coord.index
+			return fmt.Sprintf("epoch %d created (%s)", next.Epoch, next.Source), nil
 		}
 		if cur.Token == next.Token {
 			return "already recorded", nil
@@ -397,6 +406,7 @@ func (w *World) runLeave(n *node) {
 		// The allocation's disk goes with it.
 		n.data, n.aside = nil, nil
 		n.nextAt = never
+		w.listChanged()
 		w.logf(n.name, "leave: %s; stopped (allocation terminal)", why)
 	}
 	if n.etcd == nil {

@@ -240,6 +240,13 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		}
 		o.SeederGoneFor = w.now - n.seederGoneSince
 	}
+	if rec == nil && !o.Running && o.Local.Empty {
+		// task: no record and no data here; the store may hold the
+		// cluster's snapshots, which a seed must not abandon.
+		n.quorumLostSince = -1
+		w.latestSnapshot(o)
+		return
+	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
 		return
@@ -250,6 +257,10 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		}
 		o.QuorumLostFor = w.now - n.quorumLostSince
 	}
+	w.latestSnapshot(o)
+}
+
+func (w *World) latestSnapshot(o *planner.Observation) {
 	if k := len(w.store); k > 0 {
 		s := w.store[k-1]
 		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.rev, Epoch: s.epoch}

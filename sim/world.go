@@ -146,7 +146,7 @@ type allocStatus int
 const (
 	allocRunning  allocStatus = iota
 	allocUnknown              // the client is disconnected: Nomad cannot tell
-	allocStopping             // stopped gracefully: no longer listed, the process leaves
+	allocStopping             // stopped gracefully: listed (Unknown) until the process has left
 	allocTerminal             // stopped for good
 )
 
