@@ -42,6 +42,9 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 1: seed while peer %s holds data", p.Name)
 			}
 		}
+		if o.Record != nil && o.Unreachable > 0 {
+			return fmt.Errorf("invariant 1: resumed the seed of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
+		}
 		if o.Record == nil && o.Unreachable > 0 {
 			return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
 		}
@@ -179,7 +182,20 @@ func Check(o Observation, d Decision) error {
 		}
 	case RecoverQuorum:
 		if o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token && o.Record.Seeder == name && o.Record.ClusterID == 0 {
-			break // resuming the recovery this member recorded
+			// Resuming the recovery this member recorded. From a snapshot
+			// (this member holds no data of it): never while an instance
+			// is silent or a peer holds the incarnation (invariant 1).
+			if d.From == FromSnapshot {
+				if o.Unreachable > 0 {
+					return fmt.Errorf("invariant 1: resumed the restore of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
+				}
+				for _, p := range o.Peers {
+					if p.Token == o.Record.Token {
+						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
+					}
+				}
+			}
+			break
 		}
 		// Invariant 4: after the grace period, by the lock holder, from the
 		// highest revision known, with the next epoch recorded, with every

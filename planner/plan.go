@@ -48,6 +48,11 @@ type Faults struct {
 	// JoinUnconfirmed (defect 9): join a cluster whose record is not
 	// confirmed yet.
 	JoinUnconfirmed bool
+	// ResumeWhileSilent: resume this member's own unconfirmed seed or
+	// restore, holding no data of it, although some instances do not
+	// answer (they may run the incarnation it started before it lost its
+	// disk).
+	ResumeWhileSilent bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -228,6 +233,15 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
+		if rec.Seeder == name && o.Unreachable > 0 && !r.ResumeWhileSilent {
+			// This member recorded the seed (or restore) and has lost its
+			// disk since, or never started it: but it may have started it,
+			// and others joined, before the disk was lost (Consul then
+			// restored the unconfirmed record). A silent instance may hold
+			// that incarnation: starting it again would make a second
+			// cluster of the same token and epoch.
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d but holds no data of it, and %d instance(s) do not answer: they may run it; not starting it again until every instance answers", rec.Epoch, o.Unreachable)}
+		}
 		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
 			for _, p := range o.Peers {
 				if p.Token == rec.Token {

@@ -67,6 +67,23 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: RecoverQuorum, reason: "this member's data", bad: Wait,
 		},
 		{
+			// sim seeds 431, 440, 533 (seed), 150 (restore): the seeder
+			// started epoch 1, others joined, it lost its disk, Consul
+			// restored the unconfirmed record; the member holding the
+			// incarnation was down.
+			name:  "resumed own seed while an instance does not answer",
+			fault: Faults{ResumeWhileSilent: true},
+			o:     Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, Unreachable: 1, Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m1"}},
+			good:  Wait, reason: "do not answer", bad: Seed,
+		},
+		{
+			name:  "resumed own restore while an instance does not answer",
+			fault: Faults{ResumeWhileSilent: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, Unreachable: 1, RecoveryGrace: 1,
+				Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m1", Source: FromSnapshot + ":s1"}},
+			good: Wait, reason: "do not answer", bad: RecoverQuorum,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

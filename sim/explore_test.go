@@ -29,15 +29,12 @@ var untriaged = map[uint64]bool{
 func explore(t *testing.T, seed uint64, steps int) string {
 	start, last := time.Now(), time.Now()
 	done, runs := 0, 0
-	known := map[string][]uint64{}
 	stuck := 0
 	for s := seed; done < steps; s++ {
 		r, w := Run(Config{Seed: s})
 		done += r.Steps
 		runs++
 		switch {
-		case r.Violation != nil && r.Known != "":
-			known[r.Known] = append(known[r.Known], s)
 		case r.Violation != nil && untriaged[s]:
 			t.Logf("untriaged seed %d: %v", s, r.Violation)
 		case r.Violation != nil:
@@ -52,8 +49,5 @@ func explore(t *testing.T, seed uint64, steps int) string {
 	}
 	out := fmt.Sprintf("%d steps over %d runs (seeds %d..%d) in %s: %.0f steps/s; %d stuck for an operator", done, runs, seed, seed+uint64(runs)-1,
 		time.Since(start).Round(time.Millisecond), float64(done)/time.Since(start).Seconds(), stuck)
-	for k, seeds := range known {
-		out += fmt.Sprintf("\nknown finding %q: %d runs (first seed %d)", k, len(seeds), seeds[0])
-	}
 	return out
 }

@@ -55,7 +55,6 @@ func (w *World) loop(n *node) {
 		}
 		return
 	}
-	w.noteDecision(o, d)
 	acts := w.actions(n, o, d)
 	if len(acts) == 0 {
 		w.unlock(n)

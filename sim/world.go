@@ -97,7 +97,6 @@ type World struct {
 	quietAt   time.Duration
 	trace     ring
 	failure   *Violation
-	known     string // the first known finding of the current planner this run met
 	failState string
 	branches  int
 	snapAt    time.Duration
