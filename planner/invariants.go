@@ -71,6 +71,11 @@ func Check(o Observation, d Decision) error {
 		if !o.Local.Empty {
 			return fmt.Errorf("invariant 5: %s with data in the data dir", d.Kind)
 		}
+		for _, p := range o.Peers {
+			if o.Record != nil && p.Token != "" && p.Epoch > o.Record.Epoch {
+				return fmt.Errorf("invariant 9: %s under record epoch %d while peer %s holds epoch %d", d.Kind, o.Record.Epoch, p.Name, p.Epoch)
+			}
+		}
 		if d.Kind == JoinAsLearner {
 			// Invariant 3: one membership change in flight.
 			for _, m := range o.Members {

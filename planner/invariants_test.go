@@ -79,6 +79,7 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"invariant 9: obey an older record":                {ObeyOlderRecord: true},
 		"invariant 5: join an unconfirmed cluster":         {JoinUnconfirmed: true},
 		"invariant 1: resume a seed while silent":          {ResumeWhileSilent: true},
+		"invariant 9: join under an older record":          {JoinUnderNewer: true},
 	}
 	// Every fixed seed must catch every broken planner: a catch that
 	// depends on the seed is luck, not a test.

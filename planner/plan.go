@@ -53,6 +53,10 @@ type Faults struct {
 	// answer (they may run the incarnation it started before it lost its
 	// disk).
 	ResumeWhileSilent bool
+	// JoinUnderNewer: join (or resume a join) under a record older than
+	// a peer's epoch (Consul restored an older record of the same
+	// cluster id).
+	JoinUnderNewer bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -288,6 +292,17 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		// The member list may come from any cluster that answers: only a
 		// confirmed cluster id lets it be checked.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record of epoch %d is not confirmed yet (seeder %s): not joining until it names its cluster id", rec.Epoch, rec.Seeder)}
+	}
+	if !r.JoinUnderNewer {
+		// Consul restored an older record of the same cluster id (a
+		// ForceNewCluster recovery keeps it), so the member list checks
+		// out, but a peer runs a newer epoch: joining now would label
+		// this member's data with the old incarnation. The peer
+		// re-records first (invariant 9).
+		if d, ok := newerThanRecord(o, name); ok {
+			d.Reason += "; not joining until then"
+			return d
+		}
 	}
 	for _, m := range o.Members {
 		if m.Name == name {

@@ -84,6 +84,16 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "do not answer", bad: RecoverQuorum,
 		},
 		{
+			// sim seeds 428, 473: a ForceNewCluster recovery keeps the
+			// cluster id, so after Consul restored the epoch-1 record
+			// the epoch-3 member list passed the cluster id check.
+			name:  "no join under a record older than a peer's epoch",
+			fault: Faults{JoinUnderNewer: true},
+			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, MembersClusterID: 0xc1, Members: members(voter(1, "m0", true)),
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}, Peers: []PeerStatus{{Name: "m0", Token: "tokC", Epoch: 3, Running: true, Healthy: true}}},
+			good: Wait, reason: "not joining until then", bad: JoinAsLearner,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),
