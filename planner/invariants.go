@@ -45,6 +45,9 @@ func Check(o Observation, d Decision) error {
 		if o.Record != nil && o.Unreachable > 0 {
 			return fmt.Errorf("invariant 1: resumed the seed of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
 		}
+		if o.Record != nil && o.LatestSnapshot != nil {
+			return fmt.Errorf("invariant 8: resumed an empty seed of epoch %d while the store holds snapshot %s", o.Record.Epoch, o.LatestSnapshot.Name)
+		}
 		if o.Record == nil && o.Unreachable > 0 {
 			return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
 		}
@@ -191,6 +194,9 @@ func Check(o Observation, d Decision) error {
 			// (this member holds no data of it): never while an instance
 			// is silent or a peer holds the incarnation (invariant 1).
 			if d.From == FromSnapshot {
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != FromSnapshot+":"+s.Name {
+					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
+				}
 				if o.Unreachable > 0 {
 					return fmt.Errorf("invariant 1: resumed the restore of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
 				}
@@ -198,6 +204,25 @@ func Check(o Observation, d Decision) error {
 					if p.Token == o.Record.Token {
 						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
 					}
+				}
+			}
+			break
+		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Seeder == name && r.Source != FromData {
+			// This member's own seed or restore, abandoned for the newest
+			// snapshot (no copy of it anywhere): only the newest, as an
+			// epoch newer than both, with no data here or at any peer and
+			// every instance answering (invariants 1, 4, 8).
+			s := o.LatestSnapshot
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == FromSnapshot+":"+s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) {
+				return fmt.Errorf("invariant 4: recovery over this member's own unconfirmed record %+v other than a restore of the newest snapshot as a newer epoch", *r)
+			}
+			if !o.Local.Empty || o.Running || o.Unreachable > 0 {
+				return fmt.Errorf("invariant 1: restore over this member's own record with data here or %d instance(s) silent", o.Unreachable)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 1: restore over this member's own record while peer %s holds data", p.Name)
 				}
 			}
 			break
@@ -257,6 +282,19 @@ func Check(o Observation, d Decision) error {
 		}
 		holds := func(token string, epoch uint64) bool {
 			return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
+		}
+		// Two incarnations of one epoch: recovering from either loses the
+		// other's writes; an operator chooses.
+		other := func(token string, epoch uint64) bool {
+			return token != "" && (epoch == o.Record.Epoch && token != o.Record.Token || dataToken != "" && epoch == dataEpoch && token != dataToken)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && other(o.Local.Token, o.Local.Epoch) {
+			return fmt.Errorf("invariant 4: recovery while this member holds another incarnation (token %s) of epoch %d", o.Local.Token, o.Local.Epoch)
+		}
+		for _, p := range o.Peers {
+			if other(p.Token, p.Epoch) {
+				return fmt.Errorf("invariant 4: recovery while peer %s holds another incarnation (token %s) of epoch %d", p.Name, p.Token, p.Epoch)
+			}
 		}
 		best := int64(-1)
 		ownData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)

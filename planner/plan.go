@@ -57,6 +57,13 @@ type Faults struct {
 	// a peer's epoch (Consul restored an older record of the same
 	// cluster id).
 	JoinUnderNewer bool
+	// ResumeOverNewerSnapshot: resume this member's own unconfirmed seed
+	// (empty) or restore (of its recorded snapshot) although the store
+	// holds a newer snapshot.
+	ResumeOverNewerSnapshot bool
+	// RecoverBesideOtherIncarnation: recover although a member holds data
+	// of another incarnation of the source's or the record's epoch.
+	RecoverBesideOtherIncarnation bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -245,6 +252,11 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// that incarnation: starting it again would make a second
 			// cluster of the same token and epoch.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d but holds no data of it, and %d instance(s) do not answer: they may run it; not starting it again until every instance answers", rec.Epoch, o.Unreachable)}
+		}
+		if rec.Seeder == name && rec.Source != FromData && !r.ResumeOverNewerSnapshot {
+			if d, ok := r.restoreOverOwnRecord(o, name); ok {
+				return d
+			}
 		}
 		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
 			for _, p := range o.Peers {
@@ -698,4 +710,47 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
 		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
+}
+
+// restoreOverOwnRecord: this member recorded a seed or a restore, holds no
+// data of it, and every instance answers, none with its incarnation. If the
+// store holds a snapshot newer than what the record starts from (any
+// snapshot, for an empty seed; another than the recorded one, for a
+// restore), the incarnation ran and was snapshotted before every copy was
+// lost and Consul restored the unconfirmed record: starting it again as
+// recorded would abandon the writes the newest snapshot holds. The newest
+// is restored as the next epoch instead, as seedFromSnapshot does with no
+// record. ok is false when the recorded start stands.
+func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
+	rec, s := o.Record, o.LatestSnapshot
+	if s == nil || rec.Source == FromSnapshot+":"+s.Name {
+		return Decision{}, false
+	}
+	for _, p := range o.Peers {
+		if p.Token == rec.Token {
+			return Decision{}, false // it runs there: join it
+		}
+	}
+	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; peer %s holds another incarnation (token %s epoch %d, revision %d): an operator must choose", why, p.Name, short(p.Token), p.Epoch, p.Revision)}, true
+		}
+	}
+	if o.RecoveryGrace <= 0 {
+		return Decision{Kind: Wait, Name: name, Reason: why + ": automatic recovery is off; an operator must restore it with 'etcd-nomad snapshot restore'"}, true
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
+	}
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, max(rec.Epoch, s.Epoch)+1)}, true
+}
+
+func sourceName(src string) string {
+	if src == "" {
+		return "an empty seed"
+	}
+	return "from " + src
 }

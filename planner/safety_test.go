@@ -94,6 +94,46 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "not joining until then", bad: JoinAsLearner,
 		},
 		{
+			// sim seeds 84, 577: the seed of epoch 1 ran and was
+			// snapshotted; every copy was lost and Consul restored the
+			// unconfirmed seed record.
+			name:  "resumed empty seed abandons the store's snapshots",
+			fault: Faults{ResumeOverNewerSnapshot: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}},
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m1"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 30, Epoch: 1}},
+			good: RecoverQuorum, reason: "restoring it as epoch 2 instead", bad: Seed,
+		},
+		{
+			// sim seed 150: the restored epoch 3 ran and was snapshotted
+			// (s9) before its copies were lost.
+			name:  "resumed restore of an older snapshot than the newest",
+			fault: Faults{ResumeOverNewerSnapshot: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}},
+				Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m1", Source: FromSnapshot + ":s1"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000156, Epoch: 3}},
+			good: RecoverQuorum, reason: "restoring it as epoch 4 instead", bad: RecoverQuorum,
+		},
+		{
+			// sim seeds 176, 497, 508: every copy lost, Consul lost its
+			// state, a new epoch 1 (tokB) was seeded and took writes, then
+			// Consul restored the old epoch-1 record (tokA).
+			name:  "no recovery beside another incarnation of the record's epoch",
+			fault: Faults{RecoverBesideOtherIncarnation: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, QuorumLostFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 107, Epoch: 1},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokB", Epoch: 1, Revision: 121}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
+			// sim seed 548: the takeover of epoch 2 (tokC) beside peers
+			// holding another epoch-2 incarnation (tokB).
+			name:  "no takeover beside another incarnation of the record's epoch",
+			fault: Faults{RecoverBesideOtherIncarnation: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{Token: "tokC", Epoch: 2, Seeder: "m9", Source: FromSnapshot + ":s1", LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000488, Epoch: 2},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokB", Epoch: 2, Revision: 1000494}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

@@ -66,27 +66,33 @@ func (w *World) checkWrites(g *group) {
 		if b.acked == 0 || level(g.branch, g.committed, b) >= b.acked {
 			continue
 		}
-		exists := int64(-1)
-		see := func(br *branch, rev int64) {
-			if br != nil {
-				exists = max(exists, min(b.acked, level(br, rev, b)))
+		exists, where := int64(-1), ""
+		see := func(br *branch, rev int64, at string) {
+			if br == nil {
+				return
+			}
+			if l := min(b.acked, level(br, rev, b)); l > exists {
+				exists, where = l, at
 			}
 		}
 		for _, n := range w.nodes {
 			if n.data != nil && n.data.wal {
-				see(n.data.branch, n.data.rev)
+				see(n.data.branch, n.data.rev, n.name+"'s data dir")
 			}
 			for _, a := range n.aside {
-				if a.wal {
-					see(a.branch, a.rev)
+				if a.wal && !a.superseded {
+					see(a.branch, a.rev, n.name+"'s set-aside data")
 				}
 			}
 		}
 		for _, s := range w.store {
-			see(s.branch, s.rev)
+			see(s.branch, s.rev, "snapshot "+s.name)
 		}
-		if have := level(g.branch, g.committed, b); have < exists {
-			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists", g, have, other, exists)
+		// A copy at or below b's fork holds none of b's own writes (a
+		// learner that joined at revision 0): its parent's are checked
+		// as the parent's.
+		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork {
+			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists (%s)", g, have, other, exists, where)
 			return
 		}
 	}
@@ -222,6 +228,11 @@ func (w *World) stuck() string {
 			if d := n.data; d != nil && d.wal && d.epoch == r.Epoch && d.token != r.Token {
 				return "an unconfirmed seed record of a gone seeder beside data of another token of its epoch (the planner asks an operator to choose)"
 			}
+		}
+	}
+	for _, n := range w.slots {
+		if n.up && strings.Contains(n.lastReason, "an operator must") {
+			return "the planner waits for an operator: " + n.lastReason
 		}
 	}
 	if r.ClusterID == 0 {

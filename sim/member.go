@@ -389,6 +389,20 @@ func (w *World) setAside(n *node, why string) {
 		return
 	}
 	w.checkSetAside(n, why)
+	d := n.data
+	if d.wal && d.branch != nil {
+		held := func(br *branch, rev int64) bool { return br != nil && level(br, rev, d.branch) >= d.rev }
+		for _, o := range w.nodes {
+			if o != n && o.data != nil && o.data.wal && held(o.data.branch, o.data.rev) {
+				d.superseded = true
+			}
+		}
+		for _, s := range w.store {
+			if held(s.branch, s.rev) {
+				d.superseded = true
+			}
+		}
+	}
 	n.aside = append(n.aside, n.data)
 	n.data = nil
 }

@@ -240,9 +240,13 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		}
 		o.SeederGoneFor = w.now - n.seederGoneSince
 	}
-	if rec == nil && !o.Running && o.Local.Empty {
-		// task: no record and no data here; the store may hold the
-		// cluster's snapshots, which a seed must not abandon.
+	own := rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name && rec.Source != planner.FromData
+	if (rec == nil || own) && !o.Running && o.Local.Empty {
+		// task: no record (or this member's own unconfirmed seed or
+		// restore) and no data here; the store may hold the cluster's
+		// snapshots, which a seed must not abandon (seedFromSnapshot,
+		// restoreOverOwnRecord). NOTE: task/recover.go lists the store
+		// for rec == nil only; the own-record case is what it must do too.
 		n.quorumLostSince = -1
 		w.latestSnapshot(o)
 		return
