@@ -34,6 +34,19 @@ func Check(o Observation, d Decision) error {
 		if o.Running || !o.Local.Empty {
 			return fmt.Errorf("invariant 1: seed with data or while running")
 		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && d.Record != nil && d.Record.Token != r.Token {
+			// Taking over the empty seed of a gone seeder: as the next
+			// epoch, only with no copy of anything anywhere.
+			if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != r.Epoch+1 {
+				return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 1: took over a seed while peer %s holds data", p.Name)
+				}
+			}
+			break
+		}
 		if o.Record != nil && !(o.Record.ClusterID == 0 && o.Record.Seeder == name && !o.MembersKnown) {
 			return fmt.Errorf("invariant 1: seed while record %+v exists", *o.Record)
 		}
@@ -204,6 +217,21 @@ func Check(o Observation, d Decision) error {
 					if p.Token == o.Record.Token {
 						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
 					}
+				}
+			}
+			break
+		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name {
+			// Taking over the empty seed of a gone seeder from the newest
+			// snapshot.
+			s := o.LatestSnapshot
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) ||
+				o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || !o.Local.Empty || o.Running {
+				return fmt.Errorf("invariant 4: took over the seed of %s other than by a restore of the newest snapshot as a newer epoch, after grace, with every instance answering", r.Seeder)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 4: took over a seed while peer %s holds data", p.Name)
 				}
 			}
 			break

@@ -64,6 +64,9 @@ type Faults struct {
 	// RecoverBesideOtherIncarnation: recover although a member holds data
 	// of another incarnation of the source's or the record's epoch.
 	RecoverBesideOtherIncarnation bool
+	// NoSeedTakeover: never take over an unconfirmed empty seed whose
+	// seeder is gone for good (the cluster waits for it forever).
+	NoSeedTakeover bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -290,6 +293,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			return Decision{Kind: Seed, Name: name, Record: &rc, Reason: "resuming the seed this member recorded before it stopped"}
 		}
 		if d, ok := r.takeover(o, name); ok {
+			return d
+		}
+		if d, ok := r.takeoverSeed(o, name); ok {
 			return d
 		}
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("waiting for seeder %s to start the cluster", rec.Seeder)}
@@ -753,4 +759,46 @@ func sourceName(src string) string {
 		return "an empty seed"
 	}
 	return "from " + src
+}
+
+// takeoverSeed re-decides an unconfirmed empty seed whose seeder is gone
+// for good: its allocation was replaced before it started the cluster (or
+// Consul restored the record of a seed whose every copy is lost since).
+// Nobody else resumes a seed, so without this the cluster waits forever.
+// Only when the seeder has been missing from the provider's instances for
+// RecoveryGrace (the provider lists every allocation that might still run),
+// every instance answers, and no member holds data of any incarnation: then
+// the newest snapshot is restored as the next epoch, or, with none, a new
+// cluster is seeded as the next epoch (CAS over the record: a second
+// taker fails there).
+func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	if r.NoSeedTakeover || rec.ClusterID != 0 || rec.Source != "" || rec.Seeder == name || o.MembersKnown || o.RecoveryGrace <= 0 ||
+		o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, rec.Seeder) || !o.Local.Empty || o.Running {
+		return Decision{}, false
+	}
+	why := fmt.Sprintf("seeder %s of the unconfirmed epoch %d is gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor)
+	if o.Unreachable > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: not taking over", why, o.Unreachable)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			return Decision{}, false // a member with data decides (rejoin, re-record, or an operator)
+		}
+	}
+	for _, p := range o.Peers {
+		if p.Name < name {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s and no member holds data: member %s takes over", why, p.Name)}, true
+		}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
+	}
+	if s := o.LatestSnapshot; s != nil {
+		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+			Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.Epoch, s.Epoch)+1)}, true
+	}
+	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name},
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, rec.Epoch+1)}, true
 }

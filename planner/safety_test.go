@@ -134,6 +134,23 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
 		},
 		{
+			// sim seeds 46 and 32 others: the seeder m9 recorded the seed
+			// and its allocation was replaced (new name) before it
+			// confirmed; nobody ever resumed it.
+			name:  "an empty seed whose seeder is gone for good is taken over",
+			fault: Faults{NoSeedTakeover: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2,
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m9"}, Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}}},
+			good: Seed, reason: "seeding epoch 2 in its place", bad: Wait,
+		},
+		{
+			name:  "an empty seed whose seeder is gone is not taken over while an instance is silent",
+			fault: Faults{SeedWhileSilent: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Unreachable: 1,
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m9"}, Peers: []PeerStatus{{Name: "m1"}}},
+			good: Wait, reason: "do not answer", bad: Wait,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

@@ -124,6 +124,16 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 					}
 					return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
 				}
+				if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
+					// Taking over a gone seeder's seed (planner
+					// takeoverSeed): a CAS over the record read. NOTE:
+					// task's seed refuses any existing record of
+					// another token today; this is what it must do.
+					if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
+						return "", err
+					}
+					return fmt.Sprintf("record %s epoch %d written over %s's seed", r.Token, r.Epoch, rec.Seeder), nil
+				}
 				if rec.Token != r.Token || rec.Seeder != d.Name {
 					return "", errConflict
 				}

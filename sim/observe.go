@@ -232,7 +232,9 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || listed {
+	// NOTE: task's observeSeeder also skips an empty seed's record
+	// (Source ""): it must not, or takeoverSeed never sees its seeder gone.
+	if rec == nil || rec.ClusterID != 0 || listed {
 		n.seederGoneSince = -1
 	} else {
 		if n.seederGoneSince < 0 {
