@@ -387,6 +387,24 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
 	}
 	if !o.MembersKnown {
+		if rec.ClusterID == 0 && rec.Token == o.Local.Token && o.Local.ClusterID != 0 && o.Unreachable == 0 {
+			// The recorded seed ran (this member's data names its
+			// cluster id) but the record is unconfirmed: Consul restored
+			// it, or the seeder was lost before confirming, and the
+			// quorum is lost. Unconfirmed, it is never recovered; its
+			// seeder may be gone for good. Every instance answers and
+			// none holds a newer epoch: confirm it from this data, so
+			// that the quorum loss can be recovered.
+			if d, ok := newerPeer(o, name, o.Local.Epoch); ok {
+				return d
+			}
+			if !o.HoldsLock {
+				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "running the recorded incarnation, unconfirmed, without quorum: taking the lock to confirm it"}
+			}
+			rc := *rec
+			rc.ClusterID = o.Local.ClusterID
+			return Decision{Kind: RecordCluster, Name: name, Record: &rc, Reason: fmt.Sprintf("running the recorded incarnation (cluster %x) without quorum and every instance answers: confirming it in the record so that its quorum loss can be recovered", rc.ClusterID)}
+		}
 		if d, ok := r.recovery(o, name); ok {
 			return d
 		}
