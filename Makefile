@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -66,3 +66,11 @@ chaos: tools
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+## mutate: mutation testing with the hand-written mutants of
+## cmd/mutate/mutants.txt over planner/, config/, snapshot/, coord/ and task/
+## (each breaks one documented rule); writes docs/mutation.md. About 15
+## minutes; not part of `make test`. MUTATE_FLAGS="-only task" picks some.
+MUTATE_FLAGS ?=
+mutate:
+	$(GO) run ./cmd/mutate -out docs/mutation.md $(MUTATE_FLAGS)
