@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench sim
+.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench sim mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -73,3 +73,11 @@ bench: tools
 STEPS ?= 10000000
 sim:
 	SIM_STEPS=$(STEPS) SIM_SEED=$(SEED) $(GO) test -count=1 -timeout 0 -v -run 'TestExplore$$' ./sim
+
+## mutate: mutation testing with the hand-written mutants of
+## cmd/mutate/mutants.txt over planner/, config/, snapshot/, coord/ and task/
+## (each breaks one documented rule); writes docs/mutation.md. About 15
+## minutes; not part of `make test`. MUTATE_FLAGS="-only task" picks some.
+MUTATE_FLAGS ?=
+mutate:
+	$(GO) run ./cmd/mutate -out docs/mutation.md $(MUTATE_FLAGS)

@@ -9,9 +9,11 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -58,6 +60,18 @@ func ParseBundle(b []byte) (Pair, error) {
 		return Pair{}, errors.New("CA bundle lacks a certificate or a key")
 	}
 	return p, nil
+}
+
+// Fingerprint names a PEM certificate in logs and status: "sha256:" and
+// the hex SHA-256 of its DER bytes (what `openssl x509 -fingerprint
+// -sha256` prints, without the colons).
+func Fingerprint(certPEM []byte) string {
+	blk, _ := pem.Decode(certPEM)
+	if blk == nil {
+		return "(no certificate)"
+	}
+	sum := sha256.Sum256(blk.Bytes)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // newLeaf makes a fresh key and a certificate template with a random

@@ -139,18 +139,6 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	if e.co, err = status.Coordinator(cl); err != nil {
 		t.Fatal(err)
 	}
-	// The client certificate is issued once, from the CA the cluster
-	// starts with: asking again after Consul lost its state would store a
-	// new CA (the CLI's ClusterCA creates one when none is stored).
-	if e.tls, e.scheme, err = status.ClientTLS(ctx, cl, e.co); err != nil {
-		t.Fatal(err)
-	}
-	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
-	if cl.TLS.Mode == config.TLSAuto {
-		if e.ca, err = e.storedCA(); err != nil || e.ca == nil {
-			t.Fatalf("cluster CA in Consul: %v (found: %v)", err, e.ca != nil)
-		}
-	}
 	out, err := exec.Command(e.binary, "job", "render", "-binary", e.binary, file).Output()
 	if err != nil {
 		t.Fatalf("job render: %v", err)
@@ -163,6 +151,21 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomad.Addr, spec).CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, out)
 	}
+	// The client certificate is issued once, from the CA the first member
+	// creates: the CLI only reads it, and after Consul lost its state the
+	// CA is missing until a member stores it again.
+	if cl.TLS.Mode == config.TLSAuto {
+		clustertest.WaitFor(t, 3*time.Minute, "the cluster CA in Consul", func() (bool, string) {
+			e.ca, err = e.storedCA()
+			return err == nil && e.ca != nil, fmt.Sprintf("found: %v, error: %v", e.ca != nil, err)
+		})
+	}
+	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer tcancel()
+	if e.tls, e.scheme, err = status.ClientTLS(tctx, cl, e.co); err != nil {
+		t.Fatal(err)
+	}
+	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
 	return e
 }
 
@@ -346,7 +349,7 @@ func (e *env) consulClient() *consulapi.Client {
 }
 
 // storedCA reads the cluster CA bundle from Consul as it is (nil if none),
-// without storing one as task.ClusterCA would.
+// (it reads Consul directly, as it is, for the check after each round).
 func (e *env) storedCA() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

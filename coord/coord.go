@@ -25,6 +25,8 @@ var (
 	ErrConflict = errors.New("cluster record changed since it was read")
 	// ErrLockLost: the lock passed to a write is no longer held.
 	ErrLockLost = errors.New("coordination lock lost")
+	// ErrNotStored: Load found no value under the key.
+	ErrNotStored = errors.New("no value stored")
 )
 
 // Record is the committed truth about the current cluster incarnation.
@@ -75,4 +77,8 @@ type Coordinator interface {
 	// LoadOrStore stores value under key unless one is stored, and returns
 	// the stored value (used for the cluster CA, created once).
 	LoadOrStore(ctx context.Context, key string, value []byte) ([]byte, error)
+	// Load returns the value stored under key, or ErrNotStored. It only
+	// reads: read-only commands use it (the cluster CA), so that they
+	// never store anything and need no write permission.
+	Load(ctx context.Context, key string) ([]byte, error)
 }

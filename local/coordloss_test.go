@@ -41,8 +41,8 @@ func TestCoordinatorStateLossKeepsTheCA(t *testing.T) {
 	if err := tc.sup.Start("m1"); err != nil {
 		t.Fatal(err)
 	}
-	// Read the coordinator's files directly: the status command would
-	// itself store a new CA if none is stored.
+	// Read the coordinator's files directly: the status command cannot
+	// connect until the CA is stored again.
 	waitFor(t, 60*time.Second, "the cluster's CA and record stored again", func() (bool, string) {
 		got, err := os.ReadFile(caFile)
 		if err != nil {

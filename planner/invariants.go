@@ -374,7 +374,11 @@ func Check(o Observation, d Decision) error {
 			case r == nil && !removed:
 				return fmt.Errorf("invariant 9: set aside data of epoch %d with no record", l.Epoch)
 			case r != nil && (r.Token != l.Token || r.Epoch != l.Epoch):
-				if r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "") {
+				orphan := !o.Running && r.ClusterID != 0 && r.Epoch == l.Epoch && o.MembersKnown && o.MembersClusterID == r.ClusterID && o.Unreachable == 0
+				for _, p := range o.Peers {
+					orphan = orphan && p.Token != l.Token
+				}
+				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
 				}
 			case r != nil && !removed:

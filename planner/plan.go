@@ -174,7 +174,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
 	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.RejoinForeign {
-		if !r.settles(rec, name, l.Epoch) {
+		if !r.settles(rec, name, l.Epoch) && !orphaned(o) {
 			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, l)}
 		}
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
@@ -198,6 +198,26 @@ func (r rules) settles(rec *Record, name string, epoch uint64) bool {
 		return false
 	}
 	return rec.ClusterID != 0 || rec.Seeder == name && rec.Source != ""
+}
+
+// orphaned reports whether stopped data of the same epoch as a confirmed
+// record, but another token, belongs to no live incarnation: the recorded
+// cluster answers with a quorum (checked by its cluster id) and no peer
+// holds the data's token. Such data came from elsewhere (a reused volume,
+// another deployment of the same name): setting it aside cannot cost the
+// recorded cluster anything. While a peer still holds the token, the two
+// incarnations are a conflict for an operator (a second seed).
+func orphaned(o Observation) bool {
+	rec, l := o.Record, o.Local
+	if rec == nil || rec.ClusterID == 0 || rec.Epoch != l.Epoch || l.Token == rec.Token || !o.MembersKnown || o.MembersClusterID != rec.ClusterID {
+		return false
+	}
+	for _, p := range o.Peers {
+		if p.Token == l.Token {
+			return false
+		}
+	}
+	return o.Unreachable == 0
 }
 
 func conflict(rec *Record, l Local) string {

@@ -93,7 +93,16 @@ func ASGOptions(cl *config.Cluster, self string) asg.Options {
 		LifecycleHook: a.LifecycleHook, ClientPort: cl.Ports.Client, PeerPort: cl.Ports.Peer, StatusPort: cl.Ports.Status}
 }
 
+// Gather reads the cluster record and asks every member's /status, with a
+// client certificate from the cluster CA the coordinator holds.
 func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {
+	return GatherWithCA(ctx, cl, nil)
+}
+
+// GatherWithCA is Gather with a CA the operator holds (TLS auto), e.g. a
+// member's <data_dir>/<member>/tls/ca.bundle when the coordinator lost the
+// CA; nil reads it from the coordinator.
+func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Cluster, error) {
 	out := Cluster{Cluster: cl.Name}
 	co, err := Coordinator(cl)
 	if err != nil {
@@ -106,7 +115,13 @@ func Gather(ctx context.Context, cl *config.Cluster) (Cluster, error) {
 	} else {
 		return out, fmt.Errorf("read cluster record: %w", err)
 	}
-	tc, scheme, err := ClientTLS(ctx, cl, co)
+	var tc *tls.Config
+	scheme := "https"
+	if ca != nil && cl.TLS.Mode == config.TLSAuto {
+		tc, err = ClientTLSFromCA(*ca)
+	} else {
+		tc, scheme, err = ClientTLS(ctx, cl, co)
+	}
 	if err != nil {
 		return out, fmt.Errorf("client TLS: %w", err)
 	}
@@ -163,6 +178,11 @@ func Format(st Cluster) string {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%v\t%s\n", m.Name, id, role, m.Revision, m.DBSize, m.Healthy, m.Learner, m.Decision)
 	}
 	tw.Flush()
+	for _, m := range st.Members {
+		if m.CAMismatch != nil {
+			fmt.Fprintf(&b, "\n%s: CA MISMATCH: runs with %s, the coordinator holds %s (members that start without a saved CA cannot join)", m.Name, m.CAMismatch.Member, m.CAMismatch.Coordinator)
+		}
+	}
 	for _, e := range st.Errors {
 		fmt.Fprintf(&b, "\n%s", e)
 	}
@@ -171,6 +191,8 @@ func Format(st Cluster) string {
 
 // ClientTLS returns the TLS config the CLI uses towards members: a client
 // certificate issued in memory from the cluster CA (auto) or the files.
+// It only reads the coordinator: when the CA is not there it fails with
+// task.ErrNoClusterCA (wrapped) and never stores one.
 func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*tls.Config, string, error) {
 	switch cl.TLS.Mode {
 	case config.TLSOff:
@@ -183,19 +205,26 @@ func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*
 	if err != nil {
 		return nil, "", err
 	}
+	cfg, err := ClientTLSFromCA(ca)
+	return cfg, "https", err
+}
+
+// ClientTLSFromCA returns a client TLS config that trusts ca and presents
+// a client certificate issued from it in memory.
+func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) {
 	p, err := certs.Issue(ca, "etcd-nomad-cli", nil, time.Now())
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	kp, err := tls.X509KeyPair(p.Cert, p.Key)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	pool, err := certs.Pool(ca.Cert)
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, "https", nil
+	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // Checks are the Consul health checks of a cluster's service (the agent's

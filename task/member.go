@@ -85,6 +85,8 @@ type Member struct {
 	hcOnce   sync.Once
 	hc       *http.Client // peers' /status (httpClient)
 	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
+	// caMismatch (under mu): the coordinator holds another CA than ca.
+	caMismatch *CAMismatch
 
 	mu          sync.Mutex
 	etcd        *embed.Etcd
@@ -188,27 +190,9 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		m.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
 	default:
 		m.scheme = "https"
-		// The CA this member used before (kept with its data) is offered
-		// rather than a new one: if the coordinator lost its state, the
-		// cluster's CA is stored again instead of one its members do not
-		// trust. A CA the coordinator holds always wins.
-		offer, err := m.dir.readCA()
-		if err != nil {
-			m.log.Warn("saved cluster CA unreadable: offering a new one", "error", err)
-		}
-		if offer == nil {
-			fresh, err := certs.NewCA(c.Name, time.Now())
-			if err != nil {
-				return fmt.Errorf("create CA: %w", err)
-			}
-			offer = &fresh
-		}
-		ca, err := OfferCA(ctx, m.opts.Coordinator, *offer)
+		ca, err := m.chooseCA(ctx)
 		if err != nil {
 			return err
-		}
-		if err := m.dir.writeCA(ca); err != nil {
-			return fmt.Errorf("save cluster CA: %w", err)
 		}
 		m.ca = &ca
 		host, _ := os.Hostname()
@@ -228,21 +212,26 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	return nil
 }
 
-// ClusterCA returns the cluster's CA, creating it in the coordinator on
-// first use. Every member and the CLI get the same CA: it is never
-// regenerated per member.
+// ClusterCA returns the cluster's CA as the coordinator holds it, for
+// clients (the CLI, tests). It only reads: a missing CA is an error
+// (ErrNoClusterCA) saying what to do, never a reason to create one — a CA
+// created by a client would be adopted by the members that start next and
+// trusted by no running one.
 func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string) (certs.Pair, error) {
-	fresh, err := certs.NewCA(cluster, time.Now())
-	if err != nil {
-		return certs.Pair{}, fmt.Errorf("create CA: %w", err)
+	ca, err := loadCA(ctx, c)
+	if errors.Is(err, ErrNoClusterCA) {
+		return certs.Pair{}, fmt.Errorf("cluster %s: %w: no member has started yet, or the coordinator lost its state "+
+			"(running members store the CA again within seconds of seeing the cluster record gone, a member that starts with "+
+			"its saved <data_dir>/<member>/tls/ca.bundle stores it at once)", cluster, err)
 	}
-	return OfferCA(ctx, c, fresh)
+	return ca, err
 }
 
 // OfferCA stores ca as the cluster CA unless the coordinator holds one,
-// and returns the one it holds.
+// and returns the one it holds. Only members call it, with the CA they
+// saved or one created where no cluster exists (chooseCA).
 func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pair, error) {
-	b, err := c.LoadOrStore(ctx, "ca", ca.Bundle())
+	b, err := c.LoadOrStore(ctx, caKey, ca.Bundle())
 	if err != nil {
 		return certs.Pair{}, fmt.Errorf("store CA: %w", err)
 	}
@@ -251,7 +240,8 @@ func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pai
 
 // restoreCA stores this running member's CA again when the coordinator
 // lost its state (no record): before the record is re-written, so that
-// members and clients starting afterwards get the CA the cluster uses.
+// members and clients starting afterwards get the CA the cluster uses. A
+// different CA in the coordinator is reported, never adopted.
 func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
@@ -260,8 +250,10 @@ func (m *Member) restoreCA(ctx context.Context) {
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !bytes.Equal(held.Cert, m.ca.Cert):
-		m.log.Warn("the coordinator holds another cluster CA than the one this member runs with; members started with it cannot join")
+	case !sameCA(held, *m.ca):
+		m.reportCAMismatch(*m.ca, held)
+	default:
+		m.clearCAMismatch()
 	}
 }
 

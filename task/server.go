@@ -37,6 +37,10 @@ type Status struct {
 	Decision  string `json:"decision"`
 	Reason    string `json:"reason"`
 	Time      string `json:"time"`
+	// CAMismatch, when set, names the CA this member runs with and the
+	// different one the coordinator holds (TLS auto): members that start
+	// without a saved CA take the coordinator's and cannot join.
+	CAMismatch *CAMismatch `json:"ca_mismatch,omitempty"`
 }
 
 func (m *Member) setDecision(d planner.Decision) {
@@ -52,6 +56,7 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	m.mu.Lock()
 	st := m.status
 	e := m.etcd
+	st.CAMismatch = m.caMismatch
 	m.mu.Unlock()
 	st.Time = time.Now().UTC().Format(time.RFC3339)
 	if meta, err := m.dir.readMeta(); err == nil {
@@ -117,12 +122,21 @@ func (m *Member) serveStatus() error {
 		if st.Leader {
 			role = "leader"
 		}
+		// A CA mismatch is named in the body (the Consul check's output)
+		// but does not fail the check: this member runs with the CA its
+		// peers trust and serves them; only members that start later are
+		// kept out. Failing it would make Nomad block deployments and
+		// restart working members, which cannot fix a CA in Consul.
+		warn := ""
+		if st.CAMismatch != nil {
+			warn = " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
+		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: %s: %v\n", st.Name, err)
+			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
 			return
 		}
-		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch)
+		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d%s\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch, warn)
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) == 0 {

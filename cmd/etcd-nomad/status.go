@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/hashicorp/cli"
 )
@@ -17,16 +20,20 @@ type statusCommand struct{ ui cli.Ui }
 func (c *statusCommand) Synopsis() string { return "Show the members of a cluster" }
 func (c *statusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad status [-config FILE | -dir DIR] [-json]
+Usage: etcd-nomad status [-config FILE | -dir DIR] [-ca-bundle FILE] [-json]
 
   Asks every member's /status (over mutual TLS) and prints a table: name,
   member id, role, revision, healthy, learner, plus the cluster id and epoch
-  from the cluster record.
+  from the cluster record. It only reads: with TLS auto it needs the cluster
+  CA from the coordinator (Consul key read) and never creates one.
 
 Options:
-  -config FILE   cluster definition
-  -dir DIR       a directory made by 'etcd-nomad local up' (uses DIR/cluster.hcl)
-  -json          print JSON instead of a table`)
+  -config FILE     cluster definition
+  -dir DIR         a directory made by 'etcd-nomad local up' (uses DIR/cluster.hcl)
+  -ca-bundle FILE  TLS auto: use this cluster CA (a member's
+                   <data_dir>/<member>/tls/ca.bundle) instead of the
+                   coordinator's, e.g. after Consul lost its state
+  -json            print JSON instead of a table`)
 }
 
 func (c *statusCommand) Run(args []string) int {
@@ -34,6 +41,7 @@ func (c *statusCommand) Run(args []string) int {
 	path := fs.String("config", "", "")
 	dir := fs.String("dir", "", "")
 	asJSON := fs.Bool("json", false, "")
+	caBundle := fs.String("ca-bundle", "", "")
 	if err := fs.Parse(args); err != nil {
 		c.ui.Error(c.Help())
 		return 1
@@ -51,7 +59,20 @@ func (c *statusCommand) Run(args []string) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	st, err := status.Gather(ctx, cl)
+	var ca *certs.Pair
+	if *caBundle != "" {
+		b, err := os.ReadFile(*caBundle)
+		if err == nil {
+			var p certs.Pair
+			p, err = certs.ParseBundle(b)
+			ca = &p
+		}
+		if err != nil {
+			c.ui.Error(fmt.Sprintf("-ca-bundle %s: %v", *caBundle, err))
+			return 1
+		}
+	}
+	st, err := status.GatherWithCA(ctx, cl, ca)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1

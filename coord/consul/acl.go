@@ -21,6 +21,9 @@ type DeniedError struct {
 	Prefix   string // the KV prefix the token needs
 	TokenSet bool   // whether a token was sent
 	Detail   string // Consul's answer, e.g. "ACL not found"
+	// ReadOnly: the refused request only reads (the CLI's read-only
+	// commands), so the token needs key read, not the members' policy.
+	ReadOnly bool
 	Err      error
 }
 
@@ -30,6 +33,9 @@ func (e *DeniedError) Error() string {
 		at += " at " + e.Addr
 	}
 	need := fmt.Sprintf("key_prefix %q write and session_prefix \"\" write", e.Prefix+"/")
+	if e.ReadOnly {
+		need = fmt.Sprintf("key_prefix %q read", e.Prefix+"/")
+	}
 	if !e.TokenSet {
 		return fmt.Sprintf("%s refused to %s (%s): no Consul ACL token is set; set CONSUL_HTTP_TOKEN (or CONSUL_HTTP_TOKEN_FILE) to a token with %s", at, e.Op, e.Detail, need)
 	}
@@ -81,6 +87,16 @@ func (c *Coordinator) denied(op string, err error) error {
 		return err
 	}
 	return &DeniedError{Addr: c.o.Addr, Op: op, Prefix: c.o.Prefix, TokenSet: c.o.TokenSet, Detail: detail, Err: err}
+}
+
+// deniedRead is denied for a request that only reads.
+func (c *Coordinator) deniedRead(op string, err error) error {
+	err = c.denied(op, err)
+	var de *DeniedError
+	if errors.As(err, &de) {
+		de.ReadOnly = true
+	}
+	return err
 }
 
 // EnvClient returns a Consul client configured like the consul CLI, from

@@ -328,6 +328,21 @@ func (c *Coordinator) LoadOrStore(ctx context.Context, key string, value []byte)
 	return pair.Value, nil
 }
 
+// Load returns the value stored under key, or coord.ErrNotStored. It is a
+// consistent read: a value stored a moment ago by another member is seen.
+// It needs key read permission only.
+func (c *Coordinator) Load(ctx context.Context, key string) ([]byte, error) {
+	k := c.key("kv/" + key)
+	pair, _, err := c.o.Client.KV().Get(k, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", k, c.deniedRead("read "+k, err))
+	}
+	if pair == nil {
+		return nil, fmt.Errorf("%s: %w", k, coord.ErrNotStored)
+	}
+	return pair.Value, nil
+}
+
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))

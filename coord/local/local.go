@@ -166,6 +166,18 @@ func (c *Coordinator) write(r coord.Record) error {
 	return writeAtomic(c.recordPath(), b)
 }
 
+// Load returns the value stored under key, or coord.ErrNotStored.
+func (c *Coordinator) Load(_ context.Context, key string) ([]byte, error) {
+	if strings.ContainsAny(key, "/\\") || key == "" {
+		return nil, fmt.Errorf("invalid key %q", key)
+	}
+	b, err := os.ReadFile(filepath.Join(c.Dir, "kv-"+key))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s: %w", key, coord.ErrNotStored)
+	}
+	return b, err
+}
+
 // LoadOrStore stores value under key unless a value is stored. The link(2)
 // of a complete temporary file makes the create atomic.
 func (c *Coordinator) LoadOrStore(_ context.Context, key string, value []byte) ([]byte, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -116,5 +118,25 @@ func TestLoadOrStoreKeepsFirst(t *testing.T) {
 		if string(r) != string(results[0]) {
 			t.Fatalf("contenders saw different values: %q", results)
 		}
+	}
+}
+
+// Load only reads: ErrNotStored when nothing is stored, and nothing is
+// created by asking.
+func TestLoadOnlyReads(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := New(dir)
+	ctx := context.Background()
+	if _, err := c.Load(ctx, "ca"); !errors.Is(err, coord.ErrNotStored) {
+		t.Fatalf("Load of a missing key: %v, want ErrNotStored", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kv-ca")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Load created the key: %v", err)
+	}
+	if _, err := c.LoadOrStore(ctx, "ca", []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := c.Load(ctx, "ca"); err != nil || string(b) != "one" {
+		t.Fatalf("Load: %q %v", b, err)
 	}
 }

@@ -1,0 +1,62 @@
+package snapshot
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Invariant 7: a snapshot whose own trailing hash (etcd's format: the
+// database then its sha256) does not match is refused, even when the
+// sha256 recorded at save time matches — a snapshot damaged before it was
+// saved, or a stream that is not an etcd snapshot at all.
+func TestDecodeRefusesABadTrailingHashEvenWithAMatchingRecord(t *testing.T) {
+	db := bytes.Repeat([]byte("etcd backend page "), 1000)
+	sum := sha256.Sum256(db)
+	good := append(append([]byte{}, db...), sum[:]...)
+	bad := append([]byte{}, good...)
+	bad[10] ^= 1 // damaged before the save: the save's sha256 covers it
+	for _, c := range []struct {
+		name  string
+		plain []byte
+		ok    bool
+	}{{"intact", good, true}, {"damaged before save", bad, false}} {
+		var enc bytes.Buffer
+		size, sha, err := Encode(&enc, bytes.NewReader(c.plain), Encryption{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		err = Decode(&out, &enc, Meta{Name: c.name, Size: size, SHA256: sha}, Encryption{})
+		if c.ok && err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !c.ok && !errors.Is(err, ErrChecksum) {
+			t.Fatalf("%s: Decode returned %v, want ErrChecksum", c.name, err)
+		}
+	}
+}
+
+// Invariant 7: a restore never writes over an existing data dir; what is
+// there stays untouched.
+func TestRestoreNeverOverwritesADataDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "etcd")
+	if err := os.MkdirAll(filepath.Join(dir, "member"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keep := filepath.Join(dir, "member", "keep")
+	if err := os.WriteFile(keep, []byte("data"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := Restore(RestoreOptions{SnapshotFile: filepath.Join(t.TempDir(), "missing.db"), DataDir: dir, Name: "m0", PeerURL: "http://127.0.0.1:1", Token: "t"})
+	if err == nil || !strings.Contains(err.Error(), "never overwritten") {
+		t.Fatalf("restore into an existing dir: %v, want a refusal", err)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "data" {
+		t.Fatalf("the existing data changed: %q %v", b, err)
+	}
+}

@@ -1,0 +1,261 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+)
+
+// The cluster CA (TLS auto) lives in two places: the coordinator, where
+// members that start without one get it, and each member's data dir
+// (tls/ca.bundle), where it survives the coordinator losing its state.
+// The saved copy is what the member's peers trust, so it always wins for
+// that member: a different CA in the coordinator is reported, never
+// adopted; a missing one is stored again from the saved copy.
+
+// caKey is the coordinator key of the cluster CA bundle.
+const caKey = "ca"
+
+// Waiting for the cluster CA when it must not be created here.
+const (
+	// caWaitTimeout bounds how long a member without a saved CA waits for
+	// a member that has one to store it again; then it exits with the
+	// reason and its scheduler restarts it. Running members store it within
+	// a loop of seeing the record gone, so minutes mean nobody holds it.
+	caWaitTimeout = 2 * time.Minute
+	caPoll        = 2 * time.Second
+	caWaitLog     = 30 * time.Second
+)
+
+// ErrNoClusterCA: the coordinator holds no cluster CA.
+var ErrNoClusterCA = errors.New("the cluster CA is not in the coordinator")
+
+// CAMismatch is reported (log, /status, /health) by a member that runs with
+// the CA it saved while the coordinator holds another one. Members that
+// start without a saved CA take the coordinator's and cannot join it.
+type CAMismatch struct {
+	// Member is the fingerprint of the CA this member runs with (its saved
+	// tls/ca.bundle, trusted by its peers).
+	Member string `json:"member"`
+	// Coordinator is the fingerprint of the CA the coordinator holds.
+	Coordinator string `json:"coordinator"`
+}
+
+func (c *CAMismatch) String() string {
+	return fmt.Sprintf("member_ca=%s coordinator_ca=%s", c.Member, c.Coordinator)
+}
+
+func sameCA(a, b certs.Pair) bool { return certs.Fingerprint(a.Cert) == certs.Fingerprint(b.Cert) }
+
+// loadCA reads the cluster CA from c: ErrNoClusterCA (wrapped) when none
+// is stored. It never stores one.
+func loadCA(ctx context.Context, c coord.Coordinator) (certs.Pair, error) {
+	b, err := c.Load(ctx, caKey)
+	if errors.Is(err, coord.ErrNotStored) {
+		return certs.Pair{}, fmt.Errorf("%w: %w", ErrNoClusterCA, err)
+	}
+	if err != nil {
+		return certs.Pair{}, fmt.Errorf("read cluster CA: %w", err)
+	}
+	p, err := certs.ParseBundle(b)
+	if err != nil {
+		return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
+	}
+	return p, nil
+}
+
+// caLocation names where the coordinator keeps the CA, for operators.
+func caLocation(cl *config.Cluster) string {
+	switch cl.Coordination.Kind {
+	case config.CoordConsul:
+		return fmt.Sprintf("Consul KV %s/%s/kv/%s", cl.Coordination.Prefix, cl.Name, caKey)
+	case config.CoordLocal:
+		return filepath.Join(cl.Coordination.Dir, "kv-"+caKey)
+	}
+	return "the coordinator's key " + caKey
+}
+
+// chooseCA decides which cluster CA this member runs with (TLS auto).
+//
+//   - saved and held, the same: that one.
+//   - saved and held, different: the saved one, and the mismatch reported.
+//   - saved, none held (the coordinator lost its state): the saved one,
+//     stored again create-only (another member may store first: then it is
+//     a mismatch as above).
+//   - none saved, held: the held one, saved.
+//   - none saved, none held: created only when no cluster exists (firstCA).
+func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
+	co := m.opts.Coordinator
+	saved, err := m.dir.readCA()
+	if err != nil {
+		// Not a CA: nothing peers could trust. Kept (renamed) for the
+		// operator rather than overwritten.
+		aside := m.dir.caFile() + ".unreadable-" + time.Now().UTC().Format("20060102T150405Z")
+		m.log.Error("saved cluster CA unreadable: moving it aside", "error", err, "path", aside)
+		if rerr := os.Rename(m.dir.caFile(), aside); rerr != nil {
+			return certs.Pair{}, fmt.Errorf("set aside unreadable %s: %w", m.dir.caFile(), rerr)
+		}
+		saved = nil
+	}
+	held, err := loadCA(ctx, co)
+	missing := errors.Is(err, ErrNoClusterCA)
+	if err != nil && !missing {
+		return certs.Pair{}, err
+	}
+	switch {
+	case saved != nil && !missing:
+		if !sameCA(*saved, held) {
+			m.reportCAMismatch(*saved, held)
+		}
+		return *saved, nil
+	case saved != nil:
+		got, err := OfferCA(ctx, co, *saved)
+		if err != nil {
+			return certs.Pair{}, err
+		}
+		if !sameCA(*saved, got) {
+			m.reportCAMismatch(*saved, got)
+		} else {
+			m.log.Warn("the coordinator had no cluster CA: stored the one this member saved", "ca", certs.Fingerprint(saved.Cert))
+		}
+		return *saved, nil
+	case !missing:
+		if err := m.dir.writeCA(held); err != nil {
+			return certs.Pair{}, fmt.Errorf("save cluster CA: %w", err)
+		}
+		return held, nil
+	}
+	ca, err := m.firstCA(ctx)
+	if err != nil {
+		return certs.Pair{}, err
+	}
+	if err := m.dir.writeCA(ca); err != nil {
+		return certs.Pair{}, fmt.Errorf("save cluster CA: %w", err)
+	}
+	return ca, nil
+}
+
+// firstCA is for a member with no saved CA that finds none in the
+// coordinator. It creates the cluster CA only where no cluster exists yet;
+// otherwise the coordinator lost the CA of a cluster whose members trust
+// it, and a new one would keep this member out for good (and be adopted by
+// every member that starts after it). It then waits for a member holding
+// the CA to store it again, up to caWaitTimeout.
+//
+// "No cluster exists" is judged here, before the planner runs, because a
+// member cannot ask its peers' /status without a certificate from this
+// very CA: no cluster record, no etcd data in this member's dir, and no
+// other instance listening on its status port (peers listen only once they
+// have their CA). What it cannot see: peers that hold the CA but are all
+// down at this moment; they report the mismatch when they start.
+func (m *Member) firstCA(ctx context.Context) (certs.Pair, error) {
+	deadline := time.Now().Add(caWaitTimeout)
+	var lastLog time.Time
+	for {
+		exists, err := m.clusterExists(ctx)
+		if err != nil {
+			return certs.Pair{}, err
+		}
+		if exists == "" {
+			fresh, err := certs.NewCA(m.opts.Cluster.Name, time.Now())
+			if err != nil {
+				return certs.Pair{}, fmt.Errorf("create CA: %w", err)
+			}
+			ca, err := OfferCA(ctx, m.opts.Coordinator, fresh)
+			if err == nil && sameCA(ca, fresh) {
+				m.log.Info("created the cluster CA: no cluster exists yet", "ca", certs.Fingerprint(ca.Cert))
+			}
+			return ca, err
+		}
+		held, err := loadCA(ctx, m.opts.Coordinator)
+		if err == nil {
+			return held, nil
+		}
+		if !errors.Is(err, ErrNoClusterCA) {
+			return certs.Pair{}, err
+		}
+		if time.Now().After(deadline) {
+			return certs.Pair{}, fmt.Errorf("%w (%s) although a cluster exists: %s; not creating a CA its members would not trust. "+
+				"A member with a saved CA (<data_dir>/<member>/tls/ca.bundle) stores it again when it starts or sees the record gone",
+				ErrNoClusterCA, caLocation(m.opts.Cluster), exists)
+		}
+		if time.Since(lastLog) >= caWaitLog {
+			m.log.Warn("no cluster CA in the coordinator, but a cluster exists: waiting for a member that holds it to store it again", "evidence", exists, "location", caLocation(m.opts.Cluster))
+			lastLog = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return certs.Pair{}, fmt.Errorf("%w: %s: %w", ErrNoClusterCA, exists, ctx.Err())
+		case <-time.After(caPoll):
+		}
+	}
+}
+
+// clusterExists returns why a cluster exists already, or "" when nothing
+// shows one: see firstCA.
+func (m *Member) clusterExists(ctx context.Context) (string, error) {
+	rec, err := m.opts.Coordinator.Record(ctx)
+	switch {
+	case err == nil:
+		return fmt.Sprintf("the coordinator holds a cluster record (epoch %d, seeded by %s)", rec.Epoch, rec.Seeder), nil
+	case !errors.Is(err, coord.ErrNoRecord):
+		return "", fmt.Errorf("read cluster record: %w", err)
+	}
+	if m.dir.hasEtcdData() {
+		return "this member's data dir holds etcd data", nil
+	}
+	insts, err := m.opts.Provider.Instances(ctx)
+	if err != nil {
+		// Unknown peers could be running ones.
+		return fmt.Sprintf("cannot list the other instances (%v)", err), nil
+	}
+	for _, in := range insts {
+		if in.Name == m.opts.Name || in.Address == "" || in.StatusPort == 0 {
+			continue
+		}
+		addr := net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
+		d := net.Dialer{Timeout: rpcTimeout}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			conn.Close()
+			return fmt.Sprintf("member %s is listening on its status port %s", in.Name, addr), nil
+		}
+	}
+	return "", nil
+}
+
+// reportCAMismatch records and logs (once per pair) that the coordinator
+// holds another CA than the one this member runs with.
+func (m *Member) reportCAMismatch(mine, held certs.Pair) {
+	mm := &CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
+	m.mu.Lock()
+	same := m.caMismatch != nil && *m.caMismatch == *mm
+	m.caMismatch = mm
+	m.mu.Unlock()
+	if same {
+		return
+	}
+	m.log.Error("the coordinator holds another cluster CA than the one this member runs with: keeping this member's (its peers trust it), not adopting the coordinator's; members that start without a saved CA take the coordinator's and cannot join. "+
+		"If this member's CA is the cluster's, delete the coordinator's copy and restart this member (it stores its CA at start); if not, stop this member and move its saved CA aside",
+		"member_ca", mm.Member, "coordinator_ca", mm.Coordinator, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster))
+}
+
+// clearCAMismatch notes that the coordinator holds this member's CA again.
+func (m *Member) clearCAMismatch() {
+	m.mu.Lock()
+	was := m.caMismatch
+	m.caMismatch = nil
+	m.mu.Unlock()
+	if was != nil {
+		m.log.Info("the coordinator holds this member's cluster CA again", "ca", was.Member)
+	}
+}
