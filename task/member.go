@@ -109,6 +109,7 @@ type Member struct {
 	snapshotListed    time.Time
 	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts
+	caChecked         time.Time
 	http              *http.Server
 }
 
@@ -238,6 +239,10 @@ func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pai
 	return certs.ParseBundle(b)
 }
 
+// caCheckEvery paces a running member's check of the cluster CA in the
+// coordinator (one read).
+const caCheckEvery = 30 * time.Second
+
 // restoreCA stores this running member's CA again when the coordinator
 // lost its state (no record): before the record is re-written, so that
 // members and clients starting afterwards get the CA the cluster uses. A
@@ -311,7 +316,11 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.releaseLock(ctx)
 		return false
 	}
-	if o.Record == nil && o.Running {
+	if o.Running && (o.Record == nil || time.Since(m.caChecked) > caCheckEvery) {
+		// At once when the record is gone (Consul lost its state), and
+		// every caCheckEvery otherwise: the CA alone may be lost, or
+		// replaced, while the record stays.
+		m.caChecked = time.Now()
 		m.restoreCA(ctx)
 	}
 	if o.Running {
