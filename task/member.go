@@ -97,6 +97,7 @@ type Member struct {
 	absentAt    map[uint64]time.Time
 	unhealthyAt map[uint64]time.Time
 	departed    bool
+	left        bool // this member removed itself (leave)
 	client      *clientv3.Client
 
 	metrics           *metrics
@@ -437,6 +438,9 @@ func (m *Member) leave() bool {
 	if !ok {
 		return false
 	}
+	if m.left {
+		return true // removed already (an earlier leave, e.g. an ASG lifecycle hook)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.LeaveTimeout)
 	defer cancel()
 	leaving, err := lv.Leaving(ctx)
@@ -456,6 +460,9 @@ func (m *Member) leave() bool {
 	}
 	for attempt := 1; ; attempt++ {
 		out, again := m.leaveOnce(ctx, attempt, inherited)
+		if out {
+			m.left = true
+		}
 		if out || !again {
 			return out
 		}
