@@ -75,6 +75,9 @@ type Faults struct {
 	// RecoverBelowOlderData: recover from a source (data or snapshot)
 	// older than data of an older epoch a member still holds.
 	RecoverBelowOlderData bool
+	// TakeoverBesideNewer: take over a gone seeder's recovery although a
+	// member holds data of an epoch newer than the record's.
+	TakeoverBesideNewer bool
 }
 
 // rules is the name the planner's code uses for Faults.

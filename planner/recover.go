@@ -111,6 +111,15 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 			return Decision{}, false
 		}
 	}
+	if !r.TakeoverBesideNewer {
+		// Consul restored an older record whose seeder is gone, while
+		// a member holds a newer epoch (sim seeds 4976, 5861, 6319):
+		// taking over would record the newer epoch a second time. That
+		// member re-records first (invariant 9).
+		if d, ok := newerThanRecord(o, name); ok {
+			return d, true
+		}
+	}
 	// The data to take over from is the last confirmed incarnation's
 	// (carried by the record), however many recoveries were recorded and
 	// lost since; records written before it was carried fall back to the
@@ -160,7 +169,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.PreferOlderData) {
 		if o.LatestSnapshot == nil {
-			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
+			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
 		from, target, srcRev = FromSnapshot, o.LatestSnapshot.Name, o.LatestSnapshot.Revision
 		// Any live member may seed from the snapshot: the lowest name.

@@ -173,6 +173,17 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
 		},
 		{
+			// sim seeds 4976, 5861, 6319: Consul restored the epoch-2
+			// recovery record of a seeder gone since, while m2 runs the
+			// epoch 3 that followed it.
+			name:  "no takeover of a restored older recovery while a peer holds a newer epoch",
+			fault: Faults{TakeoverBesideNewer: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m9", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000330, Epoch: 3},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokC", Epoch: 3, Revision: 1000332, Running: true}}},
+			good: Wait, reason: "re-records before any recovery", bad: RecoverQuorum,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),
