@@ -126,9 +126,8 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				}
 				if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
 					// Taking over a gone seeder's seed (planner
-					// takeoverSeed): a CAS over the record read. NOTE:
-					// task's seed refuses any existing record of
-					// another token today; this is what it must do.
+					// takeoverSeed): a CAS over the record read, as
+					// task's seed does.
 					if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
 						return "", err
 					}

@@ -244,8 +244,8 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	// NOTE: task's observeSeeder also skips an empty seed's record
-	// (Source ""): it must not, or takeoverSeed never sees its seeder gone.
+	// As task's observeSeeder: an empty seed's record (Source "") too, or
+	// takeoverSeed never sees its seeder gone.
 	if rec == nil || rec.ClusterID != 0 || listed {
 		n.seederGoneSince = -1
 	} else {
@@ -259,8 +259,7 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		// task: no record (or this member's own unconfirmed seed or
 		// restore) and no data here; the store may hold the cluster's
 		// snapshots, which a seed must not abandon (seedFromSnapshot,
-		// restoreOverOwnRecord). NOTE: task/recover.go lists the store
-		// for rec == nil only; the own-record case is what it must do too.
+		// restoreOverOwnRecord), as task/recover.go does.
 		n.quorumLostSince = -1
 		w.latestSnapshot(o)
 		return
