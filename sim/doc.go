@@ -56,9 +56,9 @@
 //
 // Where the planner needs a task behaviour that task does not have yet,
 // the model follows what task must do and says so in a NOTE (observe.go:
-// the snapshot listing and seeder-gone time for a member's own or a gone
-// seeder's unconfirmed empty seed; member.go: the seed CAS over a gone
-// seeder's record).
+// /status names the incarnation of metadata without etcd data while the
+// start that wrote it is in flight; member.go: a seed re-reads the record
+// before it starts etcd).
 //
 // It never does I/O and never reads the clock: it must stay a pure
 // function of its Config.
