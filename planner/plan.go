@@ -355,6 +355,13 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of this cluster; waiting to join it", p.Name)}
 				}
 			}
+			for _, p := range o.Peers {
+				if p.Token != "" && p.Epoch >= rec.Epoch {
+					// Consul restored this member's old seed record while
+					// another incarnation runs: resuming would make two.
+					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded a seed of epoch %d, but peer %s holds another incarnation (token %s epoch %d): not resuming it; an operator must choose", rec.Epoch, p.Name, short(p.Token), p.Epoch)}
+				}
+			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "seed recorded but not started: taking the lock to resume it"}
 			}

@@ -143,9 +143,8 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				return "ok", nil
 			}},
 			{"re-read the record, start a new one-member cluster", func() (string, error) {
-				// NOTE: task's seed starts etcd right after writing the
-				// metadata; it must re-read the record first and start
-				// only if it still names this seed (sim seeds 5861,
+				// As task's seed does (act.go): re-read the record and
+				// start only if it still names this seed (sim seeds 5861,
 				// 6319: Consul lost its state between the record's
 				// creation and the start, and another member, seeing
 				// no record and no peer data, seeded epoch 1 too).

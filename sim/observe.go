@@ -98,8 +98,8 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// out the start that wrote it, it does (sim seed 239:
 			// Consul lost the record between a seed's metadata and its
 			// etcd start; a peer that saw no token seeded a second
-			// epoch 1). NOTE: task names the token only when etcd runs
-			// or has data; it must also while a start is in flight.
+			// epoch 1). task's /status does the same (server.go:
+			// Member.starting).
 			st.Token, st.Epoch = d.token, d.epoch
 		}
 		st.MemberID = d.memberID
