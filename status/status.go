@@ -115,6 +115,12 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 	} else {
 		return out, fmt.Errorf("read cluster record: %w", err)
 	}
+	// The provider first: its refusals (a missing NOMAD_TOKEN) say what
+	// the operator lacks before anything about the CA.
+	insts, err := Instances(ctx, cl)
+	if err != nil {
+		return out, err
+	}
 	var tc *tls.Config
 	scheme := "https"
 	if ca != nil && cl.TLS.Mode == config.TLSAuto {
@@ -131,10 +137,6 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 	defer hc.CloseIdleConnections()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	insts, err := Instances(ctx, cl)
-	if err != nil {
-		return out, err
-	}
 	out.Members = make([]task.Status, len(insts))
 	for i, m := range insts {
 		wg.Add(1)

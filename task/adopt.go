@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
 // adoptPrevious moves the data of a previous member of this cluster into
@@ -17,9 +19,12 @@ import (
 // old allocation's member, so the new member would start empty and the old
 // directory would be carried along forever.
 //
-// Only a directory that holds metadata of this cluster and whose owner is
-// not a live instance (live reports the provider's instances by name) is a
-// candidate; exactly one candidate is adopted, never two (which one would
+// Only a directory that holds metadata of this cluster, whose owner is not
+// a live instance (live reports the provider's running slots by name; a
+// stopping allocation the server still lists does not count, its local
+// stop is what let Nomad move the disk) and whose WAL no etcd holds locked
+// (etcd locks its WAL files while it runs: on a shared host volume, a
+// running sibling) is a candidate; exactly one candidate is adopted, never two (which one would
 // be a guess). Identity stays the name persisted in the data (invariant 6).
 // Nothing is deleted: the directory is renamed. It returns the adopted
 // directory, or "" when nothing was adopted.
@@ -46,7 +51,7 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 			continue
 		}
 		var meta Meta
-		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster {
+		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || walInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
 			continue
 		}
 		cands = append(cands, dir)
@@ -63,4 +68,26 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 	default:
 		return "", fmt.Errorf("%d previous members' data dirs of cluster %q in %s (%v): adopting none of them; starting empty (they are kept)", len(cands), cluster, parent, cands)
 	}
+}
+
+// walInUse reports whether an etcd process holds a lock on a WAL file in
+// dir, tried with etcd's own locking (a lock taken here is released at once).
+func walInUse(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if filepath.Ext(e.Name()) != ".wal" {
+			continue
+		}
+		l, err := fileutil.TryLockFile(filepath.Join(dir, e.Name()), os.O_RDWR, fileutil.PrivateFileMode)
+		if errors.Is(err, fileutil.ErrLocked) {
+			return true
+		}
+		if err == nil {
+			l.Close()
+		}
+	}
+	return false
 }

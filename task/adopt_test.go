@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
 // TestDataCarriedToNewAllocationIsAdopted (safety issue, defect 8): Nomad
@@ -57,6 +59,27 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", func(n string) bool { return n == "etcd-live" })
 		if err != nil || from != "" {
 			t.Fatalf("adopted %q, %v", from, err)
+		}
+	})
+	t.Run("a directory whose WAL a running etcd holds is never adopted", func(t *testing.T) {
+		dir := t.TempDir()
+		mk(t, dir, "etcd-running", "main")
+		wal := filepath.Join(dir, "etcd-running", "current", "etcd", "member", "wal")
+		if err := os.MkdirAll(wal, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		l, err := fileutil.LockFile(filepath.Join(wal, "0000000000000000-0000000000000000.wal"), os.O_WRONLY|os.O_CREATE, fileutil.PrivateFileMode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		if err != nil || from != "" {
+			t.Fatalf("adopted %q, %v: its WAL is locked by a running etcd", from, err)
+		}
+		l.Close()
+		from, err = adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		if err != nil || from == "" {
+			t.Fatalf("adopted %q, %v: once etcd released its WAL the directory is the previous member's", from, err)
 		}
 	})
 	t.Run("a member with a directory of its own adopts nothing", func(t *testing.T) {

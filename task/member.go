@@ -164,7 +164,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	live := map[string]bool{}
 	if insts, err := o.Provider.Instances(ctx); err == nil {
 		for _, in := range insts {
-			live[in.Name] = true
+			live[in.Name] = !in.Unknown
 		}
 	}
 	if from, err := adoptPrevious(m.dir.root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
