@@ -104,7 +104,71 @@ type Agent struct {
 func (a *Agent) PID() int { return a.cmd.Process.Pid }
 
 // Stop sends SIGTERM to the agent's PID, then SIGKILL after timeout.
+//
+// Stop ends the agent for good: a Nomad agent stopped before its
+// allocations leaves their executors, logmons and tasks running (they live
+// in process groups of their own), so once the agent has exited every
+// process whose command line names the agent's directory is killed too,
+// and reported on stderr. (Restart keeps them: allocations survive an
+// agent restart.)
 func (a *Agent) Stop(timeout time.Duration) error {
+	err := a.stop(timeout)
+	if left := KillUnder(a.Dir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "devagents: %s stopped with %d process(es) of its own still running; killed: %v\n", a.Name, len(left), left)
+	}
+	return err
+}
+
+// KillUnder kills every process (but this one) whose command line names
+// dir: SIGTERM, then SIGKILL after 5 s. It returns the command lines of
+// the processes it found.
+func KillUnder(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil
+	}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	var found []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmd := strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
+		if !strings.Contains(cmd, abs+"/") && !strings.HasSuffix(cmd, abs) {
+			continue
+		}
+		pids = append(pids, pid)
+		if len(cmd) > 120 {
+			cmd = cmd[:120] + "..."
+		}
+		found = append(found, fmt.Sprintf("%d %s", pid, cmd))
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	return found
+}
+
+func (a *Agent) stop(timeout time.Duration) error {
 	select {
 	case <-a.done:
 		return nil
@@ -598,7 +662,7 @@ func (a *Agent) restart(ctx context.Context, stopTimeout time.Duration, wipe boo
 	if a.ready == nil {
 		return fmt.Errorf("%s has no readiness check (only Consul and Nomad agents restart)", a.Name)
 	}
-	if err := a.Stop(stopTimeout); err != nil {
+	if err := a.stop(stopTimeout); err != nil {
 		return err
 	}
 	if wipe {

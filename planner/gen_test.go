@@ -8,11 +8,13 @@ import (
 
 // genObservation builds a random but structurally plausible observation.
 func genObservation(rng *rand.Rand) Observation {
-	switch rng.IntN(4) {
+	switch rng.IntN(5) {
 	case 0:
 		return genRunningCluster(rng)
 	case 1:
 		return genQuorumLoss(rng)
+	case 2:
+		return genResume(rng)
 	}
 	pick := func(n int) int { return rng.IntN(n) }
 	names := []string{"m0", "m1", "m2", "m3", "m4", "m5"}
@@ -198,6 +200,36 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 		p := PeerStatus{Name: name, MemberID: uint64(i + 1), Token: tok, Epoch: ep, Revision: rev, Learner: learner, Running: pick(2) == 0}
 		if pick(5) == 0 {
 			p = PeerStatus{Name: name}
+		}
+		o.Peers = append(o.Peers, p)
+	}
+	if pick(2) == 0 {
+		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(5)) * 100, Epoch: 1}
+	}
+	return o
+}
+
+// genResume builds a member that recorded a seed or a restore (unconfirmed)
+// and holds no data of it: it never started it, or it did, others joined,
+// and it lost its disk since (Consul restored the record). Some instances
+// may be silent, some peers may hold the incarnation.
+func genResume(rng *rand.Rand) Observation {
+	pick := func(n int) int { return rng.IntN(n) }
+	o := Observation{
+		ClusterName: "c", DesiredSize: 3, HoldsLock: pick(3) != 0, NewToken: "tokNew", RecoveryGrace: 30 * time.Second,
+		Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true},
+		Record:      &Record{Token: "tokA", Epoch: uint64(1 + pick(3)), Seeder: "m0", Source: []string{"", "snapshot:snap"}[pick(2)]},
+		Unreachable: pick(2),
+	}
+	for i := 0; i < 3; i++ {
+		name := fmt.Sprintf("m%d", i)
+		o.Instances = append(o.Instances, Instance{Name: name, PeerURL: "https://" + name + ":2380"})
+		if i == 0 || i <= o.Unreachable {
+			continue
+		}
+		p := PeerStatus{Name: name}
+		if pick(3) == 0 {
+			p.Token, p.Epoch, p.Running = o.Record.Token, o.Record.Epoch, pick(2) == 0
 		}
 		o.Peers = append(o.Peers, p)
 	}

@@ -34,6 +34,19 @@ func Check(o Observation, d Decision) error {
 		if o.Running || !o.Local.Empty {
 			return fmt.Errorf("invariant 1: seed with data or while running")
 		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && d.Record != nil && d.Record.Token != r.Token {
+			// Taking over the empty seed of a gone seeder: as the next
+			// epoch, only with no copy of anything anywhere.
+			if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != r.Epoch+1 {
+				return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 1: took over a seed while peer %s holds data", p.Name)
+				}
+			}
+			break
+		}
 		if o.Record != nil && !(o.Record.ClusterID == 0 && o.Record.Seeder == name && !o.MembersKnown) {
 			return fmt.Errorf("invariant 1: seed while record %+v exists", *o.Record)
 		}
@@ -41,6 +54,12 @@ func Check(o Observation, d Decision) error {
 			if p.Token != "" && (o.Record == nil || p.Token == o.Record.Token) {
 				return fmt.Errorf("invariant 1: seed while peer %s holds data", p.Name)
 			}
+		}
+		if o.Record != nil && o.Unreachable > 0 {
+			return fmt.Errorf("invariant 1: resumed the seed of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
+		}
+		if o.Record != nil && o.LatestSnapshot != nil {
+			return fmt.Errorf("invariant 8: resumed an empty seed of epoch %d while the store holds snapshot %s", o.Record.Epoch, o.LatestSnapshot.Name)
 		}
 		if o.Record == nil && o.Unreachable > 0 {
 			return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
@@ -67,6 +86,11 @@ func Check(o Observation, d Decision) error {
 	case JoinAsLearner, ResumeJoin:
 		if !o.Local.Empty {
 			return fmt.Errorf("invariant 5: %s with data in the data dir", d.Kind)
+		}
+		for _, p := range o.Peers {
+			if o.Record != nil && p.Token != "" && p.Epoch > o.Record.Epoch {
+				return fmt.Errorf("invariant 9: %s under record epoch %d while peer %s holds epoch %d", d.Kind, o.Record.Epoch, p.Name, p.Epoch)
+			}
 		}
 		if d.Kind == JoinAsLearner {
 			// Invariant 3: one membership change in flight.
@@ -179,7 +203,57 @@ func Check(o Observation, d Decision) error {
 		}
 	case RecoverQuorum:
 		if o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token && o.Record.Seeder == name && o.Record.ClusterID == 0 {
-			break // resuming the recovery this member recorded
+			// Resuming the recovery this member recorded. From a snapshot
+			// (this member holds no data of it): never while an instance
+			// is silent or a peer holds the incarnation (invariant 1).
+			if d.From == FromSnapshot {
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != FromSnapshot+":"+s.Name {
+					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
+				}
+				if o.Unreachable > 0 {
+					return fmt.Errorf("invariant 1: resumed the restore of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
+				}
+				for _, p := range o.Peers {
+					if p.Token == o.Record.Token {
+						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
+					}
+				}
+			}
+			break
+		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name {
+			// Taking over the empty seed of a gone seeder from the newest
+			// snapshot.
+			s := o.LatestSnapshot
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) ||
+				o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || !o.Local.Empty || o.Running {
+				return fmt.Errorf("invariant 4: took over the seed of %s other than by a restore of the newest snapshot as a newer epoch, after grace, with every instance answering", r.Seeder)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 4: took over a seed while peer %s holds data", p.Name)
+				}
+			}
+			break
+		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Seeder == name && r.Source != FromData {
+			// This member's own seed or restore, abandoned for the newest
+			// snapshot (no copy of it anywhere): only the newest, as an
+			// epoch newer than both, with no data here or at any peer and
+			// every instance answering (invariants 1, 4, 8).
+			s := o.LatestSnapshot
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == FromSnapshot+":"+s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) {
+				return fmt.Errorf("invariant 4: recovery over this member's own unconfirmed record %+v other than a restore of the newest snapshot as a newer epoch", *r)
+			}
+			if !o.Local.Empty || o.Running || o.Unreachable > 0 {
+				return fmt.Errorf("invariant 1: restore over this member's own record with data here or %d instance(s) silent", o.Unreachable)
+			}
+			for _, p := range o.Peers {
+				if p.Token != "" {
+					return fmt.Errorf("invariant 1: restore over this member's own record while peer %s holds data", p.Name)
+				}
+			}
+			break
 		}
 		// Invariant 4: after the grace period, by the lock holder, from the
 		// highest revision known, with the next epoch recorded, with every
@@ -236,6 +310,19 @@ func Check(o Observation, d Decision) error {
 		}
 		holds := func(token string, epoch uint64) bool {
 			return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
+		}
+		// Two incarnations of one epoch: recovering from either loses the
+		// other's writes; an operator chooses.
+		other := func(token string, epoch uint64) bool {
+			return token != "" && (epoch == o.Record.Epoch && token != o.Record.Token || dataToken != "" && epoch == dataEpoch && token != dataToken)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && other(o.Local.Token, o.Local.Epoch) {
+			return fmt.Errorf("invariant 4: recovery while this member holds another incarnation (token %s) of epoch %d", o.Local.Token, o.Local.Epoch)
+		}
+		for _, p := range o.Peers {
+			if other(p.Token, p.Epoch) {
+				return fmt.Errorf("invariant 4: recovery while peer %s holds another incarnation (token %s) of epoch %d", p.Name, p.Token, p.Epoch)
+			}
 		}
 		best := int64(-1)
 		ownData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch)

@@ -78,6 +78,10 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"invariant 9: set aside for an unconfirmed record": {SetAsideOnUnconfirmed: true},
 		"invariant 9: obey an older record":                {ObeyOlderRecord: true},
 		"invariant 5: join an unconfirmed cluster":         {JoinUnconfirmed: true},
+		"invariant 1: resume a seed while silent":          {ResumeWhileSilent: true},
+		"invariant 9: join under an older record":          {JoinUnderNewer: true},
+		"invariant 4: resume over a newer snapshot":        {ResumeOverNewerSnapshot: true},
+		"invariant 4: recover beside another incarnation":  {RecoverBesideOtherIncarnation: true},
 	}
 	// Every fixed seed must catch every broken planner: a catch that
 	// depends on the seed is luck, not a test.

@@ -48,6 +48,25 @@ type Faults struct {
 	// JoinUnconfirmed (defect 9): join a cluster whose record is not
 	// confirmed yet.
 	JoinUnconfirmed bool
+	// ResumeWhileSilent: resume this member's own unconfirmed seed or
+	// restore, holding no data of it, although some instances do not
+	// answer (they may run the incarnation it started before it lost its
+	// disk).
+	ResumeWhileSilent bool
+	// JoinUnderNewer: join (or resume a join) under a record older than
+	// a peer's epoch (Consul restored an older record of the same
+	// cluster id).
+	JoinUnderNewer bool
+	// ResumeOverNewerSnapshot: resume this member's own unconfirmed seed
+	// (empty) or restore (of its recorded snapshot) although the store
+	// holds a newer snapshot.
+	ResumeOverNewerSnapshot bool
+	// RecoverBesideOtherIncarnation: recover although a member holds data
+	// of another incarnation of the source's or the record's epoch.
+	RecoverBesideOtherIncarnation bool
+	// NoSeedTakeover: never take over an unconfirmed empty seed whose
+	// seeder is gone for good (the cluster waits for it forever).
+	NoSeedTakeover bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -248,6 +267,20 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
+		if rec.Seeder == name && o.Unreachable > 0 && !r.ResumeWhileSilent {
+			// This member recorded the seed (or restore) and has lost its
+			// disk since, or never started it: but it may have started it,
+			// and others joined, before the disk was lost (Consul then
+			// restored the unconfirmed record). A silent instance may hold
+			// that incarnation: starting it again would make a second
+			// cluster of the same token and epoch.
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d but holds no data of it, and %d instance(s) do not answer: they may run it; not starting it again until every instance answers", rec.Epoch, o.Unreachable)}
+		}
+		if rec.Seeder == name && rec.Source != FromData && !r.ResumeOverNewerSnapshot {
+			if d, ok := r.restoreOverOwnRecord(o, name); ok {
+				return d
+			}
+		}
 		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
 			for _, p := range o.Peers {
 				if p.Token == rec.Token {
@@ -282,6 +315,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		if d, ok := r.takeover(o, name); ok {
 			return d
 		}
+		if d, ok := r.takeoverSeed(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("waiting for seeder %s to start the cluster", rec.Seeder)}
 	}
 	if !o.MembersKnown {
@@ -294,6 +330,17 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		// The member list may come from any cluster that answers: only a
 		// confirmed cluster id lets it be checked.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record of epoch %d is not confirmed yet (seeder %s): not joining until it names its cluster id", rec.Epoch, rec.Seeder)}
+	}
+	if !r.JoinUnderNewer {
+		// Consul restored an older record of the same cluster id (a
+		// ForceNewCluster recovery keeps it), so the member list checks
+		// out, but a peer runs a newer epoch: joining now would label
+		// this member's data with the old incarnation. The peer
+		// re-records first (invariant 9).
+		if d, ok := newerThanRecord(o, name); ok {
+			d.Reason += "; not joining until then"
+			return d
+		}
 	}
 	for _, m := range o.Members {
 		if m.Name == name {
@@ -360,6 +407,24 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
 	}
 	if !o.MembersKnown {
+		if rec.ClusterID == 0 && rec.Token == o.Local.Token && o.Local.ClusterID != 0 && o.Unreachable == 0 {
+			// The recorded seed ran (this member's data names its
+			// cluster id) but the record is unconfirmed: Consul restored
+			// it, or the seeder was lost before confirming, and the
+			// quorum is lost. Unconfirmed, it is never recovered; its
+			// seeder may be gone for good. Every instance answers and
+			// none holds a newer epoch: confirm it from this data, so
+			// that the quorum loss can be recovered.
+			if d, ok := newerPeer(o, name, o.Local.Epoch); ok {
+				return d
+			}
+			if !o.HoldsLock {
+				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "running the recorded incarnation, unconfirmed, without quorum: taking the lock to confirm it"}
+			}
+			rc := *rec
+			rc.ClusterID = o.Local.ClusterID
+			return Decision{Kind: RecordCluster, Name: name, Record: &rc, Reason: fmt.Sprintf("running the recorded incarnation (cluster %x) without quorum and every instance answers: confirming it in the record so that its quorum loss can be recovered", rc.ClusterID)}
+		}
 		if d, ok := r.recovery(o, name); ok {
 			return d
 		}
@@ -689,4 +754,89 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
 		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
+}
+
+// restoreOverOwnRecord: this member recorded a seed or a restore, holds no
+// data of it, and every instance answers, none with its incarnation. If the
+// store holds a snapshot newer than what the record starts from (any
+// snapshot, for an empty seed; another than the recorded one, for a
+// restore), the incarnation ran and was snapshotted before every copy was
+// lost and Consul restored the unconfirmed record: starting it again as
+// recorded would abandon the writes the newest snapshot holds. The newest
+// is restored as the next epoch instead, as seedFromSnapshot does with no
+// record. ok is false when the recorded start stands.
+func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
+	rec, s := o.Record, o.LatestSnapshot
+	if s == nil || rec.Source == FromSnapshot+":"+s.Name {
+		return Decision{}, false
+	}
+	for _, p := range o.Peers {
+		if p.Token == rec.Token {
+			return Decision{}, false // it runs there: join it
+		}
+	}
+	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; peer %s holds another incarnation (token %s epoch %d, revision %d): an operator must choose", why, p.Name, short(p.Token), p.Epoch, p.Revision)}, true
+		}
+	}
+	if o.RecoveryGrace <= 0 {
+		return Decision{Kind: Wait, Name: name, Reason: why + ": automatic recovery is off; an operator must restore it with 'etcd-nomad snapshot restore'"}, true
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
+	}
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, max(rec.Epoch, s.Epoch)+1)}, true
+}
+
+func sourceName(src string) string {
+	if src == "" {
+		return "an empty seed"
+	}
+	return "from " + src
+}
+
+// takeoverSeed re-decides an unconfirmed empty seed whose seeder is gone
+// for good: its allocation was replaced before it started the cluster (or
+// Consul restored the record of a seed whose every copy is lost since).
+// Nobody else resumes a seed, so without this the cluster waits forever.
+// Only when the seeder has been missing from the provider's instances for
+// RecoveryGrace (the provider lists every allocation that might still run),
+// every instance answers, and no member holds data of any incarnation: then
+// the newest snapshot is restored as the next epoch, or, with none, a new
+// cluster is seeded as the next epoch (CAS over the record: a second
+// taker fails there).
+func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	if r.NoSeedTakeover || rec.ClusterID != 0 || rec.Source != "" || rec.Seeder == name || o.MembersKnown || o.RecoveryGrace <= 0 ||
+		o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, rec.Seeder) || !o.Local.Empty || o.Running {
+		return Decision{}, false
+	}
+	why := fmt.Sprintf("seeder %s of the unconfirmed epoch %d is gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor)
+	if o.Unreachable > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: not taking over", why, o.Unreachable)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			return Decision{}, false // a member with data decides (rejoin, re-record, or an operator)
+		}
+	}
+	for _, p := range o.Peers {
+		if p.Name < name {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s and no member holds data: member %s takes over", why, p.Name)}, true
+		}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
+	}
+	if s := o.LatestSnapshot; s != nil {
+		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+			Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.Epoch, s.Epoch)+1)}, true
+	}
+	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name},
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, rec.Epoch+1)}, true
 }

@@ -72,6 +72,8 @@ func TestPlanTable(t *testing.T) {
 		{"running an old incarnation: set aside", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 7, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, SetAside, false, "epoch 2"},
 		{"running while another seeds the next epoch: keep it", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}, MembersKnown: true, Members: three}, Wait, false, "being seeded by m0"},
 		{"stopped while another seeds the next epoch: keep the data", Observation{Self: self, Local: data, Record: &Record{ClusterID: 0, Token: "restored", Epoch: 2, Seeder: "m0"}}, Wait, false, "keeping"},
+		{"running the unconfirmed recorded incarnation without quorum, every instance answers: confirm it", Observation{Self: self, Running: true, SelfID: 2, Local: data, HoldsLock: true, Record: &Record{Token: "tok", Epoch: 1, Seeder: "m9"}, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}}}, RecordCluster, false, "so that its quorum loss can be recovered"},
+		{"running the unconfirmed recorded incarnation without quorum, a peer silent: wait", Observation{Self: self, Running: true, SelfID: 2, Local: data, HoldsLock: true, Unreachable: 1, Record: &Record{Token: "tok", Epoch: 1, Seeder: "m9"}}, Wait, false, "no quorum"},
 		{"running, healthy: wait", Observation{Self: self, Running: true, SelfID: 2, LeaderID: 1, Local: data, Record: rec, MembersKnown: true, Members: three}, Wait, false, "healthy"},
 	}
 	for _, c := range cases {

@@ -152,6 +152,9 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		}
 		return cands[i].self
 	})
+	if d, ok := r.otherIncarnation(o, name, dataEpoch, dataToken, why); ok {
+		return d, true
+	}
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
@@ -188,4 +191,31 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
 	}
 	return d, true
+}
+
+// otherIncarnation waits when this member or a peer holds data of another
+// incarnation of the record's epoch, or of the source's epoch when its
+// token is known (two incarnations of one epoch: Consul lost its state and
+// a new cluster was seeded, then an older record came back; or a second
+// recovery of one epoch). Recovering from the source would leave that data
+// out, and the new epoch would set it aside: its writes would be lost.
+// Snapshots carry only an epoch, so they cannot tell the two apart either.
+// An operator chooses.
+func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, dataToken, why string) (Decision, bool) {
+	if r.RecoverBesideOtherIncarnation {
+		return Decision{}, false
+	}
+	rec := o.Record
+	other := func(token string, epoch uint64) bool {
+		return token != "" && (epoch == rec.Epoch && token != rec.Token || dataToken != "" && epoch == dataEpoch && token != dataToken)
+	}
+	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && other(o.Local.Token, o.Local.Epoch) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, o.Local.Epoch, short(o.Local.Token), o.Local.Revision)}, true
+	}
+	for _, p := range o.Peers {
+		if other(p.Token, p.Epoch) {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, p.Name, p.Epoch, short(p.Token), p.Revision)}, true
+		}
+	}
+	return Decision{}, false
 }

@@ -67,6 +67,90 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: RecoverQuorum, reason: "this member's data", bad: Wait,
 		},
 		{
+			// sim seeds 431, 440, 533 (seed), 150 (restore): the seeder
+			// started epoch 1, others joined, it lost its disk, Consul
+			// restored the unconfirmed record; the member holding the
+			// incarnation was down.
+			name:  "resumed own seed while an instance does not answer",
+			fault: Faults{ResumeWhileSilent: true},
+			o:     Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, Unreachable: 1, Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m1"}},
+			good:  Wait, reason: "do not answer", bad: Seed,
+		},
+		{
+			name:  "resumed own restore while an instance does not answer",
+			fault: Faults{ResumeWhileSilent: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, Unreachable: 1, RecoveryGrace: 1,
+				Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m1", Source: FromSnapshot + ":s1"}},
+			good: Wait, reason: "do not answer", bad: RecoverQuorum,
+		},
+		{
+			// sim seeds 428, 473: a ForceNewCluster recovery keeps the
+			// cluster id, so after Consul restored the epoch-1 record
+			// the epoch-3 member list passed the cluster id check.
+			name:  "no join under a record older than a peer's epoch",
+			fault: Faults{JoinUnderNewer: true},
+			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, MembersClusterID: 0xc1, Members: members(voter(1, "m0", true)),
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}, Peers: []PeerStatus{{Name: "m0", Token: "tokC", Epoch: 3, Running: true, Healthy: true}}},
+			good: Wait, reason: "not joining until then", bad: JoinAsLearner,
+		},
+		{
+			// sim seeds 84, 577: the seed of epoch 1 ran and was
+			// snapshotted; every copy was lost and Consul restored the
+			// unconfirmed seed record.
+			name:  "resumed empty seed abandons the store's snapshots",
+			fault: Faults{ResumeOverNewerSnapshot: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}},
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m1"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 30, Epoch: 1}},
+			good: RecoverQuorum, reason: "restoring it as epoch 2 instead", bad: Seed,
+		},
+		{
+			// sim seed 150: the restored epoch 3 ran and was snapshotted
+			// (s9) before its copies were lost.
+			name:  "resumed restore of an older snapshot than the newest",
+			fault: Faults{ResumeOverNewerSnapshot: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}},
+				Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m1", Source: FromSnapshot + ":s1"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000156, Epoch: 3}},
+			good: RecoverQuorum, reason: "restoring it as epoch 4 instead", bad: RecoverQuorum,
+		},
+		{
+			// sim seeds 176, 497, 508: every copy lost, Consul lost its
+			// state, a new epoch 1 (tokB) was seeded and took writes, then
+			// Consul restored the old epoch-1 record (tokA).
+			name:  "no recovery beside another incarnation of the record's epoch",
+			fault: Faults{RecoverBesideOtherIncarnation: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, QuorumLostFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 107, Epoch: 1},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokB", Epoch: 1, Revision: 121}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
+			// sim seed 548: the takeover of epoch 2 (tokC) beside peers
+			// holding another epoch-2 incarnation (tokB).
+			name:  "no takeover beside another incarnation of the record's epoch",
+			fault: Faults{RecoverBesideOtherIncarnation: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{Token: "tokC", Epoch: 2, Seeder: "m9", Source: FromSnapshot + ":s1", LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000488, Epoch: 2},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokB", Epoch: 2, Revision: 1000494}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
+			// sim seeds 46 and 32 others: the seeder m9 recorded the seed
+			// and its allocation was replaced (new name) before it
+			// confirmed; nobody ever resumed it.
+			name:  "an empty seed whose seeder is gone for good is taken over",
+			fault: Faults{NoSeedTakeover: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2,
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m9"}, Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}}},
+			good: Seed, reason: "seeding epoch 2 in its place", bad: Wait,
+		},
+		{
+			name:  "an empty seed whose seeder is gone is not taken over while an instance is silent",
+			fault: Faults{SeedWhileSilent: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Unreachable: 1,
+				Record: &Record{Token: "tokA", Epoch: 1, Seeder: "m9"}, Peers: []PeerStatus{{Name: "m1"}}},
+			good: Wait, reason: "do not answer", bad: Wait,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

@@ -66,27 +66,33 @@ func (w *World) checkWrites(g *group) {
 		if b.acked == 0 || level(g.branch, g.committed, b) >= b.acked {
 			continue
 		}
-		exists := int64(-1)
-		see := func(br *branch, rev int64) {
-			if br != nil {
-				exists = max(exists, min(b.acked, level(br, rev, b)))
+		exists, where := int64(-1), ""
+		see := func(br *branch, rev int64, at string) {
+			if br == nil {
+				return
+			}
+			if l := min(b.acked, level(br, rev, b)); l > exists {
+				exists, where = l, at
 			}
 		}
 		for _, n := range w.nodes {
 			if n.data != nil && n.data.wal {
-				see(n.data.branch, n.data.rev)
+				see(n.data.branch, n.data.rev, n.name+"'s data dir")
 			}
 			for _, a := range n.aside {
-				if a.wal {
-					see(a.branch, a.rev)
+				if a.wal && !a.superseded {
+					see(a.branch, a.rev, n.name+"'s set-aside data")
 				}
 			}
 		}
 		for _, s := range w.store {
-			see(s.branch, s.rev)
+			see(s.branch, s.rev, "snapshot "+s.name)
 		}
-		if have := level(g.branch, g.committed, b); have < exists {
-			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists", g, have, other, exists)
+		// A copy at or below b's fork holds none of b's own writes (a
+		// learner that joined at revision 0): its parent's are checked
+		// as the parent's.
+		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork {
+			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists (%s)", g, have, other, exists, where)
 			return
 		}
 	}
@@ -224,6 +230,11 @@ func (w *World) stuck() string {
 			}
 		}
 	}
+	for _, n := range w.slots {
+		if n.up && strings.Contains(n.lastReason, "an operator must") {
+			return "the planner waits for an operator: " + n.lastReason
+		}
+	}
 	if r.ClusterID == 0 {
 		return ""
 	}
@@ -274,57 +285,4 @@ func (w *World) State() string {
 		fmt.Fprintf(&b, " last: %s\n", n.lastReason)
 	}
 	return b.String()
-}
-
-// Known findings: conditions under which the current planner is known to
-// break an invariant (reported to the lead, see README). A run notes the
-// first it meets; a violation after it is reported as that finding.
-const (
-	KnownSeedOverSnapshots = "seed with no record while the snapshot store holds the cluster's snapshots"
-	KnownRecoverUnderNewer = "recovery over a record older than a peer's epoch"
-	KnownRecoverPastLeaver = "seed or recovery while a stopping (unlisted) allocation still holds data"
-	KnownNoRecordNoQuorum  = "record lost while quorum is lost: nobody re-records or recovers"
-	KnownResumeOverPeers   = "resumed snapshot recovery while a peer holds data of its token"
-	KnownLearnerNewest     = "recovery from an older snapshot while a learner holds newer data"
-)
-
-func (w *World) note(kind string) {
-	if w.known == "" {
-		w.known = kind
-		w.logf("known", "%s", kind)
-	}
-}
-
-// noteDecision notes the known findings a decision meets.
-func (w *World) noteDecision(o planner.Observation, d planner.Decision) {
-	if d.Kind == planner.Seed || d.Kind == planner.RecoverQuorum {
-		for _, n := range w.nodes {
-			if n.alloc == allocStopping && n.up && n.data != nil && n.data.wal {
-				w.note(KnownRecoverPastLeaver)
-			}
-		}
-	}
-	switch {
-	case d.Kind == planner.Seed && o.Record == nil && len(w.store) > 0:
-		w.note(KnownSeedOverSnapshots)
-	case d.Kind == planner.RecoverQuorum && o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token:
-		for _, p := range o.Peers {
-			if p.Token == o.Record.Token {
-				w.note(KnownResumeOverPeers)
-			}
-		}
-	case d.Kind == planner.RecoverQuorum && o.Record != nil:
-		if d.From == planner.FromSnapshot && o.LatestSnapshot != nil {
-			for _, p := range o.Peers {
-				if p.Learner && p.Token != "" && p.Revision > o.LatestSnapshot.Revision {
-					w.note(KnownLearnerNewest)
-				}
-			}
-		}
-		for _, p := range o.Peers {
-			if p.Token != "" && p.Epoch > o.Record.Epoch {
-				w.note(KnownRecoverUnderNewer)
-			}
-		}
-	}
 }

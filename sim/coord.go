@@ -97,10 +97,14 @@ func (w *World) setRecord(r planner.Record) {
 }
 
 // listed is the provider's current instance list: allocations that run,
-// and (unless defect 2) those whose client is disconnected.
+// and (unless defect 2) those that might still run, which provider/nomad
+// lists as Unknown: a disconnected client's, and a stopping one's (desired
+// status stop) until its client reports the task exited (here: until the
+// member's process has left, runLeave's exit). A replaced slot's stopping
+// allocation stays listed beside its replacement.
 func (w *World) listed() []*node {
 	var out []*node
-	for _, n := range w.slots {
+	for _, n := range w.nodes {
 		out = appendListed(out, n, w.cfg.Defects.ProviderDropsUnknown)
 	}
 	return out
@@ -108,8 +112,8 @@ func (w *World) listed() []*node {
 
 func appendListed(out []*node, n *node, dropUnknown bool) []*node {
 	switch {
-	case n == nil, n.alloc == allocTerminal, n.alloc == allocStopping:
-	case n.alloc == allocUnknown && dropUnknown:
+	case n == nil, n.alloc == allocTerminal:
+	case (n.alloc == allocUnknown || n.alloc == allocStopping) && dropUnknown:
 	default:
 		out = append(out, n)
 	}

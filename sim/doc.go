@@ -21,8 +21,9 @@
 //   - Consul: a session lock with a TTL that expires when its holder is
 //     dead or cut off, a record written create-only or by CAS and fenced
 //     by the lock, state loss, restore of an older state;
-//   - Nomad: allocations that run, stop gracefully (unlisted at once,
-//     replaced), crash and restart with or without their disk, become
+//   - Nomad: allocations that run, stop gracefully (listed as Unknown
+//     until the member has exited, as provider/nomad does; replaced),
+//     crash and restart with or without their disk, become
 //     unknown (client disconnected) and come back or are declared lost;
 //     stale lists; ProviderDropsUnknown drops unknown allocations;
 //   - snapshots labeled by content (the history and revision they hold),
@@ -48,7 +49,16 @@
 // quorum set aside; no cluster started without a voter; a stopping member
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size
-// within QuietTime, unless only an operator can help (Result.Stuck).
+// within QuietTime, unless only an operator can help (Result.Stuck: no
+// copy left, or the planner's reason says an operator must decide).
+// Set-aside data counts as a copy unless another copy held all of it when
+// it was set aside (the planner never reads set-aside data).
+//
+// Where the planner needs a task behaviour that task does not have yet,
+// the model follows what task must do and says so in a NOTE (observe.go:
+// the snapshot listing and seeder-gone time for a member's own or a gone
+// seeder's unconfirmed empty seed; member.go: the seed CAS over a gone
+// seeder's record).
 //
 // It never does I/O and never reads the clock: it must stay a pure
 // function of its Config.

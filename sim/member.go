@@ -55,7 +55,6 @@ func (w *World) loop(n *node) {
 		}
 		return
 	}
-	w.noteDecision(o, d)
 	acts := w.actions(n, o, d)
 	if len(acts) == 0 {
 		w.unlock(n)
@@ -124,6 +123,16 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 						return "", err
 					}
 					return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
+				}
+				if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
+					// Taking over a gone seeder's seed (planner
+					// takeoverSeed): a CAS over the record read. NOTE:
+					// task's seed refuses any existing record of
+					// another token today; this is what it must do.
+					if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
+						return "", err
+					}
+					return fmt.Sprintf("record %s epoch %d written over %s's seed", r.Token, r.Epoch, rec.Seeder), nil
 				}
 				if rec.Token != r.Token || rec.Seeder != d.Name {
 					return "", errConflict
@@ -246,7 +255,16 @@ func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record)
 			return "", err
 		}
 		if cur == nil {
-			return "", errors.New("recovery without a cluster record")
+			if d.From != planner.FromSnapshot {
+				return "", errors.New("recovery from data without a cluster record")
+			}
+			// task: a restore with no record at all creates it
+			// (create-only), so a second restorer fails here.
+			if err := w.createRecord(n, next); err != nil {
+				return "", err
+			}
+			n.record, n.recIndex = &next, w.coord.index
+			return fmt.Sprintf("epoch %d created (%s)", next.Epoch, next.Source), nil
 		}
 		if cur.Token == next.Token {
 			return "already recorded", nil
@@ -381,6 +399,20 @@ func (w *World) setAside(n *node, why string) {
 		return
 	}
 	w.checkSetAside(n, why)
+	d := n.data
+	if d.wal && d.branch != nil {
+		held := func(br *branch, rev int64) bool { return br != nil && level(br, rev, d.branch) >= d.rev }
+		for _, o := range w.nodes {
+			if o != n && o.data != nil && o.data.wal && held(o.data.branch, o.data.rev) {
+				d.superseded = true
+			}
+		}
+		for _, s := range w.store {
+			if held(s.branch, s.rev) {
+				d.superseded = true
+			}
+		}
+	}
 	n.aside = append(n.aside, n.data)
 	n.data = nil
 }
@@ -397,6 +429,7 @@ func (w *World) runLeave(n *node) {
 		// The allocation's disk goes with it.
 		n.data, n.aside = nil, nil
 		n.nextAt = never
+		w.listChanged()
 		w.logf(n.name, "leave: %s; stopped (allocation terminal)", why)
 	}
 	if n.etcd == nil {

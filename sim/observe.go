@@ -232,13 +232,26 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || listed {
+	// NOTE: task's observeSeeder also skips an empty seed's record
+	// (Source ""): it must not, or takeoverSeed never sees its seeder gone.
+	if rec == nil || rec.ClusterID != 0 || listed {
 		n.seederGoneSince = -1
 	} else {
 		if n.seederGoneSince < 0 {
 			n.seederGoneSince = w.now
 		}
 		o.SeederGoneFor = w.now - n.seederGoneSince
+	}
+	own := rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name && rec.Source != planner.FromData
+	if (rec == nil || own) && !o.Running && o.Local.Empty {
+		// task: no record (or this member's own unconfirmed seed or
+		// restore) and no data here; the store may hold the cluster's
+		// snapshots, which a seed must not abandon (seedFromSnapshot,
+		// restoreOverOwnRecord). NOTE: task/recover.go lists the store
+		// for rec == nil only; the own-record case is what it must do too.
+		n.quorumLostSince = -1
+		w.latestSnapshot(o)
+		return
 	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
@@ -250,6 +263,10 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		}
 		o.QuorumLostFor = w.now - n.quorumLostSince
 	}
+	w.latestSnapshot(o)
+}
+
+func (w *World) latestSnapshot(o *planner.Observation) {
 	if k := len(w.store); k > 0 {
 		s := w.store[k-1]
 		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.rev, Epoch: s.epoch}

@@ -10,9 +10,6 @@ type Result struct {
 	Steps int
 	// Violation is the first broken invariant, nil for a clean run.
 	Violation *Violation
-	// Known is the known finding of the current planner the run met
-	// before its violation, if any.
-	Known string
 	// Stuck, for a clean run that did not become healthy, says why only
 	// an operator could help (no copy left to recover from).
 	Stuck string
@@ -38,9 +35,6 @@ func Run(cfg Config) (Result, *World) {
 				break
 			}
 			if w.now-w.quietAt > w.cfg.QuietTime {
-				if w.coord.record == nil {
-					w.note(KnownNoRecordNoQuorum)
-				}
 				if why := w.stuck(); why != "" {
 					w.logf("quiet", "stuck: %s (an operator must restore)", why)
 					return w.result(why), w
@@ -53,7 +47,7 @@ func Run(cfg Config) (Result, *World) {
 }
 
 func (w *World) result(stuck string) Result {
-	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Known: w.known, Faults: w.faults, Groups: len(w.groups)}
+	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Faults: w.faults, Groups: len(w.groups)}
 	if w.quiet && w.failure == nil && stuck == "" {
 		r.Healthy = w.now - w.quietAt
 	}

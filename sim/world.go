@@ -97,7 +97,6 @@ type World struct {
 	quietAt   time.Duration
 	trace     ring
 	failure   *Violation
-	known     string // the first known finding of the current planner this run met
 	failState string
 	branches  int
 	snapAt    time.Duration
@@ -146,7 +145,7 @@ type allocStatus int
 const (
 	allocRunning  allocStatus = iota
 	allocUnknown              // the client is disconnected: Nomad cannot tell
-	allocStopping             // stopped gracefully: no longer listed, the process leaves
+	allocStopping             // stopped gracefully: listed (Unknown) until the process has left
 	allocTerminal             // stopped for good
 )
 
@@ -160,9 +159,14 @@ type data struct {
 	forceNew             bool
 	restored             bool // installed from a snapshot, not started yet
 	learner              bool // the member was a learner when last written
-	group                *group
-	branch               *branch
-	rev                  int64
+	// superseded: set aside while another copy (a data dir or a
+	// snapshot) held all of its writes; the planner never reads set-aside
+	// data (invariants 5, 7: it is the operator's), so such a copy does
+	// not count as one the serving cluster must hold.
+	superseded bool
+	group      *group
+	branch     *branch
+	rev        int64
 }
 
 // etcdProc is a running embedded etcd server.

@@ -90,6 +90,16 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 			return fmt.Errorf("create cluster record: %w", err)
 		}
 		m.log.Info("cluster record created", "token", rec.Token[:8], "epoch", created.Epoch, "fence", l.Fence())
+	} else if existing.ClusterID == 0 && existing.Source == "" && existing.Seeder != d.Name && rec.Epoch == existing.Epoch+1 {
+		// Taking over the empty seed of a seeder gone for good
+		// (planner.takeoverSeed): the next epoch replaces its record,
+		// compare-and-set on the record read, so a second taker fails.
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Index: existing.Index})
+		if err != nil {
+			return fmt.Errorf("take over the seed of %s: %w", existing.Seeder, err)
+		}
+		m.setRecord(written)
+		m.log.Warn("took over the unconfirmed seed of a seeder gone for good", "gone", existing.Seeder, "epoch", rec.Epoch, "fence", l.Fence())
 	} else if existing.Token != rec.Token || existing.Seeder != d.Name {
 		return fmt.Errorf("record changed before the seed resumed: %w", coord.ErrConflict)
 	}

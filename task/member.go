@@ -97,6 +97,7 @@ type Member struct {
 	absentAt    map[uint64]time.Time
 	unhealthyAt map[uint64]time.Time
 	departed    bool
+	left        bool // this member removed itself (leave)
 	client      *clientv3.Client
 
 	metrics           *metrics
@@ -109,6 +110,7 @@ type Member struct {
 	snapshotListed    time.Time
 	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts
+	caChecked         time.Time
 	http              *http.Server
 }
 
@@ -238,6 +240,10 @@ func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pai
 	return certs.ParseBundle(b)
 }
 
+// caCheckEvery paces a running member's check of the cluster CA in the
+// coordinator (one read).
+const caCheckEvery = 30 * time.Second
+
 // restoreCA stores this running member's CA again when the coordinator
 // lost its state (no record): before the record is re-written, so that
 // members and clients starting afterwards get the CA the cluster uses. A
@@ -311,7 +317,11 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.releaseLock(ctx)
 		return false
 	}
-	if o.Record == nil && o.Running {
+	if o.Running && (o.Record == nil || time.Since(m.caChecked) > caCheckEvery) {
+		// At once when the record is gone (Consul lost its state), and
+		// every caCheckEvery otherwise: the CA alone may be lost, or
+		// replaced, while the record stays.
+		m.caChecked = time.Now()
 		m.restoreCA(ctx)
 	}
 	if o.Running {
@@ -428,6 +438,9 @@ func (m *Member) leave() bool {
 	if !ok {
 		return false
 	}
+	if m.left {
+		return true // removed already (an earlier leave, e.g. an ASG lifecycle hook)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.LeaveTimeout)
 	defer cancel()
 	leaving, err := lv.Leaving(ctx)
@@ -447,6 +460,9 @@ func (m *Member) leave() bool {
 	}
 	for attempt := 1; ; attempt++ {
 		out, again := m.leaveOnce(ctx, attempt, inherited)
+		if out {
+			m.left = true
+		}
 		if out || !again {
 			return out
 		}

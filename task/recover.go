@@ -28,6 +28,14 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
+	if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name && !o.Running && o.Local.Empty {
+		// This member's own unconfirmed seed or restore, with no data of
+		// it: a newer snapshot means the incarnation ran and every copy
+		// was lost since (planner.restoreOverOwnRecord).
+		m.quorumLostSince = time.Time{}
+		m.observeLatestSnapshot(ctx, o, now)
+		return
+	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.quorumLostSince = time.Time{}
 		return
@@ -72,7 +80,7 @@ func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || listed {
+	if rec == nil || rec.ClusterID != 0 || listed {
 		m.seederGoneSince = time.Time{}
 		return
 	}

@@ -60,7 +60,13 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	m.mu.Unlock()
 	st.Time = time.Now().UTC().Format(time.RFC3339)
 	if meta, err := m.dir.readMeta(); err == nil {
-		st.Token, st.Epoch = meta.Token, meta.Epoch
+		if e != nil || m.dir.hasEtcdData() {
+			// Metadata written before etcd created any data (a crash
+			// between the two) names an incarnation this member does not
+			// hold: peers must not wait for it to re-record (it sees
+			// itself empty).
+			st.Token, st.Epoch = meta.Token, meta.Epoch
+		}
 		if meta.Name != "" {
 			st.Name = meta.Name // the persisted identity
 		}

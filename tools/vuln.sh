@@ -10,6 +10,8 @@
 #                           v1 layout (index/modules.json, ID/GO-*.json, as
 #                           served by vuln.go.dev) or a flat directory of OSV
 #                           files (golang.org/x/vulndb's data/osv)
+#   ../shared/vulndb/osv    the offline copy kept beside the repository
+#                           (CI has it)
 #   $CACHE/vulndb           the same, left in the cache by an operator
 #   https://vuln.go.dev     when reachable (probed for 5s)
 #
@@ -48,7 +50,7 @@ JSON
 
 # real: the source of real advisories, if any.
 real=""
-for src in "${ETCD_NOMAD_VULNDB:-}" "$cache/vulndb"; do
+for src in "${ETCD_NOMAD_VULNDB:-}" ../shared/vulndb/osv "$cache/vulndb"; do
 	if [ -n "$src" ] && [ -d "$src" ]; then
 		n=0
 		# Flat OSV files, or the v1 layout's ID/ directory.
@@ -58,7 +60,13 @@ for src in "${ETCD_NOMAD_VULNDB:-}" "$cache/vulndb"; do
 			n=$((n + 1))
 		done
 		if [ "$n" -gt 0 ]; then
-			real="$src ($n advisories)"
+			# The newest advisory's date is the limit of what this
+			# check can know.
+			# (The copy's own dates are zeroed: name its newest advisory,
+			# and the date its README gives, if any.)
+			newest=$(ls "$db" | grep -v "$selftest" | sort -V | tail -1)
+			dated=$(grep -ohE '20[0-9]{2}-[0-9]{2}-[0-9]{2}' "$src"/README* "$src"/../README* 2>/dev/null | head -1 || true)
+			real="$src ($n advisories, newest ${newest%.json}${dated:+, copy of $dated})"
 			break
 		fi
 		echo "vuln: $src holds no GO-*.json advisories; ignoring it" >&2

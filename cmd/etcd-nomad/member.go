@@ -67,7 +67,11 @@ func (c *memberCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log, LeaveTimeout: task.LeaveBudget(cl.Nomad.KillTimeout)}
+	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
+	if cl.Provider.Kind == config.ProviderNomad {
+		// The leave must fit in the job's kill_timeout.
+		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
+	}
 	switch cl.Provider.Kind {
 	case config.ProviderStatic:
 		if *name == "" {
