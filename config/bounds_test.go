@@ -48,7 +48,7 @@ func TestValidationBoundaries(t *testing.T) {
   }`, "Election timeout too short", false},
 		{"size 9", "size = 9", "", true},
 		{"size 10", "size = 10", "Invalid size", false},
-		{"size 0 means default", "size = 0", "", true},
+		{"size 0 refused (the safety issue: it was reported as 3 members)", "size = 0", "Invalid size", false},
 		{"retain_count 1", `snapshot {
     retain_count = 1
     store "file" { path = "/b" }

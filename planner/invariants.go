@@ -355,6 +355,16 @@ func Check(o Observation, d Decision) error {
 		if src < best || (o.LatestSnapshot != nil && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
+		// Nor below data of an older epoch (its later incarnations lost
+		// every copy but an older snapshot).
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && o.Local.Token != "" && o.Local.Epoch < dataEpoch && o.Local.Revision > src {
+			return fmt.Errorf("invariant 4: recovery from revision %d while this member holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
+		}
+		for _, p := range o.Peers {
+			if p.Token != "" && p.Epoch < dataEpoch && p.Revision > src {
+				return fmt.Errorf("invariant 4: recovery from revision %d while peer %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
+			}
+		}
 	case SetAside:
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")
@@ -380,6 +390,18 @@ func Check(o Observation, d Decision) error {
 				}
 				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
+				}
+				// A confirmed newer record sets data aside only once a
+				// peer shows its incarnation running with a quorum: the
+				// record alone does not prove a copy of it is left.
+				if r.ClusterID != 0 && r.Epoch > l.Epoch {
+					runs := false
+					for _, p := range o.Peers {
+						runs = runs || p.Token == r.Token && p.Epoch == r.Epoch && p.Running && p.Healthy
+					}
+					if !runs {
+						return fmt.Errorf("invariant 7: set aside data of epoch %d for record epoch %d while no peer shows it running with a quorum", l.Epoch, r.Epoch)
+					}
 				}
 			case r != nil && !removed:
 				return fmt.Errorf("set aside data of the recorded incarnation that was not removed")

@@ -82,6 +82,8 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"invariant 9: join under an older record":          {JoinUnderNewer: true},
 		"invariant 4: resume over a newer snapshot":        {ResumeOverNewerSnapshot: true},
 		"invariant 4: recover beside another incarnation":  {RecoverBesideOtherIncarnation: true},
+		"invariant 7: set aside before the newer runs":     {SetAsideBeforeNewerRuns: true},
+		"invariant 4: recover below older data":            {RecoverBelowOlderData: true},
 	}
 	// Every fixed seed must catch every broken planner: a catch that
 	// depends on the seed is luck, not a test.

@@ -67,6 +67,17 @@ type Faults struct {
 	// NoSeedTakeover: never take over an unconfirmed empty seed whose
 	// seeder is gone for good (the cluster waits for it forever).
 	NoSeedTakeover bool
+	// SetAsideBeforeNewerRuns: set data of an older epoch aside as soon
+	// as a confirmed newer record names another incarnation, although
+	// no peer shows that incarnation running with a quorum (its every
+	// copy may be lost since: this data may be the best one left).
+	SetAsideBeforeNewerRuns bool
+	// RecoverBelowOlderData: recover from a source (data or snapshot)
+	// older than data of an older epoch a member still holds.
+	RecoverBelowOlderData bool
+	// TakeoverBesideNewer: take over a gone seeder's recovery although a
+	// member holds data of an epoch newer than the record's.
+	TakeoverBesideNewer bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -177,6 +188,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if !r.settles(rec, name, l.Epoch) && !orphaned(o) {
 			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, l)}
 		}
+		if d, ok := r.keepUntilNewerRuns(o, name); ok {
+			return d
+		}
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
@@ -198,6 +212,41 @@ func (r rules) settles(rec *Record, name string, epoch uint64) bool {
 		return false
 	}
 	return rec.ClusterID != 0 || rec.Seeder == name && rec.Source != ""
+}
+
+// keepUntilNewerRuns keeps data of an older epoch than a confirmed record
+// until a peer shows the recorded incarnation running with a quorum. The
+// record proves that incarnation ran, not that it still has a copy: its
+// seeder may have been its only member and left with its disk (sim seeds
+// 1643, 1906, 1955, 2199: a ForceNewCluster recovery confirmed, then the
+// seeder's allocation stopped for good). Set aside, this data (possibly
+// newer than any snapshot) no longer counts for the next recovery, which
+// restores an older snapshot instead. Kept, pickRecovery sees it. ok is
+// false when the data may be set aside (or this is the member's own
+// recovery, which sets it aside itself).
+func (r rules) keepUntilNewerRuns(o Observation, name string) (Decision, bool) {
+	rec, l := o.Record, o.Local
+	if r.SetAsideBeforeNewerRuns || rec.ClusterID == 0 || rec.Epoch <= l.Epoch {
+		return Decision{}, false
+	}
+	held := false
+	for _, p := range o.Peers {
+		if p.Token == rec.Token && p.Epoch == rec.Epoch {
+			if p.Running && p.Healthy {
+				return Decision{}, false
+			}
+			held = true
+		}
+	}
+	why := fmt.Sprintf("the record names epoch %d (token %s), newer than this data's epoch %d (token %s, revision %d), but no peer shows it running with a quorum", rec.Epoch, short(rec.Token), l.Epoch, short(l.Token), l.Revision)
+	if !held && o.Unreachable == 0 && (o.LatestSnapshot == nil || o.LatestSnapshot.Revision < l.Revision) {
+		snap := "there is no snapshot"
+		if s := o.LatestSnapshot; s != nil {
+			snap = fmt.Sprintf("the newest snapshot %s is older (revision %d)", s.Name, s.Revision)
+		}
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, no member holds it and %s: this data may hold writes no other copy has; keeping it: an operator must choose what to restore", why, snap)}, true
+	}
+	return Decision{Kind: Wait, Name: name, Reason: why + ": keeping this data until it does (it may be the best copy left)"}, true
 }
 
 // orphaned reports whether stopped data of the same epoch as a confirmed
@@ -306,6 +355,13 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of this cluster; waiting to join it", p.Name)}
 				}
 			}
+			for _, p := range o.Peers {
+				if p.Token != "" && p.Epoch >= rec.Epoch {
+					// Consul restored this member's old seed record while
+					// another incarnation runs: resuming would make two.
+					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded a seed of epoch %d, but peer %s holds another incarnation (token %s epoch %d): not resuming it; an operator must choose", rec.Epoch, p.Name, short(p.Token), p.Epoch)}
+				}
+			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "seed recorded but not started: taking the lock to resume it"}
 			}
@@ -401,6 +457,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		}
 		if !r.settles(rec, name, o.Local.Epoch) {
 			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, o.Local)}
+		}
+		if d, ok := r.keepUntilNewerRuns(o, name); ok {
+			return d
 		}
 		// The cluster was re-seeded (restore, recovery): this incarnation
 		// is over. Invariant 5: stop, set the data aside, join the new one.

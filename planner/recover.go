@@ -111,6 +111,15 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 			return Decision{}, false
 		}
 	}
+	if !r.TakeoverBesideNewer {
+		// Consul restored an older record whose seeder is gone, while
+		// a member holds a newer epoch (sim seeds 4976, 5861, 6319):
+		// taking over would record the newer epoch a second time. That
+		// member re-records first (invariant 9).
+		if d, ok := newerThanRecord(o, name); ok {
+			return d, true
+		}
+	}
 	// The data to take over from is the last confirmed incarnation's
 	// (carried by the record), however many recoveries were recorded and
 	// lost since; records written before it was carried fall back to the
@@ -160,7 +169,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.PreferOlderData) {
 		if o.LatestSnapshot == nil {
-			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from"}, true
+			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
 		from, target, srcRev = FromSnapshot, o.LatestSnapshot.Name, o.LatestSnapshot.Revision
 		// Any live member may seed from the snapshot: the lowest name.
@@ -173,6 +182,9 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		best = cands[0]
 	}
 	if d, ok := r.learnerNewer(o, name, dataEpoch, dataToken, srcRev); ok {
+		return d, true
+	}
+	if d, ok := r.olderDataNewer(o, name, dataEpoch, srcRev, why); ok {
 		return d, true
 	}
 	if !best.self {
@@ -215,6 +227,33 @@ func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, da
 	for _, p := range o.Peers {
 		if other(p.Token, p.Epoch) {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, p.Name, p.Epoch, short(p.Token), p.Revision)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// olderDataNewer waits when this member or a peer holds data of an epoch
+// older than the source's whose revision is higher than the chosen source:
+// the incarnations after it lost every copy but an older snapshot (sim
+// seeds 1643, 1906, 1955, 2199: a confirmed ForceNewCluster recovery whose
+// only member left with its disk), and recovering from that snapshot would
+// drop the writes only this data holds. Revisions only grow along a
+// cluster's line (ForceNewCluster keeps them, a restore bumps them), so a
+// higher revision in older data means writes the source lacks. Which copy
+// is right is an operator's call.
+func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src int64, why string) (Decision, bool) {
+	if r.RecoverBelowOlderData {
+		return Decision{}, false
+	}
+	older := func(token string, epoch uint64, rev int64) bool {
+		return token != "" && epoch < dataEpoch && rev > src
+	}
+	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && older(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, src)}, true
+	}
+	for _, p := range o.Peers {
+		if older(p.Token, p.Epoch, p.Revision) {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, p.Name, p.Epoch, p.Revision, src)}, true
 		}
 	}
 	return Decision{}, false

@@ -151,6 +151,39 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "do not answer", bad: Wait,
 		},
 		{
+			// sim seeds 1643, 1955, 2199: a ForceNewCluster recovery of
+			// epoch 2 from m0's data was confirmed, then m0 stopped for
+			// good with its disk; m1's epoch-1 data (revision 301) was
+			// set aside and the next recovery restored a snapshot at 292.
+			name:  "older data is kept while the confirmed newer epoch shows no quorum",
+			fault: Faults{SetAsideBeforeNewerRuns: true},
+			o: Observation{Self: self, Local: Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 301}, RecoveryGrace: 1, QuorumLostFor: 2,
+				Record: &Record{ClusterID: 0xc1, Token: "tokB", Epoch: 2, Seeder: "m9", Source: FromData}, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}}, LatestSnapshot: &SnapshotInfo{Name: "s7", Revision: 292, Epoch: 1}},
+			good: Wait, reason: "an operator must choose", bad: SetAside,
+		},
+		{
+			// sim seed 1906: the same, with m2's epoch-2 data (revision
+			// 163) not yet set aside when m1 recovered from a snapshot
+			// at 128.
+			name:  "no recovery from a source older than data of an older epoch",
+			fault: Faults{RecoverBelowOlderData: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, QuorumLostFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{ClusterID: 0xc1, Token: "tokB", Epoch: 3, Seeder: "m0", Source: FromData}, LatestSnapshot: &SnapshotInfo{Name: "s5", Revision: 128, Epoch: 2},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokA", Epoch: 2, Revision: 163}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
+			// sim seeds 4976, 5861, 6319: Consul restored the epoch-2
+			// recovery record of a seeder gone since, while m2 runs the
+			// epoch 3 that followed it.
+			name:  "no takeover of a restored older recovery while a peer holds a newer epoch",
+			fault: Faults{TakeoverBesideNewer: true},
+			o: Observation{Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Instances: []Instance{{Name: "m1"}, {Name: "m2"}},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m9", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000330, Epoch: 3},
+				Peers: []PeerStatus{{Name: "m2", Token: "tokC", Epoch: 3, Revision: 1000332, Running: true}}},
+			good: Wait, reason: "re-records before any recovery", bad: RecoverQuorum,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

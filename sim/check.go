@@ -160,7 +160,10 @@ func (w *World) checkLeaves() {
 func (w *World) removable(l *leave) bool {
 	n, g := l.node, l.group
 	m := g.member(l.id)
-	if m == nil || m.learner || l.crashed || n.noConsul || n.noNomad || g.quorum < 0 || n.side != g.quorum {
+	// A stalled process cannot retry its removal (sim seed 3642: a
+	// member stalled 5.8 s right after its graceful stop began, and the
+	// quorum was lost before it woke).
+	if m == nil || m.learner || l.crashed || n.noConsul || n.noNomad || g.quorum < 0 || n.side != g.quorum || w.now < n.stalledUntil {
 		return false
 	}
 	if h := w.coord.holder; h != nil && h != n {

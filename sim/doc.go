@@ -54,11 +54,10 @@
 // Set-aside data counts as a copy unless another copy held all of it when
 // it was set aside (the planner never reads set-aside data).
 //
-// Where the planner needs a task behaviour that task does not have yet,
-// the model follows what task must do and says so in a NOTE (observe.go:
-// the snapshot listing and seeder-gone time for a member's own or a gone
-// seeder's unconfirmed empty seed; member.go: the seed CAS over a gone
-// seeder's record).
+// Two task behaviours were found through the model and then built in
+// task (act.go, server.go): /status names the incarnation of metadata
+// without etcd data while the start that wrote it is in flight, and a seed
+// re-reads the record before it starts etcd.
 //
 // It never does I/O and never reads the clock: it must stay a pure
 // function of its Config.

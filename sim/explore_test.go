@@ -9,14 +9,7 @@ import (
 // untriaged are seeds of the clean range (1..) where the current planner
 // breaks an invariant for a reason not fixed yet, each with its diagnosis.
 // Remove a seed once fixed; any other seed that fails fails the test.
-var untriaged = map[uint64]bool{
-	// Liveness, task: a member that wrote its metadata (joining) and
-	// crashed before etcd made data reports the token in /status (task
-	// health reads the metadata), so peers wait for it to re-record,
-	// while its own planner sees an empty data dir and waits for them.
-	// /status should report no token without etcd data.
-	377: true,
-}
+var untriaged = map[uint64]bool{}
 
 // explore runs consecutive seeds from seed until steps are spent; it fails
 // on every violation that is not a known finding, printing its trace.

@@ -40,6 +40,7 @@ func (w *World) fault() {
 		if n != nil {
 			d := w.jitter(time.Second, 6*time.Second)
 			n.nextAt += d
+			n.stalledUntil = n.nextAt
 			w.logf("fault", "%s stalls for %s (slow process, delayed messages)", n.name, fmtDur(d))
 		}
 	}

@@ -126,9 +126,8 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				}
 				if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
 					// Taking over a gone seeder's seed (planner
-					// takeoverSeed): a CAS over the record read. NOTE:
-					// task's seed refuses any existing record of
-					// another token today; this is what it must do.
+					// takeoverSeed): a CAS over the record read, as
+					// task's seed does.
 					if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
 						return "", err
 					}
@@ -143,7 +142,18 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				n.data = &data{cluster: clusterName, name: d.Name, token: r.Token, epoch: r.Epoch}
 				return "ok", nil
 			}},
-			{"start a new one-member cluster", func() (string, error) {
+			{"re-read the record, start a new one-member cluster", func() (string, error) {
+				// As task's seed does (act.go): re-read the record and
+				// start only if it still names this seed (sim seeds 5861,
+				// 6319: Consul lost its state between the record's
+				// creation and the start, and another member, seeing
+				// no record and no peer data, seeded epoch 1 too).
+				if n.noConsul {
+					return "", errConsul
+				}
+				if cur := w.coord.record; cur == nil || cur.Token != r.Token {
+					return "", fmt.Errorf("record changed before the start: %w", errConflict)
+				}
 				id := w.id()
 				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
 				w.started(n, g, id)

@@ -90,7 +90,19 @@ func (w *World) status(in *node) planner.PeerStatus {
 	st := planner.PeerStatus{Name: in.name}
 	d := in.data
 	if d != nil {
-		st.Token, st.Epoch, st.MemberID = d.token, d.epoch, d.memberID
+		if in.etcd != nil || d.wal || len(in.pending) > 0 {
+			// task/server.go: metadata written before etcd created any
+			// data (a crash between the two, sim seed 377) names no
+			// incarnation: the member sees itself empty and peers must
+			// not wait for it. But while the process is still carrying
+			// out the start that wrote it, it does (sim seed 239:
+			// Consul lost the record between a seed's metadata and its
+			// etcd start; a peer that saw no token seeded a second
+			// epoch 1). task's /status does the same (server.go:
+			// Member.starting).
+			st.Token, st.Epoch = d.token, d.epoch
+		}
+		st.MemberID = d.memberID
 		if d.name != "" {
 			st.Name = d.name
 		}
@@ -232,8 +244,8 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	// NOTE: task's observeSeeder also skips an empty seed's record
-	// (Source ""): it must not, or takeoverSeed never sees its seeder gone.
+	// As task's observeSeeder: an empty seed's record (Source "") too, or
+	// takeoverSeed never sees its seeder gone.
 	if rec == nil || rec.ClusterID != 0 || listed {
 		n.seederGoneSince = -1
 	} else {
@@ -247,8 +259,7 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		// task: no record (or this member's own unconfirmed seed or
 		// restore) and no data here; the store may hold the cluster's
 		// snapshots, which a seed must not abandon (seedFromSnapshot,
-		// restoreOverOwnRecord). NOTE: task/recover.go lists the store
-		// for rec == nil only; the own-record case is what it must do too.
+		// restoreOverOwnRecord), as task/recover.go does.
 		n.quorumLostSince = -1
 		w.latestSnapshot(o)
 		return

@@ -111,7 +111,7 @@ func seedFromEnv() uint64 {
 
 // cleanSteps is how many steps the correct system must run without an
 // unexplained violation inside `go test`.
-const cleanSteps = 1_000_000
+const cleanSteps = 2_000_000
 
 func TestCorrectSystemRunsClean(t *testing.T) {
 	steps := cleanSteps

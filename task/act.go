@@ -18,6 +18,20 @@ import (
 // act carries out d.
 func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decision) error {
 	switch d.Kind {
+	case planner.Seed, planner.JoinAsLearner, planner.ResumeJoin, planner.RecoverQuorum:
+		// While a start is in progress its metadata may exist before
+		// etcd's data: /status names the incarnation meanwhile, so that
+		// peers see this member's seed (see health).
+		m.mu.Lock()
+		m.starting = true
+		m.mu.Unlock()
+		defer func() {
+			m.mu.Lock()
+			m.starting = false
+			m.mu.Unlock()
+		}()
+	}
+	switch d.Kind {
 	case planner.Wait:
 		return nil
 	case planner.Seed:
@@ -105,6 +119,16 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 	}
 	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
+	}
+	// Consul may have lost its state since the record was created (and
+	// another member seeded in the gap): start only while the record still
+	// names this seed. (A race between this read and the start remains,
+	// much narrower; the record's confirmation then settles it.)
+	if _, err := m.heldLock(); err != nil {
+		return err
+	}
+	if cur, err := m.opts.Coordinator.Record(ctx); err != nil || cur.Token != rec.Token {
+		return fmt.Errorf("the record no longer names this seed (%v): not starting it: %w", err, coord.ErrConflict)
 	}
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
 }

@@ -98,6 +98,7 @@ type Member struct {
 	unhealthyAt map[uint64]time.Time
 	departed    bool
 	left        bool // this member removed itself (leave)
+	starting    bool // an act that starts etcd is in progress
 	client      *clientv3.Client
 
 	metrics           *metrics

@@ -56,11 +56,12 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	m.mu.Lock()
 	st := m.status
 	e := m.etcd
+	starting := m.starting
 	st.CAMismatch = m.caMismatch
 	m.mu.Unlock()
 	st.Time = time.Now().UTC().Format(time.RFC3339)
 	if meta, err := m.dir.readMeta(); err == nil {
-		if e != nil || m.dir.hasEtcdData() {
+		if e != nil || starting || m.dir.hasEtcdData() {
 			// Metadata written before etcd created any data (a crash
 			// between the two) names an incarnation this member does not
 			// hold: peers must not wait for it to re-record (it sees

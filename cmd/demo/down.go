@@ -183,7 +183,23 @@ func waitGone(pid int, timeout time.Duration) bool {
 // killLeftovers finds the processes still running from dir and stops
 // them: SIGTERM, then SIGKILL after leftoverTimeout. It returns how many
 // it found; the error names those that would not die.
+//
+// It scans again after each round of kills, up to three rounds: a process
+// may fork a child (a shell running its command) between the scan and the
+// kill, and the child outlives its parent.
 func killLeftovers(dir string, step func(string, ...any)) (int, error) {
+	total := 0
+	for round := 0; round < 3; round++ {
+		n, err := killLeftoversOnce(dir, step)
+		total += n
+		if err != nil || n == 0 {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+func killLeftoversOnce(dir string, step func(string, ...any)) (int, error) {
 	procs, err := demoProcesses(dir)
 	if err != nil {
 		return 0, fmt.Errorf("look for processes left from %s: %w", dir, err)
