@@ -17,7 +17,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // Tunables of a run, from the environment (`make chaos ROUNDS=.. SEED=..`).
@@ -251,6 +253,22 @@ func TestChaos(t *testing.T) {
 	ld.round.Store(int64(rounds))
 	waitOps(t, ld, 50)
 	stopLoad()
+	// Every key of every round is read once more: a write of an early
+	// round lost to a later fault shows up in the history as a stale read.
+	rctx, rcancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	err := hist.ReadBack(rctx, readBackClient, allRoundKeys(rounds), 200*time.Millisecond, func(ctx context.Context, key string) (string, error) {
+		opCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		out, hdr, err := do(opCtx, cli, Input{Kind: Get, Key: key})
+		if err == nil {
+			ld.header(hdr)
+		}
+		return out.Value, err
+	})
+	rcancel()
+	if err != nil {
+		t.Errorf("final read of every round's keys: %v", err)
+	}
 	gets, puts, cases, pending := hist.Stats()
 	t.Logf("history: %d gets, %d puts, %d cas txns (%d writes with unknown outcome); %d acknowledged unique keys, longest write gap %s",
 		gets, puts, cases, pending, len(acked), gap.Round(time.Millisecond))
@@ -273,7 +291,7 @@ func TestChaos(t *testing.T) {
 	clustertest.CheckAcked(t, cli, acked)
 
 	memberIDs, recordIDs, epochs, samples := ids.result()
-	t.Logf("cluster ids: members %v, record %v, epochs %v (%d samples), etcd headers %v", memberIDs, recordIDs, epochs, samples, ld.headerIDs())
+	t.Logf("cluster ids: members %v, record %v, epochs %v (%d samples, %d failed reads, last: %v), etcd headers %v", memberIDs, recordIDs, epochs, samples, ids.errors, ids.lastErr, ld.headerIDs())
 	if len(memberIDs) != 1 || len(ld.headerIDs()) != 1 {
 		t.Errorf("two cluster ids: members reported %v, etcd responses carried %v", memberIDs, ld.headerIDs())
 	}
@@ -305,6 +323,22 @@ type load struct {
 }
 
 const keysPerRound = 3
+
+func roundKey(round, k int) string { return fmt.Sprintf("chaos/r%03d/k%d", round, k) }
+
+// allRoundKeys lists the keys of rounds 0..last.
+func allRoundKeys(last int) []string {
+	var keys []string
+	for r := 0; r <= last; r++ {
+		for k := 0; k < keysPerRound; k++ {
+			keys = append(keys, roundKey(r, k))
+		}
+	}
+	return keys
+}
+
+// readBackClient is the client id of the final reads in the history.
+const readBackClient = 1000
 
 func startLoad(cli *clientv3.Client, h *History, clients int, seed int64) *load {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -345,7 +379,7 @@ func (l *load) header(id uint64) {
 func (l *load) client(ctx context.Context, cli *clientv3.Client, h *History, c int, rng *rand.Rand) {
 	seen := map[string]string{}
 	for n := 0; ctx.Err() == nil; n++ {
-		key := fmt.Sprintf("chaos/r%03d/k%d", l.round.Load(), rng.Intn(keysPerRound))
+		key := roundKey(int(l.round.Load()), rng.Intn(keysPerRound))
 		val := fmt.Sprintf("c%d-%d", c, n)
 		var in Input
 		switch x := rng.Intn(10); {
@@ -433,8 +467,10 @@ func waitOps(t *testing.T, l *load, n int64) {
 	})
 }
 
-// sampler reads every member's /status and the Consul record twice a
-// second, and keeps the cluster ids and epochs seen.
+// sampler reads every current member's /status and the Consul record
+// twice a second, and keeps the cluster ids and epochs seen, and how many
+// reads failed. (The etcd responses' own cluster ids are kept by the load,
+// from every response.)
 type sampler struct {
 	stopc chan struct{}
 	done  chan struct{}
@@ -442,11 +478,36 @@ type sampler struct {
 	// member and record cluster ids, member epochs, with sample counts
 	members, record, epochs map[uint64]int
 	samples                 int
+	// failed reads (a member down during a fault, Consul restarting)
+	// and the last error
+	errors  int
+	lastErr error
+}
+
+// sampleSource is what a sample reads: the member slots as they are now
+// (a replaced allocation is a new instance), a member's status, the
+// cluster record.
+type sampleSource struct {
+	instances func() []provider.Instance
+	status    func(provider.Instance) (task.Status, error)
+	record    func() (coord.Record, error)
+}
+
+func newSampler() *sampler {
+	return &sampler{stopc: make(chan struct{}), done: make(chan struct{}), members: map[uint64]int{}, record: map[uint64]int{}, epochs: map[uint64]int{}}
 }
 
 func startSampler(e *env) *sampler {
-	s := &sampler{stopc: make(chan struct{}), done: make(chan struct{}), members: map[uint64]int{}, record: map[uint64]int{}, epochs: map[uint64]int{}}
-	insts := e.instances()
+	s := newSampler()
+	src := sampleSource{
+		instances: e.instances,
+		status:    e.memberStatus,
+		record: func() (coord.Record, error) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			return e.co.Record(ctx)
+		},
+	}
 	go func() {
 		defer close(s.done)
 		for {
@@ -455,32 +516,46 @@ func startSampler(e *env) *sampler {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
-			var got []uint64
-			var eps []uint64
-			for _, in := range insts {
-				if st, err := e.memberStatus(in); err == nil && st.ClusterID != 0 {
-					got = append(got, st.ClusterID)
-					eps = append(eps, st.Epoch)
-				}
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			rec, err := e.co.Record(ctx)
-			cancel()
-			s.mu.Lock()
-			s.samples++
-			for _, id := range got {
-				s.members[id]++
-			}
-			for _, ep := range eps {
-				s.epochs[ep]++
-			}
-			if err == nil && rec.ClusterID != 0 {
-				s.record[rec.ClusterID]++
-			}
-			s.mu.Unlock()
+			s.sampleOnce(src)
 		}
 	}()
 	return s
+}
+
+// sampleOnce reads the current instances' status and the record once.
+func (s *sampler) sampleOnce(src sampleSource) {
+	var got, eps []uint64
+	var errs []error
+	for _, in := range src.instances() {
+		st, err := src.status(in)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("status of %s: %w", in.Name, err))
+		case st.ClusterID != 0:
+			got = append(got, st.ClusterID)
+			eps = append(eps, st.Epoch)
+		}
+	}
+	rec, err := src.record()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("cluster record: %w", err))
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples++
+	for _, id := range got {
+		s.members[id]++
+	}
+	for _, ep := range eps {
+		s.epochs[ep]++
+	}
+	if err == nil && rec.ClusterID != 0 {
+		s.record[rec.ClusterID]++
+	}
+	s.errors += len(errs)
+	if len(errs) > 0 {
+		s.lastErr = errs[len(errs)-1]
+	}
 }
 
 func (s *sampler) stop() {

@@ -125,9 +125,12 @@ func newEnv(t *testing.T, tlsMode string) *env {
     cpu          = 100
     memory_mb    = 128
     kill_timeout = "20s"
+    consul {
+      address = %q
+    }
   }
 }
-`, clusterName, tlsMode)
+`, clusterName, tlsMode, strings.TrimPrefix(e.consul.Addr, "http://"))
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}

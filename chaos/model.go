@@ -8,6 +8,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"sort"
@@ -183,4 +184,29 @@ func (h *History) Check(timeout time.Duration, vizPath string) (porcupine.CheckR
 		}
 	}
 	return res, nil
+}
+
+// ReadBack reads every key once more through get and records each read as
+// a Get of client: a write acknowledged early and lost later (the keys
+// rotate, so nothing else reads it again) then contradicts the history.
+// A read that fails is retried every pause until ctx ends; the error names
+// the key no read answered.
+func (h *History) ReadBack(ctx context.Context, client int, keys []string, pause time.Duration, get func(ctx context.Context, key string) (string, error)) error {
+	for _, k := range keys {
+		for {
+			call := h.Now()
+			v, err := get(ctx, k)
+			ret := h.Now()
+			if err == nil {
+				h.Add(client, Input{Kind: Get, Key: k}, Output{Value: v}, call, ret)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("read back %s: %w (last error: %v)", k, ctx.Err(), err)
+			case <-time.After(pause):
+			}
+		}
+	}
+	return nil
 }

@@ -149,17 +149,43 @@ func (w *Writer) Finish() (acked []string, longestGap time.Duration) {
 	return w.acked, w.longestGap
 }
 
-// CheckAcked fails unless every acknowledged key is present.
+// CheckAcked fails unless every acknowledged key is present. A read that
+// fails (a leader election, a reconnecting client) is retried for up to a
+// minute: only a read that succeeds and finds nothing is a lost key.
 func CheckAcked(t testing.TB, cli *clientv3.Client, keys []string) {
 	t.Helper()
+	lost, err := missingAcked(cli, keys, time.Minute, 200*time.Millisecond)
+	if len(lost) > 0 {
+		t.Fatalf("%d acknowledged keys lost (read and found absent): %v", len(lost), lost)
+	}
+	if err != nil {
+		t.Fatalf("acknowledged keys could not be checked: %v", err)
+	}
+}
+
+// missingAcked reads every key, retrying failed reads every pause until
+// patience runs out, and returns the keys a successful read found absent;
+// err names a key that no read answered.
+func missingAcked(kv clientv3.KV, keys []string, patience, pause time.Duration) (lost []string, err error) {
+	deadline := time.Now().Add(patience)
 	for _, k := range keys {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		resp, err := cli.Get(ctx, k)
-		cancel()
-		if err != nil || resp.Count != 1 {
-			t.Fatalf("acknowledged key %s lost (%v)", k, err)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			resp, gerr := kv.Get(ctx, k)
+			cancel()
+			if gerr == nil {
+				if resp.Count != 1 {
+					lost = append(lost, k)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return lost, fmt.Errorf("read acknowledged key %s: %w", k, gerr)
+			}
+			time.Sleep(pause)
 		}
 	}
+	return lost, nil
 }
 
 // WatchMembership samples the member list every 100ms until the returned

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"strings"
 	"time"
 )
 
@@ -56,6 +57,11 @@ const (
 	// (jobs/render.go's volume_mount destination; limits_external_test.go
 	// checks they agree), so the default data_dir when a host volume is set.
 	HostVolumeDataDir = "/var/lib/etcd-nomad"
+
+	// DefaultNomadConsulAddress is the Consul agent the members use by
+	// default: the one on their own Nomad client, at Consul's default
+	// HTTP address.
+	DefaultNomadConsulAddress = "127.0.0.1:8500"
 )
 
 // Cluster is a decoded, defaulted and validated cluster definition.
@@ -203,4 +209,28 @@ type NomadJob struct {
 	HostVolume string
 	// KillTimeout is how long Nomad waits after SIGTERM.
 	KillTimeout time.Duration
+	// Consul is how the members reach Consul from their Nomad client.
+	Consul NomadConsul
+}
+
+// NomadConsul is the Consul agent the members use, as seen from the Nomad
+// clients they run on. The rendered job passes it to the members as
+// CONSUL_HTTP_ADDR, CONSUL_HTTP_SSL, CONSUL_CACERT and
+// CONSUL_TLS_SERVER_NAME, never the renderer's own environment: the
+// operator's Consul is rarely the clients' local agent.
+type NomadConsul struct {
+	// Address is host:port, or http://, https:// or unix:// and a path;
+	// default DefaultNomadConsulAddress.
+	Address string
+	// CAFile, optional: the CA that signed the agent's HTTPS certificate,
+	// a path on the clients. Setting it turns on TLS.
+	CAFile string
+	// TLSServerName, optional: the name checked in the agent's certificate
+	// when it differs from the address's host.
+	TLSServerName string
+}
+
+// TLS reports whether the members talk to Consul over HTTPS.
+func (c NomadConsul) TLS() bool {
+	return c.CAFile != "" || c.TLSServerName != "" || strings.HasPrefix(c.Address, "https://")
 }

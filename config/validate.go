@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -320,6 +321,7 @@ func (d *decoder) validateNomadJob(c *Cluster) {
 	if n.MemoryMB < NomadMinMemoryMB {
 		d.errorf(d.rangeOf("nomad", "memory_mb"), "Invalid memory_mb", "memory_mb must be at least %d (Nomad's minimum), got %d.", NomadMinMemoryMB, n.MemoryMB)
 	}
+	d.validateNomadConsul(n.Consul)
 	rng := d.rangeOf("nomad", "kill_timeout")
 	switch minKill := MemberStopTimeout + KillTimeoutMargin; {
 	case n.KillTimeout < time.Second:
@@ -330,6 +332,39 @@ func (d *decoder) validateNomadJob(c *Cluster) {
 		d.warnf(rng, "kill_timeout shorter than a graceful stop", "kill_timeout = %s is under %s: a stopping member takes up to %s to hand leadership away, remove itself and stop etcd, plus %s to exit; Nomad's SIGKILL would cut that short and leave its membership behind for stale_after to clean up.", n.KillTimeout, minKill, MemberStopTimeout, KillTimeoutMargin)
 	case n.KillTimeout > NomadMaxKillTimeout:
 		d.warnf(rng, "kill_timeout over Nomad's max_kill_timeout", "kill_timeout = %s is over %s: clients cap it at max_kill_timeout, 30s by default, without a word; raise max_kill_timeout on the clients or use at most %s.", n.KillTimeout, NomadMaxKillTimeout, NomadMaxKillTimeout)
+	}
+}
+
+// validateNomadConsul checks the members' Consul address and TLS: TLS
+// settings beside a plain http:// address would be ignored by the Consul
+// client (or silently turn it to https), and a relative CA path would be
+// read from the task's working directory.
+func (d *decoder) validateNomadConsul(c NomadConsul) {
+	addr := c.Address
+	if i := strings.Index(addr, "://"); i >= 0 {
+		switch scheme := addr[:i]; scheme {
+		case "http", "https":
+			addr = addr[i+3:]
+		case "unix":
+			if !strings.HasPrefix(addr[i+3:], "/") {
+				d.errorf(d.rangeOf("nomad", "consul", "address"), "Invalid Consul address", "address = %q: a unix socket address needs an absolute path, as in \"unix:///var/run/consul.sock\".", c.Address)
+			}
+			addr = ""
+		default:
+			d.errorf(d.rangeOf("nomad", "consul", "address"), "Invalid Consul address", "address = %q: the scheme must be http, https or unix, got %q.", c.Address, scheme)
+			addr = ""
+		}
+	}
+	if addr != "" {
+		if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+			d.errorf(d.rangeOf("nomad", "consul", "address"), "Invalid Consul address", "address = %q is not host:port (optionally after http:// or https://), as in \"127.0.0.1:8500\".", c.Address)
+		}
+	}
+	if strings.HasPrefix(c.Address, "http://") && (c.CAFile != "" || c.TLSServerName != "") {
+		d.errorf(d.rangeOf("nomad", "consul", "address"), "TLS settings with an http:// Consul address", "ca_file and tls_server_name are for an HTTPS agent, but address = %q says http://: write https:// (or host:port alone) if the agent serves HTTPS, or remove them.", c.Address)
+	}
+	if c.CAFile != "" && !filepath.IsAbs(c.CAFile) {
+		d.errorf(d.rangeOf("nomad", "consul", "ca_file"), "Relative Consul ca_file", "ca_file = %q is read by the members on the Nomad clients, where a relative path would name a file in the task's directory: give its absolute path on the clients.", c.CAFile)
 	}
 }
 

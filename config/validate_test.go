@@ -110,3 +110,61 @@ func TestHostVolumeDataDirOffTheVolumeWarns(t *testing.T) {
 		}
 	}
 }
+
+// The members' Consul address used to come from the renderer's shell:
+// it is now a setting of the job, with the clients' local agent as the
+// default, and TLS settings that the Consul client would ignore, or read
+// from the task's directory, are refused.
+func TestNomadConsulAddressIsASetting(t *testing.T) {
+	src := func(block string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    ` + block + `
+  }
+}`)
+	}
+	c, _, diags := Load("x.hcl", src(""))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if want := (NomadConsul{Address: "127.0.0.1:8500"}); c.Nomad.Consul != want || c.Nomad.Consul.TLS() {
+		t.Errorf("default: %+v (tls %v), want %+v without TLS", c.Nomad.Consul, c.Nomad.Consul.TLS(), want)
+	}
+	c, _, diags = Load("x.hcl", src(`consul {
+      address         = "10.0.0.5:8501"
+      ca_file         = "/etc/consul.d/ca.pem"
+      tls_server_name = "consul.service"
+    }`))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if want := (NomadConsul{Address: "10.0.0.5:8501", CAFile: "/etc/consul.d/ca.pem", TLSServerName: "consul.service"}); c.Nomad.Consul != want || !c.Nomad.Consul.TLS() {
+		t.Errorf("got %+v (tls %v), want %+v with TLS", c.Nomad.Consul, c.Nomad.Consul.TLS(), want)
+	}
+	for _, ok := range []string{`"https://127.0.0.1:8501"`, `"unix:///var/run/consul.sock"`, `"localhost:8500"`} {
+		if _, _, diags := Load("x.hcl", src(`consul { address = `+ok+` }`)); diags.HasErrors() {
+			t.Errorf("address %s: %v", ok, diags)
+		}
+	}
+	for _, bad := range []struct{ block, summary string }{
+		{`consul { address = "127.0.0.1" }`, "Invalid Consul address"},
+		{`consul { address = "tcp://127.0.0.1:8500" }`, "Invalid Consul address"},
+		{`consul { address = "unix://consul.sock" }`, "Invalid Consul address"},
+		{`consul {
+      address = "http://127.0.0.1:8500"
+      ca_file = "/ca.pem"
+    }`, "TLS settings with an http:// Consul address"},
+		{`consul { ca_file = "ca.pem" }`, "Relative Consul ca_file"},
+	} {
+		_, _, diags := Load("x.hcl", src(bad.block))
+		line := 5
+		if strings.Contains(bad.block, "\n") {
+			line = 6 // the address, on the block's first line
+		}
+		if !diagAt(diags, bad.summary, line) {
+			t.Errorf("%s: want %q at line %d, got %v", bad.block, bad.summary, line, diags)
+		}
+	}
+}

@@ -122,11 +122,14 @@ func (c *cluster) writeDefinition(size int, extraEnv string) {
     cpu       = 100
     memory_mb = 128
     kill_timeout = "20s"
+    consul {
+      address = %q
+    }
   }
 %s
 }
 # %s
-`, c.name, size, c.extra, extraEnv)
+`, c.name, size, strings.TrimPrefix(consul.Addr, "http://"), c.extra, extraEnv)
 	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
 		c.t.Fatal(err)
 	}

@@ -11,20 +11,20 @@ import (
 	"path/filepath"
 	"strings"
 	"text/template"
+	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
 
-// Options complete what the definition does not say.
+// Options complete what the definition does not say. Nothing of the
+// renderer's environment reaches the job: the members find Nomad through
+// their client's task API socket and Consul at the definition's
+// nomad { consul { } } (the client's local agent by default).
 type Options struct {
 	// Binary is the etcd-nomad path on the clients; overrides the
 	// definition's nomad.binary. Default: this executable.
 	Binary string
-	// ConsulAddr and NomadAddr are passed to the members (CONSUL_HTTP_ADDR,
-	// NOMAD_ADDR). Default: this process's environment.
-	ConsulAddr string
-	NomadAddr  string
 }
 
 type view struct {
@@ -32,10 +32,13 @@ type view struct {
 	Binary     string
 	Group      string
 	Definition string
-	ConsulAddr string
-	NomadAddr  string
+	Consul     config.NomadConsul
 	Ports      []string
 	KillSecs   int
+	// DiskMB is the sticky ephemeral disk's size (EphemeralDiskMB).
+	DiskMB int64
+	// ShutdownDelay is the group's shutdown_delay (ShutdownDelay).
+	ShutdownDelay string
 	// LostAfter is config.NomadLostAfter, which validate compares the
 	// provider's stale_after with.
 	LostAfter string
@@ -81,16 +84,17 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		bin = abs
 	}
 	v := view{
-		C:          cl,
-		Binary:     bin,
-		Group:      cl.Provider.Nomad.Group,
-		Definition: escapeHeredoc(string(cl.Source)),
-		ConsulAddr: firstOf(o.ConsulAddr, os.Getenv("CONSUL_HTTP_ADDR"), "127.0.0.1:8500"),
-		NomadAddr:  firstOf(o.NomadAddr, os.Getenv("NOMAD_ADDR"), "http://127.0.0.1:4646"),
-		Ports:      []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
-		KillSecs:   int(cl.Nomad.KillTimeout.Seconds()),
-		LostAfter:  config.NomadLostAfter.String(),
-		TokenEnv:   tokenTemplate(cl.Nomad.Job),
+		C:             cl,
+		Binary:        bin,
+		Group:         cl.Provider.Nomad.Group,
+		Definition:    escapeHeredoc(string(cl.Source)),
+		Consul:        cl.Nomad.Consul,
+		Ports:         []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
+		KillSecs:      int(cl.Nomad.KillTimeout.Seconds()),
+		DiskMB:        EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
+		ShutdownDelay: ShutdownDelay.String(),
+		LostAfter:     config.NomadLostAfter.String(),
+		TokenEnv:      tokenTemplate(cl.Nomad.Job),
 	}
 	var b bytes.Buffer
 	if err := jobTemplate.Execute(&b, v); err != nil {
@@ -98,6 +102,23 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// EphemeralDiskMB is the sticky ephemeral disk a member needs for a
+// backend quota of quota bytes: twice the quota, since a second copy of the
+// database is written while a member receives a snapshot from the leader,
+// spools a scheduled snapshot, or defragments; plus 1 GiB for the WAL (etcd
+// keeps 5 segments of 64 MiB), its .snap files and the task's logs. Nomad
+// counts MB (MiB); rounded up.
+func EphemeralDiskMB(quota int64) int64 {
+	const mib = 1 << 20
+	return (2*quota + 1<<30 + mib - 1) / mib
+}
+
+// ShutdownDelay is the group's shutdown_delay: Nomad deregisters the
+// member's Consul service, waits this long, then sends SIGTERM, so that
+// clients resolving the service stop choosing the member before it hands
+// leadership away and leaves. It comes before kill_timeout, not out of it.
+const ShutdownDelay = 5 * time.Second
 
 // escapeHeredoc keeps HCL2 and consul-template from interpolating the
 // embedded definition.
@@ -153,18 +174,26 @@ job "{{.C.Nomad.Job}}" {
   group "{{.Group}}" {
     count = {{.C.Size}}
 
+    # On stop, the Consul service goes first and SIGTERM follows: clients
+    # stop picking this member before it leaves (jobs.ShutdownDelay).
+    shutdown_delay = "{{.ShutdownDelay}}"
+
     network {
 {{- range .Ports}}
       port "{{.}}" {}
 {{- end}}
     }
 
-    # A crashed member restarts in place, where its data is.
+    # A crashed member restarts in place, where its data is; one that
+    # keeps crashing (a broken node, a full disk) fails its allocation, and
+    # reschedule places it again, elsewhere if it can: it rejoins as a
+    # learner. A member that waits (no quorum, an operator's decision)
+    # keeps running: only real exits count.
     restart {
-      attempts = 10
+      attempts = 3
       interval = "5m"
       delay    = "2s"
-      mode     = "delay"
+      mode     = "fail"
     }
 
     reschedule {
@@ -188,10 +217,11 @@ job "{{.C.Nomad.Job}}" {
     }
 {{else}}
     # Data stays with the allocation and follows it to its replacement.
+    # Twice quota_backend_bytes plus 1 GiB, in MiB (jobs.EphemeralDiskMB).
     ephemeral_disk {
       sticky  = true
       migrate = true
-      size    = 1024
+      size    = {{.DiskMB}}
     }
 {{end}}
     service {
@@ -238,14 +268,23 @@ job "{{.C.Nomad.Job}}" {
       }
 {{- end}}
 
+      # Nomad: the client's task API socket, which needs no address, no
+      # TLS settings and no agent port; NOMAD_UNIX_ADDR ("unix://...") is
+      # set because the identity below is in the environment. Consul: the
+      # definition's nomad { consul { } }, all four set so that nothing is
+      # inherited from the client agent's environment.
       env {
-        CONSUL_HTTP_ADDR = "{{.ConsulAddr}}"
-        NOMAD_ADDR       = "{{.NomadAddr}}"
+        NOMAD_ADDR             = "${NOMAD_UNIX_ADDR}"
+        CONSUL_HTTP_ADDR       = "{{.Consul.Address}}"
+        CONSUL_HTTP_SSL        = "{{.Consul.TLS}}"
+        CONSUL_CACERT          = "{{.Consul.CAFile}}"
+        CONSUL_TLS_SERVER_NAME = "{{.Consul.TLSServerName}}"
       }
 
-      # Under Nomad ACLs the member reads its job's allocations with its
-      # workload identity (NOMAD_TOKEN); the job needs a policy granting
-      # read-job ('etcd-nomad job run' attaches one).
+      # The member reads its job's allocations with its workload identity
+      # (NOMAD_TOKEN), which the task API requires even without ACLs; under
+      # Nomad ACLs the job needs a policy granting read-job ('etcd-nomad job
+      # run' attaches one).
       identity {
         env = true
       }

@@ -101,9 +101,12 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
     cpu          = 100
     memory_mb    = 256
     kill_timeout = "20s"
+    consul {
+      address = %q
+    }
   }
 }
-`, nomadJob)), 0o600); err != nil {
+`, nomadJob, strings.TrimPrefix(consul.Addr, "http://"))), 0o600); err != nil {
 		return nil, nil, err
 	}
 	cl, _, diags := config.LoadFile(def)

@@ -35,6 +35,8 @@ type state struct {
 	Job        string `json:"job"`
 }
 
+// definition is the demo's cluster definition; %q is the Consul agent's
+// host:port, which the members use (the dev agent's port is not 8500).
 const definition = `# The demo cluster: 3 members as a Nomad job, coordinated through Consul.
 cluster "demo" {
   size = 3
@@ -52,6 +54,9 @@ cluster "demo" {
     job       = "etcd-demo"
     cpu       = 200
     memory_mb = 256
+    consul {
+      address = %q
+    }
   }
 }
 `
@@ -127,7 +132,7 @@ func up(dir, bin string) error {
 	os.Setenv("NOMAD_ADDR", nomad.Addr)
 
 	defFile := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(defFile, []byte(definition), 0o600); err != nil {
+	if err := os.WriteFile(defFile, []byte(fmt.Sprintf(definition, consulHostPort)), 0o600); err != nil {
 		return err
 	}
 	cl, _, diags := config.LoadFile(defFile)

@@ -33,8 +33,10 @@ func (c *jobRenderCommand) Help() string {
 Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
 
   Prints the Nomad job (HCL2) that runs the cluster defined in FILE, for
-  'nomad job validate' and 'nomad job run'. The members reach Consul and
-  Nomad at CONSUL_HTTP_ADDR and NOMAD_ADDR as set when rendering. The job
+  'nomad job validate' and 'nomad job run'. Nothing of this shell's
+  environment goes into the job: the members reach Nomad through their
+  client's task API socket, and Consul at the definition's
+  nomad { consul { address } } (default 127.0.0.1:8500). The job
   holds no token: under ACLs the members use their workload identity for
   Nomad and read CONSUL_HTTP_TOKEN from the Nomad variable nomad/jobs/JOB
   (key consul_token); see 'job run -store-consul-token'.

@@ -80,9 +80,12 @@ func writeDefinition(t *testing.T, name string) string {
     cpu          = 100
     memory_mb    = 128
     kill_timeout = "20s"
+    consul {
+      address = %q
+    }
   }
 }
-`, name)
+`, name, strings.TrimPrefix(cagent.Addr, "http://"))
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}

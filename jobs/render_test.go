@@ -1,0 +1,240 @@
+package jobs
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+)
+
+// jobspec is a rendered job, parsed as HCL so that tests read the settings
+// Nomad reads rather than search the text.
+type jobspec struct {
+	t   *testing.T
+	src []byte
+	top *hclsyntax.Body
+}
+
+// render renders the definition whose cluster block holds body.
+func render(t *testing.T, body string) jobspec {
+	t.Helper()
+	src := `cluster "db" {
+  provider "nomad" {}
+  coordination "consul" {}
+` + body + `
+}`
+	cl, _, diags := config.Load("db.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	spec, err := Render(cl, Options{Binary: "/usr/local/bin/etcd-nomad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclsyntax.ParseConfig([]byte(spec), "job.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("rendered job does not parse: %v\n%s", diags, spec)
+	}
+	return jobspec{t: t, src: []byte(spec), top: f.Body.(*hclsyntax.Body)}
+}
+
+// block returns the body at path, each step a block type ("group", "task",
+// "env"); nil when a step is missing.
+func (j jobspec) block(path ...string) *hclsyntax.Body {
+	b := j.top
+	for _, typ := range path {
+		var next *hclsyntax.Body
+		for _, blk := range b.Blocks {
+			if blk.Type == typ {
+				next = blk.Body
+				break
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		b = next
+	}
+	return b
+}
+
+// attr returns the source text of the attribute name at path ("" when
+// absent): `"5s"`, `true`, `"${NOMAD_UNIX_ADDR}"`.
+func (j jobspec) attr(name string, path ...string) string {
+	j.t.Helper()
+	b := j.block(path...)
+	if b == nil {
+		return ""
+	}
+	a, ok := b.Attributes[name]
+	if !ok {
+		return ""
+	}
+	return string(a.Expr.Range().SliceBytes(j.src))
+}
+
+var (
+	group = []string{"job", "group"}
+	task  = []string{"job", "group", "task"}
+	env   = []string{"job", "group", "task", "env"}
+)
+
+func in(path []string, more ...string) []string {
+	return append(append([]string(nil), path...), more...)
+}
+
+// Item 4 of the job review: the members' Nomad address came from the
+// renderer's NOMAD_ADDR (or 127.0.0.1:4646). They now use the task API
+// socket of their own client, which Nomad opens and names in
+// NOMAD_UNIX_ADDR ("unix://.../secrets/api.sock") for tasks whose
+// identity is in their environment (client/taskenv: only then).
+func TestRenderedNomadAddrIsTheTaskAPISocket(t *testing.T) {
+	t.Setenv("NOMAD_ADDR", "http://operator-laptop:4646")
+	j := render(t, "")
+	if got := j.attr("NOMAD_ADDR", env...); got != `"${NOMAD_UNIX_ADDR}"` {
+		t.Errorf("NOMAD_ADDR = %s, want the task API socket \"${NOMAD_UNIX_ADDR}\"", got)
+	}
+	if got := j.attr("env", in(task, "identity")...); got != "true" {
+		t.Errorf("identity { env = %s }: NOMAD_UNIX_ADDR and NOMAD_TOKEN are only set with env = true", got)
+	}
+}
+
+// Item 4: CONSUL_HTTP_ADDR came from the renderer's shell. It is now the
+// definition's nomad { consul { } }, the clients' local agent by default,
+// with its TLS settings rendered explicitly (empty ones too, so that
+// nothing is inherited from the client agent's environment).
+func TestRenderedConsulAddrFromTheDefinitionNotTheShell(t *testing.T) {
+	t.Setenv("CONSUL_HTTP_ADDR", "operator-laptop:8500")
+	t.Setenv("CONSUL_CACERT", "/home/op/ca.pem")
+	j := render(t, "")
+	for k, want := range map[string]string{
+		"CONSUL_HTTP_ADDR":       `"127.0.0.1:8500"`,
+		"CONSUL_HTTP_SSL":        `"false"`,
+		"CONSUL_CACERT":          `""`,
+		"CONSUL_TLS_SERVER_NAME": `""`,
+	} {
+		if got := j.attr(k, env...); got != want {
+			t.Errorf("default: %s = %s, want %s", k, got, want)
+		}
+	}
+	j = render(t, `nomad {
+    consul {
+      address         = "10.0.0.5:8501"
+      ca_file         = "/etc/consul.d/ca.pem"
+      tls_server_name = "server.dc1.consul"
+    }
+  }`)
+	for k, want := range map[string]string{
+		"CONSUL_HTTP_ADDR":       `"10.0.0.5:8501"`,
+		"CONSUL_HTTP_SSL":        `"true"`,
+		"CONSUL_CACERT":          `"/etc/consul.d/ca.pem"`,
+		"CONSUL_TLS_SERVER_NAME": `"server.dc1.consul"`,
+	} {
+		if got := j.attr(k, env...); got != want {
+			t.Errorf("with TLS: %s = %s, want %s", k, got, want)
+		}
+	}
+}
+
+// Item 6: restart { mode = "delay" } never fails the allocation, so a
+// member crash-looping on a broken node was never rescheduled. With mode
+// "fail" and bounded attempts the allocation fails and reschedule places
+// it again (e2e TestCrashLoopingMemberIsRescheduled shows Nomad doing it).
+func TestCrashLoopingMemberFailsItsAllocation(t *testing.T) {
+	j := render(t, "")
+	restart := in(group, "restart")
+	if got := j.attr("mode", restart...); got != `"fail"` {
+		t.Errorf("restart { mode = %s }, want \"fail\"", got)
+	}
+	if got := j.attr("attempts", restart...); got != "3" {
+		t.Errorf("restart { attempts = %s }, want 3", got)
+	}
+	if got := j.attr("interval", restart...); got != `"5m"` {
+		t.Errorf("restart { interval = %s }, want \"5m\"", got)
+	}
+	if got := j.attr("unlimited", in(group, "reschedule")...); got != "true" {
+		t.Errorf("reschedule { unlimited = %s }, want true", got)
+	}
+}
+
+// What the review found right stays: one member at a time, gated on the
+// Consul checks; no canaries; no check_restart (a cluster without quorum
+// fails every member's check, and restarting them all would not bring it
+// back); templates never restart or signal the member.
+func TestRenderedJobKeepsWhatTheReviewFoundRight(t *testing.T) {
+	j := render(t, "")
+	update := []string{"job", "update"}
+	if got := j.attr("max_parallel", update...); got != "1" {
+		t.Errorf("update { max_parallel = %s }, want 1", got)
+	}
+	if got := j.attr("health_check", update...); got != `"checks"` {
+		t.Errorf("update { health_check = %s }, want \"checks\"", got)
+	}
+	if got := j.attr("canary", update...); got != "" {
+		t.Errorf("update { canary = %s }, want none", got)
+	}
+	if strings.Contains(string(j.src), "check_restart") {
+		t.Error("the job has a check_restart block")
+	}
+	n := 0
+	for _, blk := range j.block(task...).Blocks {
+		if blk.Type != "template" {
+			continue
+		}
+		n++
+		if a, ok := blk.Body.Attributes["change_mode"]; !ok || string(a.Expr.Range().SliceBytes(j.src)) != `"noop"` {
+			t.Errorf("a template without change_mode = \"noop\"")
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d templates, want 2 (Consul token, definition)", n)
+	}
+}
+
+// Item 8: ephemeral_disk { size = 1024 } was under the default 2 GiB quota
+// alone. The disk now holds twice the quota (the database, and a second
+// copy while a snapshot is received, spooled or defragmented) plus 1 GiB
+// for the WAL and .snap files; with a host volume there is no such disk.
+func TestEphemeralDiskFollowsTheQuota(t *testing.T) {
+	for _, c := range []struct {
+		etcd string
+		want string
+	}{
+		{"", "5120"},
+		{`etcd { quota_backend_bytes = "8GiB" }`, "17408"},
+		{`etcd { quota_backend_bytes = "100MiB" }`, "1224"},
+		{`etcd { quota_backend_bytes = "1048577" }`, "1027"}, // rounded up to whole MiB
+	} {
+		j := render(t, c.etcd)
+		if got := j.attr("size", in(group, "ephemeral_disk")...); got != c.want {
+			t.Errorf("%q: ephemeral_disk { size = %s }, want %s", c.etcd, got, c.want)
+		}
+		if got := j.attr("sticky", in(group, "ephemeral_disk")...); got != "true" {
+			t.Errorf("%q: ephemeral_disk { sticky = %s }, want true", c.etcd, got)
+		}
+	}
+	j := render(t, `nomad {
+    driver      = "exec"
+    host_volume = "etcd"
+  }`)
+	if j.block(in(group, "ephemeral_disk")...) != nil {
+		t.Error("a host volume job also asks for an ephemeral disk of the quota's size")
+	}
+}
+
+// Item 8: the member's Consul service must be gone before the member gets
+// SIGTERM, so that clients looking it up stop choosing it while it hands
+// leadership away and leaves: the group's shutdown_delay (its services are
+// the group's) sits between deregistration and the kill signal.
+func TestShutdownDelayDeregistersBeforeSIGTERM(t *testing.T) {
+	j := render(t, "")
+	if got := j.attr("shutdown_delay", group...); got != `"5s"` {
+		t.Errorf("group shutdown_delay = %s, want \"5s\"", got)
+	}
+	if got := j.attr("kill_timeout", task...); got != `"30s"` {
+		t.Errorf("kill_timeout = %s, want \"30s\"", got)
+	}
+}
