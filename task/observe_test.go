@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -77,5 +78,42 @@ func TestRecoveryClocksRestartAfterEachLoss(t *testing.T) {
 	gone(11*time.Second, true)
 	if o := gone(20*time.Second, false); o.SeederGoneFor != 0 {
 		t.Fatalf("a seeder gone again after it came back counts %s, want 0", o.SeederGoneFor)
+	}
+}
+
+// Invariant 5: a running learner asks the other instances for the member
+// list, and an answer from another cluster behind their URLs (a restore or
+// recovery elsewhere, a reused address) is not taken as its own cluster's.
+func TestLearnerIgnoresAnotherClustersMemberList(t *testing.T) {
+	k := newKit(t, "m0", "m1", "m2")
+	_, m1, _ := joinLearner(t, k)
+	m1.waitReady(t)
+	other := newKit(t, "n0")
+	n0 := other.member("n0", nil)
+	other.seedForTest(n0)
+
+	// m0's instance now points at n0's client port: another cluster.
+	list := append([]config.StaticMember(nil), k.cl.Provider.Static...)
+	list[0].ClientPort = other.cl.Provider.Static[0].ClientPort
+	k.prov.Set(list)
+	o, err := m1.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MembersKnown {
+		t.Fatalf("m1 took cluster %x's member list as its own (%d members): it would act on another cluster's membership", o.MembersClusterID, len(o.Members))
+	}
+	// With m0's own endpoint back, the list is m1's cluster's.
+	k.prov.Set(k.cl.Provider.Static)
+	waitFor := time.Now().Add(10 * time.Second)
+	for {
+		o, err = m1.observe(context.Background())
+		if err == nil && o.MembersKnown {
+			break
+		}
+		if time.Now().After(waitFor) {
+			t.Fatalf("m1 never read its own cluster's member list again: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
