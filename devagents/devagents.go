@@ -90,8 +90,12 @@ type Agent struct {
 	// Token is the management token when the agent runs with ACLs
 	// (Options.ACL); empty otherwise.
 	Token string
-	cmd   *exec.Cmd
-	done  chan struct{}
+	// AllocDir is a Nomad client's alloc_dir: under Dir, or a short
+	// directory of its own when that would make task API socket paths
+	// too long.
+	AllocDir string
+	cmd      *exec.Cmd
+	done     chan struct{}
 
 	// Set by launch (Consul and Nomad), for Restart: the same binary, arguments and
 	// readiness check on the same ports and data dir.
@@ -113,8 +117,17 @@ func (a *Agent) PID() int { return a.cmd.Process.Pid }
 // agent restart.)
 func (a *Agent) Stop(timeout time.Duration) error {
 	err := a.stop(timeout)
-	if left := KillUnder(a.Dir); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "devagents: %s stopped with %d process(es) of its own still running; killed: %v\n", a.Name, len(left), left)
+	dirs := []string{a.Dir}
+	if a.AllocDir != "" && !strings.HasPrefix(a.AllocDir, a.Dir+"/") {
+		dirs = append(dirs, a.AllocDir)
+	}
+	for _, d := range dirs {
+		if left := KillUnder(d); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "devagents: %s stopped with %d process(es) of its own still running; killed: %v\n", a.Name, len(left), left)
+		}
+	}
+	if len(dirs) > 1 {
+		_ = os.RemoveAll(a.AllocDir)
 	}
 	return err
 }
@@ -384,8 +397,12 @@ func StartNomadWith(ctx context.Context, dir, consulAddr string, o Options) (*Ag
 	if err != nil {
 		return nil, err
 	}
-	cfg := nomadConfig(filepath.Join(dir, "data"), p, consulAddr, o, false)
-	return launch(ctx, "nomad", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
+	allocDir, err := allocDirFor(filepath.Join(dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := nomadConfig(filepath.Join(dir, "data"), allocDir, p, consulAddr, o, false)
+	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
 		if o.ACL && a.Token == "" {
 			tok, err := nomadBootstrap(ctx, a.Addr)
 			if err != nil {
@@ -394,7 +411,37 @@ func StartNomadWith(ctx context.Context, dir, consulAddr string, o Options) (*Ag
 			a.Token = tok
 		}
 		return a.nomadReady(ctx)
-	}, "-config", "agent", "-dev")
+	}, "-config", "agent", "-dev"))
+}
+
+// maxSocketPath is what a unix socket path may hold (sun_path, 108 bytes
+// with its terminating NUL), less a margin.
+const maxSocketPath = 104
+
+// allocDirFor is the client's alloc_dir: data/alloc, unless the task API
+// socket of an allocation there (alloc/<uuid>/etcd/secrets/api.sock, which
+// the members reach Nomad through) would be too long for a unix socket;
+// then a short directory under /tmp.
+func allocDirFor(data string) (string, error) {
+	def := filepath.Join(data, "alloc")
+	if len(def)+len("/12345678-1234-1234-1234-123456789012/etcd/secrets/api.sock") <= maxSocketPath {
+		return def, nil
+	}
+	d, err := os.MkdirTemp("/tmp", "nomad-alloc-")
+	if err != nil {
+		return "", fmt.Errorf("short alloc dir (the task API socket under %s would be too long): %w", def, err)
+	}
+	return d, nil
+}
+
+// withAllocDir records the client's alloc dir on a started agent.
+func withAllocDir(dir string) func(*Agent, error) (*Agent, error) {
+	return func(a *Agent, err error) (*Agent, error) {
+		if a != nil {
+			a.AllocDir = dir
+		}
+		return a, err
+	}
 }
 
 // nomadBootstrap bootstraps Nomad's ACL system and returns the management
@@ -565,15 +612,19 @@ func StartNomadServer(ctx context.Context, dir, consulAddr string) (*Agent, erro
 	if err != nil {
 		return nil, err
 	}
-	cfg := nomadConfig(filepath.Join(dir, "data"), p, consulAddr, Options{}, true)
-	return launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent")
+	allocDir, err := allocDirFor(filepath.Join(dir, "data"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := nomadConfig(filepath.Join(dir, "data"), allocDir, p, consulAddr, Options{}, true)
+	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent"))
 }
 
 // nomadConfig is a Nomad agent's configuration: server and client on
 // loopback, raw_exec on, cloud fingerprinters denied, registered with the
 // Consul agent at consulAddr. server selects a real single-node server
 // (with a data dir that survives restarts) rather than -dev.
-func nomadConfig(data string, p []int, consulAddr string, o Options, server bool) string {
+func nomadConfig(data, allocDir string, p []int, consulAddr string, o Options, server bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `bind_addr = "127.0.0.1"
 data_dir  = %q
@@ -603,6 +654,7 @@ server {
   min_dynamic_port  = 15000
   max_dynamic_port  = 19999`
 	}
+	client += fmt.Sprintf("\n  alloc_dir         = %q", allocDir)
 	fmt.Fprintf(&b, `client {
   network_interface = "lo"%s
   options = {
