@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
+	nomadprovider "github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -24,20 +25,27 @@ import (
 )
 
 // allocDataDir is where a running member keeps its data: the data_dir
-// default ${NOMAD_ALLOC_DIR}/data, read from the process's own environment.
+// default ${NOMAD_ALLOC_DIR}/data, in the directory named after its
+// allocation (data adopted from a previous allocation is moved there; the
+// member's own name stays the one persisted in it), read from the
+// process's own environment.
 func allocDataDir(t *testing.T, m task.Status) string {
 	t.Helper()
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.PID))
 	if err != nil {
 		t.Fatalf("environment of member %s (pid %d): %v", m.Name, m.PID, err)
 	}
+	vars := map[string]string{}
 	for _, kv := range bytes.Split(env, []byte{0}) {
-		if v, ok := strings.CutPrefix(string(kv), "NOMAD_ALLOC_DIR="); ok {
-			return filepath.Join(v, "data", m.Name)
+		if k, v, ok := strings.Cut(string(kv), "="); ok {
+			vars[k] = v
 		}
 	}
-	t.Fatalf("member %s (pid %d) has no NOMAD_ALLOC_DIR", m.Name, m.PID)
-	return ""
+	dir, alloc, group := vars["NOMAD_ALLOC_DIR"], vars["NOMAD_ALLOC_ID"], vars["NOMAD_GROUP_NAME"]
+	if dir == "" || alloc == "" || group == "" {
+		t.Fatalf("member %s (pid %d) lacks NOMAD_ALLOC_DIR, NOMAD_ALLOC_ID or NOMAD_GROUP_NAME", m.Name, m.PID)
+	}
+	return filepath.Join(dir, "data", nomadprovider.MemberName(group, alloc))
 }
 
 // loseMembers takes members away for good, as lost hosts: each process is
