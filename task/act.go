@@ -64,6 +64,18 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		if _, err := m.heldLock(); err != nil {
 			return err
 		}
+		// The observation may rest on a cached reading of the group
+		// (asg: up to 10 s old): read it afresh before asking for a
+		// replacement, so a launch that began meanwhile holds it back.
+		if inv, ok := r.(interface{ Invalidate() }); ok {
+			inv.Invalidate()
+		}
+		if inFlight, err := r.ReplacementInFlight(ctx); err != nil {
+			return fmt.Errorf("replacement state before replacing %s: %w", d.Target, err)
+		} else if inFlight {
+			m.log.Info("replacement held back: another one is in flight (fresh reading)", "instance", d.Target)
+			return nil
+		}
 		if err := r.MarkUnhealthy(ctx, d.Target); err != nil {
 			return err
 		}
