@@ -230,7 +230,7 @@ func (e *env) unmountLeftovers() {
 }
 
 func (e *env) dumpLogs() {
-	paths, _ := filepath.Glob(filepath.Join(e.nomad.Dir, "data", "alloc", "*", "alloc", "logs", "etcd.stderr.*"))
+	paths, _ := filepath.Glob(filepath.Join(e.nomad.AllocDir, "*", "alloc", "logs", "etcd.stderr.*"))
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -425,7 +425,7 @@ func (e *env) kill(pids ...int) {
 // memberDir is where a member keeps its data: data_dir (the allocation's
 // shared alloc/data) / member name.
 func (e *env) memberDir(in provider.Instance) (string, error) {
-	m, err := filepath.Glob(filepath.Join(e.nomad.Dir, "data", "alloc", "*", "alloc", "data", in.Name))
+	m, err := filepath.Glob(filepath.Join(e.nomad.AllocDir, "*", "alloc", "data", in.Name))
 	if err != nil {
 		return "", err
 	}

@@ -334,7 +334,7 @@ func (c *cluster) dumpLogs() {
 		return
 	}
 	for _, a := range list {
-		path := filepath.Join(workDir, "nomad", "data", "alloc", a.ID, "alloc", "logs", "etcd.stderr.0")
+		path := filepath.Join(nomad.AllocDir, a.ID, "alloc", "logs", "etcd.stderr.0")
 		b, err := os.ReadFile(path)
 		if err != nil {
 			continue

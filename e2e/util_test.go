@@ -12,6 +12,6 @@ func clientv3WithPrefixCount() []clientv3.OpOption {
 }
 
 func allocLog(id string) string {
-	b, _ := os.ReadFile(filepath.Join(workDir, "nomad", "data", "alloc", id, "alloc", "logs", "etcd.stderr.0"))
+	b, _ := os.ReadFile(filepath.Join(nomad.AllocDir, id, "alloc", "logs", "etcd.stderr.0"))
 	return string(b)
 }

@@ -37,11 +37,11 @@ var (
 func down(dir string, out io.Writer) error {
 	step := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
 	var errs []error
+	var st state
 	b, err := os.ReadFile(statePath(dir))
 	if err != nil {
 		fmt.Fprintln(out, "no demo state in", dir)
 	} else {
-		var st state
 		if err := json.Unmarshal(b, &st); err != nil {
 			return fmt.Errorf("read %s: %w", statePath(dir), err)
 		}
@@ -70,6 +70,14 @@ func down(dir string, out io.Writer) error {
 	left, err := killLeftovers(dir, step)
 	if err != nil {
 		errs = append(errs, err)
+	}
+	if st.AllocDir != "" {
+		n, err := killLeftovers(st.AllocDir, step)
+		left += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		_ = os.RemoveAll(st.AllocDir)
 	}
 	if left > 0 {
 		step("%d processes of the demo outlived its agents and were killed", left)

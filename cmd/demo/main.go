@@ -33,6 +33,10 @@ type state struct {
 	ConsulAddr string `json:"consul_addr"`
 	NomadAddr  string `json:"nomad_addr"`
 	Job        string `json:"job"`
+	// AllocDir is the Nomad client's alloc_dir when it is not under the
+	// demo dir (devagents moves it to /tmp when the demo dir is too deep
+	// for the task API socket's path).
+	AllocDir string `json:"alloc_dir,omitempty"`
 }
 
 // definition is the demo's cluster definition; %q is the Consul agent's
@@ -123,6 +127,9 @@ func up(dir, bin string) error {
 		return err
 	}
 	st := state{ConsulPID: consul.PID(), NomadPID: nomad.PID(), ConsulAddr: consul.Addr, NomadAddr: nomad.Addr, Job: "etcd-demo"}
+	if !strings.HasPrefix(nomad.AllocDir, dir+"/") {
+		st.AllocDir = nomad.AllocDir
+	}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	if err := os.WriteFile(statePath(dir), b, 0o600); err != nil {
 		return err

@@ -255,7 +255,7 @@ func devagentsNomad(t *testing.T) string {
 // allocLogs is the stderr of every allocation of the job on the dev agent.
 func allocLogs(t *testing.T, job string) string {
 	var b strings.Builder
-	files, _ := filepath.Glob(filepath.Join(nagent.Dir, "data", "alloc", "*", "alloc", "logs", "etcd.std*"))
+	files, _ := filepath.Glob(filepath.Join(nagent.AllocDir, "*", "alloc", "logs", "etcd.std*"))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err == nil {
