@@ -127,13 +127,33 @@ func (a *Agent) Stop(timeout time.Duration) error {
 		}
 	}
 	if len(dirs) > 1 {
+		// Nomad mounts a tmpfs on each task's secrets/ and private/; an
+		// allocation the agent did not destroy keeps them mounted.
+		unmountUnder(a.AllocDir)
 		_ = os.RemoveAll(a.AllocDir)
 	}
 	return err
 }
 
+// unmountUnder lazily unmounts every mount point under dir.
+func unmountUnder(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		if mp := f[4]; strings.HasPrefix(mp, dir+"/") {
+			_ = syscall.Unmount(mp, syscall.MNT_DETACH)
+		}
+	}
+}
+
 // KillUnder kills every process (but this one) whose command line names
-// dir: SIGTERM, then SIGKILL after 5 s. It returns the command lines of
+// dir or whose working directory is in it: SIGTERM, then SIGKILL after 5 s. It returns the command lines of
 // the processes it found.
 func KillUnder(dir string) []string {
 	if dir == "" {
@@ -159,7 +179,11 @@ func KillUnder(dir string) []string {
 			continue
 		}
 		cmd := strings.ReplaceAll(strings.TrimRight(string(b), "\x00"), "\x00", " ")
-		if !strings.Contains(cmd, abs+"/") && !strings.HasSuffix(cmd, abs) {
+		// A logmon names no path: its working directory is the agent's.
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		cwd = strings.TrimSuffix(cwd, " (deleted)")
+		inDir := cwd == abs || strings.HasPrefix(cwd, abs+"/")
+		if !inDir && !strings.Contains(cmd, abs+"/") && !strings.HasSuffix(cmd, abs) {
 			continue
 		}
 		pids = append(pids, pid)
