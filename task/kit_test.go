@@ -110,18 +110,7 @@ func (k *kit) memberWith(name string, co coord.Coordinator, snaps *Snapshots) *M
 // server. Safe to call more than once.
 func (m *Member) halt() {
 	m.stopEtcd()
-	m.releaseLock(context.Background())
-	m.mu.Lock()
-	if m.client != nil {
-		m.client.Close()
-		m.client = nil
-	}
-	m.mu.Unlock()
-	if m.http != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = m.http.Shutdown(ctx)
-		cancel()
-	}
+	m.closeResources()
 }
 
 // lockForTest takes the coordination lock for m, as the loop does after a

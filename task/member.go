@@ -397,6 +397,12 @@ func (m *Member) shutdown() {
 			m.log.Warn("etcd did not stop in time", "timeout", m.opts.StopTimeout)
 		}
 	}
+	m.closeResources()
+}
+
+// closeResources releases what a member holds besides etcd: the lock, its
+// etcd client and the status server. Safe to call more than once.
+func (m *Member) closeResources() {
 	m.releaseLock(context.Background())
 	m.mu.Lock()
 	if m.client != nil {
