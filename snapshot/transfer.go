@@ -123,7 +123,11 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 		pw.CloseWithError(err)
 		done <- result{tail, err}
 	}()
+	// A store that ignores ctx (a file store on a slow mount) still stops
+	// when the save is cancelled: its reads fail at once.
+	stopRead := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	stored, perr := store.Put(ctx, m.Name, pr)
+	stopRead()
 	pr.CloseWithError(perr)
 	res := <-done
 	if res.err == nil && !res.tail.ok() {
