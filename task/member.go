@@ -105,14 +105,20 @@ type Member struct {
 	summary           []byte // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
-	lastPreChange     time.Time
-	quorumLostSince   time.Time
-	seederGoneSince   time.Time
-	snapshotListed    time.Time
-	latestSnapshot    *planner.SnapshotInfo
-	startFailures     int // consecutive failed etcd starts
-	caChecked         time.Time
-	http              *http.Server
+	// snapRunning (under mu): a background save runs (startSnapshot).
+	snapRunning bool
+	// bgCtx ends when the member stops; bg counts background saves.
+	bgCtx           context.Context
+	bgCancel        context.CancelFunc
+	bg              sync.WaitGroup
+	lastPreChange   time.Time
+	quorumLostSince time.Time
+	seederGoneSince time.Time
+	snapshotListed  time.Time
+	latestSnapshot  *planner.SnapshotInfo
+	startFailures   int // consecutive failed etcd starts
+	caChecked       time.Time
+	http            *http.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -143,6 +149,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		unhealthyAt: map[uint64]time.Time{},
 		metrics:     newMetrics(o.Cluster.Name, o.Name),
 	}
+	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
@@ -329,7 +336,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.clearForceNew()
 	}
 	m.publishSummary(ctx, o)
-	m.maybeSnapshot(ctx, o)
+	m.maybeSnapshot(o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -383,6 +390,7 @@ func newToken() string {
 func (m *Member) shutdown() {
 	m.mu.Lock()
 	e := m.etcd
+	m.bgCancel() // a background upload stops now, not after the leave
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()
@@ -400,9 +408,11 @@ func (m *Member) shutdown() {
 	m.closeResources()
 }
 
-// closeResources releases what a member holds besides etcd: the lock, its
-// etcd client and the status server. Safe to call more than once.
+// closeResources releases what a member holds besides etcd: its
+// background save, the lock, its etcd client and the status server. Safe
+// to call more than once.
 func (m *Member) closeResources() {
+	m.stopBackground()
 	m.releaseLock(context.Background())
 	m.mu.Lock()
 	if m.client != nil {
@@ -729,7 +739,7 @@ func (m *Member) lastVoterSnapshot() {
 		}
 	}
 	if voters == 1 {
-		if err := m.saveSnapshot(ctx, o, "last voter stopping"); err != nil {
+		if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "last voter stopping"); err != nil {
 			m.log.Warn("snapshot of the last voter failed", "error", err)
 		}
 	}
