@@ -107,6 +107,9 @@ type Member struct {
 	nextSnapshotCheck time.Time
 	// snapRunning (under mu): a background save runs (startSnapshot).
 	snapRunning bool
+	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
+	pruning        bool
+	nextAsidePrune time.Time
 	// bgCtx ends when the member stops; bg counts background saves.
 	bgCtx           context.Context
 	bgCancel        context.CancelFunc
@@ -337,6 +340,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	m.publishSummary(ctx, o)
 	m.maybeSnapshot(o)
+	m.maybePruneAsides(o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
