@@ -361,7 +361,7 @@ func (d *decoder) validateNomadBinary(c *Cluster) {
 		case c.Provider.Kind != ProviderNomad:
 		case n.Binary == "":
 			d.warnf(d.rangeOf("nomad"), "No binary or artifact for the Nomad clients",
-				"set nomad { artifact { source = \"https://.../etcd-nomad_linux_amd64.tar.gz\", checksum = \"sha256:...\" } } (a new release is then a job change that Nomad rolls out one member at a time) or nomad { binary = \"/usr/local/bin/etcd-nomad\" } (installed on every client). 'job render' and 'job run' refuse this definition unless given -binary PATH (what the demo and the tests pass).")
+				"Name what the clients run: nomad { artifact { source = \"https://.../etcd-nomad_linux_amd64.tar.gz\", checksum = \"sha256:...\" } } (a new release is then a job change that Nomad rolls out one member at a time) or nomad { binary = \"/usr/local/bin/etcd-nomad\" } (installed on every client). 'job render' and 'job run' refuse this definition unless given -binary PATH (what the demo and the tests pass).")
 		case n.Driver != "docker" && !filepath.IsAbs(n.Binary):
 			d.errorf(d.rangeOf("nomad", "binary"), "Relative binary", "binary = %q is a path on the Nomad clients: give it in full, as in \"/usr/local/bin/etcd-nomad\".", n.Binary)
 		case n.Driver == "exec" && !underAny(n.Binary, execChroot):

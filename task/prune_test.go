@@ -98,7 +98,8 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 		{"20200102T000000.000000000Z-removed", old(), 100},
 		{"20200103T000000.000000000Z-removed", old(), 300}, // the newest copy of the old incarnation
 		{"20200104T000000.000000000Z-removed", old(), 200},
-		{"20200105T000000.000000000Z-removed", running(), 50}, // m0's own data is newer
+		{"20200105T000000.000000000Z-removed", running(), 50},                                                   // m0's own data is newer
+		{"20200105T120000.000000000Z-foreign", &Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 5}, // an epoch the record has not reached: never
 		{"20200106T000000.000000000Z-foreign", &Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 10},
 		{"20200107T000000.000000000Z-unreadable", nil, 0},
 		{"20200108T000000.000000000Z-removed", running(), 60},
@@ -138,7 +139,7 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 	stop := runLoop(t, m0)
 	defer stop()
 	want := []string{
-		"20200101T000000.000000000Z-foreign", "20200103T000000.000000000Z-removed", "20200106T000000.000000000Z-foreign",
+		"20200101T000000.000000000Z-foreign", "20200103T000000.000000000Z-removed", "20200105T120000.000000000Z-foreign", "20200106T000000.000000000Z-foreign",
 		"20200107T000000.000000000Z-unreadable", "20200108T000000.000000000Z-removed",
 	}
 	var got []string
