@@ -68,7 +68,7 @@ type Options struct {
 	// EtcdLogLevel, optional, defaults to "warn".
 	EtcdLogLevel string
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
-	// before membership changes and when the last voter stops.
+	// before a member is removed and when the last voter stops.
 	Snapshots *Snapshots
 }
 

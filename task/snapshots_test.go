@@ -14,6 +14,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
@@ -225,5 +226,49 @@ func TestSnapshotLeaseExcludesASecondUploader(t *testing.T) {
 	}
 	if l, err := m0.loadSnapshotLease(ctx); err != nil || l.Holder != "m0" || time.Until(l.Until) < snapshotTimeout {
 		t.Fatalf("lease after the takeover: %+v %v, want m0's, valid longer than a save", l, err)
+	}
+}
+
+// The backup before a removal starts in the background: the removal
+// happens at once, under the lock, while the backup uploads to a slow
+// store (it held the lock and the loop for the whole upload before).
+func TestRemovalDoesNotWaitForItsBackup(t *testing.T) {
+	k := newKit(t, "m0")
+	store := newSlowStore(t, k, 64<<10)
+	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
+	cli := k.seedForTest(m0)
+	putRandom(t, cli, 2<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	added, err := cli.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"}) // never started
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0.lockForTest(t)
+	o, err := m0.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d := planner.Decision{Kind: planner.RemoveMember, MemberID: added.Member.ID, Reason: "test"}
+	if err := m0.act(context.Background(), o, d); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	took := time.Since(start)
+	m0.releaseLock(context.Background())
+	if len(memberList(t, cli).Members) != 1 {
+		t.Fatal("the learner was not removed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if puts, active := store.state(); puts == 1 && active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			puts, active := store.state()
+			t.Fatalf("no backup uploading after the removal: %d uploads started, %d running", puts, active)
+		}
+	}
+	if took > 5*time.Second {
+		t.Fatalf("the removal took %v: it waited for its backup", took)
 	}
 }
