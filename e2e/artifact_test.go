@@ -52,6 +52,60 @@ func releaseArchive(t *testing.T, version string) ([]byte, string) {
 	return buf.Bytes(), "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// releases serves two release archives ("1", "2") on 127.0.0.1 until
+// the test ends; deploy points c's definition at one of them.
+type releases struct {
+	addr string
+	sums map[string]string
+}
+
+func serveReleases(t *testing.T) releases {
+	t.Helper()
+	archives := map[string][]byte{}
+	r := releases{sums: map[string]string{}}
+	for _, v := range []string{"1", "2"} {
+		archives[v], r.sums[v] = releaseArchive(t, v)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		v := strings.TrimSuffix(strings.TrimPrefix(req.URL.Path, "/etcd-nomad_"), "_linux.tar.gz")
+		b, ok := archives[v]
+		if !ok {
+			http.NotFound(w, req)
+			return
+		}
+		_, _ = w.Write(b)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	r.addr = ln.Addr().String()
+	return r
+}
+
+// deploy renders c's definition with nomad settings and the artifact of
+// release version (no -binary) and submits it with `nomad job run`.
+func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, version string) {
+	t.Helper()
+	block := fmt.Sprintf("  nomad {\n%s    artifact {\n      source   = \"http://%s/etcd-nomad_%s_linux.tar.gz\"\n      checksum = %q\n    }\n", settings, r.addr, version, r.sums[version])
+	if err := os.WriteFile(c.file, []byte(strings.Replace(string(orig), "  nomad {\n", block, 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := exec.Command(binary, "job", "render", c.file).CombinedOutput()
+	if err != nil {
+		t.Fatalf("job render: %v\n%s", err, spec)
+	}
+	path := filepath.Join(c.dir, "etcd.nomad.hcl")
+	if err := os.WriteFile(path, spec, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
+		t.Fatalf("nomad job run: %v\n%s", err, out)
+	}
+}
+
 // Issue 18, item 5 on real agents: the clients download the release named
 // by nomad { artifact }, check its checksum and run the binary from the
 // task directory (no -binary, no path on the clients); a new release is a
@@ -59,70 +113,30 @@ func releaseArchive(t *testing.T, version string) ([]byte, string) {
 // waiting for the previous one's check, and the cluster keeps its voters
 // and every acknowledged write.
 func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
-	releases := map[string][]byte{}
-	sums := map[string]string{}
-	for _, v := range []string{"1", "2"} {
-		releases[v], sums[v] = releaseArchive(t, v)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		v := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/etcd-nomad_"), "_linux.tar.gz")
-		b, ok := releases[v]
-		if !ok {
-			http.NotFound(w, r)
-			return
-		}
-		_, _ = w.Write(b)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
+	rel := serveReleases(t)
 	c := newCluster(t, "e2e-artifact", 3)
 	orig, err := os.ReadFile(c.file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	run := func(version string) {
-		t.Helper()
-		def := strings.Replace(string(orig), "  nomad {\n", fmt.Sprintf("  nomad {\n    artifact {\n      source   = \"http://%s/etcd-nomad_%s_linux.tar.gz\"\n      checksum = %q\n    }\n", ln.Addr(), version, sums[version]), 1)
-		if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		spec, err := exec.Command(binary, "job", "render", c.file).CombinedOutput() // no -binary: the artifact
-		if err != nil {
-			t.Fatalf("job render: %v\n%s", err, spec)
-		}
-		path := filepath.Join(c.dir, "etcd.nomad.hcl")
-		if err := os.WriteFile(path, spec, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
-			t.Fatalf("nomad job run: %v\n%s", err, out)
-		}
-	}
-	run("1")
+	rel.deploy(t, c, orig, "", "1")
 	c.waitPassing(3, 3*time.Minute)
-	for _, a := range c.allocs() {
-		if v := releaseIn(t, a.ID); v != "1" {
-			t.Fatalf("allocation %s runs release %q, want 1", a.ID, v)
-		}
-	}
 	before := map[string]bool{}
 	for _, a := range c.allocs() {
+		if v := releaseIn(a.ID); v != "1" {
+			t.Fatalf("allocation %s runs release %q, want 1", a.ID, v)
+		}
 		before[a.ID] = true
 	}
 	cli := c.client()
 	w := clustertest.StartWriter(cli, "artifact")
 	watch := clustertest.WatchMembership(cli)
-	run("2")
+	rel.deploy(t, c, orig, "", "2")
 	waitFor(t, 5*time.Minute, "every allocation replaced by one running release 2", func() (bool, string) {
 		allocs := c.allocs()
 		fresh := 0
 		for _, a := range allocs {
-			if !before[a.ID] && a.ClientStatus == "running" && releaseIn(t, a.ID) == "2" {
+			if !before[a.ID] && a.ClientStatus == "running" && releaseIn(a.ID) == "2" {
 				fresh++
 			}
 		}
@@ -138,10 +152,39 @@ func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 	clustertest.CheckAcked(t, c.client(), acked)
 }
 
+// Issue 18, item 5: the exec driver runs the member in a chroot (the
+// client's chroot_env); the artifact, unpacked into the task directory,
+// is inside it. Three members start, find Nomad through the task API
+// socket and Consul, and pass their checks.
+func TestExecDriverRunsTheRelease(t *testing.T) {
+	rel := serveReleases(t)
+	c := newCluster(t, "e2e-exec", 3)
+	orig, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// exec enforces memory_mb (raw_exec does not): give etcd room.
+	orig = []byte(strings.Replace(string(orig), "memory_mb = 128", "memory_mb = 256", 1))
+	rel.deploy(t, c, orig, "    driver = \"exec\"\n", "1")
+	took := c.waitPassing(3, 5*time.Minute)
+	t.Logf("3 members on the exec driver passing after %s", took.Round(time.Second))
+	for _, a := range c.allocs() {
+		full, _, err := nomadClient(t).Allocations().Info(a.ID, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := full.Job.TaskGroups[0].Tasks[0].Driver; d != "exec" {
+			t.Fatalf("allocation %s ran driver %q", a.ID, d)
+		}
+		if v := releaseIn(a.ID); v != "1" {
+			t.Fatalf("allocation %s: release %q in its task directory, want 1", a.ID, v)
+		}
+	}
+}
+
 // releaseIn reads the VERSION file the artifact unpacked into allocation
 // id's task directory ("" when absent).
-func releaseIn(t *testing.T, id string) string {
-	t.Helper()
+func releaseIn(id string) string {
 	b, err := os.ReadFile(filepath.Join(nomad.AllocDir, id, "etcd", "local", "VERSION"))
 	if err != nil {
 		return ""
