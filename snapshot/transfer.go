@@ -61,13 +61,17 @@ type From struct {
 	SpoolDir string
 }
 
-// Save streams a snapshot of one member into store: etcd's snapshot
-// stream is spooled to a local file, its revision read from the data
-// itself (Revision), then the file goes through zstd → age (if enabled) →
-// the store, never whole in memory. The object is named after its
-// revision, which is why the revision must be known before the upload
-// starts. etcd's trailing hash is checked on the way; the metadata is
-// written last, with the plaintext's sha256.
+// Save streams a snapshot of one member into store in one pass: etcd's
+// snapshot stream goes at the same time to a local spool file and through
+// zstd → age (if enabled) → the store, never whole in memory, so that
+// compression and encryption run while etcd still sends. The revision is
+// read from the spooled data itself (Revision) once the stream has ended
+// and goes into the metadata, which is written last, with the
+// plaintext's sha256; etcd's trailing hash is checked on the way.
+//
+// The object's name carries the member's revision when the save started
+// (its Status, taken just before the stream): the snapshot holds at least
+// that revision. Meta.Revision is the exact one.
 func Save(ctx context.Context, from From, store Store, src Source, enc Encryption, progress Progress) (Meta, error) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{from.Endpoint}, TLS: from.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -88,30 +92,19 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 	if err := spool.Chmod(0o600); err != nil {
 		return Meta{}, err
 	}
+	m := Meta{
+		Cluster: src.Cluster, ClusterID: src.ClusterID, Epoch: src.Epoch,
+		Endpoint: from.Endpoint, MemberID: fmt.Sprintf("%x", st.Header.MemberId),
+		EtcdVersion: st.Version, Created: created,
+		Encrypted: enc.Enabled(), Codec: Codec,
+	}
+	m.Name = ObjectName(src.Cluster, src.Epoch, st.Header.Revision, created, m.Encrypted)
 	rc, err := cli.Snapshot(ctx)
 	if err != nil {
 		return Meta{}, fmt.Errorf("start snapshot of %s: %w", from.Endpoint, err)
 	}
+	defer rc.Close()
 	in := &progressReader{r: rc, start: time.Now(), fn: progress}
-	_, err = io.Copy(spool, in)
-	rc.Close()
-	if err != nil {
-		return Meta{}, fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
-	}
-	rev, err := Revision(spool.Name())
-	if err != nil {
-		return Meta{}, fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
-	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return Meta{}, err
-	}
-	m := Meta{
-		Cluster: src.Cluster, ClusterID: src.ClusterID, Epoch: src.Epoch,
-		Revision: rev, Endpoint: from.Endpoint, MemberID: fmt.Sprintf("%x", st.Header.MemberId),
-		EtcdVersion: st.Version, Created: created,
-		Encrypted: enc.Enabled(), Codec: Codec,
-	}
-	m.Name = ObjectName(src.Cluster, src.Epoch, m.Revision, created, m.Encrypted)
 	pr, pw := io.Pipe()
 	type result struct {
 		tail *tailHash
@@ -119,7 +112,10 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 	}
 	done := make(chan result, 1)
 	go func() {
-		tail, err := encode(pw, spool, enc)
+		tail, err := encode(pw, io.TeeReader(in, spool), enc)
+		if err != nil {
+			err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
+		}
 		pw.CloseWithError(err)
 		done <- result{tail, err}
 	}()
@@ -128,6 +124,11 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 	res := <-done
 	if res.err == nil && !res.tail.ok() {
 		res.err = fmt.Errorf("snapshot of %s: etcd's own hash at the end of the stream does not match its content: %w", from.Endpoint, ErrChecksum)
+	}
+	if res.err == nil {
+		if m.Revision, res.err = Revision(spool.Name()); res.err != nil {
+			res.err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, res.err)
+		}
 	}
 	if res.err != nil || perr != nil {
 		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr, discard(ctx, store, m.Name)))
