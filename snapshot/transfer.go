@@ -105,6 +105,30 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 	}
 	defer rc.Close()
 	in := &progressReader{r: rc, start: time.Now(), fn: progress}
+	tail, stored, err := upload(ctx, store, m.Name, io.TeeReader(in, spool), enc)
+	if err != nil {
+		err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
+	}
+	if err == nil {
+		if m.Revision, err = Revision(spool.Name()); err != nil {
+			err = errors.Join(fmt.Errorf("snapshot of %s: %w", from.Endpoint, err), discard(ctx, store, m.Name))
+		}
+	}
+	if err != nil {
+		return Meta{}, fmt.Errorf("save snapshot: %w", err)
+	}
+	m.Size, m.SHA256, m.StoredSize = tail.n, hex.EncodeToString(tail.sum()), stored
+	if err := putMeta(ctx, store, m); err != nil {
+		return Meta{}, err
+	}
+	return m, nil
+}
+
+// upload encodes the plaintext read from r (etcd's format: the data,
+// then its sha256) into store under name, encoding while the store
+// writes. On any failure the object is deleted (discard) and the error
+// says why; the metadata is the caller's to write (putMeta).
+func upload(ctx context.Context, store Store, name string, r io.Reader, enc Encryption) (*tailHash, int64, error) {
 	pr, pw := io.Pipe()
 	type result struct {
 		tail *tailHash
@@ -112,34 +136,30 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 	}
 	done := make(chan result, 1)
 	go func() {
-		tail, err := encode(pw, io.TeeReader(in, spool), enc)
-		if err != nil {
-			err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
-		}
+		tail, err := encode(pw, r, enc)
 		pw.CloseWithError(err)
 		done <- result{tail, err}
 	}()
-	stored, perr := store.Put(ctx, m.Name, pr)
+	stored, perr := store.Put(ctx, name, pr)
 	pr.CloseWithError(perr)
 	res := <-done
 	if res.err == nil && !res.tail.ok() {
-		res.err = fmt.Errorf("snapshot of %s: etcd's own hash at the end of the stream does not match its content: %w", from.Endpoint, ErrChecksum)
-	}
-	if res.err == nil {
-		if m.Revision, res.err = Revision(spool.Name()); res.err != nil {
-			res.err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, res.err)
-		}
+		res.err = fmt.Errorf("the hash at the end of the stream does not match its content: %w", ErrChecksum)
 	}
 	if res.err != nil || perr != nil {
-		return Meta{}, fmt.Errorf("save snapshot: %w", errors.Join(res.err, perr, discard(ctx, store, m.Name)))
+		return nil, 0, errors.Join(res.err, perr, discard(ctx, store, name))
 	}
-	m.Size, m.SHA256, m.StoredSize = res.tail.n, hex.EncodeToString(res.tail.sum()), stored
+	return res.tail, stored, nil
+}
+
+// putMeta writes the metadata of an uploaded object, last: without it
+// the object is listed nowhere and no retention would ever remove it,
+// so a failure deletes the object.
+func putMeta(ctx context.Context, store Store, m Meta) error {
 	if err := store.PutMeta(ctx, m); err != nil {
-		// Without its metadata the object is listed nowhere and no
-		// retention would ever remove it.
-		return Meta{}, errors.Join(err, discard(ctx, store, m.Name))
+		return errors.Join(err, discard(ctx, store, m.Name))
 	}
-	return m, nil
+	return nil
 }
 
 // discard deletes the object of a failed save, on a fresh context: the

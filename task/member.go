@@ -105,6 +105,9 @@ type Member struct {
 	summary           []byte // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
+	snapshotDue       bool // a full snapshot is wanted now (a new delta chain)
+	deltas            *deltaRun
+	nextDeltaStart    time.Time
 	lastPreChange     time.Time
 	quorumLostSince   time.Time
 	seederGoneSince   time.Time
@@ -330,6 +333,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	m.publishSummary(ctx, o)
 	m.maybeSnapshot(ctx, o)
+	m.superviseDeltas(ctx, o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -381,6 +385,7 @@ func newToken() string {
 }
 
 func (m *Member) shutdown() {
+	m.stopDeltas(true)
 	m.mu.Lock()
 	e := m.etcd
 	m.mu.Unlock()

@@ -21,6 +21,10 @@ type Snapshots struct {
 	Interval    time.Duration
 	RetainCount int
 	RetainAge   time.Duration
+	// DeltaEvery, when positive, turns continuous backup on: the leader
+	// records every change after the newest full snapshot into delta
+	// segments flushed this often (superviseDeltas).
+	DeltaEvery time.Duration
 }
 
 // snapshotCheckEvery bounds how often the leader looks at the store.
@@ -32,6 +36,9 @@ type snapshotMetrics struct {
 	size     prometheus.Gauge
 	duration prometheus.Gauge
 	failures prometheus.Counter
+	// Continuous backup: the last delta segment stored.
+	deltaRevision prometheus.Gauge
+	deltaLast     prometheus.Gauge
 }
 
 func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *snapshotMetrics {
@@ -44,8 +51,11 @@ func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *sna
 		size:     g("etcd_nomad_snapshot_last_size_bytes", "Plaintext size of the last snapshot this member saved."),
 		duration: g("etcd_nomad_snapshot_last_duration_seconds", "How long the last snapshot took."),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_snapshot_failures_total", Help: "Snapshots that failed.", ConstLabels: labels}),
+
+		deltaRevision: g("etcd_nomad_delta_last_revision", "Last revision of the last delta segment this member stored (continuous backup)."),
+		deltaLast:     g("etcd_nomad_delta_last_timestamp_seconds", "Time of the last delta segment this member stored."),
 	}
-	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures)
+	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures, sm.deltaRevision, sm.deltaLast)
 	return sm
 }
 
@@ -128,12 +138,18 @@ func (m *Member) maybeSnapshot(ctx context.Context, o planner.Observation) {
 		m.snapMetrics.failures.Inc()
 		return
 	}
-	if n := len(list); n > 0 && time.Since(list[n-1].Created) < s.Interval {
+	if full, _, _, ok := snapshot.Newest(list); ok && time.Since(full.Created) < s.Interval && !m.snapshotDue {
 		return
 	}
-	if err := m.saveSnapshot(ctx, o, "scheduled"); err != nil {
-		m.log.Warn("scheduled snapshot failed", "error", err)
+	why := "scheduled"
+	if m.snapshotDue {
+		why = "a new delta chain"
 	}
+	if err := m.saveSnapshot(ctx, o, why); err != nil {
+		m.log.Warn("scheduled snapshot failed", "error", err)
+		return
+	}
+	m.snapshotDue = false
 }
 
 // revisionBump is how far a recovery from meta bumps revisions: derived
