@@ -233,8 +233,8 @@ type Deltas struct {
 	Encryption snapshot.Encryption
 }
 
-// InstallSnapshot seeds a member's data dir (root) from a verified
-// plaintext snapshot file as a new incarnation: the current data is set
+// InstallSnapshot seeds a member's data dir (root) from a plaintext
+// snapshot file verified by snapshot.Fetch as a new incarnation: the current data is set
 // aside (renamed, never deleted, tagged why), etcd's restore writes the
 // new data, the deltas are replayed over it (snapshot.Replay: a damaged
 // segment ends the replay there, as the result's Stopped says), and only
@@ -247,7 +247,7 @@ func InstallSnapshot(ctx context.Context, root, plain string, in Incarnation, de
 	if err != nil {
 		return "", snapshot.ReplayResult{}, err
 	}
-	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.etcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump})
+	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.etcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump, Verified: true})
 	if err != nil {
 		return aside, snapshot.ReplayResult{}, err
 	}
