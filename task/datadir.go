@@ -73,6 +73,16 @@ func (d dataDir) writeMeta(m Meta) error {
 	return os.Rename(p+".tmp", p)
 }
 
+// dropMetaWithoutData removes metadata that no etcd data goes with: what a
+// seed wrote before it failed. It names no incarnation this member holds
+// and is written again by the next start; metadata beside etcd data is
+// never touched.
+func (d dataDir) dropMetaWithoutData() {
+	if !d.hasEtcdData() {
+		_ = os.Remove(filepath.Join(d.current(), metaFile))
+	}
+}
+
 // caFile keeps the cluster CA (certificate and key) the member's
 // certificates were issued from, next to them.
 func (d dataDir) caFile() string { return filepath.Join(d.tlsDir(), "ca.bundle") }
