@@ -67,6 +67,8 @@ const (
 	// default: the one on their own Nomad client, at Consul's default
 	// HTTP address.
 	DefaultNomadConsulAddress = "127.0.0.1:8500"
+	// DefaultArtifactPath is where the binary sits in a release archive.
+	DefaultArtifactPath = "etcd-nomad"
 )
 
 // Cluster is a decoded, defaulted and validated cluster definition.
@@ -211,8 +213,12 @@ type NomadJob struct {
 	CPU         int
 	MemoryMB    int
 	// Binary is the etcd-nomad binary's path on the Nomad clients
-	// (raw_exec, exec); default: the path of the CLI that renders the job.
+	// (raw_exec, exec), or the image (docker). Rendering needs it, an
+	// Artifact, or the renderer's -binary flag.
 	Binary string
+	// Artifact, optional, is the release the clients download for each
+	// allocation instead of Binary.
+	Artifact *NomadArtifact
 	// HostVolume, when set, keeps data on this Nomad host volume instead
 	// of the allocation's sticky ephemeral disk.
 	HostVolume string
@@ -220,6 +226,26 @@ type NomadJob struct {
 	KillTimeout time.Duration
 	// Consul is how the members reach Consul from their Nomad client.
 	Consul NomadConsul
+	// Where is "file:line" of the nomad block (of the cluster block when
+	// there is none), for the renderer's messages.
+	Where string
+}
+
+// NomadArtifact is an etcd-nomad release the Nomad clients download into
+// each allocation (Nomad's artifact block), checked against Checksum: a new
+// release is a change of the job, which Nomad rolls out one member at a
+// time, each waiting for the previous one's check.
+type NomadArtifact struct {
+	// Source is the archive's URL (go-getter): .tar.gz, .tgz, .tar.xz,
+	// .txz, .tar.bz2, .tbz2, .tar.zst, .tzst, .tar or .zip, which Nomad
+	// unpacks keeping the executable bit (a bare file would arrive
+	// without it).
+	Source string
+	// Checksum is "sha256:<hex>" or "sha512:<hex>" of the archive.
+	Checksum string
+	// Path is the binary's path inside the unpacked archive; default
+	// "etcd-nomad".
+	Path string
 }
 
 // NomadConsul is the Consul agent the members use, as seen from the Nomad

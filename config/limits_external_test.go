@@ -27,6 +27,7 @@ func TestRenderedJobMatchesConfigLimits(t *testing.T) {
   provider "nomad" {}
   coordination "consul" {}
   nomad {
+    binary       = "/usr/local/bin/etcd-nomad"
     driver       = "exec"
     host_volume  = "etcd"
     kill_timeout = "15s"

@@ -39,7 +39,7 @@ func (d def) src() string {
 	if d.snapshot != "" {
 		fmt.Fprintf(&b, "  snapshot {\n    store \"file\" { path = \"/s\" }\n    %s\n  }\n", d.snapshot)
 	}
-	fmt.Fprintf(&b, "  nomad {\n    %s\n  }\n}\n", d.nomad)
+	fmt.Fprintf(&b, "  nomad {\n    binary = \"/usr/local/bin/etcd-nomad\"\n    %s\n  }\n}\n", d.nomad)
 	return b.String()
 }
 

@@ -143,17 +143,24 @@ type snapStoreSchema struct {
 }
 
 type nomadSchema struct {
-	Job         *string            `hcl:"job,optional"`
-	Datacenters *[]string          `hcl:"datacenters,optional"`
-	Namespace   *string            `hcl:"namespace,optional"`
-	Region      *string            `hcl:"region,optional"`
-	Driver      *string            `hcl:"driver,optional"`
-	CPU         *int               `hcl:"cpu,optional"`
-	MemoryMB    *int               `hcl:"memory_mb,optional"`
-	Binary      *string            `hcl:"binary,optional"`
-	HostVolume  *string            `hcl:"host_volume,optional"`
-	KillTimeout *string            `hcl:"kill_timeout,optional"`
-	Consul      *nomadConsulSchema `hcl:"consul,block"`
+	Job         *string              `hcl:"job,optional"`
+	Datacenters *[]string            `hcl:"datacenters,optional"`
+	Namespace   *string              `hcl:"namespace,optional"`
+	Region      *string              `hcl:"region,optional"`
+	Driver      *string              `hcl:"driver,optional"`
+	CPU         *int                 `hcl:"cpu,optional"`
+	MemoryMB    *int                 `hcl:"memory_mb,optional"`
+	Binary      *string              `hcl:"binary,optional"`
+	Artifact    *nomadArtifactSchema `hcl:"artifact,block"`
+	HostVolume  *string              `hcl:"host_volume,optional"`
+	KillTimeout *string              `hcl:"kill_timeout,optional"`
+	Consul      *nomadConsulSchema   `hcl:"consul,block"`
+}
+
+type nomadArtifactSchema struct {
+	Source   string  `hcl:"source"`
+	Checksum string  `hcl:"checksum"`
+	Path     *string `hcl:"path,optional"`
 }
 
 type nomadConsulSchema struct {
@@ -396,6 +403,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Snapshot = d.snapshot(*s.Snapshot)
 	}
 	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second, Consul: NomadConsul{Address: DefaultNomadConsulAddress}}
+	if r := d.rangeOf("nomad"); r != nil {
+		c.Nomad.Where = fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
+	}
 	if n := s.Nomad; n != nil {
 		c.Nomad.Job = str(n.Job, c.Nomad.Job)
 		if n.Datacenters != nil {
@@ -407,6 +417,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.CPU = num(n.CPU, c.Nomad.CPU)
 		c.Nomad.MemoryMB = num(n.MemoryMB, c.Nomad.MemoryMB)
 		c.Nomad.Binary = str(n.Binary, "")
+		if a := n.Artifact; a != nil {
+			c.Nomad.Artifact = &NomadArtifact{Source: a.Source, Checksum: a.Checksum, Path: str(a.Path, DefaultArtifactPath)}
+		}
 		c.Nomad.HostVolume = str(n.HostVolume, "")
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 		if cs := n.Consul; cs != nil {

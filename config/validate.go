@@ -321,6 +321,7 @@ func (d *decoder) validateNomadJob(c *Cluster) {
 	if n.HostVolume != "" && n.Driver == "raw_exec" {
 		d.errorf(d.rangeOf("nomad", "host_volume"), "host_volume needs another driver", "host_volume = %q cannot be mounted with driver \"raw_exec\", which supports no volume mounts (Nomad: \"does not support host volumes\"); use driver \"exec\" or \"docker\", or remove host_volume to keep data on the sticky ephemeral disk.", n.HostVolume)
 	}
+	d.validateNomadBinary(c)
 	if n.CPU < NomadMinCPU {
 		d.errorf(d.rangeOf("nomad", "cpu"), "Invalid cpu", "cpu must be at least %d MHz (Nomad's minimum), got %d.", NomadMinCPU, n.CPU)
 	}
@@ -339,6 +340,75 @@ func (d *decoder) validateNomadJob(c *Cluster) {
 	case n.KillTimeout > NomadMaxKillTimeout:
 		d.warnf(rng, "kill_timeout over Nomad's max_kill_timeout", "kill_timeout = %s is over %s: clients cap it at max_kill_timeout, 30s by default, without a word; raise max_kill_timeout on the clients or use at most %s.", n.KillTimeout, NomadMaxKillTimeout, NomadMaxKillTimeout)
 	}
+}
+
+// artifactArchives are the archive suffixes go-getter unpacks: an
+// unpacked archive keeps the executable bit, a bare downloaded file does
+// not (Nomad issues 2200, 4809).
+var artifactArchives = []string{".tar.gz", ".tgz", ".tar.xz", ".txz", ".tar.bz2", ".tbz2", ".tar.zst", ".tzst", ".tar", ".zip"}
+
+// artifactChecksum is what go-getter's checksum option takes, limited to
+// hashes that still resist forgery.
+var artifactChecksum = regexp.MustCompile(`^(sha256:[0-9a-f]{64}|sha512:[0-9a-f]{128})$`)
+
+// execChroot is the exec driver's default chroot_env: what the task sees
+// of the client's file system.
+var execChroot = []string{"/bin", "/etc", "/lib", "/lib32", "/lib64", "/run/resolvconf", "/sbin", "/usr"}
+
+// validateNomadBinary checks what the clients run: a binary (or image),
+// or an artifact, named on purpose. The renderer's own path, the old
+// default, is a path on the operator's machine, and replacing that file
+// never changes the job, so nothing rolls out.
+func (d *decoder) validateNomadBinary(c *Cluster) {
+	n := c.Nomad
+	a := n.Artifact
+	if a == nil {
+		switch {
+		case c.Provider.Kind != ProviderNomad:
+		case n.Binary == "":
+			d.warnf(d.rangeOf("nomad"), "No binary or artifact for the Nomad clients",
+				"Name what the clients run: nomad { artifact { source = \"https://.../etcd-nomad_linux_amd64.tar.gz\", checksum = \"sha256:...\" } } (a new release is then a job change that Nomad rolls out one member at a time) or nomad { binary = \"/usr/local/bin/etcd-nomad\" } (installed on every client). 'job render' and 'job run' refuse this definition unless given -binary PATH (what the demo and the tests pass).")
+		case n.Driver != "docker" && !filepath.IsAbs(n.Binary):
+			d.errorf(d.rangeOf("nomad", "binary"), "Relative binary", "binary = %q is a path on the Nomad clients: give it in full, as in \"/usr/local/bin/etcd-nomad\".", n.Binary)
+		case n.Driver == "exec" && !underAny(n.Binary, execChroot):
+			d.warnf(d.rangeOf("nomad", "binary"), "binary outside the exec chroot", "driver \"exec\" runs the member in a chroot holding %s (the clients' default chroot_env): binary = %q is not in it, unless the clients' chroot_env adds it. Install it under /usr, or use an artifact.", strings.Join(execChroot, ", "), n.Binary)
+		}
+		return
+	}
+	rng := d.rangeOf("nomad", "artifact")
+	if n.Binary != "" {
+		d.errorf(d.rangeOf("nomad", "binary"), "binary and artifact both set", "binary = %q and an artifact name two different programs to run: keep one.", n.Binary)
+	}
+	if n.Driver == "docker" {
+		d.errorf(rng, "artifact with driver docker", "driver \"docker\" runs the image in binary; an artifact is for \"raw_exec\" and \"exec\".")
+	}
+	src := a.Source
+	if i := strings.IndexAny(src, "?#"); i >= 0 {
+		src = src[:i]
+	}
+	archive := strings.Contains(a.Source, "archive=")
+	for _, ext := range artifactArchives {
+		archive = archive || strings.HasSuffix(src, ext)
+	}
+	if !archive {
+		d.errorf(d.rangeOf("nomad", "artifact", "source"), "artifact is not an archive", "source = %q: Nomad downloads a bare file without its executable bit, so the task could not start. Publish the binary in an archive (%s), as release tarballs are.", a.Source, strings.Join(artifactArchives, ", "))
+	}
+	if !artifactChecksum.MatchString(a.Checksum) {
+		d.errorf(d.rangeOf("nomad", "artifact", "checksum"), "Invalid artifact checksum", "checksum = %q: write \"sha256:\" or \"sha512:\" and the archive's hash in lowercase hex (sha256sum prints it). Nomad refuses to start a member whose download does not match.", a.Checksum)
+	}
+	if p := a.Path; filepath.IsAbs(p) || p != filepath.Clean(p) || p == "." || strings.HasPrefix(p, "../") || p == ".." {
+		d.errorf(d.rangeOf("nomad", "artifact", "path"), "Invalid artifact path", "path = %q is the binary's place inside the unpacked archive: a clean relative path such as \"etcd-nomad\" or \"etcd-nomad_1.0_linux_amd64/etcd-nomad\".", a.Path)
+	}
+}
+
+// underAny reports whether path lies under one of dirs.
+func underAny(path string, dirs []string) bool {
+	for _, dir := range dirs {
+		if strings.HasPrefix(path, dir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // validateNomadConsul checks the members' Consul address and TLS: TLS

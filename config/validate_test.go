@@ -66,6 +66,7 @@ func TestHostVolumeRefusedWithRawExec(t *testing.T) {
   nomad {
     ` + driver + `
     host_volume = "etcd"
+    binary      = "/usr/bin/etcd-nomad"
   }
 }`)
 	}
@@ -97,6 +98,7 @@ func TestHostVolumeDataDirOffTheVolumeWarns(t *testing.T) {
   nomad {
     driver      = "exec"
     host_volume = "etcd"
+    binary      = "/usr/bin/etcd-nomad"
   }
 }`)
 	}
@@ -165,6 +167,71 @@ func TestNomadConsulAddressIsASetting(t *testing.T) {
 		}
 		if !diagAt(diags, bad.summary, line) {
 			t.Errorf("%s: want %q at line %d, got %v", bad.block, bad.summary, line, diags)
+		}
+	}
+}
+
+// Issue 18, item 5: the binary defaulted to the renderer's own path (a
+// path on the operator's machine, whose replacement never changes the
+// job). What the clients run is now named on purpose: a binary, or a
+// release archive with its checksum. Each problem is reported at its
+// field's line.
+func TestNomadBinaryOrArtifact(t *testing.T) {
+	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	src := func(nomad string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    ` + nomad + `
+  }
+}`)
+	}
+	artifact := func(source, checksum, path string) string {
+		s := "artifact {\n      source   = \"" + source + "\"\n      checksum = \"" + checksum + "\"\n"
+		if path != "" {
+			s += "      path     = \"" + path + "\"\n"
+		}
+		return s + "    }"
+	}
+	const rel = "https://releases.example.com/etcd-nomad_0.1.0_linux_amd64.tar.gz"
+	for _, c := range []struct {
+		name, nomad string
+		sev         hcl.DiagnosticSeverity // 0: no diagnostic
+		summary     string
+		line        int
+	}{
+		{"nothing named", `cpu = 500`, hcl.DiagWarning, "No binary or artifact for the Nomad clients", 4},
+		{"binary", `binary = "/usr/local/bin/etcd-nomad"`, 0, "", 0},
+		{"relative binary", `binary = "bin/etcd-nomad"`, hcl.DiagError, "Relative binary", 5},
+		{"exec, binary in /usr", "driver = \"exec\"\n    binary = \"/usr/local/bin/etcd-nomad\"", 0, "", 0},
+		{"exec, binary outside the chroot", "driver = \"exec\"\n    binary = \"/opt/etcd-nomad\"", hcl.DiagWarning, "binary outside the exec chroot", 6},
+		{"docker image", "driver = \"docker\"\n    binary = \"registry.example.com/etcd-nomad:0.1.0\"", 0, "", 0},
+		{"artifact", artifact(rel, sum, ""), 0, "", 0},
+		{"artifact, exec, path in a directory", "driver = \"exec\"\n    " + artifact("https://r.example.com/e.zip?x=1", sum, "etcd-nomad_0.1.0/etcd-nomad"), 0, "", 0},
+		{"artifact, archive= query", artifact("https://r.example.com/download?archive=tar.gz", sum, ""), 0, "", 0},
+		{"artifact, a bare file", artifact("https://r.example.com/etcd-nomad_linux_amd64", sum, ""), hcl.DiagError, "artifact is not an archive", 6},
+		{"artifact, md5", artifact(rel, "md5:0123456789abcdef0123456789abcdef", ""), hcl.DiagError, "Invalid artifact checksum", 7},
+		{"artifact, uppercase hex", artifact(rel, strings.ToUpper(sum), ""), hcl.DiagError, "Invalid artifact checksum", 7},
+		{"artifact, path leaves the archive", artifact(rel, sum, "../etcd-nomad"), hcl.DiagError, "Invalid artifact path", 8},
+		{"artifact and binary", "binary = \"/usr/local/bin/etcd-nomad\"\n    " + artifact(rel, sum, ""), hcl.DiagError, "binary and artifact both set", 5},
+		{"artifact with docker", "driver = \"docker\"\n    " + artifact(rel, sum, ""), hcl.DiagError, "artifact with driver docker", 6},
+	} {
+		cl, _, diags := Load("x.hcl", src(c.nomad))
+		if c.sev == 0 {
+			if len(diags) > 0 {
+				t.Errorf("%s: want no diagnostic, got %v", c.name, diags)
+			} else if strings.HasPrefix(c.name, "artifact") && (cl.Nomad.Artifact == nil || cl.Nomad.Artifact.Checksum != sum || cl.Nomad.Artifact.Path == "") {
+				t.Errorf("%s: decoded %+v", c.name, cl.Nomad.Artifact)
+			}
+			continue
+		}
+		found := false
+		for _, d := range diags {
+			found = found || (d.Severity == c.sev && d.Summary == c.summary && d.Subject != nil && d.Subject.Start.Line == c.line)
+		}
+		if !found {
+			t.Errorf("%s: want %q at line %d, got %v", c.name, c.summary, c.line, diags)
 		}
 	}
 }

@@ -51,10 +51,22 @@ cluster "etcd" {
     }
   }
 
-  # The rendered job. The driver defaults to "raw_exec": the etcd-nomad
-  # binary runs on the client as it is.
+  # The rendered job. The driver defaults to "raw_exec" (enable it on the
+  # clients: plugin "raw_exec" { config { enabled = true } }); "exec" runs
+  # the member in a chroot of /bin, /etc, /lib*, /sbin and /usr.
   nomad {
     datacenters = ["dc1"]
+
+    # What the clients run: a binary installed on every client, or instead
+    # a release archive each allocation downloads and checks. With the
+    # artifact, a new release is a change of the job, which Nomad rolls out
+    # one member at a time, each waiting for the previous one's check:
+    #   artifact {
+    #     source   = "https://releases.example.com/etcd-nomad_0.1.0_linux_amd64.tar.gz"
+    #     checksum = "sha256:<the archive's sha256sum>"
+    #     path     = "etcd-nomad"   # the binary inside the archive
+    #   }
+    binary = "/usr/local/bin/etcd-nomad"
     cpu         = 500
     memory_mb   = 512
     # Between 15s (the member's graceful stop, 10s, plus a margin) and 30s

@@ -7,7 +7,6 @@ package jobs
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/template"
@@ -23,18 +22,26 @@ import (
 // nomad { consul { } } (the client's local agent by default).
 type Options struct {
 	// Binary is the etcd-nomad path on the clients; overrides the
-	// definition's nomad.binary. Default: this executable.
+	// definition's nomad.binary and nomad.artifact. The definition or
+	// this must name what the clients run: Render never falls back to
+	// its own path.
 	Binary string
 }
 
 type view struct {
-	C          *config.Cluster
-	Binary     string
-	Group      string
-	Definition string
-	Consul     config.NomadConsul
-	Ports      []string
-	KillSecs   int
+	C      *config.Cluster
+	Binary string
+	// Artifact, when set, is downloaded into the task directory, and
+	// Binary is the path inside it.
+	Artifact *config.NomadArtifact
+	// HealthyDeadline and ProgressDeadline are the update block's
+	// (JoinDeadline).
+	HealthyDeadline, ProgressDeadline string
+	Group                             string
+	Definition                        string
+	Consul                            config.NomadConsul
+	Ports                             []string
+	KillSecs                          int
 	// DiskMB is the sticky ephemeral disk's size (EphemeralDiskMB).
 	DiskMB int64
 	// ShutdownDelay is the group's shutdown_delay (ShutdownDelay).
@@ -69,32 +76,38 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		return "", fmt.Errorf("%s: members on Nomad coordinate through Consul: use coordination \"consul\", not %q", cl.File, cl.Coordination.Kind)
 	}
 	bin := firstOf(o.Binary, cl.Nomad.Binary)
-	if bin == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return "", fmt.Errorf("find the etcd-nomad binary: %w", err)
-		}
-		bin = exe
+	art := cl.Nomad.Artifact
+	switch {
+	case o.Binary != "":
+		art = nil // the caller's binary wins (tests, the demo)
+	case art != nil:
+		bin = "${NOMAD_TASK_DIR}/" + art.Path
+	case bin == "":
+		return "", fmt.Errorf("%s: nomad: neither binary nor artifact is set: name what the Nomad clients run, nomad { artifact { source = \"<release archive URL>\", checksum = \"sha256:<hex>\" } } or nomad { binary = \"/usr/local/bin/etcd-nomad\" }, or pass -binary PATH (a dev or demo cluster)", firstOf(cl.Nomad.Where, cl.File))
 	}
-	if cl.Nomad.Driver != "docker" {
+	if art == nil && cl.Nomad.Driver != "docker" {
 		abs, err := filepath.Abs(bin)
 		if err != nil {
 			return "", err
 		}
 		bin = abs
 	}
+	healthy := JoinDeadline(cl.Etcd.QuotaBackendBytes)
 	v := view{
-		C:             cl,
-		Binary:        bin,
-		Group:         cl.Provider.Nomad.Group,
-		Definition:    escapeHeredoc(string(cl.Source)),
-		Consul:        cl.Nomad.Consul,
-		Ports:         []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
-		KillSecs:      int(cl.Nomad.KillTimeout.Seconds()),
-		DiskMB:        EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
-		ShutdownDelay: ShutdownDelay.String(),
-		LostAfter:     config.NomadLostAfter.String(),
-		TokenEnv:      tokenTemplate(cl.Nomad.Job),
+		C:                cl,
+		Binary:           bin,
+		Artifact:         art,
+		HealthyDeadline:  minutes(healthy),
+		ProgressDeadline: minutes(ProgressDeadline(healthy)),
+		Group:            cl.Provider.Nomad.Group,
+		Definition:       escapeHeredoc(string(cl.Source)),
+		Consul:           cl.Nomad.Consul,
+		Ports:            []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
+		KillSecs:         int(cl.Nomad.KillTimeout.Seconds()),
+		DiskMB:           EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
+		ShutdownDelay:    ShutdownDelay.String(),
+		LostAfter:        config.NomadLostAfter.String(),
+		TokenEnv:         tokenTemplate(cl.Nomad.Job),
 	}
 	var b bytes.Buffer
 	if err := jobTemplate.Execute(&b, v); err != nil {
@@ -114,6 +127,38 @@ func EphemeralDiskMB(quota int64) int64 {
 	return (2*quota + 1<<30 + mib - 1) / mib
 }
 
+// JoinDeadline is the update block's healthy_deadline (and the migrate
+// block's) for a backend quota of quota bytes: how long a new allocation
+// may take to pass its check. A member placed without its data (a new
+// node, a lost disk) joins as a learner and receives the whole database
+// from the leader before it is promoted: joinBase for the start, the
+// learner add (etcd's 5 s strict reconfiguration) and the catch-up, plus
+// the quota at joinThroughput, rounded up to the minute. 3m, the old
+// fixed value, left 2 GiB about a minute: a real join missed it, and
+// auto_revert rolled the job back.
+func JoinDeadline(quota int64) time.Duration {
+	d := joinBase + time.Duration(float64(quota)/joinThroughput*float64(time.Second))
+	return (d + time.Minute - 1).Truncate(time.Minute)
+}
+
+// ProgressDeadline is the update block's progress_deadline: Nomad wants it
+// above healthy_deadline; the margin leaves room to place the allocation
+// (and download its artifact) before the member's own deadline starts.
+func ProgressDeadline(healthy time.Duration) time.Duration {
+	return max(10*time.Minute, healthy+5*time.Minute)
+}
+
+const (
+	// joinBase covers a join's fixed costs: process and etcd start, the
+	// learner add under the lock, the catch-up and promotion, and the
+	// check's interval and min_healthy_time.
+	joinBase = 3 * time.Minute
+	// joinThroughput is a conservative rate for the leader's snapshot
+	// to a new learner, in bytes per second (20 MiB/s: a busy 1 Gbit
+	// network and disks shared with the serving members).
+	joinThroughput = 20 << 20
+)
+
 // ShutdownDelay is the group's shutdown_delay: Nomad deregisters the
 // member's Consul service, waits this long, then sends SIGTERM, so that
 // clients resolving the service stop choosing the member before it hands
@@ -127,6 +172,9 @@ func escapeHeredoc(s string) string {
 	s = strings.ReplaceAll(s, "%{", "%%{")
 	return s
 }
+
+// minutes formats a whole number of minutes as "5m".
+func minutes(d time.Duration) string { return fmt.Sprintf("%dm", int(d/time.Minute)) }
 
 func firstOf(vals ...string) string {
 	for _, v := range vals {
@@ -166,9 +214,18 @@ job "{{.C.Nomad.Job}}" {
     max_parallel      = 1
     health_check      = "checks"
     min_healthy_time  = "3s"
-    healthy_deadline  = "3m"
-    progress_deadline = "10m"
+    healthy_deadline  = "{{.HealthyDeadline}}"
+    progress_deadline = "{{.ProgressDeadline}}"
     auto_revert       = true
+  }
+
+  # A node drain moves one member at a time, each given as long to pass
+  # its check as a rolling update gives it (jobs.JoinDeadline).
+  migrate {
+    max_parallel     = 1
+    health_check     = "checks"
+    min_healthy_time = "3s"
+    healthy_deadline = "{{.HealthyDeadline}}"
   }
 
   group "{{.Group}}" {
@@ -261,6 +318,18 @@ job "{{.C.Nomad.Job}}" {
         args    = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
       }
 {{end}}
+{{- if .Artifact}}
+      # The release, unpacked into the task directory and checked against
+      # its checksum (Nomad refuses a mismatch). A new release is a change
+      # of this job: Nomad rolls it out one member at a time.
+      artifact {
+        source      = "{{.Artifact.Source}}"
+        destination = "local/"
+        options {
+          checksum = "{{.Artifact.Checksum}}"
+        }
+      }
+{{- end}}
 {{- if .C.Nomad.HostVolume}}
       volume_mount {
         volume      = "data"

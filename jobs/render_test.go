@@ -238,3 +238,119 @@ func TestShutdownDelayDeregistersBeforeSIGTERM(t *testing.T) {
 		t.Errorf("kill_timeout = %s, want \"30s\"", got)
 	}
 }
+
+// renderWith renders the definition whose cluster block holds body with
+// options o, and returns the job or the error.
+func renderWith(t *testing.T, body string, o Options) (jobspec, error) {
+	t.Helper()
+	src := "cluster \"db\" {\n  provider \"nomad\" {}\n  coordination \"consul\" {}\n" + body + "\n}"
+	cl, _, diags := config.Load("db.hcl", []byte(src))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	spec, err := Render(cl, o)
+	if err != nil {
+		return jobspec{}, err
+	}
+	f, diags := hclsyntax.ParseConfig([]byte(spec), "job.hcl", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("rendered job does not parse: %v\n%s", diags, spec)
+	}
+	return jobspec{t: t, src: []byte(spec), top: f.Body.(*hclsyntax.Body)}, nil
+}
+
+// Item 5: with no binary named, the job ran the renderer's own path (a
+// path on the operator's machine; replacing the file there never changed
+// the job). Render now refuses, naming the nomad block's file and line and
+// the settings that fix it; -binary (Options.Binary) still names one.
+func TestRenderRequiresABinaryOrArtifact(t *testing.T) {
+	_, err := renderWith(t, "  nomad {\n    cpu = 500\n  }", Options{})
+	if err == nil || !strings.Contains(err.Error(), "db.hcl:4: nomad: neither binary nor artifact") || !strings.Contains(err.Error(), "-binary") {
+		t.Fatalf("render without a binary: %v, want an error at db.hcl:4 naming binary, artifact and -binary", err)
+	}
+	j, err := renderWith(t, "  nomad {\n    binary = \"/opt/bin/etcd-nomad\"\n  }", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := j.attr("command", in(task, "config")...); got != `"/opt/bin/etcd-nomad"` {
+		t.Errorf("command = %s, want the definition's binary", got)
+	}
+	if j.block(in(task, "artifact")...) != nil {
+		t.Error("an artifact block without an artifact")
+	}
+}
+
+// Item 5: a release as an artifact with its checksum, unpacked into the
+// task directory (exec's chroot holds it too) and run from there; a new
+// release is then a change of the job, which the update block rolls out
+// one member at a time. The renderer's -binary overrides it (tests, demo).
+func TestRenderedArtifact(t *testing.T) {
+	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	def := func(driver, path string) string {
+		s := "  nomad {\n    driver = \"" + driver + "\"\n    artifact {\n      source   = \"https://r.example.com/etcd-nomad_0.2.0_linux_amd64.tar.gz\"\n      checksum = \"" + sum + "\"\n"
+		if path != "" {
+			s += "      path     = \"" + path + "\"\n"
+		}
+		return s + "    }\n  }"
+	}
+	for _, c := range []struct{ driver, path, command string }{
+		{"exec", "", `"${NOMAD_TASK_DIR}/etcd-nomad"`},
+		{"raw_exec", "etcd-nomad_0.2.0/etcd-nomad", `"${NOMAD_TASK_DIR}/etcd-nomad_0.2.0/etcd-nomad"`},
+	} {
+		j, err := renderWith(t, def(c.driver, c.path), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		art := in(task, "artifact")
+		for k, want := range map[string]string{
+			"source":      `"https://r.example.com/etcd-nomad_0.2.0_linux_amd64.tar.gz"`,
+			"destination": `"local/"`,
+		} {
+			if got := j.attr(k, art...); got != want {
+				t.Errorf("%s: artifact { %s = %s }, want %s", c.driver, k, got, want)
+			}
+		}
+		if got := j.attr("checksum", in(art, "options")...); got != `"`+sum+`"` {
+			t.Errorf("%s: artifact { options { checksum = %s } }, want %q", c.driver, got, sum)
+		}
+		if got := j.attr("command", in(task, "config")...); got != c.command {
+			t.Errorf("%s: command = %s, want %s", c.driver, got, c.command)
+		}
+		if got := j.attr("driver", task...); got != `"`+c.driver+`"` {
+			t.Errorf("driver = %s, want %q", got, c.driver)
+		}
+	}
+	j, err := renderWith(t, def("exec", ""), Options{Binary: "/tmp/etcd-nomad"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.block(in(task, "artifact")...) != nil || j.attr("command", in(task, "config")...) != `"/tmp/etcd-nomad"` {
+		t.Errorf("-binary did not replace the artifact: command %s", j.attr("command", in(task, "config")...))
+	}
+}
+
+// Item 7: healthy_deadline was a fixed 3m, about a minute of transfer for
+// a 2 GiB database joining from scratch: a real join missed it, and
+// auto_revert rolled the job back. It now follows the quota (3m of fixed
+// costs plus the quota at 20 MiB/s, rounded up to the minute), for
+// rolling updates and node drains alike, and progress_deadline stays
+// above it as Nomad requires.
+func TestJoinDeadlinesFollowTheQuota(t *testing.T) {
+	for _, c := range []struct{ etcd, healthy, progress string }{
+		{`etcd { quota_backend_bytes = "100MiB" }`, `"4m"`, `"10m"`},
+		{"", `"5m"`, `"10m"`},
+		{`etcd { quota_backend_bytes = "8GiB" }`, `"10m"`, `"15m"`},
+	} {
+		j := render(t, c.etcd)
+		update := []string{"job", "update"}
+		if got := j.attr("healthy_deadline", update...); got != c.healthy {
+			t.Errorf("%q: update { healthy_deadline = %s }, want %s", c.etcd, got, c.healthy)
+		}
+		if got := j.attr("progress_deadline", update...); got != c.progress {
+			t.Errorf("%q: update { progress_deadline = %s }, want %s", c.etcd, got, c.progress)
+		}
+		if got := j.attr("healthy_deadline", "job", "migrate"); got != c.healthy {
+			t.Errorf("%q: migrate { healthy_deadline = %s }, want %s", c.etcd, got, c.healthy)
+		}
+	}
+}

@@ -140,7 +140,11 @@ func upload(ctx context.Context, store Store, name string, r io.Reader, enc Encr
 		pw.CloseWithError(err)
 		done <- result{tail, err}
 	}()
+	// A store that ignores ctx (a file store on a slow mount) still stops
+	// when the save is cancelled: its reads fail at once.
+	stopRead := context.AfterFunc(ctx, func() { pr.CloseWithError(ctx.Err()) })
 	stored, perr := store.Put(ctx, name, pr)
+	stopRead()
 	pr.CloseWithError(perr)
 	res := <-done
 	if res.err == nil && !res.tail.ok() {

@@ -39,14 +39,13 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Rejoin:
 		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil))
 	case planner.JoinAsLearner:
-		m.snapshotBeforeChange(ctx, o, "before adding a learner")
 		return m.joinAsLearner(ctx, o, d)
 	case planner.ResumeJoin:
 		return m.resumeJoin(ctx, o, d)
 	case planner.Promote:
 		return m.promote(ctx, d)
 	case planner.RemoveMember:
-		m.snapshotBeforeChange(ctx, o, "before removing a member")
+		m.snapshotBeforeChange(o, "before removing a member")
 		return m.removeMember(ctx, d)
 	case planner.SetAside:
 		return m.setAside(d)
@@ -451,17 +450,21 @@ func (m *Member) reapStopped() {
 // changes until peers have been connected for 5s) is backed up once.
 const preChangeSnapshotEvery = time.Minute
 
-// snapshotBeforeChange takes a backup before a membership change. A failed
-// backup is reported but does not block the change: replacing a dead
-// member must not wait for the snapshot store.
-func (m *Member) snapshotBeforeChange(ctx context.Context, o planner.Observation, why string) {
+// snapshotBeforeChange starts a backup before a member is removed, in the
+// background (startSnapshot): the removal does not wait for it, as
+// replacing a dead member must not wait for the snapshot store, nor hold
+// the lock through an upload. The stream starts at once from a running
+// member, and a removal changes no key. A save already running (scheduled,
+// or another member's holding the lease) stands in for it. Adding a
+// learner takes none: a learner does not vote, so adding one cannot cost
+// quorum, and the joiner would spool a third copy of the database beside
+// the one it receives.
+func (m *Member) snapshotBeforeChange(o planner.Observation, why string) {
 	if m.opts.Snapshots == nil || time.Since(m.lastPreChange) < preChangeSnapshotEvery {
 		return // a retried change needs no second backup
 	}
 	m.lastPreChange = time.Now()
-	if err := m.saveSnapshot(ctx, o, why); err != nil {
-		m.log.Warn("snapshot before a membership change failed; changing membership anyway", "error", err)
-	}
+	m.startSnapshot(m.snapshotEndpoint(o), why, false)
 }
 
 // memberClientURL guesses a member's client URL from its peer URL via the

@@ -185,8 +185,12 @@ func (d dataDir) learner(id uint64) bool {
 }
 
 // revision reads the newest revision in the backend, 0 if unknown.
-func (d dataDir) revision() int64 {
-	p := filepath.Join(d.etcdDir(), "member", "snap", "db")
+func (d dataDir) revision() int64 { return backendRevision(d.etcdDir()) }
+
+// backendRevision reads the newest revision in the backend of the etcd
+// data dir etcdDir, 0 if unknown.
+func backendRevision(etcdDir string) int64 {
+	p := filepath.Join(etcdDir, "member", "snap", "db")
 	if _, err := os.Stat(p); err != nil {
 		return 0
 	}

@@ -43,7 +43,7 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 			m.deltas = nil
 			m.nextDeltaStart = time.Now().Add(deltaRetry)
 			if errors.Is(err, snapshot.ErrChainGap) {
-				m.snapshotDue = true
+				m.wantFullSnapshot.Store(true)
 				m.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
 			} else {
 				m.log.Warn("continuous backup stopped", "base", r.base, "error", err)
@@ -51,7 +51,7 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 		default:
 		}
 	}
-	lead := o.Running && o.MembersKnown && o.LeaderID == o.SelfID && !m.snapshotDue
+	lead := o.Running && o.MembersKnown && o.LeaderID == o.SelfID && !m.wantFullSnapshot.Load()
 	if m.deltas != nil {
 		if !lead {
 			m.stopDeltas(false)
@@ -77,11 +77,11 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 	if !ok || full.Epoch != rec.Epoch || full.ClusterID != fmt.Sprintf("%x", rec.ClusterID) {
 		// No full snapshot of this incarnation yet: the scheduled one
 		// comes first (at once when the store has none), then the chain.
-		m.snapshotDue = ok
+		m.wantFullSnapshot.Store(ok)
 		return
 	}
 	if _, gap := snapshot.Chain(list, full); gap {
-		m.snapshotDue = true
+		m.wantFullSnapshot.Store(true)
 		return
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, TLS: m.peerTLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,7 +69,7 @@ type Options struct {
 	// EtcdLogLevel, optional, defaults to "warn".
 	EtcdLogLevel string
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
-	// before membership changes and when the last voter stops.
+	// before a member is removed and when the last voter stops.
 	Snapshots *Snapshots
 }
 
@@ -105,17 +106,29 @@ type Member struct {
 	summary           []byte // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
-	snapshotDue       bool // a full snapshot is wanted now (a new delta chain)
-	deltas            *deltaRun
-	nextDeltaStart    time.Time
-	lastPreChange     time.Time
-	quorumLostSince   time.Time
-	seederGoneSince   time.Time
-	snapshotListed    time.Time
-	latestSnapshot    *planner.SnapshotInfo
-	startFailures     int // consecutive failed etcd starts
-	caChecked         time.Time
-	http              *http.Server
+	// wantFullSnapshot: a full snapshot is wanted now (a new delta
+	// chain; read by the background save); deltas is the continuous
+	// backup running here (superviseDeltas, loop only).
+	wantFullSnapshot atomic.Bool
+	deltas           *deltaRun
+	nextDeltaStart   time.Time
+	// snapRunning (under mu): a background save runs (startSnapshot).
+	snapRunning bool
+	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
+	pruning        bool
+	nextAsidePrune time.Time
+	// bgCtx ends when the member stops; bg counts background saves.
+	bgCtx           context.Context
+	bgCancel        context.CancelFunc
+	bg              sync.WaitGroup
+	lastPreChange   time.Time
+	quorumLostSince time.Time
+	seederGoneSince time.Time
+	snapshotListed  time.Time
+	latestSnapshot  *planner.SnapshotInfo
+	startFailures   int // consecutive failed etcd starts
+	caChecked       time.Time
+	http            *http.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -146,6 +159,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		unhealthyAt: map[uint64]time.Time{},
 		metrics:     newMetrics(o.Cluster.Name, o.Name),
 	}
+	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
@@ -332,8 +346,9 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.clearForceNew()
 	}
 	m.publishSummary(ctx, o)
-	m.maybeSnapshot(ctx, o)
+	m.maybeSnapshot(o)
 	m.superviseDeltas(ctx, o)
+	m.maybePruneAsides(o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -388,6 +403,7 @@ func (m *Member) shutdown() {
 	m.stopDeltas(true)
 	m.mu.Lock()
 	e := m.etcd
+	m.bgCancel() // a background upload stops now, not after the leave
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()
@@ -405,9 +421,11 @@ func (m *Member) shutdown() {
 	m.closeResources()
 }
 
-// closeResources releases what a member holds besides etcd: the lock, its
-// etcd client and the status server. Safe to call more than once.
+// closeResources releases what a member holds besides etcd: its
+// background save, the lock, its etcd client and the status server. Safe
+// to call more than once.
 func (m *Member) closeResources() {
+	m.stopBackground()
 	m.releaseLock(context.Background())
 	m.mu.Lock()
 	if m.client != nil {
@@ -734,7 +752,7 @@ func (m *Member) lastVoterSnapshot() {
 		}
 	}
 	if voters == 1 {
-		if err := m.saveSnapshot(ctx, o, "last voter stopping"); err != nil {
+		if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "last voter stopping"); err != nil {
 			m.log.Warn("snapshot of the last voter failed", "error", err)
 		}
 	}

@@ -2,19 +2,24 @@ package task
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
 // Snapshots configure the member's backups. Every member carries them;
-// the leader takes the scheduled ones, under the lock, after checking the
-// store, so the cluster uploads once per interval.
+// the leader decides when the scheduled one is due, and the save runs in
+// the background, holding the snapshot lease, never the coordination lock
+// (see startSnapshot), so the cluster uploads once per interval and the
+// loop keeps supervising while it does.
 type Snapshots struct {
 	Store       snapshot.Store
 	Encryption  snapshot.Encryption
@@ -27,8 +32,27 @@ type Snapshots struct {
 	DeltaEvery time.Duration
 }
 
-// snapshotCheckEvery bounds how often the leader looks at the store.
-const snapshotCheckEvery = time.Minute
+// Bounds of the snapshot work.
+const (
+	// snapshotCheckEvery bounds how often the leader looks at the store.
+	snapshotCheckEvery = time.Minute
+	// snapshotTimeout bounds one save: streaming, compressing, uploading.
+	snapshotTimeout = 30 * time.Minute
+	// pruneTimeout bounds retention after a save.
+	pruneTimeout = 5 * time.Minute
+	// snapshotListTimeout bounds the listing that tells whether a
+	// scheduled snapshot is due.
+	snapshotListTimeout = time.Minute
+	// snapshotLeaseFor is how long a lease is valid: longer than any save
+	// and its retention, so a lease never expires under a running upload;
+	// the lease of a member killed mid-upload blocks scheduled snapshots
+	// that long at most.
+	snapshotLeaseFor = snapshotTimeout + pruneTimeout + time.Minute
+	// backgroundStopWait bounds how long a stopping member waits for its
+	// cancelled upload to clean up (abort the upload, delete the object,
+	// release the lease) before it stops etcd anyway.
+	backgroundStopWait = 5 * time.Second
+)
 
 type snapshotMetrics struct {
 	last     prometheus.Gauge
@@ -59,31 +83,33 @@ func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *sna
 	return sm
 }
 
-// saveSnapshot saves one snapshot, from this member's own server when it
-// runs, else from a healthy member of o, and applies retention. The caller
-// holds the lock when it matters.
-func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why string) error {
+// snapshotEndpoint is the client URL a snapshot of o's cluster is streamed
+// from: this member's own server when it runs, else a healthy voter's.
+func (m *Member) snapshotEndpoint(o planner.Observation) string {
+	if o.Running {
+		return m.clientURL(m.self)
+	}
+	for _, mem := range o.Members {
+		if mem.Healthy && !mem.Learner && len(mem.PeerURLs) > 0 {
+			return m.memberClientURL(mem)
+		}
+	}
+	return ""
+}
+
+// saveSnapshot saves one snapshot streamed from ep and applies retention.
+// It holds no lock: the background saves hold the snapshot lease.
+func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	s := m.opts.Snapshots
 	if s == nil {
 		return nil
 	}
-	m.mu.Lock()
-	rec := m.record
-	m.mu.Unlock()
-	ep := ""
-	if o.Running {
-		ep = m.clientURL(m.self)
-	} else {
-		for _, mem := range o.Members {
-			if mem.Healthy && !mem.Learner && len(mem.PeerURLs) > 0 {
-				ep = m.memberClientURL(mem)
-				break
-			}
-		}
-	}
 	if ep == "" {
 		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
 	}
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
 	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
 	if rec != nil {
 		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
@@ -92,7 +118,7 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
 	}
 	start := time.Now()
-	sctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
+	sctx, cancel := context.WithTimeout(ctx, snapshotTimeout)
 	defer cancel()
 	// Streamed from ep alone (not the shared client, which balances over
 	// every member) and spooled beside the member's data.
@@ -107,7 +133,10 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	m.snapMetrics.size.Set(float64(meta.Size))
 	m.snapMetrics.duration.Set(took.Seconds())
 	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
-	removed, err := snapshot.Prune(ctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
+	m.wantFullSnapshot.Store(false) // a base for a new delta chain
+	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
+	defer pcancel()
+	removed, err := snapshot.Prune(pctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
 	for _, name := range removed {
 		m.log.Info("retention: removed", "name", name)
 	}
@@ -117,39 +146,204 @@ func (m *Member) saveSnapshot(ctx context.Context, o planner.Observation, why st
 	return nil
 }
 
-// maybeSnapshot takes the scheduled snapshot when this member leads and
-// the store's newest snapshot is older than the interval.
-func (m *Member) maybeSnapshot(ctx context.Context, o planner.Observation) {
+// maybeSnapshot starts the scheduled snapshot when this member leads, the
+// check is due and no save of this member runs. It only decides: the
+// listing, the lease and the upload run in the background (startSnapshot),
+// so the loop keeps its pace during an upload of any length.
+func (m *Member) maybeSnapshot(o planner.Observation) {
 	s := m.opts.Snapshots
 	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || time.Now().Before(m.nextSnapshotCheck) {
 		return
 	}
-	m.nextSnapshotCheck = time.Now().Add(min(snapshotCheckEvery, s.Interval/4))
-	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
-	cancel()
-	if err != nil {
-		return
+	if m.startSnapshot(m.snapshotEndpoint(o), "scheduled", true) {
+		m.nextSnapshotCheck = time.Now().Add(min(snapshotCheckEvery, s.Interval/4))
 	}
-	defer l.Unlock(context.Background())
-	list, err := s.Store.List(ctx)
+}
+
+// startSnapshot starts a save from ep in the background unless one of this
+// member's runs already; it reports whether it started one. A scheduled
+// save first checks that the store's newest snapshot is older than the
+// interval, and again once it holds the lease (another member's upload may
+// have ended meanwhile).
+//
+// Exclusion without the coordination lock: the save holds the snapshot
+// lease (takeSnapshotLease), a value in the coordinator that the lock
+// guards only while it is read and written. So joins, promotions and
+// removals never wait for an upload; a leader change during an upload
+// does not start a second one (the new leader finds the lease held); a
+// member stopped mid-upload cancels it (the store aborts on a fresh
+// context) and releases the lease, which otherwise expires after
+// snapshotLeaseFor. Two uploads at once would only waste work: snapshots
+// are named by revision and time and each is complete or absent.
+func (m *Member) startSnapshot(ep, why string, scheduled bool) bool {
+	m.mu.Lock()
+	if m.snapRunning || m.bgCtx.Err() != nil {
+		m.mu.Unlock()
+		return false
+	}
+	m.snapRunning = true
+	m.bg.Add(1)
+	m.mu.Unlock()
+	go func() {
+		defer m.bg.Done()
+		defer func() {
+			m.mu.Lock()
+			m.snapRunning = false
+			m.mu.Unlock()
+		}()
+		if err := m.leasedSnapshot(m.bgCtx, ep, why, scheduled); err != nil {
+			m.log.Warn("snapshot failed", "why", why, "error", err)
+		}
+	}()
+	return true
+}
+
+func (m *Member) leasedSnapshot(ctx context.Context, ep, why string, scheduled bool) error {
+	if scheduled {
+		if due, err := m.snapshotDue(ctx); err != nil || !due {
+			return err
+		}
+	}
+	release, err := m.takeSnapshotLease(ctx)
+	if errors.Is(err, errSnapshotLeaseHeld) {
+		m.log.Debug("snapshot skipped", "why", why, "reason", err)
+		return nil
+	}
 	if err != nil {
-		m.log.Warn("snapshot store unavailable", "error", err)
+		return err
+	}
+	defer release()
+	if scheduled {
+		if due, err := m.snapshotDue(ctx); err != nil || !due {
+			return err
+		}
+	}
+	return m.saveSnapshot(ctx, ep, why)
+}
+
+// snapshotDue reports whether the store's newest snapshot is older than
+// the interval.
+func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
+	s := m.opts.Snapshots
+	lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
+	defer cancel()
+	list, err := s.Store.List(lctx)
+	if err != nil {
 		m.snapMetrics.failures.Inc()
-		return
+		return false, fmt.Errorf("snapshot store unavailable: %w", err)
 	}
-	if full, _, _, ok := snapshot.Newest(list); ok && time.Since(full.Created) < s.Interval && !m.snapshotDue {
-		return
+	if m.wantFullSnapshot.Load() {
+		return true, nil // a new delta chain needs a full snapshot of this incarnation now
 	}
-	why := "scheduled"
-	if m.snapshotDue {
-		why = "a new delta chain"
+	full, _, _, ok := snapshot.Newest(list)
+	return !ok || time.Since(full.Created) >= s.Interval, nil
+}
+
+// snapshotLeaseKey names the coordinator value that says which member
+// saves a snapshot now.
+const snapshotLeaseKey = "snapshot-lease"
+
+// snapshotLease is the value under snapshotLeaseKey. An empty Holder, or
+// an Until in the past, is a free lease.
+type snapshotLease struct {
+	Holder string    `json:"holder"`
+	Until  time.Time `json:"until"`
+}
+
+// errSnapshotLeaseHeld: another member holds the snapshot lease.
+var errSnapshotLeaseHeld = errors.New("another member is saving a snapshot")
+
+// valueStore is implemented by coordinators that can overwrite a value
+// their Load reads (the snapshot lease).
+type valueStore interface {
+	Store(ctx context.Context, key string, value []byte) error
+}
+
+// takeSnapshotLease takes the snapshot lease for this member, holding the
+// coordination lock only while it reads and writes the lease. The returned
+// release frees it. A coordinator that cannot store values gives no
+// lease: the save goes ahead (at worst one duplicate upload).
+func (m *Member) takeSnapshotLease(ctx context.Context) (release func(), err error) {
+	vs, ok := m.opts.Coordinator.(valueStore)
+	if !ok {
+		return func() {}, nil
 	}
-	if err := m.saveSnapshot(ctx, o, why); err != nil {
-		m.log.Warn("scheduled snapshot failed", "error", err)
-		return
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot lease: lock: %w", err)
 	}
-	m.snapshotDue = false
+	defer l.Unlock(context.WithoutCancel(ctx))
+	held, err := m.loadSnapshotLease(lctx)
+	if err != nil {
+		return nil, err
+	}
+	if held.Holder != "" && held.Holder != m.opts.Name && time.Now().Before(held.Until) {
+		return nil, fmt.Errorf("%w: %s, until %s", errSnapshotLeaseHeld, held.Holder, held.Until.Format(time.RFC3339))
+	}
+	if err := m.storeSnapshotLease(lctx, vs, snapshotLease{Holder: m.opts.Name, Until: time.Now().Add(snapshotLeaseFor)}); err != nil {
+		return nil, err
+	}
+	return func() { m.releaseSnapshotLease(ctx, vs) }, nil
+}
+
+// releaseSnapshotLease frees this member's lease, on a fresh short
+// context (ctx may be the cancelled upload's). It takes no lock: the lease
+// cannot have passed to another member while this one's was valid.
+func (m *Member) releaseSnapshotLease(ctx context.Context, vs valueStore) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	held, err := m.loadSnapshotLease(rctx)
+	if err == nil && held.Holder == m.opts.Name {
+		err = m.storeSnapshotLease(rctx, vs, snapshotLease{})
+	}
+	if err != nil {
+		m.log.Warn("snapshot lease not released; it expires on its own", "error", err, "after", snapshotLeaseFor)
+	}
+}
+
+func (m *Member) loadSnapshotLease(ctx context.Context) (snapshotLease, error) {
+	var l snapshotLease
+	b, err := m.opts.Coordinator.Load(ctx, snapshotLeaseKey)
+	if errors.Is(err, coord.ErrNotStored) {
+		return l, nil
+	}
+	if err != nil {
+		return l, fmt.Errorf("snapshot lease: %w", err)
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		// A damaged lease is overwritten rather than blocking backups.
+		m.log.Warn("snapshot lease unreadable; taking it", "error", err)
+		return snapshotLease{}, nil
+	}
+	return l, nil
+}
+
+func (m *Member) storeSnapshotLease(ctx context.Context, vs valueStore, l snapshotLease) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	if err := vs.Store(ctx, snapshotLeaseKey, b); err != nil {
+		return fmt.Errorf("snapshot lease: %w", err)
+	}
+	return nil
+}
+
+// stopBackground cancels this member's background save and waits for it
+// to clean up, at most backgroundStopWait. Safe to call more than once.
+func (m *Member) stopBackground() {
+	m.mu.Lock()
+	m.bgCancel()
+	m.mu.Unlock()
+	done := make(chan struct{})
+	go func() { m.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(backgroundStopWait):
+		m.log.Warn("a cancelled snapshot is still cleaning up; stopping anyway", "waited", backgroundStopWait)
+	}
 }
 
 // revisionBump is how far a recovery from meta bumps revisions: derived

@@ -42,7 +42,9 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
   (key consul_token); see 'job run -store-consul-token'.
 
 Options:
-  -binary PATH   etcd-nomad's path on the Nomad clients (default: this binary)`)
+  -binary PATH   etcd-nomad's path on the Nomad clients, over the
+                 definition's nomad { binary } or { artifact }; one of
+                 them is required (a dev or demo cluster: -binary $(which etcd-nomad))`)
 }
 
 // renderJob parses the -binary flag and FILE from args (fs may define more
@@ -90,7 +92,8 @@ Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] [-store-consul-token] FI
   identity; this needs a management token, or apply the policy yourself.
 
 Options:
-  -binary PATH          etcd-nomad's path on the Nomad clients
+  -binary PATH          etcd-nomad's path on the Nomad clients, over the
+                        definition's nomad { binary } or { artifact }
   -timeout DURATION     give up following the deployment after this long
   -store-consul-token   store CONSUL_HTTP_TOKEN in the Nomad variable
                         nomad/jobs/JOB (key consul_token), where the members

@@ -343,6 +343,17 @@ func (c *Coordinator) Load(ctx context.Context, key string) ([]byte, error) {
 	return pair.Value, nil
 }
 
+// Store overwrites the value Load reads under key (the snapshot lease);
+// no fencing: callers that need exclusion hold the lock around it.
+func (c *Coordinator) Store(ctx context.Context, key string, value []byte) error {
+	k := c.key("kv/" + key)
+	_, err := c.o.Client.KV().Put(&api.KVPair{Key: k, Value: value}, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("write %s: %w", k, c.denied("write "+k, err))
+	}
+	return nil
+}
+
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))

@@ -306,3 +306,18 @@ func TestLoadOrStoreKeepsFirst(t *testing.T) {
 		t.Fatalf("second store returned %q %v, want the first value", second, err)
 	}
 }
+
+// Store overwrites the value Load reads (the snapshot lease): Put writes
+// beside the kv/ values, where Load never looks.
+func TestStoreOverwritesWhatLoadReads(t *testing.T) {
+	c := newCoord(t, consulAgent(t), "store")
+	ctx := context.Background()
+	for _, v := range []string{"one", "two"} {
+		if err := c.Store(ctx, "lease", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := c.Load(ctx, "lease"); err != nil || string(b) != v {
+			t.Fatalf("Load after Store(%q): %q %v", v, b, err)
+		}
+	}
+}

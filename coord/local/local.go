@@ -241,6 +241,12 @@ func writeAtomic(path string, b []byte) error {
 	return os.Rename(tmp.Name(), path)
 }
 
+// Store overwrites the value Load reads under key (the snapshot lease);
+// no fencing: callers that need exclusion hold the lock around it.
+func (c *Coordinator) Store(ctx context.Context, key string, value []byte) error {
+	return c.Put(ctx, key, value)
+}
+
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(_ context.Context, key string, value []byte) error {
 	if strings.ContainsAny(key, "/\\") || key == "" {

@@ -140,3 +140,17 @@ func TestLoadOnlyReads(t *testing.T) {
 		t.Fatalf("Load: %q %v", b, err)
 	}
 }
+
+// Store overwrites the value Load reads (the snapshot lease).
+func TestStoreOverwritesWhatLoadReads(t *testing.T) {
+	c, _ := New(t.TempDir())
+	ctx := context.Background()
+	for _, v := range []string{"one", "two"} {
+		if err := c.Store(ctx, "lease", []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := c.Load(ctx, "lease"); err != nil || string(b) != v {
+			t.Fatalf("Load after Store(%q): %q %v", v, b, err)
+		}
+	}
+}

@@ -1,0 +1,150 @@
+package e2e_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
+)
+
+// releaseArchive returns a .tar.gz holding the etcd-nomad binary (0755) and
+// a VERSION file, and its "sha256:<hex>".
+func releaseArchive(t *testing.T, version string) ([]byte, string) {
+	t.Helper()
+	bin, err := os.ReadFile(binary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(gz)
+	for _, f := range []struct {
+		name string
+		mode int64
+		data []byte
+	}{{"etcd-nomad", 0o755, bin}, {"VERSION", 0o644, []byte(version + "\n")}} {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.data)), ModTime: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(f.data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	return buf.Bytes(), "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Issue 18, item 5 on real agents: the clients download the release named
+// by nomad { artifact }, check its checksum and run the binary from the
+// task directory (no -binary, no path on the clients); a new release is a
+// change of the job that Nomad rolls out one member at a time, each
+// waiting for the previous one's check, and the cluster keeps its voters
+// and every acknowledged write.
+func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
+	releases := map[string][]byte{}
+	sums := map[string]string{}
+	for _, v := range []string{"1", "2"} {
+		releases[v], sums[v] = releaseArchive(t, v)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/etcd-nomad_"), "_linux.tar.gz")
+		b, ok := releases[v]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = w.Write(b)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	c := newCluster(t, "e2e-artifact", 3)
+	orig, err := os.ReadFile(c.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(version string) {
+		t.Helper()
+		def := strings.Replace(string(orig), "  nomad {\n", fmt.Sprintf("  nomad {\n    artifact {\n      source   = \"http://%s/etcd-nomad_%s_linux.tar.gz\"\n      checksum = %q\n    }\n", ln.Addr(), version, sums[version]), 1)
+		if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		spec, err := exec.Command(binary, "job", "render", c.file).CombinedOutput() // no -binary: the artifact
+		if err != nil {
+			t.Fatalf("job render: %v\n%s", err, spec)
+		}
+		path := filepath.Join(c.dir, "etcd.nomad.hcl")
+		if err := os.WriteFile(path, spec, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
+			t.Fatalf("nomad job run: %v\n%s", err, out)
+		}
+	}
+	run("1")
+	c.waitPassing(3, 3*time.Minute)
+	for _, a := range c.allocs() {
+		if v := releaseIn(t, a.ID); v != "1" {
+			t.Fatalf("allocation %s runs release %q, want 1", a.ID, v)
+		}
+	}
+	before := map[string]bool{}
+	for _, a := range c.allocs() {
+		before[a.ID] = true
+	}
+	cli := c.client()
+	w := clustertest.StartWriter(cli, "artifact")
+	watch := clustertest.WatchMembership(cli)
+	run("2")
+	waitFor(t, 5*time.Minute, "every allocation replaced by one running release 2", func() (bool, string) {
+		allocs := c.allocs()
+		fresh := 0
+		for _, a := range allocs {
+			if !before[a.ID] && a.ClientStatus == "running" && releaseIn(t, a.ID) == "2" {
+				fresh++
+			}
+		}
+		p, total, _ := c.checks()
+		return fresh == 3 && len(allocs) == 3 && p == 3 && total == 3, fmt.Sprintf("%d on release 2 of %d, checks %d/%d", fresh, len(allocs), p, total)
+	})
+	acked, gap := w.Finish()
+	maxLearners, minVoters, _ := watch()
+	t.Logf("release 1 -> 2: %d acknowledged puts, longest failure window %s; at most %d learners, at least %d voters", len(acked), gap.Round(time.Millisecond), maxLearners, minVoters)
+	if minVoters < 2 {
+		t.Errorf("membership fell to %d voters: the release was not rolled one member at a time", minVoters)
+	}
+	clustertest.CheckAcked(t, c.client(), acked)
+}
+
+// releaseIn reads the VERSION file the artifact unpacked into allocation
+// id's task directory ("" when absent).
+func releaseIn(t *testing.T, id string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(nomad.AllocDir, id, "etcd", "local", "VERSION"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,274 @@
+package task
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+)
+
+// slowStore is a real file store whose writes are throttled to rate bytes
+// per second, like a store behind a slow link. Like the file store it
+// ignores ctx: only the save itself can stop an upload.
+type slowStore struct {
+	*file.Store
+	rate int
+
+	mu     sync.Mutex
+	puts   int // Puts started
+	active int // Puts running
+}
+
+func newSlowStore(t *testing.T, k *kit, rate int) *slowStore {
+	t.Helper()
+	fs, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &slowStore{Store: fs, rate: rate}
+}
+
+func (s *slowStore) Put(ctx context.Context, name string, r io.Reader) (int64, error) {
+	s.mu.Lock()
+	s.puts++
+	s.active++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.active--
+		s.mu.Unlock()
+	}()
+	return s.Store.Put(ctx, name, &throttledReader{r: r, chunk: s.rate / 10})
+}
+
+// state returns the Puts started and running.
+func (s *slowStore) state() (puts, active int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.puts, s.active
+}
+
+// throttledReader hands out chunk bytes per 100 ms.
+type throttledReader struct {
+	r     io.Reader
+	chunk int
+}
+
+func (t *throttledReader) Read(p []byte) (int, error) {
+	time.Sleep(100 * time.Millisecond) // the throttle itself, not a wait for a state
+	return t.r.Read(p[:min(len(p), t.chunk)])
+}
+
+// putRandom writes n bytes of incompressible values through cli.
+func putRandom(t *testing.T, cli *clientv3.Client, n int) {
+	t.Helper()
+	const size = 32 << 10
+	for i := 0; i*size < n; i++ {
+		b := make([]byte, size)
+		_, _ = rand.Read(b)
+		put(t, cli, "bulk/"+strconv.Itoa(i), string(b))
+	}
+}
+
+// lastDecisionAt reads m's etcd_nomad_last_decision_timestamp_seconds.
+func (m *Member) lastDecisionAt(t *testing.T) float64 {
+	t.Helper()
+	mfs, err := m.metrics.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "etcd_nomad_last_decision_timestamp_seconds" && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	return 0
+}
+
+// Issue 18, item 7: a scheduled snapshot uploading to a slow store neither
+// stalls the leader's loop nor holds the coordination lock. While the
+// leader's upload runs (about a minute at 64 KiB/s), two members join as
+// learners and are promoted, the leader keeps deciding at its pace, and no
+// second upload starts (neither the leader's next checks nor the new
+// members'). Stopping the leader mid-upload cancels it promptly, leaves no
+// object behind and frees the snapshot lease.
+func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
+	k := newKit(t, "m0", "m1", "m2")
+	store := newSlowStore(t, k, 64<<10)
+	snaps := &Snapshots{Store: store, Interval: 2 * time.Second, RetainCount: 5, RetainAge: time.Hour}
+	all := k.cl.Provider.Static
+	k.prov.Set(all[:1])
+	m0 := k.memberWith("m0", nil, snaps)
+	cli := k.seedForTest(m0)
+	putRandom(t, cli, 4<<20)
+	stop0 := runLoop(t, m0)
+
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, active := store.state(); active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduled upload never started; m0: %s", m0.reason())
+		}
+	}
+	uploadStarted := time.Now()
+
+	k.prov.Set(all)
+	m1 := k.memberWith("m1", nil, snaps)
+	m2 := k.memberWith("m2", nil, snaps)
+	stop1 := runLoop(t, m1)
+	stop2 := runLoop(t, m2)
+
+	var maxGap time.Duration
+	lastSeen, lastChange := m0.lastDecisionAt(t), time.Now()
+	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if at := m0.lastDecisionAt(t); at != lastSeen {
+			lastSeen, lastChange = at, time.Now()
+		}
+		maxGap = max(maxGap, time.Since(lastChange))
+		puts, active := store.state()
+		if puts != 1 {
+			t.Fatalf("%d uploads started during the first one, want 1 (the lease and the in-flight guard keep it single)", puts)
+		}
+		ms := memberList(t, cli).Members
+		voters := 0
+		for _, mem := range ms {
+			if !mem.IsLearner {
+				voters++
+			}
+		}
+		if voters == 3 {
+			if active != 1 {
+				t.Fatalf("the upload ended (after %v) before the members were promoted: the test's store is not slow enough to prove anything", time.Since(uploadStarted))
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members not promoted while the snapshot uploads (%v since it started): %d voters of %d; m0 %s, m1 %s, m2 %s",
+				time.Since(uploadStarted), voters, len(ms), m0.reason(), m1.reason(), m2.reason())
+		}
+	}
+	// Observation bounds a loop at 2 x (LoopInterval + rpcTimeout) even
+	// with a peer silent; an upload holding the loop stalls it a minute.
+	if bound := 2 * (m0.opts.LoopInterval + rpcTimeout); maxGap > bound {
+		t.Fatalf("the leader's loop paused %v during the upload, want under %v", maxGap, bound)
+	}
+	t.Logf("3 voters %v after the upload started; the leader's longest pause between decisions %v", time.Since(uploadStarted), maxGap)
+
+	// The members stop first: with m0 gone, one of them would lead and
+	// start the next scheduled upload.
+	runLoopStops := []func(){stop2, stop1}
+	for _, stop := range runLoopStops {
+		stop()
+	}
+	stopAt := time.Now()
+	stop0()
+	if took := time.Since(stopAt); took > 10*time.Second {
+		t.Fatalf("stopping the leader mid-upload took %v", took)
+	}
+	if _, active := store.state(); active != 0 {
+		t.Fatal("the upload still runs after its member stopped")
+	}
+	ents, err := os.ReadDir(store.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		t.Errorf("left in the store after a cancelled upload: %s", e.Name())
+	}
+	if l, err := m0.loadSnapshotLease(context.Background()); err != nil || l.Holder != "" {
+		t.Fatalf("snapshot lease after the uploader stopped: %+v %v, want free", l, err)
+	}
+}
+
+// The snapshot lease (issue 18, item 7): while one member holds it, a
+// leader that takes over does not start a second upload; the holder's
+// release frees it; a lease past its end (its holder was killed mid-upload)
+// is taken over. On the real local coordinator.
+func TestSnapshotLeaseExcludesASecondUploader(t *testing.T) {
+	k := newKit(t, "m0", "m1")
+	m0, m1 := k.member("m0", nil), k.member("m1", nil)
+	ctx := context.Background()
+	release0, err := m0.takeSnapshotLease(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m1.takeSnapshotLease(ctx); !errors.Is(err, errSnapshotLeaseHeld) {
+		t.Fatalf("second uploader: %v, want errSnapshotLeaseHeld", err)
+	}
+	if _, err := m0.takeSnapshotLease(ctx); err != nil { // a restarted holder takes its own back
+		t.Fatalf("holder retaking its lease: %v", err)
+	}
+	release0()
+	if _, err := m1.takeSnapshotLease(ctx); err != nil {
+		t.Fatalf("after the holder released it: %v", err)
+	}
+	// m1 is killed (never releases): its lease blocks m0 until it ends.
+	if _, err := m0.takeSnapshotLease(ctx); !errors.Is(err, errSnapshotLeaseHeld) {
+		t.Fatalf("lease of a killed holder taken before its end: %v", err)
+	}
+	if err := m1.storeSnapshotLease(ctx, k.co, snapshotLease{Holder: "m1", Until: time.Now().Add(-time.Second)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m0.takeSnapshotLease(ctx); err != nil {
+		t.Fatalf("an expired lease was not taken over: %v", err)
+	}
+	if l, err := m0.loadSnapshotLease(ctx); err != nil || l.Holder != "m0" || time.Until(l.Until) < snapshotTimeout {
+		t.Fatalf("lease after the takeover: %+v %v, want m0's, valid longer than a save", l, err)
+	}
+}
+
+// The backup before a removal starts in the background: the removal
+// happens at once, under the lock, while the backup uploads to a slow
+// store (it held the lock and the loop for the whole upload before).
+func TestRemovalDoesNotWaitForItsBackup(t *testing.T) {
+	k := newKit(t, "m0")
+	store := newSlowStore(t, k, 64<<10)
+	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
+	cli := k.seedForTest(m0)
+	putRandom(t, cli, 2<<20)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	added, err := cli.MemberAddAsLearner(ctx, []string{"http://127.0.0.1:1"}) // never started
+	if err != nil {
+		t.Fatal(err)
+	}
+	m0.lockForTest(t)
+	o, err := m0.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	d := planner.Decision{Kind: planner.RemoveMember, MemberID: added.Member.ID, Reason: "test"}
+	if err := m0.act(context.Background(), o, d); err != nil {
+		t.Fatalf("remove: %v", err)
+	}
+	took := time.Since(start)
+	m0.releaseLock(context.Background())
+	if len(memberList(t, cli).Members) != 1 {
+		t.Fatal("the learner was not removed")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if puts, active := store.state(); puts == 1 && active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			puts, active := store.state()
+			t.Fatalf("no backup uploading after the removal: %d uploads started, %d running", puts, active)
+		}
+	}
+	if took > 5*time.Second {
+		t.Fatalf("the removal took %v: it waited for its backup", took)
+	}
+}
