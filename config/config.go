@@ -38,6 +38,11 @@ const (
 	DefaultCompactionMode    = "periodic"
 	DefaultCompactionRetain  = "1h"
 	DefaultSnapshotCount     = 10000
+	// DefaultDeltaInterval and, with a passphrase (one scrypt per
+	// segment), DefaultDeltaIntervalScrypt: how often continuous backup
+	// flushes, which bounds what a loss of every data dir costs.
+	DefaultDeltaInterval       = 5 * time.Second
+	DefaultDeltaIntervalScrypt = 60 * time.Second
 	// DefaultStaleAfter is how long a member must be unreachable and absent
 	// from the provider before it is removed from the membership.
 	DefaultStaleAfter = 30 * time.Second
@@ -174,16 +179,20 @@ type Coordination struct {
 
 // Snapshot configures backups.
 type Snapshot struct {
-	Interval    time.Duration
-	RetainCount int
-	RetainAge   time.Duration
-	StoreKind   string
-	Path        string // file store
-	Bucket      string // s3 store
-	Prefix      string
-	Endpoint    string
-	Region      string
-	PathStyle   bool
+	Interval time.Duration
+	// DeltaInterval is how often the leader flushes the changes recorded
+	// since the newest full snapshot to the store (continuous backup);
+	// 0 turns it off.
+	DeltaInterval time.Duration
+	RetainCount   int
+	RetainAge     time.Duration
+	StoreKind     string
+	Path          string // file store
+	Bucket        string // s3 store
+	Prefix        string
+	Endpoint      string
+	Region        string
+	PathStyle     bool
 	// CAFile, optional (s3 store): PEM CA certificates trusted for the
 	// endpoint's TLS, besides the system's.
 	CAFile string

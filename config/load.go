@@ -118,6 +118,7 @@ type consulCoordSchema struct {
 
 type snapshotSchema struct {
 	Interval    *string           `hcl:"interval,optional"`
+	Deltas      *string           `hcl:"delta_interval,optional"`
 	RetainCount *int              `hcl:"retain_count,optional"`
 	RetainAge   *string           `hcl:"retain_age,optional"`
 	Store       *snapStoreSchema  `hcl:"store,block"`
@@ -525,5 +526,13 @@ func (d *decoder) snapshot(s snapshotSchema) *Snapshot {
 			d.errorf(d.rangeOf("snapshot", "encryption"), "Two encryption keys", "Give passphrase_env or recipients, not both.")
 		}
 	}
+	// Continuous backup: on by default. A passphrase costs one scrypt
+	// derivation (256 MiB, about a second of CPU) per segment, so its
+	// default flushes less often.
+	deltaDefault := DefaultDeltaInterval
+	if sn.PassphraseEnv != "" {
+		deltaDefault = DefaultDeltaIntervalScrypt
+	}
+	sn.DeltaInterval = d.duration(s.Deltas, deltaDefault, "snapshot", "delta_interval")
 	return sn
 }

@@ -104,6 +104,12 @@ func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
 		if s.RetainAge > 0 && s.Interval > 0 && s.RetainAge < 2*s.Interval {
 			d.warnf(d.rangeOf("snapshot", "retain_age"), "retain_age keeps almost nothing", "retain_age = %s is under twice the interval (%s): a snapshot is already one interval old when the next one is taken, so age-based retention keeps at most the newest and one more, whatever retain_count says.", s.RetainAge, 2*s.Interval)
 		}
+		if s.DeltaInterval > 0 && s.PassphraseEnv != "" && s.DeltaInterval < DefaultDeltaIntervalScrypt/2 {
+			d.warnf(d.rangeOf("snapshot", "delta_interval"), "delta_interval costly with a passphrase", "delta_interval = %s with passphrase_env: every delta segment is encrypted with age's scrypt (256 MiB and about a second of CPU each). Encrypt to recipients (X25519 keys need no scrypt) or flush less often (%s by default).", s.DeltaInterval, DefaultDeltaIntervalScrypt)
+		}
+		if s.DeltaInterval < 0 {
+			d.errorf(d.rangeOf("snapshot", "delta_interval"), "Invalid delta_interval", "delta_interval must be positive, or \"0s\" to turn continuous backup off; got %s.", s.DeltaInterval)
+		}
 		if s.StoreKind == "file" && s.Path != "" && !filepath.IsAbs(s.Path) {
 			s.Path = filepath.Join(baseDir, s.Path)
 		}

@@ -139,8 +139,10 @@ func TestQuorumLossTwoMembersLost(t *testing.T) {
 
 // Every member loses its data at once: after recovery_grace one member
 // restores the newest S3 snapshot (fetched, decrypted, verified) with a
-// revision bump; the others join. Keys written before that snapshot are
-// all there and the revision never goes backwards.
+// revision bump and replays the delta segments recorded after it
+// (continuous backup); the others join. Every key acknowledged up to the
+// last flushed delta is there, though the full snapshot is older than all
+// of them, and the revision never goes backwards.
 func TestAllDataLostRecoverFromS3(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -164,8 +166,9 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	c := newCluster(t, "e2e-s3dr", 3)
 	c.extra = fmt.Sprintf(`  recovery_grace = "3s"
   snapshot {
-    interval     = "2s"
-    retain_count = 1000 # the snapshot recovered from must still be listed when the test reads it
+    interval       = "1h" # one full snapshot, at once; everything after it comes from deltas
+    delta_interval = "1s"
+    retain_count   = 1000 # the snapshot recovered from must still be listed when the test reads it
     store "s3" {
       bucket     = "etcd-e2e-backups"
       endpoint   = %q
@@ -184,20 +187,25 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}, "\n        "))
 	c.waitPassing(3, 3*time.Minute)
 	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
-	putN(t, c, "snap", 100)
-	written := revision(t, c)
-
 	store, err := open.Store(ctx, c.config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, fmt.Sprintf("a snapshot at revision >= %d", written), func() (bool, string) {
+	var full snapshot.Meta
+	waitFor(t, time.Minute, "the first full snapshot", func() (bool, string) {
 		list, err := store.List(context.Background())
-		if err != nil || len(list) == 0 {
-			return false, fmt.Sprint(len(list), err)
-		}
-		newest := list[len(list)-1]
-		return newest.Revision >= written, fmt.Sprintf("newest %s at revision %d", newest.Name, newest.Revision)
+		var ok bool
+		full, _, _, ok = snapshot.Newest(list)
+		return ok && err == nil, fmt.Sprint(len(list), err)
+	})
+	w := clustertest.StartWriter(c.client(), "acked")
+	putN(t, c, "snap", 100)
+	acked, _ := w.Finish()
+	written := revision(t, c)
+	waitFor(t, time.Minute, fmt.Sprintf("deltas up to revision %d", written), func() (bool, string) {
+		list, err := store.List(context.Background())
+		newest, chain, end, _ := snapshot.Newest(list)
+		return newest.Name == full.Name && end >= written, fmt.Sprintf("%d deltas after %s to revision %d (%v)", len(chain), newest.Name, end, err)
 	})
 
 	st, err := c.status()
@@ -227,12 +235,13 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	if used == nil {
 		t.Fatalf("snapshot %s named by the record is not in the store", name)
 	}
-	if used.Revision < written {
-		t.Fatalf("recovered from %s at revision %d, older than the %d written before the loss", name, used.Revision, written)
+	if used.Name != full.Name || used.Revision >= written {
+		t.Fatalf("recovered from %s at revision %d; want the first full snapshot %s, older than the %d written after it", name, used.Revision, full.Name, written)
 	}
 	if n := countPrefix(t, c, "snap"); n != 100 {
-		t.Fatalf("%d of the 100 keys written before snapshot %s", n, name)
+		t.Fatalf("%d of the 100 keys written after snapshot %s (replayed from its deltas)", n, name)
 	}
+	clustertest.CheckAcked(t, c.client(), acked)
 	if now := revision(t, c); now < used.Revision {
 		t.Fatalf("revision went backwards: %d after restoring a snapshot at %d", now, used.Revision)
 	}

@@ -115,6 +115,13 @@ func Check(o Observation, d Decision) error {
 		if o.Record != nil && d.Record.Epoch < o.Record.Epoch {
 			return fmt.Errorf("invariant 9: recording epoch %d over epoch %d", d.Record.Epoch, o.Record.Epoch)
 		}
+		if r := o.Record; r != nil && r.ClusterID != 0 && d.Record.Epoch == r.Epoch && d.Record.ClusterID != r.ClusterID {
+			// Another cluster id for the recorded incarnation: only the
+			// one that answers with a quorum, every instance answering.
+			if !o.Running || !o.MembersKnown || o.MembersClusterID != d.Record.ClusterID || o.Local.ClusterID != d.Record.ClusterID || o.Unreachable > 0 {
+				return fmt.Errorf("invariant 5: recording cluster %x over %x without that cluster answering with a quorum here (members known %v, cluster %x, %d silent)", d.Record.ClusterID, r.ClusterID, o.MembersKnown, o.MembersClusterID, o.Unreachable)
+			}
+		}
 		if o.Record == nil || d.Record.Epoch > o.Record.Epoch {
 			if !o.Running || !o.MembersKnown && o.Unreachable > 0 {
 				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum while %d instance(s) do not answer", d.Record.Epoch, o.Unreachable)
@@ -206,6 +213,30 @@ func Check(o Observation, d Decision) error {
 			// Resuming the recovery this member recorded. From a snapshot
 			// (this member holds no data of it): never while an instance
 			// is silent or a peer holds the incarnation (invariant 1).
+			if d.From == FromData {
+				// Invariant 10: a ForceNewCluster start beside a quorum
+				// makes a second live cluster; and it must start the
+				// data the recovery was recorded from.
+				if o.MembersKnown {
+					return fmt.Errorf("invariant 10: resumed the recovery of epoch %d from data while cluster %x answers with a quorum", o.Record.Epoch, o.MembersClusterID)
+				}
+				for _, p := range o.Peers {
+					if p.Healthy {
+						return fmt.Errorf("invariant 10: resumed the recovery of epoch %d from data while peer %s is a healthy voter", o.Record.Epoch, p.Name)
+					}
+				}
+				if o.Unreachable > 0 {
+					return fmt.Errorf("invariant 10: resumed the recovery of epoch %d from data while %d instance(s) do not answer", o.Record.Epoch, o.Unreachable)
+				}
+				for _, p := range o.Peers {
+					if p.Token == o.Local.Token && p.Epoch == o.Local.Epoch && p.Revision > o.Local.Revision {
+						return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from revision %d while peer %s holds revision %d", o.Record.Epoch, o.Local.Revision, p.Name, p.Revision)
+					}
+				}
+				if r := o.Record; r.LastConfirmedEpoch != 0 && (o.Local.Token != r.LastConfirmedToken || o.Local.Epoch != r.LastConfirmedEpoch) {
+					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of token %s epoch %d with data of token %s epoch %d", r.Epoch, r.LastConfirmedToken, r.LastConfirmedEpoch, o.Local.Token, o.Local.Epoch)
+				}
+			}
 			if d.From == FromSnapshot {
 				if s := o.LatestSnapshot; s != nil && o.Record.Source != FromSnapshot+":"+s.Name {
 					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
@@ -221,9 +252,14 @@ func Check(o Observation, d Decision) error {
 			}
 			break
 		}
-		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name {
+		held := !o.Local.Empty && o.Local.Token != ""
+		for _, p := range o.Peers {
+			held = held || p.Token != ""
+		}
+		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && !held {
 			// Taking over the empty seed of a gone seeder from the newest
-			// snapshot.
+			// snapshot, no member holding data. (With data, it is taken
+			// over as a recovery, checked below.)
 			s := o.LatestSnapshot
 			if d.From != FromSnapshot || s == nil || d.Target != s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) ||
 				o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || !o.Local.Empty || o.Running {
@@ -290,7 +326,7 @@ func Check(o Observation, d Decision) error {
 		// incarnation before it (of any token).
 		dataEpoch, dataToken := o.Record.Epoch, o.Record.Token
 		if o.Record.ClusterID == 0 {
-			if o.Record.Source == "" || o.Record.Seeder == name {
+			if o.Record.Seeder == name {
 				return fmt.Errorf("invariant 4: recovery over an unconfirmed record %+v", *o.Record)
 			}
 			if o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, o.Record.Seeder) || o.MembersKnown {
@@ -355,13 +391,15 @@ func Check(o Observation, d Decision) error {
 		if src < best || (o.LatestSnapshot != nil && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
-		// Nor below data of an older epoch (its later incarnations lost
-		// every copy but an older snapshot).
-		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && o.Local.Token != "" && o.Local.Epoch < dataEpoch && o.Local.Revision > src {
+		// Nor below data of another epoch older than the record's (older
+		// than the source's: its later incarnations lost every copy but
+		// an older snapshot; newer: an incarnation the restored record
+		// does not know of).
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && o.Local.Token != "" && o.Local.Epoch < o.Record.Epoch && o.Local.Epoch != dataEpoch && o.Local.Revision > src {
 			return fmt.Errorf("invariant 4: recovery from revision %d while this member holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
 		}
 		for _, p := range o.Peers {
-			if p.Token != "" && p.Epoch < dataEpoch && p.Revision > src {
+			if p.Token != "" && p.Epoch < o.Record.Epoch && p.Epoch != dataEpoch && p.Revision > src {
 				return fmt.Errorf("invariant 4: recovery from revision %d while peer %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
 			}
 		}
@@ -390,6 +428,23 @@ func Check(o Observation, d Decision) error {
 				}
 				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
+				}
+				// This member's own unconfirmed recovery: never one from
+				// data (it starts from this data), never while a quorum
+				// answers (invariant 10: Consul may have restored an old
+				// record).
+				if r.ClusterID == 0 && r.Epoch > l.Epoch && r.Seeder == name && !orphan {
+					if r.Source == FromData {
+						return fmt.Errorf("invariant 7: set aside data of epoch %d for this member's own recovery from data", l.Epoch)
+					}
+					if o.MembersKnown {
+						return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while cluster %x answers with a quorum", l.Epoch, o.MembersClusterID)
+					}
+					for _, p := range o.Peers {
+						if p.Healthy {
+							return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while peer %s is a healthy voter", l.Epoch, p.Name)
+						}
+					}
 				}
 				// A confirmed newer record sets data aside only once a
 				// peer shows its incarnation running with a quorum: the

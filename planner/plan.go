@@ -78,6 +78,18 @@ type Faults struct {
 	// TakeoverBesideNewer: take over a gone seeder's recovery although a
 	// member holds data of an epoch newer than the record's.
 	TakeoverBesideNewer bool
+	// ResumeBesideQuorum: resume this member's recorded recovery from
+	// data (ForceNewCluster) although a quorum answers, or with data of
+	// another incarnation than the one it was recorded from.
+	ResumeBesideQuorum bool
+	// SettleOnOwnRecord: this member's own unconfirmed recovery record
+	// sets its data aside although a quorum answers, or although the
+	// recovery is from data (this data is not its source).
+	SettleOnOwnRecord bool
+	// RecoverBesideSkippedEpoch: a takeover recovers from the last
+	// confirmed incarnation's source although a member holds data of an
+	// epoch between it and the record's at a higher revision.
+	RecoverBesideSkippedEpoch bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -154,14 +166,10 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
 	}
 	rec := o.Record
-	if rec.ClusterID == 0 && rec.Seeder == name && rec.Source == FromData && rec.Epoch == l.Epoch+1 && l.Token != rec.Token {
+	if d, ok := r.resumeRecovery(o, name); ok {
 		// This member recorded a recovery from its data and stopped
 		// before restarting: finish it.
-		if !o.HoldsLock {
-			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
-		}
-		rc := *rec
-		return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}
+		return d
 	}
 	if rec.ClusterID == 0 && rec.Epoch > l.Epoch && rec.Seeder != name && l.Token != rec.Token {
 		if d, ok := r.takeover(o, name); ok {
@@ -185,8 +193,8 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
 	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.RejoinForeign {
-		if !r.settles(rec, name, l.Epoch) && !orphaned(o) {
-			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, l)}
+		if why, ok := r.settles(o, name); !ok && !orphaned(o) {
+			return Decision{Kind: Wait, Name: name, Reason: why}
 		}
 		if d, ok := r.keepUntilNewerRuns(o, name); ok {
 			return d
@@ -199,19 +207,104 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
 }
 
-// settles reports whether rec may set aside data of epoch: only a record of
-// a newer epoch that is confirmed running, or a recovery this member itself
-// recorded (invariant 9). An unconfirmed record, or one of the same epoch
-// with another token (two seeds of one epoch: Consul lost its state and
-// someone seeded while this data's members did not answer), never does.
-func (r rules) settles(rec *Record, name string, epoch uint64) bool {
-	if r.SetAsideOnUnconfirmed || r.ObeyOlderRecord && rec.Epoch < epoch {
-		return true
+// settles reports whether the record may set aside this member's data (of
+// another incarnation): only a record of a newer epoch that is confirmed
+// running, or a restore this member itself recorded and is about to carry
+// out (invariant 9). An unconfirmed record, or one of the same epoch with
+// another token (two seeds of one epoch: Consul lost its state and someone
+// seeded while this data's members did not answer), never does. Nor does
+// this member's own record while a quorum answers (Consul restored an old
+// record of a restore this member took before the incarnation that runs
+// now: sim seed 39512), or its own recovery from data (which starts from
+// this data, never sets it aside). When it does not, why says so.
+func (r rules) settles(o Observation, name string) (why string, ok bool) {
+	rec, l := o.Record, o.Local
+	if r.SetAsideOnUnconfirmed || r.ObeyOlderRecord && rec.Epoch < l.Epoch {
+		return "", true
 	}
-	if rec.Epoch <= epoch {
-		return false
+	if rec.Epoch <= l.Epoch || rec.ClusterID == 0 && (rec.Seeder != name || rec.Source == "") {
+		return conflict(rec, l), false
 	}
-	return rec.ClusterID != 0 || rec.Seeder == name && rec.Source != ""
+	if rec.ClusterID != 0 {
+		return "", true
+	}
+	if rec.Source == FromData && !r.SettleOnOwnRecord {
+		return fmt.Sprintf("this member recorded epoch %d as a recovery from data of token %s epoch %d, but holds token %s epoch %d: not setting it aside for a recovery it cannot carry out; an operator must choose", rec.Epoch, short(rec.LastConfirmedToken), rec.LastConfirmedEpoch, short(l.Token), l.Epoch), false
+	}
+	if q, live := quorumAnswers(o); live && !r.SettleOnOwnRecord {
+		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s: not setting its epoch %d data aside for it (Consul may have restored an old record); an operator must choose", rec.Epoch, sourceName(rec.Source), q, l.Epoch), false
+	}
+	return "", true
+}
+
+// quorumAnswers reports whether a quorum is seen alive: the member list
+// answered (a linearizable read), or a peer reports itself healthy (a
+// voter of a cluster with a quorum). Nothing may then start a new
+// incarnation beside it or set its data aside for one (invariant 10).
+func quorumAnswers(o Observation) (string, bool) {
+	if o.MembersKnown {
+		return fmt.Sprintf("cluster %x answers with a quorum", o.MembersClusterID), true
+	}
+	for _, p := range o.Peers {
+		if p.Healthy {
+			return fmt.Sprintf("peer %s reports itself a healthy voter (token %s epoch %d)", p.Name, short(p.Token), p.Epoch), true
+		}
+	}
+	return "", false
+}
+
+// resumeRecovery finishes a recovery from data this member recorded and has
+// not started yet (the record names it, unconfirmed, with an epoch newer
+// than its data): only from data of the incarnation the recovery was
+// recorded from, only while no quorum answers and every instance does, and
+// only while no peer holds that incarnation at a higher revision: what the
+// recovery checked when it was recorded must still hold. Consul may have
+// restored the record long after: this member may hold another
+// incarnation since, or its old one may have a quorum again and have
+// moved on; a ForceNewCluster start then makes a second live cluster, or
+// drops writes (sim seeds 40941, 48966). ok is false when the record is not
+// such a recovery.
+func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
+	rec, l := o.Record, o.Local
+	if rec.ClusterID != 0 || rec.Seeder != name || rec.Source != FromData || l.Token == rec.Token || rec.Epoch <= l.Epoch {
+		return Decision{}, false
+	}
+	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data", rec.Epoch)
+	if r.ResumeBesideQuorum {
+		if rec.Epoch != l.Epoch+1 {
+			return Decision{}, false
+		}
+	} else {
+		if !recoverySource(rec, l) {
+			return Decision{}, false // settles says why it waits
+		}
+		if q, live := quorumAnswers(o); live {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
+		}
+		if o.Unreachable > 0 {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
+		}
+		for _, p := range o.Peers {
+			if p.Token == l.Token && p.Epoch == l.Epoch && p.Revision > l.Revision {
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
+			}
+		}
+	}
+	if !o.HoldsLock {
+		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to resume it"}, true
+	}
+	rc := *rec
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}, true
+}
+
+// recoverySource reports whether l is the incarnation a recovery from data
+// recorded as rec starts from: the last confirmed one it carries (records
+// written before it was carried: the epoch before).
+func recoverySource(rec *Record, l Local) bool {
+	if rec.LastConfirmedEpoch == 0 {
+		return l.Epoch+1 == rec.Epoch
+	}
+	return l.Token == rec.LastConfirmedToken && l.Epoch == rec.LastConfirmedEpoch
 }
 
 // keepUntilNewerRuns keeps data of an older epoch than a confirmed record
@@ -237,6 +330,13 @@ func (r rules) keepUntilNewerRuns(o Observation, name string) (Decision, bool) {
 			}
 			held = true
 		}
+	}
+	if d, ok := r.recovery(o, name); ok && (d.Kind != Wait || d.NeedsLock) {
+		// The recorded incarnation lost its quorum, and this member is
+		// the one to recover it (the others' pickRecovery sees this data
+		// and names it: sim seeds 41358, 43370, where every other member
+		// waited for it while it kept its data).
+		return d, true
 	}
 	why := fmt.Sprintf("the record names epoch %d (token %s), newer than this data's epoch %d (token %s, revision %d), but no peer shows it running with a quorum", rec.Epoch, short(rec.Token), l.Epoch, short(l.Token), l.Revision)
 	if !held && o.Unreachable == 0 && (o.LatestSnapshot == nil || o.LatestSnapshot.Revision < l.Revision) {
@@ -444,19 +544,23 @@ func (r rules) planRunning(o Observation, name string) Decision {
 			if d, ok := r.takeover(o, name); ok {
 				return d
 			}
+			if o.MembersKnown && o.RecoveryGrace > 0 && o.SeederGoneFor >= o.RecoveryGrace {
+				// Consul restored an old record whose seeder is gone for
+				// good, while this incarnation runs with a quorum: a
+				// takeover would start a second cluster beside it
+				// (invariant 10), and re-recording this older epoch would
+				// make the record's epoch go back (invariant 9).
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, gone for %s, and never confirmed, while this member's epoch %d runs with a quorum: no takeover beside a live cluster and no older epoch recorded over a newer one; an operator must choose", rec.Epoch, rec.Seeder, o.SeederGoneFor, o.Local.Epoch)}
+			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
 		}
-		if rec.ClusterID == 0 && rec.Seeder == name && rec.Source == FromData && rec.Epoch == o.Local.Epoch+1 {
+		if d, ok := r.resumeRecovery(o, name); ok {
 			// This member recorded a recovery from its data but its
 			// old incarnation still runs: restart it as the new one.
-			if !o.HoldsLock {
-				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
-			}
-			rc := *rec
-			return Decision{Kind: RecoverQuorum, Name: name, From: FromData, Record: &rc, Reason: fmt.Sprintf("resuming the recovery of epoch %d from this member's data", rec.Epoch)}
+			return d
 		}
-		if !r.settles(rec, name, o.Local.Epoch) {
-			return Decision{Kind: Wait, Name: name, Reason: conflict(rec, o.Local)}
+		if why, ok := r.settles(o, name); !ok {
+			return Decision{Kind: Wait, Name: name, Reason: why}
 		}
 		if d, ok := r.keepUntilNewerRuns(o, name); ok {
 			return d
@@ -509,6 +613,22 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		rc := *o.Record
 		rc.ClusterID = o.Local.ClusterID
 		return Decision{Kind: RecordCluster, Name: name, Record: &rc, Reason: fmt.Sprintf("confirming cluster %x in the record", rc.ClusterID)}
+	}
+	if rc := o.Record; rc.ClusterID != 0 && o.Local.ClusterID != 0 && rc.ClusterID != o.Local.ClusterID && rc.Token == o.Local.Token &&
+		o.MembersClusterID == o.Local.ClusterID && o.Unreachable == 0 {
+		// The record names this incarnation's token and epoch but another
+		// cluster id: an earlier start of the same seed, all of whose
+		// copies were lost before Consul restored its unconfirmed record
+		// and this member's seed resumed; then Consul restored the old
+		// confirmed record too. No member could ever join (the member
+		// list never checks out): record the cluster that answers with
+		// a quorum (sim seeds 23155, 43442).
+		if !o.HoldsLock {
+			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("the record names cluster %x for this incarnation, which runs as cluster %x: taking the lock to correct it", rc.ClusterID, o.Local.ClusterID)}
+		}
+		nr := *rc
+		nr.ClusterID = o.Local.ClusterID
+		return Decision{Kind: RecordCluster, Name: name, Record: &nr, Reason: fmt.Sprintf("the record names cluster %x for this incarnation, which runs as cluster %x with a quorum and every instance answering: recording cluster %x", rc.ClusterID, o.Local.ClusterID, o.Local.ClusterID)}
 	}
 	if self.Learner {
 		if !o.HoldsLock {

@@ -271,3 +271,76 @@ func TestTakeOverRecoveryOfAGoneSeeder(t *testing.T) {
 		t.Fatalf("only a snapshot left: got %+v", d)
 	}
 }
+
+// TestLivenessFindings pins the decisions that the whole-system simulation
+// found missing (make sim from seed 1000): each observation kept the
+// cluster waiting for good before its fix.
+func TestLivenessFindings(t *testing.T) {
+	self := Self{Name: "m0", PeerURL: "https://m0:2380"}
+	insts := []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}
+	cases := []struct {
+		name   string
+		o      Observation
+		kind   Kind
+		reason string
+	}{
+		{
+			// sim seeds 41358, 43370: the others (empty) name m0 to
+			// restore the newest snapshot of the confirmed epoch 4, whose
+			// quorum is lost; m0 kept its epoch-3 data waiting for epoch 4
+			// to run.
+			name: "older data kept for a newer epoch without a quorum: its holder recovers when chosen",
+			o: Observation{Self: self, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, QuorumLostFor: 2, Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 3, Revision: 418, Learner: true},
+				Record: &Record{ClusterID: 0xc1, Token: "tokB", Epoch: 4, Seeder: "m9"}, LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 431, Epoch: 4}},
+			kind: RecoverQuorum, reason: "from snapshot s9",
+		},
+		{
+			// sim seed 21345: Consul restored an empty seed record of
+			// epoch 2 whose seeder was replaced; m0 and m1 hold epoch 1.
+			name: "an empty seed's gone seeder beside data: taken over from the best data",
+			o: Observation{Self: self, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Peers: []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 1, Revision: 101}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 103},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m9"}},
+			kind: RecoverQuorum, reason: "recovering epoch 3 from this member's data",
+		},
+		{
+			// sim seeds 23155, 43442: the seed of tokA ran twice (every
+			// copy of the first was lost, Consul restored its unconfirmed
+			// record, it resumed), then Consul restored the first's
+			// confirmed record: nobody could join.
+			name: "the record names another cluster id of this incarnation: record the one with a quorum",
+			o: Observation{Self: self, Running: true, SelfID: 1, LeaderID: 1, HoldsLock: true, MembersKnown: true, MembersClusterID: 0xc2,
+				Members: members(voter(1, "m0", true), voter(2, "m1", true)), Peers: []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 1, Running: true, Healthy: true}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc2, Token: "tokA", Epoch: 1},
+				Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"}},
+			kind: RecordCluster, reason: "recording cluster c2",
+		},
+		{
+			// sim seeds 11741, 11929 and six others: Consul restored the
+			// unconfirmed record of a recovery whose seeder is gone for
+			// good, while the older epoch runs with a quorum.
+			name: "a newer unconfirmed record whose seeder is gone, beside a live quorum: an operator chooses",
+			o: Observation{Self: self, Running: true, SelfID: 1, LeaderID: 1, MembersKnown: true, MembersClusterID: 0xc2, RecoveryGrace: 1, SeederGoneFor: 2,
+				Members: members(voter(1, "m0", true), voter(2, "m1", true)), Peers: []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 2, Running: true, Healthy: true}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc2, Token: "tokA", Epoch: 2},
+				Record: &Record{Token: "tokB", Epoch: 3, Seeder: "m9", Source: FromData, LastConfirmedToken: "tokZ", LastConfirmedEpoch: 1}},
+			kind: Wait, reason: "an operator must choose",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.o.ClusterName = "c"
+			if c.o.Instances == nil {
+				c.o.Instances = insts
+			}
+			d := Plan(c.o)
+			if d.Kind != c.kind || !strings.Contains(d.Reason, c.reason) {
+				t.Fatalf("got %s %q; want %s with %q", d.Kind, d.Reason, c.kind, c.reason)
+			}
+			if err := Check(c.o, d); err != nil {
+				t.Fatalf("the decision fails the checker: %v", err)
+			}
+		})
+	}
+}

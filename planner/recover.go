@@ -96,7 +96,7 @@ func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataTo
 // ran somewhere: join it instead).
 func (r rules) takeover(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if rec == nil || rec.ClusterID != 0 || rec.Source == "" || rec.Seeder == name || rec.Epoch < 2 || o.MembersKnown ||
+	if rec == nil || rec.ClusterID != 0 || rec.Source == "" && !anyData(o) || rec.Seeder == name || rec.Epoch < 2 || o.MembersKnown ||
 		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && !r.TakeoverEarly) {
 		return Decision{}, false
 	}
@@ -129,6 +129,24 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 		dataToken, dataEpoch = "", rec.Epoch-1
 	}
 	return r.pickRecovery(o, name, dataEpoch, dataToken, fmt.Sprintf("seeder %s of epoch %d gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor))
+}
+
+// anyData reports whether this member or a peer holds data of some
+// incarnation. An empty seed whose seeder is gone is taken over as a new
+// seed only when none does (takeoverSeed); otherwise as a recovery from the
+// best data of the epoch before it (takeover: sim seed 21345, where the
+// members holding epoch-1 data waited for a gone seeder of epoch 2 for
+// good).
+func anyData(o Observation) bool {
+	if !o.Local.Empty && o.Local.Token != "" {
+		return true
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // pickRecovery chooses the source of the next epoch: the highest revision
@@ -232,21 +250,27 @@ func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, da
 	return Decision{}, false
 }
 
-// olderDataNewer waits when this member or a peer holds data of an epoch
-// older than the source's whose revision is higher than the chosen source:
-// the incarnations after it lost every copy but an older snapshot (sim
-// seeds 1643, 1906, 1955, 2199: a confirmed ForceNewCluster recovery whose
-// only member left with its disk), and recovering from that snapshot would
-// drop the writes only this data holds. Revisions only grow along a
-// cluster's line (ForceNewCluster keeps them, a restore bumps them), so a
-// higher revision in older data means writes the source lacks. Which copy
-// is right is an operator's call.
+// olderDataNewer waits when this member or a peer holds data of another
+// epoch older than the record's whose revision is higher than the chosen
+// source: older than the source's, the incarnations after it lost every
+// copy but an older snapshot (sim seeds 1643, 1906, 1955, 2199: a confirmed
+// ForceNewCluster recovery whose only member left with its disk); between
+// the source's and the record's (a takeover recovers from the last
+// confirmed incarnation the record carries), an incarnation ran that the
+// record does not know of, because Consul restored an older record (sim
+// seed 49383). Recovering from the source would drop the writes only this
+// data holds. Revisions only grow along a cluster's line (ForceNewCluster
+// keeps them, a restore bumps them), so a higher revision means writes the
+// source lacks. Which copy is right is an operator's call.
 func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src int64, why string) (Decision, bool) {
 	if r.RecoverBelowOlderData {
 		return Decision{}, false
 	}
 	older := func(token string, epoch uint64, rev int64) bool {
-		return token != "" && epoch < dataEpoch && rev > src
+		if r.RecoverBesideSkippedEpoch {
+			return token != "" && epoch < dataEpoch && rev > src
+		}
+		return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && rev > src
 	}
 	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && older(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, src)}, true

@@ -184,6 +184,62 @@ func TestSafetyReviewDefects(t *testing.T) {
 			good: Wait, reason: "re-records before any recovery", bad: RecoverQuorum,
 		},
 		{
+			// sim seeds 40941, 48966: Consul restored m1's old recovery
+			// record (epoch 2 from its epoch-1 data) while the epoch-1
+			// cluster it recovered from runs again with a quorum.
+			name:  "no resumed recovery from data beside a quorum",
+			fault: Faults{ResumeBesideQuorum: true},
+			o: Observation{Self: self, Running: true, SelfID: 2, MembersKnown: true, MembersClusterID: 0xc1, Members: three, LeaderID: 1, HoldsLock: true,
+				Local:  Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 43},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}},
+			good: Wait, reason: "not restarting as a new cluster beside it", bad: RecoverQuorum,
+		},
+		{
+			// sim seed 40941: m1 lost its disk after recording the
+			// recovery and joined a new epoch 1 (tokC) seeded after
+			// Consul lost its state; then the old record came back.
+			name:  "no resumed recovery from data of another incarnation",
+			fault: Faults{ResumeBesideQuorum: true},
+			o: Observation{Self: self, HoldsLock: true, Peers: []PeerStatus{{Name: "m0"}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xd4, Token: "tokC", Epoch: 1, Revision: 300},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}},
+			good: Wait, reason: "a recovery it cannot carry out", bad: RecoverQuorum,
+		},
+		{
+			// sim seed 48966: the same restored record; the epoch-1
+			// cluster took writes (revision 62) before losing its quorum
+			// again, while m1 was down at revision 56.
+			name:  "no resumed recovery from data older than a peer's",
+			fault: Faults{ResumeBesideQuorum: true},
+			o: Observation{Self: self, HoldsLock: true, Peers: []PeerStatus{{Name: "m0", Token: "tokA", Epoch: 1, Revision: 62, Running: true}, {Name: "m2"}},
+				Local:  Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 56},
+				Record: &Record{Token: "tokB", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1}},
+			good: Wait, reason: "not resuming it from older data", bad: RecoverQuorum,
+		},
+		{
+			// sim seed 39512: Consul restored m1's old restore record
+			// (epoch 3, unconfirmed) while the epoch 2 it restored
+			// later runs with a quorum.
+			name:  "own unconfirmed record sets no data of a quorum aside",
+			fault: Faults{SettleOnOwnRecord: true},
+			o: Observation{Self: self, Running: true, SelfID: 2, MembersKnown: true, MembersClusterID: 0xc1, Members: three, LeaderID: 1,
+				Local: epoch2, Record: &Record{Token: "tokC", Epoch: 3, Seeder: "m1", Source: FromSnapshot + ":s1"}},
+			good: Wait, reason: "an operator must choose", bad: SetAside,
+		},
+		{
+			// sim seed 49383: the takeover of epoch 3 (carrying epoch 1
+			// as the last confirmed) would restore a snapshot of epoch 2
+			// at 1000147 while m0 holds that epoch 2 at 1000161: Consul
+			// had restored the epoch-3 record over the confirmed epoch 2.
+			name:  "no takeover below data of an epoch the record skipped",
+			fault: Faults{RecoverBesideSkippedEpoch: true},
+			o: Observation{Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: 1, SeederGoneFor: 2, Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
+				Local:          Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc2, Token: "tokB", Epoch: 2, Revision: 1000161},
+				Record:         &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: FromSnapshot + ":s1", LastConfirmedToken: "tokA", LastConfirmedEpoch: 1},
+				LatestSnapshot: &SnapshotInfo{Name: "s9", Revision: 1000147, Epoch: 2}, Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}}},
+			good: Wait, reason: "an operator must choose", bad: RecoverQuorum,
+		},
+		{
 			name:  "defect 9: no join while the record is unconfirmed",
 			fault: Faults{JoinUnconfirmed: true},
 			o: Observation{Self: self, DesiredSize: 3, Local: Local{Empty: true}, HoldsLock: true, MembersKnown: true, Members: members(voter(1, "m0", true)),

@@ -221,7 +221,7 @@ func (w *World) stuck() string {
 	}
 	if r.ClusterID == 0 && r.Source == planner.FromData {
 		for _, n := range w.slots {
-			if n.name == r.Seeder && n.alloc != allocTerminal && (n.data == nil || n.data.token != r.Token) {
+			if n.name == r.Seeder && n.alloc != allocTerminal && (n.data == nil || n.data.token != r.Token && !sourceOf(r, n.data)) {
 				return "the seeder of a recovery from its data lost that data"
 			}
 		}
@@ -230,6 +230,22 @@ func (w *World) stuck() string {
 		for _, n := range w.slots {
 			if d := n.data; d != nil && d.wal && d.epoch == r.Epoch && d.token != r.Token {
 				return "an unconfirmed seed record of a gone seeder beside data of another token of its epoch (the planner asks an operator to choose)"
+			}
+		}
+	}
+	if r.ClusterID == 0 {
+		// A newer record never confirmed, whose seeder's allocation is
+		// gone for good, beside a cluster of an older epoch that runs
+		// with a quorum (Consul restored an old record): a takeover
+		// would start a second cluster beside the live one (invariant
+		// 10), and re-recording the live one's epoch would make the
+		// record's epoch go back (invariant 9). The planner asks an
+		// operator.
+		if s := w.byName[r.Seeder]; s == nil || s.alloc == allocTerminal {
+			for _, g := range w.groups {
+				if g.quorum >= 0 && g.epoch < r.Epoch {
+					return fmt.Sprintf("an unconfirmed record of epoch %d whose seeder is gone, beside %s running with a quorum", r.Epoch, g)
+				}
 			}
 		}
 	}
@@ -250,6 +266,18 @@ func (w *World) stuck() string {
 		}
 	}
 	return "no voter's copy of the recorded incarnation and no snapshot"
+}
+
+// sourceOf reports whether d is the incarnation the recovery from data
+// recorded as r starts from (planner.recoverySource).
+func sourceOf(r *planner.Record, d *data) bool {
+	if !d.wal {
+		return false
+	}
+	if r.LastConfirmedEpoch == 0 {
+		return d.epoch+1 == r.Epoch
+	}
+	return d.token == r.LastConfirmedToken && d.epoch == r.LastConfirmedEpoch
 }
 
 // State describes the world in a few lines: the record, the clusters that

@@ -36,9 +36,16 @@ func (w *World) lock(n *node) error {
 	if n.noConsul {
 		return errConsul
 	}
-	if c.holder != nil {
+	if c.holder != nil && c.holder != n {
 		return errors.New("lock held by " + c.holder.name)
 	}
+	// Held by this member's own session that its process no longer holds
+	// (a previous process, or one released while Consul was out of
+	// reach: task's releaseLock forgets the session even when Consul
+	// does not answer): coord/consul's Lock ends that session and takes
+	// the lock at once, without waiting for its TTL (sim seeds 20989,
+	// 27521 and four others: a leaving member waited out the TTL of its
+	// own old session past its leave deadline).
 	w.nextID++
 	c.holder, c.session, c.expires = n, w.nextID, w.now+lockTTL
 	n.lockSession = c.session

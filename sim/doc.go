@@ -19,8 +19,10 @@
 //     promotion only in sync, strict reconfiguration (removal refused
 //     unless a quorum of the remaining voters has been connected for 5 s);
 //   - Consul: a session lock with a TTL that expires when its holder is
-//     dead or cut off, a record written create-only or by CAS and fenced
-//     by the lock, state loss, restore of an older state;
+//     dead or cut off (a member takes back at once a lock its own stale
+//     session holds, as coord/consul does), a record written create-only
+//     or by CAS and fenced by the lock, state loss, restore of an older
+//     state;
 //   - Nomad: allocations that run, stop gracefully (listed as Unknown
 //     until the member has exited, as provider/nomad does; replaced),
 //     crash and restart with or without their disk, become
@@ -50,14 +52,17 @@
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size
 // within QuietTime, unless only an operator can help (Result.Stuck: no
-// copy left, or the planner's reason says an operator must decide).
+// copy left; an unconfirmed record of a newer epoch whose seeder is gone
+// for good beside an older epoch running with a quorum; or the planner's
+// reason says an operator must decide).
 // Set-aside data counts as a copy unless another copy held all of it when
 // it was set aside (the planner never reads set-aside data).
 //
-// Two task behaviours were found through the model and then built in
+// Three task behaviours were found through the model and then built in
 // task (act.go, server.go): /status names the incarnation of metadata
-// without etcd data while the start that wrote it is in flight, and a seed
-// re-reads the record before it starts etcd.
+// without etcd data while the start that wrote it is in flight, a seed
+// writes that metadata before it creates the record, and a seed re-reads
+// the record before it starts etcd.
 //
 // It never does I/O and never reads the clock: it must stay a pure
 // function of its Config.

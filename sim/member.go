@@ -113,36 +113,42 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 	switch d.Kind {
 	case planner.Seed:
 		r := *d.Record
-		return []action{
-			{"create record (create-only, fenced)", func() (string, error) {
-				if err := w.heldLock(n); err != nil {
+		meta := action{"write metadata", func() (string, error) {
+			n.data = &data{cluster: clusterName, name: d.Name, token: r.Token, epoch: r.Epoch}
+			return "ok", nil
+		}}
+		create := action{"create record (create-only, fenced)", func() (string, error) {
+			if err := w.heldLock(n); err != nil {
+				return "", err
+			}
+			if rec == nil {
+				if err := w.createRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
 					return "", err
 				}
-				if rec == nil {
-					if err := w.createRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
-						return "", err
-					}
-					return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
+				return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
+			}
+			if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
+				// Taking over a gone seeder's seed (planner
+				// takeoverSeed): a CAS over the record read, as
+				// task's seed does.
+				if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
+					return "", err
 				}
-				if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
-					// Taking over a gone seeder's seed (planner
-					// takeoverSeed): a CAS over the record read, as
-					// task's seed does.
-					if err := w.updateRecord(n, planner.Record{Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder}); err != nil {
-						return "", err
-					}
-					return fmt.Sprintf("record %s epoch %d written over %s's seed", r.Token, r.Epoch, rec.Seeder), nil
-				}
-				if rec.Token != r.Token || rec.Seeder != d.Name {
-					return "", errConflict
-				}
-				return "resuming", nil
-			}},
-			{"write metadata", func() (string, error) {
-				n.data = &data{cluster: clusterName, name: d.Name, token: r.Token, epoch: r.Epoch}
-				return "ok", nil
-			}},
-			{"re-read the record, start a new one-member cluster", func() (string, error) {
+				return fmt.Sprintf("record %s epoch %d written over %s's seed", r.Token, r.Epoch, rec.Seeder), nil
+			}
+			if rec.Token != r.Token || rec.Seeder != d.Name {
+				return "", errConflict
+			}
+			return "resuming", nil
+		}}
+		// task's seed writes the metadata first, so that /status names
+		// the seed from the moment its record exists (sim seed 30200).
+		first := []action{meta, create}
+		if w.cfg.Defects.SeedRecordBeforeMetadata {
+			first = []action{create, meta}
+		}
+		return append(first,
+			action{"re-read the record, start a new one-member cluster", func() (string, error) {
 				// As task's seed does (act.go): re-read the record and
 				// start only if it still names this seed (sim seeds 5861,
 				// 6319: Consul lost its state between the record's
@@ -158,8 +164,7 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
 				w.started(n, g, id)
 				return "started " + g.String(), nil
-			}},
-		}
+			}})
 	case planner.Rejoin:
 		return []action{{"start with local data", func() (string, error) { return w.startExisting(n) }}}
 	case planner.JoinAsLearner:

@@ -12,17 +12,28 @@ import (
 )
 
 // defects are the fixes the simulation must catch when reverted: each
-// switch restores the behaviour before its fix.
+// switch restores the behaviour before its fix. from is the first seed
+// searched (1 when 0): the defects found by long explorations (make sim
+// from seed 1000) need a rare schedule (Consul restoring an older record)
+// and start at a seed where today's model, with that one fix off, breaks
+// an invariant: the seed that found them, or (SettleOnOwnRecord, whose
+// seed 39512 runs another schedule since the seed's metadata moved) the
+// first found by searching from seed 1.
 var defects = []struct {
 	name string
 	d    Defects
+	from uint64
 }{
-	{"defect 1: SeedWhileSilent", Defects{Planner: planner.Faults{SeedWhileSilent: true}}},
-	{"defect 1: SetAsideOnUnconfirmed", Defects{Planner: planner.Faults{SetAsideOnUnconfirmed: true}}},
-	{"defect 2: ProviderDropsUnknown", Defects{ProviderDropsUnknown: true}},
-	{"defect 3: ObeyOlderRecord", Defects{Planner: planner.Faults{ObeyOlderRecord: true}}},
-	{"defect 4: LearnerSource", Defects{Planner: planner.Faults{LearnerSource: true}}},
-	{"defect 13: LeaveOnce", Defects{LeaveOnce: true}},
+	{"defect 1: SeedWhileSilent", Defects{Planner: planner.Faults{SeedWhileSilent: true}}, 0},
+	{"defect 1: SetAsideOnUnconfirmed", Defects{Planner: planner.Faults{SetAsideOnUnconfirmed: true}}, 0},
+	{"defect 2: ProviderDropsUnknown", Defects{ProviderDropsUnknown: true}, 0},
+	{"defect 3: ObeyOlderRecord", Defects{Planner: planner.Faults{ObeyOlderRecord: true}}, 0},
+	{"defect 4: LearnerSource", Defects{Planner: planner.Faults{LearnerSource: true}}, 0},
+	{"defect 13: LeaveOnce", Defects{LeaveOnce: true}, 0},
+	{"SeedRecordBeforeMetadata", Defects{SeedRecordBeforeMetadata: true}, 30200},
+	{"ResumeBesideQuorum", Defects{Planner: planner.Faults{ResumeBesideQuorum: true}}, 40941},
+	{"SettleOnOwnRecord", Defects{Planner: planner.Faults{SettleOnOwnRecord: true}}, 15693},
+	{"RecoverBesideSkippedEpoch", Defects{Planner: planner.Faults{RecoverBesideSkippedEpoch: true}}, 49383},
 }
 
 // maxSeeds bounds the search for each defect.
@@ -52,7 +63,7 @@ func findDefect(d Defects, from uint64, n int) (uint64, Result, *World, int) {
 func TestSimulationCatchesEachDefect(t *testing.T) {
 	for _, tc := range defects {
 		t.Run(tc.name, func(t *testing.T) {
-			s, r, w, spent := findDefect(tc.d, 1, maxSeeds)
+			s, r, w, spent := findDefect(tc.d, max(tc.from, 1), maxSeeds)
 			if w == nil {
 				t.Fatalf("the simulation missed %s over %d seeds (%d steps)", tc.name, maxSeeds, spent)
 			}
@@ -70,7 +81,7 @@ func TestDefectDetectionStats(t *testing.T) {
 	}
 	for _, tc := range defects {
 		var costs []int
-		from := uint64(1)
+		from := max(tc.from, 1)
 		for i := 0; i < 15; i++ {
 			s, _, w, spent := findDefect(tc.d, from, maxSeeds)
 			if w == nil {

@@ -35,6 +35,10 @@ type Defects struct {
 	// LeaveOnce (defect 13): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool
+	// SeedRecordBeforeMetadata: a seed creates the record before it
+	// writes the metadata that its /status names, so a peer may see
+	// the record gone (Consul lost its state) and no seed here.
+	SeedRecordBeforeMetadata bool
 }
 
 // Config describes one run.

@@ -30,6 +30,29 @@ func Expired(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []
 	return out
 }
 
+// orphanDeltas returns the deltas retention removes with their full
+// snapshot: those of a snapshot Expired returns, and those whose snapshot
+// is not listed at all and that are older than OrphanAge (a listing skips
+// an unreadable metadata file, which must not cost the deltas at once).
+// The newest snapshot's deltas are never returned.
+func orphanDeltas(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []Meta {
+	listed, expired := map[string]bool{}, map[string]bool{}
+	fulls := Full(list)
+	for _, m := range fulls {
+		listed[m.Name] = true
+	}
+	for _, m := range Expired(fulls, keepCount, maxAge, now) {
+		expired[m.Name] = true
+	}
+	var out []Meta
+	for _, m := range list {
+		if m.Kind == KindDelta && (expired[m.Base] || (!listed[m.Base] && now.Sub(m.Created) > OrphanAge)) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // Sweeper is a store that can remove what failed saves left behind and
 // no listing shows: objects without metadata, incomplete uploads.
 type Sweeper interface {
@@ -38,7 +61,8 @@ type Sweeper interface {
 	Sweep(ctx context.Context, cutoff time.Time) ([]string, error)
 }
 
-// Prune applies retention to store (Expired over its listing) and, when
+// Prune applies retention to store (Expired over its full snapshots, with
+// the deltas of those it removes: orphanDeltas) and, when
 // the store is a Sweeper, removes leftovers older than OrphanAge. It
 // returns what it removed and keeps going past single failures.
 func Prune(ctx context.Context, store Store, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
@@ -48,7 +72,7 @@ func Prune(ctx context.Context, store Store, keepCount int, maxAge time.Duration
 	}
 	var removed []string
 	var errs []error
-	for _, old := range Expired(list, keepCount, maxAge, now) {
+	for _, old := range append(Expired(Full(list), keepCount, maxAge, now), orphanDeltas(list, keepCount, maxAge, now)...) {
 		if err := store.Delete(ctx, old.Name); err != nil {
 			errs = append(errs, fmt.Errorf("retention: delete %s: %w", old.Name, err))
 			continue

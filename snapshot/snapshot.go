@@ -40,6 +40,13 @@ type Meta struct {
 	StoredSize int64  `json:"stored_size"`
 	Encrypted  bool   `json:"encrypted"`
 	Codec      string `json:"codec"`
+	// Kind is KindFull ("") or KindDelta. For a delta, FirstRevision
+	// and Revision bound the revisions it covers, Base names the full
+	// snapshot its chain starts from and Events counts its events.
+	Kind          string `json:"kind,omitempty"`
+	FirstRevision int64  `json:"first_revision,omitempty"`
+	Base          string `json:"base,omitempty"`
+	Events        int    `json:"events,omitempty"`
 }
 
 // Store keeps snapshot objects. Backends live in sub-packages (file, s3)
@@ -72,9 +79,9 @@ func ObjectName(cluster string, epoch uint64, revision int64, created time.Time,
 // names hold letters, digits and dashes, so a prefix test alone would
 // take cluster "a"'s snapshots for cluster "a-e1"'s; the rest must match
 // exactly.
-var objectNameRest = regexp.MustCompile(`^e[0-9]+-r[0-9]{20}-[0-9]{8}T[0-9]{6}Z\.snap\.zst(\.age)?$`)
+var objectNameRest = regexp.MustCompile(`^e[0-9]+-r[0-9]{20}-[0-9]{8}T[0-9]{6}Z\.(snap|delta)\.zst(\.age)?$`)
 
-// OfCluster reports whether name is an ObjectName of cluster. Stores that
+// OfCluster reports whether name is an ObjectName (or a DeltaName) of cluster. Stores that
 // several clusters share (one directory, one bucket prefix) use it to see
 // only their own cluster's objects, with or without metadata.
 func OfCluster(name, cluster string) bool {

@@ -98,7 +98,7 @@ func (m *Member) heldLock() (coord.Lock, error) {
 	return m.lock, nil
 }
 
-func (m *Member) seed(ctx context.Context, d planner.Decision) error {
+func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	l, err := m.heldLock()
 	if err != nil {
 		return err
@@ -107,6 +107,22 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 	m.mu.Lock()
 	existing := m.record
 	m.mu.Unlock()
+	// The metadata comes first: while this act runs, /status names the
+	// incarnation it writes (health), so from the moment the record
+	// exists peers see the seed. Written after the record, a peer that
+	// observed between the two, after Consul lost its state, saw no
+	// record and no data here and seeded a second epoch 1; a restore of
+	// Consul's older state then let this seed start too (sim seed 30200).
+	// A seed that fails below removes it again (it names nothing once
+	// the act is over anyway: no etcd data).
+	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
+		return fmt.Errorf("write metadata: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			m.dir.dropMetaWithoutData()
+		}
+	}()
 	if existing == nil {
 		// The create-only write is the commit point of the seed: a second
 		// seeder fails here and joins instead (invariant 1).
@@ -127,9 +143,6 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) error {
 		m.log.Warn("took over the unconfirmed seed of a seeder gone for good", "gone", existing.Seeder, "epoch", rec.Epoch, "fence", l.Fence())
 	} else if existing.Token != rec.Token || existing.Seeder != d.Name {
 		return fmt.Errorf("record changed before the seed resumed: %w", coord.ErrConflict)
-	}
-	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
-		return fmt.Errorf("write metadata: %w", err)
 	}
 	// Consul may have lost its state since the record was created (and
 	// another member seeded in the gap): start only while the record still

@@ -291,7 +291,8 @@ func TestSetAsideRenamesTheDataNeverDeletes(t *testing.T) {
 }
 
 // Invariant 1 at the action: a seed whose create-only record write fails
-// (another member seeded meanwhile) starts nothing and writes no metadata.
+// (another member seeded meanwhile) starts nothing and leaves no metadata
+// (it wrote its own first, so that /status named the seed meanwhile).
 func TestSeedStartsNothingWhenTheRecordExists(t *testing.T) {
 	k := newKit(t, "m0", "m1")
 	m0 := k.member("m0", nil)
@@ -312,6 +313,41 @@ func TestSeedStartsNothingWhenTheRecordExists(t *testing.T) {
 	}
 	if _, err := m1.dir.readMeta(); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the second seeder wrote metadata: %v", err)
+	}
+}
+
+// hookCoord is a real coordinator that runs beforeCreate just before a
+// record is created.
+type hookCoord struct {
+	coord.Coordinator
+	beforeCreate func()
+}
+
+func (h *hookCoord) CreateRecord(ctx context.Context, l coord.Lock, r coord.Record) (coord.Record, error) {
+	h.beforeCreate()
+	return h.Coordinator.CreateRecord(ctx, l, r)
+}
+
+// Invariant 1: a seed names its incarnation on /status before its record
+// exists. Otherwise a peer observing between the record's creation and the
+// metadata, after Consul lost its state, sees no record and no seed here
+// and seeds a second epoch 1 (sim seed 30200).
+func TestSeedIsVisibleBeforeItsRecord(t *testing.T) {
+	k := newKit(t, "m0")
+	var seen Status
+	var m0 *Member
+	m0 = k.member("m0", &hookCoord{Coordinator: k.co, beforeCreate: func() { seen, _ = m0.health(context.Background()) }})
+	m0.lockForTest(t)
+	tok := newToken()
+	d := planner.Decision{Kind: planner.Seed, Name: "m0", Record: &planner.Record{Token: tok, Epoch: 1, Seeder: "m0"}}
+	if err := m0.act(context.Background(), planner.Observation{}, d); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	if seen.Token != tok || seen.Epoch != 1 {
+		t.Fatalf("/status while the record was created named token %q epoch %d; want the seed's %q epoch 1", seen.Token, seen.Epoch, tok)
+	}
+	if st, _ := m0.health(context.Background()); st.Token != tok {
+		t.Fatalf("/status after the seed names token %q, want %q", st.Token, tok)
 	}
 }
 

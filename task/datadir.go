@@ -1,6 +1,7 @@
 package task
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -70,6 +71,16 @@ func (d dataDir) writeMeta(m Meta) error {
 		return err
 	}
 	return os.Rename(p+".tmp", p)
+}
+
+// dropMetaWithoutData removes metadata that no etcd data goes with: what a
+// seed wrote before it failed. It names no incarnation this member holds
+// and is written again by the next start; metadata beside etcd data is
+// never touched.
+func (d dataDir) dropMetaWithoutData() {
+	if !d.hasEtcdData() {
+		_ = os.Remove(filepath.Join(d.current(), metaFile))
+	}
 }
 
 // caFile keeps the cluster CA (certificate and key) the member's
@@ -228,20 +239,38 @@ type Incarnation struct {
 	RevisionBump uint64
 }
 
-// InstallSnapshot seeds a member's data dir (root) from a verified
-// plaintext snapshot file as a new incarnation: the current data is set
+// Deltas are the changes recorded after a full snapshot (its chain,
+// snapshot.Chain), replayed over it when it is installed.
+type Deltas struct {
+	Store      snapshot.Store
+	Chain      []snapshot.Meta
+	Encryption snapshot.Encryption
+}
+
+// InstallSnapshot seeds a member's data dir (root) from a plaintext
+// snapshot file verified by snapshot.Fetch as a new incarnation: the current data is set
 // aside (renamed, never deleted, tagged why), etcd's restore writes the
-// new data, and the metadata names the incarnation. It returns where the
-// old data went ("" if there was none). The member must be stopped.
-func InstallSnapshot(root, plain string, in Incarnation, why string) (string, error) {
+// new data, the deltas are replayed over it (snapshot.Replay: a damaged
+// segment ends the replay there, as the result's Stopped says), and only
+// then the metadata names the incarnation, so a failure leaves a dir a
+// retry sets aside again. It returns where the old data went ("" if there
+// was none). The member must be stopped.
+func InstallSnapshot(ctx context.Context, root, plain string, in Incarnation, deltas Deltas, why string) (string, snapshot.ReplayResult, error) {
 	d := dataDir{root: root}
 	aside, err := d.setAside(time.Now(), why)
 	if err != nil {
-		return "", err
+		return "", snapshot.ReplayResult{}, err
 	}
-	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.etcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump})
+	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.etcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump, Verified: true})
 	if err != nil {
-		return aside, err
+		return aside, snapshot.ReplayResult{}, err
 	}
-	return aside, d.writeMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
+	var res snapshot.ReplayResult
+	if len(deltas.Chain) > 0 {
+		res, err = snapshot.Replay(ctx, deltas.Store, deltas.Chain, deltas.Encryption, d.etcdDir(), in.Name)
+		if err != nil {
+			return aside, res, fmt.Errorf("replay %d deltas: %w", len(deltas.Chain), err)
+		}
+	}
+	return aside, res, d.writeMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
 }

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -105,6 +106,12 @@ type Member struct {
 	summary           []byte // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
+	// wantFullSnapshot: a full snapshot is wanted now (a new delta
+	// chain; read by the background save); deltas is the continuous
+	// backup running here (superviseDeltas, loop only).
+	wantFullSnapshot atomic.Bool
+	deltas           *deltaRun
+	nextDeltaStart   time.Time
 	// snapRunning (under mu): a background save runs (startSnapshot).
 	snapRunning bool
 	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
@@ -340,6 +347,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	m.publishSummary(ctx, o)
 	m.maybeSnapshot(o)
+	m.superviseDeltas(ctx, o)
 	m.maybePruneAsides(o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
@@ -392,6 +400,7 @@ func newToken() string {
 }
 
 func (m *Member) shutdown() {
+	m.stopDeltas(true)
 	m.mu.Lock()
 	e := m.etcd
 	m.bgCancel() // a background upload stops now, not after the leave

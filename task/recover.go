@@ -61,9 +61,11 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 		list, err := s.Store.List(ctx)
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
-		} else if n := len(list); n > 0 {
-			newest := list[n-1]
-			m.latestSnapshot = &planner.SnapshotInfo{Name: newest.Name, Revision: newest.Revision, Epoch: newest.Epoch}
+		} else if full, _, end, ok := snapshot.Newest(list); ok {
+			// The newest full snapshot with the deltas that follow on
+			// from it: a recovery from it replays them, so it holds
+			// everything up to the chain's end.
+			m.latestSnapshot = &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
@@ -161,11 +163,22 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		m.setRecord(written)
 		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
 	}
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		return fmt.Errorf("list the deltas after snapshot %s: %w", name, err)
+	}
+	chain, gap := snapshot.Chain(list, meta)
+	if gap {
+		m.log.Warn("the delta chain after the snapshot has a gap: changes after it are not replayed", "snapshot", name, "deltas", len(chain))
+	}
 	m.stopEtcd()
-	aside, err := InstallSnapshot(m.dir.root, plain, Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
-		Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, "recovered-over")
+	aside, res, err := InstallSnapshot(ctx, m.dir.root, plain, Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
+		Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, Deltas{Store: s.Store, Chain: chain, Encryption: s.Encryption}, "recovered-over")
 	if aside != "" {
 		m.log.Warn("data dir set aside (not deleted) before restoring", "to", aside)
+	}
+	if len(chain) > 0 {
+		m.log.Warn("deltas replayed over the snapshot", "segments", res.Segments, "events", res.Events, "last_revision", res.Last, "stopped", res.Stopped)
 	}
 	return err
 }

@@ -26,6 +26,10 @@ type Snapshots struct {
 	Interval    time.Duration
 	RetainCount int
 	RetainAge   time.Duration
+	// DeltaEvery, when positive, turns continuous backup on: the leader
+	// records every change after the newest full snapshot into delta
+	// segments flushed this often (superviseDeltas).
+	DeltaEvery time.Duration
 }
 
 // Bounds of the snapshot work.
@@ -56,6 +60,9 @@ type snapshotMetrics struct {
 	size     prometheus.Gauge
 	duration prometheus.Gauge
 	failures prometheus.Counter
+	// Continuous backup: the last delta segment stored.
+	deltaRevision prometheus.Gauge
+	deltaLast     prometheus.Gauge
 }
 
 func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *snapshotMetrics {
@@ -68,8 +75,11 @@ func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *sna
 		size:     g("etcd_nomad_snapshot_last_size_bytes", "Plaintext size of the last snapshot this member saved."),
 		duration: g("etcd_nomad_snapshot_last_duration_seconds", "How long the last snapshot took."),
 		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_snapshot_failures_total", Help: "Snapshots that failed.", ConstLabels: labels}),
+
+		deltaRevision: g("etcd_nomad_delta_last_revision", "Last revision of the last delta segment this member stored (continuous backup)."),
+		deltaLast:     g("etcd_nomad_delta_last_timestamp_seconds", "Time of the last delta segment this member stored."),
 	}
-	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures)
+	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures, sm.deltaRevision, sm.deltaLast)
 	return sm
 }
 
@@ -123,6 +133,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	m.snapMetrics.size.Set(float64(meta.Size))
 	m.snapMetrics.duration.Set(took.Seconds())
 	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
+	m.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
 	defer pcancel()
 	removed, err := snapshot.Prune(pctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
@@ -221,8 +232,11 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 		m.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)
 	}
-	n := len(list)
-	return n == 0 || time.Since(list[n-1].Created) >= s.Interval, nil
+	if m.wantFullSnapshot.Load() {
+		return true, nil // a new delta chain needs a full snapshot of this incarnation now
+	}
+	full, _, _, ok := snapshot.Newest(list)
+	return !ok || time.Since(full.Created) >= s.Interval, nil
 }
 
 // snapshotLeaseKey names the coordinator value that says which member

@@ -415,7 +415,7 @@ func runSnapshotRestore(args []string) error {
 		return err
 	}
 	fetched := time.Now()
-	_, err = task.InstallSnapshot(*root, plain, task.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, "restored-over")
+	_, _, err = task.InstallSnapshot(ctx, *root, plain, task.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, task.Deltas{}, "restored-over")
 	if err != nil {
 		return err
 	}

@@ -138,7 +138,7 @@ func (c *memberCommand) Run(args []string) int {
 			c.ui.Error(err.Error())
 			return 1
 		}
-		opts.Snapshots = &task.Snapshots{Store: store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge}
+		opts.Snapshots = &task.Snapshots{Store: store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
 	}
 	m, err := task.New(ctx, opts)
 	if err != nil {

@@ -84,10 +84,11 @@ func resolveName(ctx context.Context, store snapshot.Store, name string) (string
 	if err != nil {
 		return "", err
 	}
-	if len(list) == 0 {
+	full, _, _, ok := snapshot.Newest(list)
+	if !ok {
 		return "", errors.New("the store holds no snapshot")
 	}
-	return list[len(list)-1].Name, nil
+	return full.Name, nil
 }
 
 type snapshotSaveCommand struct{ ui cli.Ui }
@@ -185,9 +186,17 @@ func (c *snapshotListCommand) Run(args []string) int {
 	}
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tEPOCH\tREVISION\tSIZE\tSTORED\tENCRYPTED\tCREATED")
-	for _, m := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%v\t%s\n", m.Name, m.Epoch, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.Encrypted, m.Created.Format(time.RFC3339))
+	fmt.Fprintln(tw, "NAME\tEPOCH\tREVISION\tSIZE\tSTORED\tENCRYPTED\tCREATED\tDELTAS")
+	for _, m := range snapshot.Full(list) {
+		chain, gap := snapshot.Chain(list, m)
+		deltas := "-"
+		if n := len(chain); n > 0 {
+			deltas = fmt.Sprintf("%d, to revision %d", n, chain[n-1].Revision)
+		}
+		if gap {
+			deltas += " (gap after)"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%v\t%s\t%s\n", m.Name, m.Epoch, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.Encrypted, m.Created.Format(time.RFC3339), deltas)
 	}
 	tw.Flush()
 	c.ui.Output(strings.TrimRight(b.String(), "\n"))
@@ -236,22 +245,26 @@ func (c *snapshotRestoreCommand) Synopsis() string {
 }
 func (c *snapshotRestoreCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] NAME|latest
+Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] [-no-deltas] NAME|latest
 
   Seeds a new incarnation of the cluster from a snapshot, on member NAME,
   which must be stopped: the snapshot is fetched and verified (sha256 and
   etcd's hash), the member's current data is set aside (never deleted), a
   new data dir is restored with a new cluster token and revisions bumped
   (and marked compacted) so that watchers never see revisions go back, and
-  the cluster record moves to the next epoch. When the member starts it
-  runs the restored data; the other members set their data aside and join
-  as learners.
+  the cluster record moves to the next epoch. The delta segments recorded
+  after the snapshot (continuous backup) are replayed over it, verified
+  and read back, before the record moves. When the member starts it runs
+  the restored data; the other members set their data aside and join as
+  learners.
 
 Options:
   -member NAME       the member that seeds (static provider name)
   -revision-bump N   added to every revision; by default derived from the
                      write rate between the store's snapshots and the
-                     snapshot's age (4 x rate x age, at least 1000000)`)
+                     snapshot's age (4 x rate x age, at least 1000000)
+  -no-deltas         restore the full snapshot alone, without the deltas
+                     recorded after it`)
 }
 
 func (c *snapshotRestoreCommand) Run(args []string) int {
@@ -260,6 +273,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
 	member := fs.String("member", "", "")
 	bump := fs.Uint64("revision-bump", 0, "")
+	noDeltas := fs.Bool("no-deltas", false, "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -267,14 +281,14 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump); err != nil {
+	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, *noDeltas); err != nil {
 		c.ui.Error("restore: " + err.Error())
 		return 1
 	}
 	return 0
 }
 
-func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64) error {
+func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
 	cl := env.cl
 	insts, err := status.Instances(ctx, cl)
 	if err != nil {
@@ -346,12 +360,33 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	exists := err == nil
 	token := task.NewToken()
 	epoch := max(rec.Epoch, m.Epoch) + 1
-	aside, err := task.InstallSnapshot(root, plain, task.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, "restored-over")
+	var deltas task.Deltas
+	if !noDeltas {
+		list, err := env.store.List(ctx)
+		if err != nil {
+			return fmt.Errorf("list the deltas after %s (or give -no-deltas): %w", name, err)
+		}
+		chain, gap := snapshot.Chain(list, m)
+		deltas = task.Deltas{Store: env.store, Chain: chain, Encryption: env.enc}
+		if len(chain) > 0 {
+			ui.Output(fmt.Sprintf("replaying %d deltas after it, to revision %d", len(chain), chain[len(chain)-1].Revision))
+		}
+		if gap {
+			ui.Warn("the delta chain has a gap: changes after it are not replayed")
+		}
+	}
+	aside, res, err := task.InstallSnapshot(ctx, root, plain, task.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, deltas, "restored-over")
 	if aside != "" {
 		ui.Output("set aside the member's previous data: " + aside)
 	}
 	if err != nil {
 		return err
+	}
+	if res.Segments > 0 {
+		ui.Output(fmt.Sprintf("replayed %d deltas: %d events in %d transactions, %d keys read back, to revision %d", res.Segments, res.Events, res.Txns, res.Keys, res.Last))
+	}
+	if res.Stopped != "" {
+		ui.Warn("the replay stopped early: " + res.Stopped)
 	}
 	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index,
 		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}

@@ -1,0 +1,127 @@
+package task
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+)
+
+// deltaRetry is how long after a failed or refused start the leader tries
+// to start recording again.
+const deltaRetry = 10 * time.Second
+
+// deltaRun is the continuous backup running on this member.
+type deltaRun struct {
+	base   string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// superviseDeltas keeps the continuous backup running on the etcd leader
+// (one recorder per cluster, where the writes are ordered): it starts a
+// snapshot.Recorder after the chain of the newest full snapshot of the
+// running incarnation, stops it when this member stops leading, and when
+// the chain broke (compacted away, or the store refused too long) asks for
+// a full snapshot now, which starts a new chain. A recorder still running
+// on a former leader for a moment writes segments that overlap the new
+// leader's; a chain skips what it already covers (snapshot.Chain).
+func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
+	s := m.opts.Snapshots
+	if s == nil || s.DeltaEvery <= 0 {
+		return
+	}
+	if r := m.deltas; r != nil {
+		select {
+		case err := <-r.done:
+			m.deltas = nil
+			m.nextDeltaStart = time.Now().Add(deltaRetry)
+			if errors.Is(err, snapshot.ErrChainGap) {
+				m.wantFullSnapshot.Store(true)
+				m.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
+			} else {
+				m.log.Warn("continuous backup stopped", "base", r.base, "error", err)
+			}
+		default:
+		}
+	}
+	lead := o.Running && o.MembersKnown && o.LeaderID == o.SelfID && !m.wantFullSnapshot.Load()
+	if m.deltas != nil {
+		if !lead {
+			m.stopDeltas(false)
+		}
+		return
+	}
+	if !lead || time.Now().Before(m.nextDeltaStart) {
+		return
+	}
+	m.nextDeltaStart = time.Now().Add(deltaRetry)
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
+	if rec == nil || rec.ClusterID == 0 {
+		return
+	}
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
+		return
+	}
+	full, _, end, ok := snapshot.Newest(list)
+	if !ok || full.Epoch != rec.Epoch || full.ClusterID != fmt.Sprintf("%x", rec.ClusterID) {
+		// No full snapshot of this incarnation yet: the scheduled one
+		// comes first (at once when the store has none), then the chain.
+		m.wantFullSnapshot.Store(ok)
+		return
+	}
+	if _, gap := snapshot.Chain(list, full); gap {
+		m.wantFullSnapshot.Store(true)
+		return
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, TLS: m.peerTLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		m.log.Warn("continuous backup: client", "error", err)
+		return
+	}
+	rctx, cancel := context.WithCancel(context.Background())
+	run := &deltaRun{base: full.Name, cancel: cancel, done: make(chan error, 1)}
+	r := &snapshot.Recorder{
+		Client: cli, Store: s.Store, Encryption: s.Encryption,
+		Source: snapshot.Source{Cluster: m.opts.Cluster.Name, ClusterID: full.ClusterID, Epoch: full.Epoch},
+		Base:   full, From: end + 1, FlushEvery: s.DeltaEvery,
+		OnFlush: func(d snapshot.Meta) {
+			m.snapMetrics.deltaRevision.Set(float64(d.Revision))
+			m.snapMetrics.deltaLast.Set(float64(d.Created.Unix()))
+		},
+	}
+	go func() {
+		err := r.Run(rctx)
+		cli.Close()
+		run.done <- err
+	}()
+	m.deltas = run
+	m.log.Info("continuous backup started", "base", full.Name, "from_revision", end+1, "flush_every", s.DeltaEvery)
+}
+
+// stopDeltas stops the recorder, which flushes what it holds on its own
+// bounded context (at most 30 s): waited for on shutdown, not by the loop
+// (a former leader's last segment overlaps the next one's, harmlessly).
+func (m *Member) stopDeltas(wait bool) {
+	r := m.deltas
+	if r == nil {
+		return
+	}
+	m.deltas = nil
+	r.cancel()
+	if !wait {
+		go func() { m.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done) }()
+		return
+	}
+	m.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done)
+}
