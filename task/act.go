@@ -424,9 +424,15 @@ func (m *Member) stopEtcd() {
 	e := m.etcd
 	m.etcd = nil
 	m.stopped = nil
+	cancelSave := m.snapCancel
 	m.mu.Unlock()
 	if e == nil {
 		return
+	}
+	if cancelSave != nil {
+		// A save streams from this server while it uploads: it cannot
+		// go on, and etcd's close would wait for the stream.
+		cancelSave()
 	}
 	select {
 	case <-e.Server.ReadyNotify():

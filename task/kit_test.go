@@ -106,9 +106,12 @@ func (k *kit) memberWith(name string, co coord.Coordinator, snaps *Snapshots) *M
 	return m
 }
 
-// halt stops what the tests started on m: etcd, its client, the status
+// halt stops what the tests started on m: a background save first (as
+// shutdown does: a save streams from etcd while it uploads, and etcd's
+// close would wait for the stream), then etcd, its client, the status
 // server. Safe to call more than once.
 func (m *Member) halt() {
+	m.stopBackground()
 	m.stopEtcd()
 	m.closeResources()
 }

@@ -112,8 +112,10 @@ type Member struct {
 	wantFullSnapshot atomic.Bool
 	deltas           *deltaRun
 	nextDeltaStart   time.Time
-	// snapRunning (under mu): a background save runs (startSnapshot).
+	// snapRunning (under mu): a background save runs (startSnapshot);
+	// snapCancel cancels it (stopEtcd: it may stream from this server).
 	snapRunning bool
+	snapCancel  context.CancelFunc
 	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
 	pruning        bool
 	nextAsidePrune time.Time

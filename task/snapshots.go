@@ -182,16 +182,19 @@ func (m *Member) startSnapshot(ep, why string, scheduled bool) bool {
 		return false
 	}
 	m.snapRunning = true
+	ctx, cancel := context.WithCancel(m.bgCtx)
+	m.snapCancel = cancel
 	m.bg.Add(1)
 	m.mu.Unlock()
 	go func() {
 		defer m.bg.Done()
 		defer func() {
+			cancel()
 			m.mu.Lock()
-			m.snapRunning = false
+			m.snapRunning, m.snapCancel = false, nil
 			m.mu.Unlock()
 		}()
-		if err := m.leasedSnapshot(m.bgCtx, ep, why, scheduled); err != nil {
+		if err := m.leasedSnapshot(ctx, ep, why, scheduled); err != nil {
 			m.log.Warn("snapshot failed", "why", why, "error", err)
 		}
 	}()

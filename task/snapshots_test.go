@@ -272,3 +272,40 @@ func TestRemovalDoesNotWaitForItsBackup(t *testing.T) {
 		t.Fatalf("the removal took %v: it waited for its backup", took)
 	}
 }
+
+// A save streams from this member's etcd while it uploads: stopping etcd
+// (a set-aside, a recovery, a removal) cancels the save instead of waiting
+// for etcd's close to give up on the stream.
+func TestStoppingEtcdCancelsItsUpload(t *testing.T) {
+	k := newKit(t, "m0")
+	store := newSlowStore(t, k, 64<<10)
+	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
+	cli := k.seedForTest(m0)
+	putRandom(t, cli, 2<<20)
+	if !m0.startSnapshot(m0.clientURL(m0.self), "test", false) {
+		t.Fatal("no save started")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, active := store.state(); active == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upload never started")
+		}
+	}
+	start := time.Now()
+	m0.stopEtcd()
+	took := time.Since(start)
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, active := store.state(); active == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the upload still runs after its etcd stopped")
+		}
+	}
+	if took > 2*time.Second {
+		t.Fatalf("stopping etcd took %v: it waited for the upload's stream", took)
+	}
+	t.Logf("etcd stopped in %v mid-upload", took)
+}
