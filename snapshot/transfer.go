@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -99,13 +100,28 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 		Encrypted: enc.Enabled(), Codec: Codec,
 	}
 	m.Name = ObjectName(src.Cluster, src.Epoch, st.Header.Revision, created, m.Encrypted)
-	rc, err := cli.Snapshot(ctx)
+	sctx, stopStream := context.WithCancel(ctx)
+	defer stopStream()
+	rc, err := cli.Snapshot(sctx)
 	if err != nil {
 		return Meta{}, fmt.Errorf("start snapshot of %s: %w", from.Endpoint, err)
 	}
 	defer rc.Close()
+	// etcd's stream goes into the spool at disk speed, never paced by
+	// the upload: etcd holds a read transaction open while it streams,
+	// which keeps the database from reusing pages, so a slow store must
+	// not make it last. The encoder follows the spool as it grows.
 	in := &progressReader{r: rc, start: time.Now(), fn: progress}
-	tail, stored, err := upload(ctx, store, m.Name, io.TeeReader(in, spool), enc)
+	sp := newFollower(spool)
+	spooled := make(chan struct{})
+	go func() {
+		defer close(spooled)
+		_, err := io.Copy(sp, in)
+		sp.finish(err)
+	}()
+	tail, stored, err := upload(ctx, store, m.Name, sp.reader(), enc)
+	stopStream() // a failed upload ends the stream too
+	<-spooled
 	if err != nil {
 		err = fmt.Errorf("snapshot of %s: %w", from.Endpoint, err)
 	}
@@ -255,4 +271,69 @@ func Restore(o RestoreOptions) error {
 		return fmt.Errorf("restore %s: %w", o.SnapshotFile, err)
 	}
 	return nil
+}
+
+// follower is a spool file written by one goroutine while another reads
+// it from the start, waiting at the written end until the writer
+// finishes: the reader sees exactly the bytes written, then the writer's
+// error or io.EOF.
+type follower struct {
+	f       *os.File
+	mu      sync.Mutex
+	grew    *sync.Cond
+	written int64
+	done    bool
+	err     error
+}
+
+func newFollower(f *os.File) *follower {
+	fl := &follower{f: f}
+	fl.grew = sync.NewCond(&fl.mu)
+	return fl
+}
+
+func (fl *follower) Write(p []byte) (int, error) {
+	n, err := fl.f.Write(p)
+	fl.mu.Lock()
+	fl.written += int64(n)
+	fl.mu.Unlock()
+	fl.grew.Broadcast()
+	return n, err
+}
+
+// finish records the end of the writing (err nil: complete).
+func (fl *follower) finish(err error) {
+	fl.mu.Lock()
+	fl.done, fl.err = true, err
+	fl.mu.Unlock()
+	fl.grew.Broadcast()
+}
+
+type followReader struct {
+	fl  *follower
+	off int64
+}
+
+func (fl *follower) reader() io.Reader { return &followReader{fl: fl} }
+
+func (r *followReader) Read(p []byte) (int, error) {
+	fl := r.fl
+	fl.mu.Lock()
+	for r.off >= fl.written && !fl.done {
+		fl.grew.Wait()
+	}
+	avail, done, werr := fl.written-r.off, fl.done, fl.err
+	fl.mu.Unlock()
+	if avail == 0 && done {
+		if werr != nil {
+			return 0, werr
+		}
+		return 0, io.EOF
+	}
+	n, err := fl.f.ReadAt(p[:min(int64(len(p)), avail)], r.off)
+	r.off += int64(n)
+	if err == io.EOF && n > 0 {
+		err = nil
+	}
+	return n, err
 }
