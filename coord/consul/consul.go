@@ -250,8 +250,8 @@ func (c *Coordinator) Record(ctx context.Context) (coord.Record, error) {
 	if pair == nil {
 		return coord.Record{}, coord.ErrNoRecord
 	}
-	var r coord.Record
-	if err := json.Unmarshal(pair.Value, &r); err != nil {
+	r, err := coord.DecodeRecord(pair.Value)
+	if err != nil {
 		return coord.Record{}, fmt.Errorf("decode %s: %w", c.key("record"), err)
 	}
 	r.Index = pair.ModifyIndex

@@ -121,8 +121,8 @@ func (c *Coordinator) Record(context.Context) (coord.Record, error) {
 	if err != nil {
 		return coord.Record{}, fmt.Errorf("read record: %w", err)
 	}
-	var r coord.Record
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := coord.DecodeRecord(b)
+	if err != nil {
 		return coord.Record{}, fmt.Errorf("decode record %s: %w", c.recordPath(), err)
 	}
 	return r, nil
