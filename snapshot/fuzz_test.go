@@ -113,4 +113,3 @@ func FuzzFetch(f *testing.F) {
 		}
 	})
 }
-
