@@ -105,4 +105,8 @@ type Coordinator interface {
 	// reads: read-only commands use it (the cluster CA), so that they
 	// never store anything and need no write permission.
 	Load(ctx context.Context, key string) ([]byte, error)
+	// Delete removes the value stored under key (LoadOrStore's); a key
+	// with no value is not an error. Members use it to retire the
+	// plaintext cluster CA of earlier versions once it is sealed.
+	Delete(ctx context.Context, key string) error
 }

@@ -151,16 +151,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 		t.Fatal("the coordinator's CA was replaced")
 	}
 
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("member did not stop within 15s")
-		}
-	}()
+	runUntilEnd(ctx, t, cancel, m)
 	pool, _ := certs.Pool(mine.Cert)
 	pair, _ := certs.Issue(mine, "test-client", nil, time.Now())
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}

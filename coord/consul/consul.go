@@ -343,6 +343,15 @@ func (c *Coordinator) Load(ctx context.Context, key string) ([]byte, error) {
 	return pair.Value, nil
 }
 
+// Delete removes the value stored under key; an absent key is no error.
+func (c *Coordinator) Delete(ctx context.Context, key string) error {
+	k := c.key("kv/" + key)
+	if _, err := c.o.Client.KV().Delete(k, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("delete %s: %w", k, c.denied("write "+k, err))
+	}
+	return nil
+}
+
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))
