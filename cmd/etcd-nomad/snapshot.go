@@ -103,7 +103,11 @@ Usage: etcd-nomad snapshot save -config FILE
   snapshot block has an encryption block) into the store, records its
   sha256, then applies retention (never deleting the newest). The snapshot
   is spooled to $TMPDIR first (as large as the database) so that its
-  revision is read from the data itself.`)
+  revision is read from the data itself.
+
+  With TLS auto the stream takes a certificate from the cluster CA, whose
+  key Consul keeps sealed: set ETCD_NOMAD_CA_KEK to the cluster's key
+  (nomad var get -item ca_kek nomad/jobs/JOB).`)
 }
 
 func (c *snapshotSaveCommand) Run(args []string) int {
