@@ -270,6 +270,13 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 	}
 	held, err := loadCA(ctx, co, kek)
 	missing := errors.Is(err, ErrNoClusterCA)
+	if errors.Is(err, certs.ErrWrongKEK) && saved != nil {
+		// The CA this member saved is the one its peers trust: run with
+		// it; only members without a saved CA need the coordinator's.
+		m.log.Error("the cluster CA in the coordinator does not open with this member's key encryption key: running with the CA this member saved; members without a saved CA cannot start until "+certs.KEKEnv+" is the key the CA was sealed with",
+			"error", err, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster, sealedCAKey))
+		return *saved, nil
+	}
 	if err != nil && !missing && !errors.Is(err, ErrCASealed) {
 		return certs.Pair{}, err
 	}

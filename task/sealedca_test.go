@@ -224,3 +224,31 @@ func waitStatus(t *testing.T, hc *http.Client, base string) {
 		return hcode == http.StatusOK && scode == http.StatusOK, fmt.Sprintf("/health %d %s; /status %d %s", hcode, hbody, scode, sbody)
 	})
 }
+
+// A KEK that does not open the sealed CA (the variable replaced) stops
+// only members without a saved CA, with the reason; a member with a saved
+// CA runs with it, as its peers trust it.
+func TestWrongKEKStopsOnlyMembersWithoutASavedCA(t *testing.T) {
+	cl := caCluster(t, t.TempDir(), 1)
+	co, err := local.New(cl.Coordination.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bg := context.Background()
+	ca := newCA(t)
+	if _, err := task.OfferCA(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
+		t.Fatal(err)
+	}
+	opts := task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co, CAKEK: bytes.Repeat([]byte{2}, certs.KEKSize),
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}), EtcdLogLevel: "error"}
+	if _, err := task.New(bg, opts); !errors.Is(err, certs.ErrWrongKEK) {
+		t.Fatalf("a member without a saved CA and another KEK: %v, want ErrWrongKEK", err)
+	}
+	saveCA(t, cl, ca)
+	if _, err := task.New(bg, opts); err != nil {
+		t.Fatalf("a member with a saved CA and another KEK: %v", err)
+	}
+	if !verifiesWith(t, cl, ca) {
+		t.Fatal("the member's certificate is not from its saved CA")
+	}
+}
