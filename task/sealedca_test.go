@@ -107,6 +107,20 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	if err := client(etcdTLS); err != nil {
 		t.Fatalf("put with a cluster CA certificate: %v", err)
 	}
+
+	// A member of the earlier version stores the plaintext CA again (after
+	// the coordinator lost its state, here the record): the running member
+	// deletes it at its next CA check.
+	if err := os.Remove(filepath.Join(cl.Coordination.Dir, "record.json")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := co.LoadOrStore(bg, "ca", ca.Bundle()); err != nil {
+		t.Fatal(err)
+	}
+	clustertest.WaitFor(t, time.Minute, "the plaintext CA stored again to be deleted", func() (bool, string) {
+		b := storedCA(t, cl)
+		return b == nil, fmt.Sprintf("kv-ca holds %d bytes", len(b))
+	})
 }
 
 // On a real Consul agent: a member of an earlier version left the cluster
