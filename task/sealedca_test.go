@@ -18,15 +18,12 @@ import (
 	"go.uber.org/zap"
 
 	consulapi "github.com/hashicorp/consul/api"
-	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
-	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
-	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -37,11 +34,7 @@ import (
 // read-only client then reads /status with a status CA certificate, which
 // etcd's client port refuses; the cluster CA's key opens with the KEK only.
 func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
-	cl := caCluster(t, t.TempDir(), 1)
-	co, err := local.New(cl.Coordination.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, co := localCACluster(t, 1)
 	bg := context.Background()
 	ca := newCA(t)
 	saveCA(t, cl, ca)
@@ -51,8 +44,7 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	kek := bytes.Repeat([]byte{1}, certs.KEKSize)
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
-	m, err := task.New(ctx, task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co, CAKEK: kek,
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}}), LoopInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, EtcdLogLevel: "error"})
+	m, err := task.New(ctx, caOptions(t, cl, co, kek))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,8 +156,7 @@ func TestSealedCAMigrationOnConsul(t *testing.T) {
 		t.Fatal("HoldsKeyOf does not see the key in a plaintext bundle")
 	}
 	opts := func(kek []byte) task.Options {
-		return task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co, CAKEK: kek,
-			Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}}), LoopInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, EtcdLogLevel: "error"}
+		return caOptions(t, cl, co, kek)
 	}
 	if _, err := task.New(bg, opts(nil)); err == nil || !strings.Contains(err.Error(), certs.KEKEnv) {
 		t.Fatalf("a member without a KEK on Consul: %v, want a refusal naming %s", err, certs.KEKEnv)
@@ -243,18 +234,13 @@ func waitStatus(t *testing.T, hc *http.Client, base string) {
 // only members without a saved CA, with the reason; a member with a saved
 // CA runs with it, as its peers trust it.
 func TestWrongKEKStopsOnlyMembersWithoutASavedCA(t *testing.T) {
-	cl := caCluster(t, t.TempDir(), 1)
-	co, err := local.New(cl.Coordination.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, co := localCACluster(t, 1)
 	bg := context.Background()
 	ca := newCA(t)
 	if _, err := task.OfferCA(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
 		t.Fatal(err)
 	}
-	opts := task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co, CAKEK: bytes.Repeat([]byte{2}, certs.KEKSize),
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}), EtcdLogLevel: "error"}
+	opts := caOptions(t, cl, co, bytes.Repeat([]byte{2}, certs.KEKSize))
 	if _, err := task.New(bg, opts); !errors.Is(err, certs.ErrWrongKEK) {
 		t.Fatalf("a member without a saved CA and another KEK: %v, want ErrWrongKEK", err)
 	}
