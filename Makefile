@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln demo demo-down local-demo clean chaos bench sim mutate
+.PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos bench sim mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -26,9 +26,28 @@ tools:
 vuln:
 	bash tools/vuln.sh
 
-## test: everything — formatting, vet, unit, invariant, integration and
-## e2e tests (real Nomad and Consul agents).
-test: fmt vet build tools vuln
+## fuzz: Go native fuzzing of what parses untrusted input (the cluster
+## definition, stored snapshots, members' /status, the cluster record, the
+## sealed cluster CA), one target after the other, FUZZTIME each:
+## `make fuzz FUZZTIME=10m`. Seeds are in each package's testdata/fuzz; a
+## crasher is written there and must become a regression test.
+## `make test` runs fuzz-short (FUZZTIME_SHORT per target).
+FUZZ_TARGETS   = ./config:FuzzLoad ./snapshot:FuzzFetch ./status:FuzzMemberStatus ./coord:FuzzDecodeRecord ./certs:FuzzOpenSealed
+FUZZTIME       ?= 10m
+FUZZTIME_SHORT ?= 12s
+FUZZ_PARALLEL  ?= 1
+fuzz:
+	@for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t#*:}; echo "fuzz $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -timeout 0 -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 10s -parallel $(FUZZ_PARALLEL) $$pkg || exit 1; \
+	done
+
+fuzz-short:
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
+
+## test: everything — formatting, vet, short fuzzing, unit, invariant,
+## integration and e2e tests (real Nomad and Consul agents).
+test: fmt vet build tools vuln fuzz-short
 	$(GO) test -count=1 -timeout 40m ./...
 	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
 

@@ -52,7 +52,7 @@ func ParseBundle(b []byte) (Pair, error) {
 		switch blk.Type {
 		case "CERTIFICATE":
 			p.Cert = pem.EncodeToMemory(blk)
-		case "EC PRIVATE KEY":
+		case "EC PRIVATE KEY", "PRIVATE KEY": // the status CA's is Ed25519 (PKCS #8)
 			p.Key = pem.EncodeToMemory(blk)
 		}
 	}

@@ -24,6 +24,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -151,6 +152,17 @@ func newEnv(t *testing.T, tlsMode string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.stopJob)
+	// What `etcd-nomad job run` does first: the members' CA key
+	// encryption key in the job's variable; the clients' etcd
+	// certificates need it too.
+	kekText, err := jobs.EnsureCAKEK(context.Background(), e.nomadClient(), clusterName, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek, err := certs.ParseKEK(kekText)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomad.Addr, spec).CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, out)
 	}
@@ -165,7 +177,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	}
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer tcancel()
-	if e.tls, e.scheme, err = status.ClientTLS(tctx, cl, e.co); err != nil {
+	if e.tls, e.scheme, err = status.EtcdClientTLS(tctx, cl, e.co, kek); err != nil {
 		t.Fatal(err)
 	}
 	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
@@ -351,16 +363,18 @@ func (e *env) consulClient() *consulapi.Client {
 	return e.consulCli
 }
 
-// storedCA reads the cluster CA bundle from Consul as it is (nil if none),
-// (it reads Consul directly, as it is, for the check after each round).
+// storedCA reads the cluster CA certificate from Consul as it is (nil if
+// none): it reads Consul directly, for the check after each round. The
+// key is sealed (a fresh nonce at every store), so the certificate is
+// what is compared.
 func (e *env) storedCA() ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	kv, _, err := e.consulClient().KV().Get(e.cl.Coordination.Prefix+"/"+clusterName+"/kv/ca", (&consulapi.QueryOptions{}).WithContext(ctx))
+	kv, _, err := e.consulClient().KV().Get(e.cl.Coordination.Prefix+"/"+clusterName+"/kv/ca-sealed", (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil || kv == nil {
 		return nil, err
 	}
-	return kv.Value, nil
+	return certs.SealedCert(kv.Value)
 }
 
 func (e *env) checks() (passing, total int, desc string) {

@@ -11,8 +11,11 @@
 package coord
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 )
 
 // Sentinel errors.
@@ -27,6 +30,8 @@ var (
 	ErrLockLost = errors.New("coordination lock lost")
 	// ErrNotStored: Load found no value under the key.
 	ErrNotStored = errors.New("no value stored")
+	// ErrBadRecord: the stored record is not one a coordinator wrote.
+	ErrBadRecord = errors.New("malformed cluster record")
 )
 
 // Record is the committed truth about the current cluster incarnation.
@@ -49,6 +54,25 @@ type Record struct {
 	LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
+}
+
+// DecodeRecord decodes a stored record. The coordinator's store is shared
+// with whoever holds a token on it, so a value no writer produces (not a
+// JSON object, no token, epoch 0: "null" and "{}" would decode to a zero
+// record) is refused with ErrBadRecord rather than read as a cluster of
+// epoch 0. Unknown fields are ignored (a newer writer's).
+func DecodeRecord(b []byte) (Record, error) {
+	var r Record
+	if !bytes.HasPrefix(bytes.TrimLeft(b, " \t\r\n"), []byte("{")) {
+		return Record{}, fmt.Errorf("not a JSON object: %w", ErrBadRecord)
+	}
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Record{}, fmt.Errorf("%w: %w", ErrBadRecord, err)
+	}
+	if r.Token == "" || r.Epoch == 0 {
+		return Record{}, fmt.Errorf("token %q, epoch %d (every record has a token and an epoch of at least 1): %w", r.Token, r.Epoch, ErrBadRecord)
+	}
+	return r, nil
 }
 
 // Lock is a held coordination lock.
@@ -81,4 +105,8 @@ type Coordinator interface {
 	// reads: read-only commands use it (the cluster CA), so that they
 	// never store anything and need no write permission.
 	Load(ctx context.Context, key string) ([]byte, error)
+	// Delete removes the value stored under key (LoadOrStore's); a key
+	// with no value is not an error. Members use it to retire the
+	// plaintext cluster CA of earlier versions once it is sealed.
+	Delete(ctx context.Context, key string) error
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
+	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 func putN(t *testing.T, c *cluster, prefix string, n int) {
@@ -67,6 +69,20 @@ func TestDeployKillAndReplace(t *testing.T) {
 	if n := countPrefix(t, c, "deploy"); n != 50 {
 		t.Fatalf("read back %d keys, want 50", n)
 	}
+	// The cluster CA's key is in Consul only sealed with the job's key
+	// encryption key: no value under the cluster's prefix holds it in the
+	// clear, and nothing is at the old path kv/ca. (c.status() reads every
+	// member's /status with the status CA, without that key.)
+	co, err := status.Coordinator(c.config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := task.ClusterCA(context.Background(), co, c.name, c.kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := "etcd-nomad-e2e/" + c.name + "/"
+	clustertest.NoCAKeyInKV(t, consulClient(t).KV(), prefix, ca.Cert, prefix+"kv/ca")
 	_, _, desc := c.checks()
 	for _, want := range []string{"role=", "revision=", "db_size="} {
 		if !strings.Contains(desc, want) {

@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -82,6 +83,9 @@ type cluster struct {
 	// extra is HCL added inside the cluster block (recovery_grace,
 	// snapshot, ...).
 	extra string
+	// kek is the cluster CA's key encryption key the members read from
+	// the job's Nomad variable (set by nomadRun): etcd clients need it.
+	kek []byte
 }
 
 func newCluster(t *testing.T, name string, size int) *cluster {
@@ -153,10 +157,24 @@ func (c *cluster) render(envLine string) string {
 	return path
 }
 
+// ensureKEK does what `etcd-nomad job run` does first: the members' CA
+// key encryption key in the job's variable (also kept in c.kek).
+func (c *cluster) ensureKEK() {
+	c.t.Helper()
+	kek, err := jobs.EnsureCAKEK(context.Background(), nomadClient(c.t), c.name, "")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if c.kek, err = certs.ParseKEK(kek); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
 // nomadRun submits the rendered job with the real `nomad job run`.
 func (c *cluster) nomadRun(envLine string) {
 	c.t.Helper()
 	path := c.render(envLine)
+	c.ensureKEK()
 	out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput()
 	if err != nil {
 		c.t.Fatalf("nomad job run: %v\n%s", err, out)
@@ -270,7 +288,7 @@ func (c *cluster) client() *clientv3.Client {
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	tc, _, err := status.ClientTLS(context.Background(), cl, co)
+	tc, _, err := status.EtcdClientTLS(context.Background(), cl, co, c.kek)
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
 
@@ -54,10 +55,69 @@ func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken str
 	if consulToken == "" {
 		return nil
 	}
-	v := &api.Variable{Namespace: namespace, Path: TokenVariable(job), Items: api.VariableItems{TokenKey: consulToken}}
-	if _, _, err := cli.Variables().Update(v, (&api.WriteOptions{Namespace: namespace}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("store the members' Consul token in variable %s: %w", v.Path, nomad.Denied(cli, "write variable "+v.Path, `variables write on path "`+v.Path+`"`, err))
+	path := TokenVariable(job)
+	if _, err := setItem(ctx, cli, namespace, path, TokenKey, consulToken, false); err != nil {
+		return fmt.Errorf("store the members' Consul token in variable %s: %w", path, err)
 	}
-	fmt.Fprintf(out, "stored the members' Consul token in Nomad variable %s (key %s)\n", v.Path, TokenKey)
+	fmt.Fprintf(out, "stored the members' Consul token in Nomad variable %s (key %s)\n", path, TokenKey)
 	return nil
+}
+
+// EnsureCAKEK makes the job's variable TokenVariable(job) hold a key
+// encryption key for the cluster CA (key CAKEKKey), creating one unless it
+// holds one, and returns it (base64). The members read it from the
+// variable (secretsTemplate); it is never printed.
+func EnsureCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (string, error) {
+	fresh, err := certs.NewKEK()
+	if err != nil {
+		return "", err
+	}
+	path := TokenVariable(job)
+	kek, err := setItem(ctx, cli, namespace, path, CAKEKKey, fresh, true)
+	if err != nil {
+		return "", fmt.Errorf("store the cluster CA's key encryption key in variable %s: %w", path, err)
+	}
+	if _, err := certs.ParseKEK(kek); err != nil {
+		return "", fmt.Errorf("variable %s, key %s: %w", path, CAKEKKey, err)
+	}
+	return kek, nil
+}
+
+// setItem sets key in the Nomad variable path to value, keeping its other
+// items (a variable is written whole, so read, change, write with a check
+// of its index, and again on a conflict); keep leaves an existing value.
+// It returns the value stored.
+func setItem(ctx context.Context, cli *api.Client, namespace, path, key, value string, keep bool) (string, error) {
+	vars := cli.Variables()
+	denied := func(err error) error {
+		return nomad.Denied(cli, "write variable "+path, `variables write on path "`+path+`"`, err)
+	}
+	for range 5 {
+		v, _, err := vars.Peek(path, (&api.QueryOptions{Namespace: namespace}).WithContext(ctx))
+		if err != nil {
+			return "", denied(err)
+		}
+		wo := (&api.WriteOptions{Namespace: namespace}).WithContext(ctx)
+		if v == nil {
+			_, _, err = vars.CheckedCreate(&api.Variable{Namespace: namespace, Path: path, Items: api.VariableItems{key: value}}, wo)
+		} else {
+			if old, ok := v.Items[key]; ok && (keep || old == value) {
+				return old, nil
+			}
+			if v.Items == nil {
+				v.Items = api.VariableItems{}
+			}
+			v.Items[key] = value
+			_, _, err = vars.CheckedUpdate(v, wo)
+		}
+		var conflict api.ErrCASConflict
+		if errors.As(err, &conflict) {
+			continue
+		}
+		if err != nil {
+			return "", denied(err)
+		}
+		return value, nil
+	}
+	return "", fmt.Errorf("variable %s kept changing while it was written", path)
 }

@@ -12,6 +12,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
@@ -50,21 +51,30 @@ type view struct {
 	// provider's stale_after with.
 	LostAfter string
 	// TokenEnv is the consul-template that turns the job's Nomad variable
-	// into CONSUL_HTTP_TOKEN (see TokenVariable).
+	// into CONSUL_HTTP_TOKEN and ETCD_NOMAD_CA_KEK (see TokenVariable).
 	TokenEnv string
 }
 
-// Where the members find their Consul token: the Nomad variable
+// Where the members find their secrets: the Nomad variable
 // TokenVariable(job) (readable by the job's own tasks through their
-// workload identity), key TokenKey. The rendered job never holds a token.
-const TokenKey = "consul_token"
+// workload identity), key TokenKey for CONSUL_HTTP_TOKEN and key CAKEKKey
+// for the cluster CA's key encryption key (certs.KEKEnv). The rendered job
+// never holds a secret.
+const (
+	TokenKey = "consul_token"
+	CAKEKKey = "ca_kek"
+)
 
 // TokenVariable is the path of the job's Nomad variable.
 func TokenVariable(job string) string { return "nomad/jobs/" + job }
 
-func tokenTemplate(job string) string {
+// secretsTemplate renders the job's variable into the task's environment.
+func secretsTemplate(job string) string {
 	path := TokenVariable(job)
-	return fmt.Sprintf(`{{ range nomadVarList %q }}{{ if eq .Path %q }}{{ with nomadVar .Path }}{{ range $k, $v := . }}{{ if eq $k %q }}CONSUL_HTTP_TOKEN={{ $v }}{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}`, path, path, TokenKey)
+	return fmt.Sprintf(`{{ range nomadVarList %q }}{{ if eq .Path %q }}{{ with nomadVar .Path }}{{ range $k, $v := . }}`+
+		`{{ if eq $k %q }}CONSUL_HTTP_TOKEN={{ $v }}
+{{ end }}{{ if eq $k %q }}%s={{ $v }}
+{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}`, path, path, TokenKey, CAKEKKey, certs.KEKEnv)
 }
 
 // Render returns the jobspec for cl.
@@ -107,7 +117,7 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		DiskMB:           EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
 		ShutdownDelay:    ShutdownDelay.String(),
 		LostAfter:        config.NomadLostAfter.String(),
-		TokenEnv:         tokenTemplate(cl.Nomad.Job),
+		TokenEnv:         secretsTemplate(cl.Nomad.Job),
 	}
 	var b bytes.Buffer
 	if err := jobTemplate.Execute(&b, v); err != nil {
@@ -360,9 +370,11 @@ job "{{.C.Nomad.Job}}" {
 
       # Under Consul ACLs the member's CONSUL_HTTP_TOKEN comes from the
       # Nomad variable {{.C.Nomad.Job | printf "nomad/jobs/%s"}} (key consul_token), never from
-      # this file. A changed token is used from the member's next restart.
+      # this file, and so does the key that seals the cluster CA's key in
+      # Consul (key ca_kek, ETCD_NOMAD_CA_KEK; 'etcd-nomad job run' creates
+      # it). A changed token is used from the member's next restart.
       template {
-        destination = "secrets/consul-token.env"
+        destination = "secrets/member.env"
         env         = true
         change_mode = "noop"
         data        = <<EOT

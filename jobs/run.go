@@ -23,6 +23,9 @@ type RunOptions struct {
 	Grant bool
 	// ConsulToken, with Grant, is stored for the members (see Grant).
 	ConsulToken string
+	// CAKEK makes sure the job's variable holds the cluster CA's key
+	// encryption key before the job is registered (EnsureCAKEK): TLS auto.
+	CAKEK bool
 }
 
 // RunWith is Run with options.
@@ -35,6 +38,12 @@ func RunWith(ctx context.Context, cli *api.Client, jobspec string, out io.Writer
 		if err := Grant(ctx, cli, deref(job.ID), deref(job.Namespace), o.ConsulToken, out); err != nil {
 			return err
 		}
+	}
+	if o.CAKEK {
+		if _, err := EnsureCAKEK(ctx, cli, deref(job.ID), deref(job.Namespace)); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "the cluster CA's key encryption key is in Nomad variable %s (key %s)\n", TokenVariable(deref(job.ID)), CAKEKKey)
 	}
 	q := (&api.WriteOptions{Namespace: deref(job.Namespace)}).WithContext(ctx)
 	resp, _, err := cli.Jobs().Register(job, q)

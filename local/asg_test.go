@@ -174,7 +174,7 @@ func asgClient(t *testing.T, cl *config.Cluster) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg, _, err := status.ClientTLS(ctx, cl, co)
+	tlsCfg, _, err := status.EtcdClientTLS(ctx, cl, co, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

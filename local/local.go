@@ -146,7 +146,7 @@ func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, e
 	if err != nil {
 		return certs.Files{}, err
 	}
-	ca, err := task.ClusterCA(ctx, c, cluster)
+	ca, err := task.ClusterCA(ctx, c, cluster, nil)
 	if err != nil {
 		return certs.Files{}, err
 	}

@@ -18,6 +18,14 @@ import (
 // Codec names the stored format.
 const Codec = "zstd"
 
+// MaxWindow bounds the zstd window Decode accepts. A frame header names
+// its window, and the decoder allocates it before reading any data: with
+// zstd's default bound (512 MiB), a 10-byte object in the store made Decode
+// allocate 512 MiB, which kills a member whose job grants 512 MB. Encode
+// writes 8 MiB windows (the library's default at SpeedFastest); 64 MiB
+// leaves room for objects compressed elsewhere at higher levels.
+const MaxWindow = 64 << 20
+
 // Encryption holds what the codec needs to encrypt (recipients) and to
 // decrypt (identities). A passphrase works both ways (age scrypt).
 type Encryption struct {
@@ -137,7 +145,7 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 		}
 		in = dr
 	}
-	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(2))
+	zr, err := zstd.NewReader(in, zstd.WithDecoderConcurrency(2), zstd.WithDecoderMaxWindow(MaxWindow))
 	if err != nil {
 		return fmt.Errorf("decompress %s: %w", meta.Name, err)
 	}

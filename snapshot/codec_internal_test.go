@@ -3,7 +3,10 @@ package snapshot
 import (
 	"bytes"
 	"crypto/sha256"
+	"io"
 	"math/rand/v2"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -40,5 +43,41 @@ func TestTailHashOnePass(t *testing.T) {
 				t.Errorf("size %d %s: ok() = %v, want %v", size, c.name, th.ok(), c.ok)
 			}
 		}
+	}
+}
+
+// hugeWindowFrame is a 10-byte zstd frame whose header names a 512 MiB
+// window, followed by one raw byte.
+var hugeWindowFrame = []byte{0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x98, 0x09, 0x00, 0x00, 'x'}
+
+// A stored object cannot make Decode allocate what its header asks for:
+// the window is bounded (MaxWindow). Before, these 10 bytes cost 512 MiB.
+func TestDecodeBoundsTheWindowAnObjectNames(t *testing.T) {
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	err := Decode(io.Discard, bytes.NewReader(hugeWindowFrame), Meta{Name: "x", Size: 1}, Encryption{})
+	runtime.ReadMemStats(&m1)
+	if err == nil || !strings.Contains(err.Error(), "read x") {
+		t.Fatalf("Decode of a frame naming a 512 MiB window: %v, want an error naming the object", err)
+	}
+	if got := m1.TotalAlloc - m0.TotalAlloc; got > 2*MaxWindow {
+		t.Fatalf("Decode allocated %d MiB for a 10-byte object", got>>20)
+	}
+	// What Encode writes still decodes, with a window of its own size.
+	plain := make([]byte, 20<<20)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for i := range plain {
+		plain[i] = byte(rng.IntN(16)) // compressible, as a database is
+	}
+	sum := sha256.Sum256(plain)
+	plain = append(plain, sum[:]...)
+	var obj bytes.Buffer
+	size, sha, err := Encode(&obj, bytes.NewReader(plain), Encryption{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Decode(io.Discard, &obj, Meta{Name: "big", Size: size, SHA256: sha}, Encryption{}); err != nil {
+		t.Fatalf("Decode of what Encode wrote (20 MiB): %v", err)
 	}
 }

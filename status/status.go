@@ -191,19 +191,32 @@ func Format(st Cluster) string {
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// ClientTLS returns the TLS config the CLI uses towards members: a client
-// certificate issued in memory from the cluster CA (auto) or the files.
-// It only reads the coordinator: when the CA is not there it fails with
-// task.ErrNoClusterCA (wrapped) and never stores one.
+// ClientTLS returns the TLS config the CLI uses towards members' /status:
+// it trusts the cluster CA and presents a certificate from the status CA
+// (task.StatusCA), which members accept on /status and etcd never does.
+// It needs no sealed key and only reads the coordinator: when the CA is not
+// there it fails with task.ErrNoClusterCA (wrapped) and never stores one.
 func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*tls.Config, string, error) {
-	switch cl.TLS.Mode {
-	case config.TLSOff:
-		return nil, "http", nil
-	case config.TLSFiles:
-		cfg, err := certs.ClientConfig(certs.Files{CA: cl.TLS.CAFile, Cert: cl.TLS.CertFile, Key: cl.TLS.KeyFile})
-		return cfg, "https", err
+	if cfg, scheme, ok, err := notAutoTLS(cl); ok {
+		return cfg, scheme, err
 	}
-	ca, err := task.ClusterCA(ctx, co, cl.Name)
+	st, caCert, err := task.StatusCA(ctx, co, cl.Name)
+	if err != nil {
+		return nil, "", err
+	}
+	cfg, err := issuedTLS(caCert, st)
+	return cfg, "https", err
+}
+
+// EtcdClientTLS returns the TLS config for etcd's client port (and
+// /status): a client certificate from the cluster CA itself, which the
+// coordinator keeps sealed with the cluster's key encryption key kek
+// (task.ErrCASealed without it; the local coordinator's needs none).
+func EtcdClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator, kek []byte) (*tls.Config, string, error) {
+	if cfg, scheme, ok, err := notAutoTLS(cl); ok {
+		return cfg, scheme, err
+	}
+	ca, err := task.ClusterCA(ctx, co, cl.Name, kek)
 	if err != nil {
 		return nil, "", err
 	}
@@ -211,10 +224,27 @@ func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*
 	return cfg, "https", err
 }
 
+// notAutoTLS is the client TLS of modes off and files; ok is false for
+// auto.
+func notAutoTLS(cl *config.Cluster) (cfg *tls.Config, scheme string, ok bool, err error) {
+	switch cl.TLS.Mode {
+	case config.TLSOff:
+		return nil, "http", true, nil
+	case config.TLSFiles:
+		cfg, err := certs.ClientConfig(certs.Files{CA: cl.TLS.CAFile, Cert: cl.TLS.CertFile, Key: cl.TLS.KeyFile})
+		return cfg, "https", true, err
+	}
+	return nil, "", false, nil
+}
+
 // ClientTLSFromCA returns a client TLS config that trusts ca and presents
 // a client certificate issued from it in memory.
-func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) {
-	p, err := certs.Issue(ca, "etcd-nomad-cli", nil, time.Now())
+func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) { return issuedTLS(ca.Cert, ca) }
+
+// issuedTLS trusts the PEM certificate root and presents a client
+// certificate issued from issuer in memory.
+func issuedTLS(root []byte, issuer certs.Pair) (*tls.Config, error) {
+	p, err := certs.Issue(issuer, "etcd-nomad-cli", nil, time.Now())
 	if err != nil {
 		return nil, err
 	}
@@ -222,7 +252,7 @@ func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	pool, err := certs.Pool(ca.Cert)
+	pool, err := certs.Pool(root)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 package status_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"os"
 	"path/filepath"
@@ -115,4 +117,42 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if err != nil || kv == nil || string(kv.Value) != string(ca.Bundle()) {
 		t.Fatalf("the stored CA changed (%v)", err)
 	}
+
+	// Members of this version store the CA sealed and the status CA: the
+	// read-only token gets a status CA certificate (never the cluster
+	// CA's), and etcd certificates only with the KEK.
+	wco, err := consul.New(consul.Options{Client: mgmt, Prefix: "etcd-nomad/main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kek := bytes.Repeat([]byte{5}, certs.KEKSize)
+	if _, err := task.OfferCA(ctx, wco, ca, kek); err != nil {
+		t.Fatal(err)
+	}
+	tc, _, err = status.ClientTLS(ctx, cl, co)
+	if err != nil {
+		t.Fatalf("ClientTLS with a key-read token, sealed CA: %v", err)
+	}
+	leaf, _ := x509.ParseCertificate(tc.Certificates[0].Certificate[0])
+	if pool, _ := certs.Pool(ca.Cert); leaf == nil || verifies(leaf, pool) {
+		t.Fatal("status's certificate is issued by the cluster CA: read-only clients must not hold one")
+	}
+	st, err := certs.StatusCA(ca)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pool, _ := certs.Pool(st.Cert); !verifies(leaf, pool) {
+		t.Fatal("status's certificate is not issued by the status CA")
+	}
+	if _, _, err := status.EtcdClientTLS(ctx, cl, co, nil); !errors.Is(err, task.ErrCASealed) {
+		t.Fatalf("EtcdClientTLS without the KEK: %v, want ErrCASealed", err)
+	}
+	if _, _, err := status.EtcdClientTLS(ctx, cl, co, kek); err != nil {
+		t.Fatalf("EtcdClientTLS with the KEK and a key-read token: %v", err)
+	}
+}
+
+func verifies(c *x509.Certificate, roots *x509.CertPool) bool {
+	_, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	return err == nil
 }

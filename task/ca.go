@@ -22,8 +22,35 @@ import (
 // that member: a different CA in the coordinator is reported, never
 // adopted; a missing one is stored again from the saved copy.
 
-// caKey is the coordinator key of the cluster CA bundle.
-const caKey = "ca"
+// Coordinator keys of the cluster CA (TLS auto).
+const (
+	// sealedCAKey holds the CA certificate and its key sealed with the
+	// cluster's key encryption key (certs.Seal): members with a KEK.
+	sealedCAKey = "ca-sealed"
+	// caKey holds the CA certificate and key in the clear (certs.Bundle):
+	// members without a KEK (the local coordinator, whose directory is as
+	// private as the members' data dirs, which hold the same key), and
+	// every member of versions before the sealed CA. A member with a KEK
+	// retires it once the sealed CA holds the same CA (retirePlaintextCA).
+	caKey = "ca"
+	// statusCAKey holds the status CA (certs.StatusCA) in the clear, for
+	// read-only clients: its certificates open /status and nothing else.
+	statusCAKey = "status-ca"
+)
+
+// KEKFromEnv reads the key encryption key from certs.KEKEnv: nil when unset,
+// an error naming the variable when it is not a key.
+func KEKFromEnv() ([]byte, error) {
+	v := os.Getenv(certs.KEKEnv)
+	if v == "" {
+		return nil, nil
+	}
+	k, err := certs.ParseKEK(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", certs.KEKEnv, err)
+	}
+	return k, nil
+}
 
 // Waiting for the cluster CA when it must not be created here.
 const (
@@ -36,8 +63,14 @@ const (
 	caWaitLog     = 30 * time.Second
 )
 
-// ErrNoClusterCA: the coordinator holds no cluster CA.
-var ErrNoClusterCA = errors.New("the cluster CA is not in the coordinator")
+// Sentinel errors.
+var (
+	// ErrNoClusterCA: the coordinator holds no cluster CA.
+	ErrNoClusterCA = errors.New("the cluster CA is not in the coordinator")
+	// ErrCASealed: the coordinator holds the cluster CA sealed, and no key
+	// encryption key was given to open it.
+	ErrCASealed = errors.New("the cluster CA's key is sealed and no key encryption key (" + certs.KEKEnv + ") is set")
+)
 
 // CAMismatch is reported (log, /status, /health) by a member that runs with
 // the CA it saved while the coordinator holds another one. Members that
@@ -56,10 +89,25 @@ func (c *CAMismatch) String() string {
 
 func sameCA(a, b certs.Pair) bool { return certs.Fingerprint(a.Cert) == certs.Fingerprint(b.Cert) }
 
-// loadCA reads the cluster CA from c: ErrNoClusterCA (wrapped) when none
-// is stored. It never stores one.
-func loadCA(ctx context.Context, c coord.Coordinator) (certs.Pair, error) {
-	b, err := c.Load(ctx, caKey)
+// loadCA reads the cluster CA, key included, from c: the sealed one, opened
+// with kek (ErrCASealed without one), else the plaintext one of the local
+// coordinator or of earlier versions; ErrNoClusterCA (wrapped) when
+// neither is stored. It never stores one.
+func loadCA(ctx context.Context, c coord.Coordinator, kek []byte) (certs.Pair, error) {
+	b, err := c.Load(ctx, sealedCAKey)
+	switch {
+	case err == nil && kek == nil:
+		return certs.Pair{}, ErrCASealed
+	case err == nil:
+		p, err := certs.OpenSealed(b, kek)
+		if err != nil {
+			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
+		}
+		return p, nil
+	case !errors.Is(err, coord.ErrNotStored):
+		return certs.Pair{}, fmt.Errorf("read cluster CA: %w", err)
+	}
+	b, err = c.Load(ctx, caKey)
 	if errors.Is(err, coord.ErrNotStored) {
 		return certs.Pair{}, fmt.Errorf("%w: %w", ErrNoClusterCA, err)
 	}
@@ -73,15 +121,129 @@ func loadCA(ctx context.Context, c coord.Coordinator) (certs.Pair, error) {
 	return p, nil
 }
 
-// caLocation names where the coordinator keeps the CA, for operators.
-func caLocation(cl *config.Cluster) string {
+// StatusCA returns what a read-only client needs to ask members' /status:
+// an issuer for its client certificate and the cluster CA certificate to
+// trust. The issuer is the status CA (certs.StatusCA), which opens /status
+// and nothing else; only where the coordinator holds no status CA but the
+// plaintext cluster CA (members of earlier versions, which trust nothing
+// else) is it that CA. It needs no sealed key and never stores anything.
+func StatusCA(ctx context.Context, c coord.Coordinator, cluster string) (issuer certs.Pair, caCert []byte, err error) {
+	b, err := c.Load(ctx, statusCAKey)
+	if errors.Is(err, coord.ErrNotStored) {
+		legacy, err := loadCA(ctx, c, nil)
+		if errors.Is(err, ErrCASealed) {
+			err = fmt.Errorf("%w: the status CA is not stored (a member stores it at start and at every CA check)", ErrNoClusterCA)
+		}
+		return legacy, legacy.Cert, explainNoCA(cluster, err)
+	}
+	if err != nil {
+		return certs.Pair{}, nil, fmt.Errorf("read status CA: %w", err)
+	}
+	if issuer, err = certs.ParseBundle(b); err != nil {
+		return certs.Pair{}, nil, fmt.Errorf("status CA in the coordinator: %w", err)
+	}
+	b, err = c.Load(ctx, sealedCAKey)
+	switch {
+	case err == nil:
+		caCert, err = certs.SealedCert(b)
+	case errors.Is(err, coord.ErrNotStored):
+		// The local coordinator's plaintext CA: its certificate only.
+		var p certs.Pair
+		p, err = loadCA(ctx, c, nil)
+		caCert = p.Cert
+	}
+	if err != nil {
+		return certs.Pair{}, nil, fmt.Errorf("cluster CA certificate: %w", err)
+	}
+	return issuer, caCert, nil
+}
+
+// OfferCA stores ca as the cluster CA unless the coordinator holds one,
+// sealed with kek when given (in the clear without), and the status CA
+// of the CA it holds; it returns the cluster CA the coordinator holds.
+// Only members call it, with the CA they saved or one created where no
+// cluster exists (chooseCA).
+func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair, kek []byte) (certs.Pair, error) {
+	var held certs.Pair
+	if kek != nil {
+		sealed, err := certs.Seal(ca, kek)
+		if err != nil {
+			return certs.Pair{}, err
+		}
+		b, err := c.LoadOrStore(ctx, sealedCAKey, sealed)
+		if err != nil {
+			return certs.Pair{}, fmt.Errorf("store CA: %w", err)
+		}
+		if held, err = certs.OpenSealed(b, kek); err != nil {
+			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
+		}
+	} else {
+		b, err := c.LoadOrStore(ctx, caKey, ca.Bundle())
+		if err != nil {
+			return certs.Pair{}, fmt.Errorf("store CA: %w", err)
+		}
+		if held, err = certs.ParseBundle(b); err != nil {
+			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
+		}
+	}
+	st, err := certs.StatusCA(held)
+	if err != nil {
+		return certs.Pair{}, err
+	}
+	if _, err := c.LoadOrStore(ctx, statusCAKey, st.Bundle()); err != nil {
+		return certs.Pair{}, fmt.Errorf("store status CA: %w", err)
+	}
+	return held, nil
+}
+
+// retirePlaintextCA deletes the plaintext cluster CA (caKey) that earlier
+// versions stored, once the sealed one holds the same CA: the migration of
+// a running cluster, done by every member with a KEK at start and at every
+// CA check, so that a member of an earlier version that stores it again
+// during a rolling update is undone. A different plaintext CA is left for
+// the operator and logged.
+func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
+	co := m.opts.Coordinator
+	if m.opts.CAKEK == nil {
+		return
+	}
+	b, err := co.Load(ctx, caKey)
+	if errors.Is(err, coord.ErrNotStored) {
+		return
+	}
+	if err != nil {
+		m.log.Warn("plaintext cluster CA not checked", "error", err)
+		return
+	}
+	old, err := certs.ParseBundle(b)
+	if err == nil && !sameCA(old, held) {
+		m.log.Error("the coordinator holds a plaintext cluster CA other than the sealed one: left in place for an operator", "plaintext_ca", certs.Fingerprint(old.Cert), "sealed_ca", certs.Fingerprint(held.Cert), "location", caLocation(m.opts.Cluster, caKey))
+		return
+	}
+	if err := co.Delete(ctx, caKey); err != nil {
+		m.log.Warn("plaintext cluster CA not deleted", "error", err)
+		return
+	}
+	m.log.Info("deleted the plaintext cluster CA: the coordinator holds it sealed", "ca", certs.Fingerprint(held.Cert), "deleted", caLocation(m.opts.Cluster, caKey))
+}
+
+// caLocation names where the coordinator keeps key, for operators.
+func caLocation(cl *config.Cluster, key string) string {
 	switch cl.Coordination.Kind {
 	case config.CoordConsul:
-		return fmt.Sprintf("Consul KV %s/%s/kv/%s", cl.Coordination.Prefix, cl.Name, caKey)
+		return fmt.Sprintf("Consul KV %s/%s/kv/%s", cl.Coordination.Prefix, cl.Name, key)
 	case config.CoordLocal:
-		return filepath.Join(cl.Coordination.Dir, "kv-"+caKey)
+		return filepath.Join(cl.Coordination.Dir, "kv-"+key)
 	}
-	return "the coordinator's key " + caKey
+	return "the coordinator's key " + key
+}
+
+// caKeyInUse is the coordinator key this member keeps the cluster CA under.
+func (m *Member) caKeyInUse() string {
+	if m.opts.CAKEK != nil {
+		return sealedCAKey
+	}
+	return caKey
 }
 
 // chooseCA decides which cluster CA this member runs with (TLS auto).
@@ -94,7 +256,7 @@ func caLocation(cl *config.Cluster) string {
 //   - none saved, held: the held one, saved.
 //   - none saved, none held: created only when no cluster exists (firstCA).
 func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
-	co := m.opts.Coordinator
+	co, kek := m.opts.Coordinator, m.opts.CAKEK
 	saved, err := m.dir.readCA()
 	if err != nil {
 		// Not a CA: nothing peers could trust. Kept (renamed) for the
@@ -106,9 +268,23 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 		}
 		saved = nil
 	}
-	held, err := loadCA(ctx, co)
+	held, err := loadCA(ctx, co, kek)
 	missing := errors.Is(err, ErrNoClusterCA)
-	if err != nil && !missing {
+	if errors.Is(err, certs.ErrWrongKEK) && saved != nil {
+		// The CA this member saved is the one its peers trust: run with
+		// it; only members without a saved CA need the coordinator's.
+		m.log.Error("the cluster CA in the coordinator does not open with this member's key encryption key: running with the CA this member saved; members without a saved CA cannot start until "+certs.KEKEnv+" is the key the CA was sealed with",
+			"error", err, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster, sealedCAKey))
+		return *saved, nil
+	}
+	if err != nil && !missing && !errors.Is(err, ErrCASealed) {
+		return certs.Pair{}, err
+	}
+	if kek == nil && m.opts.Cluster.Coordination.Kind == config.CoordConsul {
+		return certs.Pair{}, fmt.Errorf("TLS auto with Consul coordination keeps the cluster CA's key in Consul sealed with a key encryption key only members hold: set %s (32 bytes, base64). "+
+			"The rendered job takes it from the Nomad variable nomad/jobs/<job>, key ca_kek, which `etcd-nomad job run` creates; by hand, add the item ca_kek=$(openssl rand -base64 32) to that variable (nomad var put replaces every item: repeat consul_token)", certs.KEKEnv)
+	}
+	if errors.Is(err, ErrCASealed) {
 		return certs.Pair{}, err
 	}
 	switch {
@@ -118,7 +294,7 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 		}
 		return *saved, nil
 	case saved != nil:
-		got, err := OfferCA(ctx, co, *saved)
+		got, err := OfferCA(ctx, co, *saved, kek)
 		if err != nil {
 			return certs.Pair{}, err
 		}
@@ -170,13 +346,13 @@ func (m *Member) firstCA(ctx context.Context) (certs.Pair, error) {
 			if err != nil {
 				return certs.Pair{}, fmt.Errorf("create CA: %w", err)
 			}
-			ca, err := OfferCA(ctx, m.opts.Coordinator, fresh)
+			ca, err := OfferCA(ctx, m.opts.Coordinator, fresh, m.opts.CAKEK)
 			if err == nil && sameCA(ca, fresh) {
 				m.log.Info("created the cluster CA: no cluster exists yet", "ca", certs.Fingerprint(ca.Cert))
 			}
 			return ca, err
 		}
-		held, err := loadCA(ctx, m.opts.Coordinator)
+		held, err := loadCA(ctx, m.opts.Coordinator, m.opts.CAKEK)
 		if err == nil {
 			return held, nil
 		}
@@ -186,10 +362,10 @@ func (m *Member) firstCA(ctx context.Context) (certs.Pair, error) {
 		if time.Now().After(deadline) {
 			return certs.Pair{}, fmt.Errorf("%w (%s) although a cluster exists: %s; not creating a CA its members would not trust. "+
 				"A member with a saved CA (<data_dir>/<member>/tls/ca.bundle) stores it again when it starts or sees the record gone",
-				ErrNoClusterCA, caLocation(m.opts.Cluster), exists)
+				ErrNoClusterCA, caLocation(m.opts.Cluster, m.caKeyInUse()), exists)
 		}
 		if time.Since(lastLog) >= caWaitLog {
-			m.log.Warn("no cluster CA in the coordinator, but a cluster exists: waiting for a member that holds it to store it again", "evidence", exists, "location", caLocation(m.opts.Cluster))
+			m.log.Warn("no cluster CA in the coordinator, but a cluster exists: waiting for a member that holds it to store it again", "evidence", exists, "location", caLocation(m.opts.Cluster, m.caKeyInUse()))
 			lastLog = time.Now()
 		}
 		select {
@@ -246,7 +422,7 @@ func (m *Member) reportCAMismatch(mine, held certs.Pair) {
 	}
 	m.log.Error("the coordinator holds another cluster CA than the one this member runs with: keeping this member's (its peers trust it), not adopting the coordinator's; members that start without a saved CA take the coordinator's and cannot join. "+
 		"If this member's CA is the cluster's, delete the coordinator's copy and restart this member (it stores its CA at start); if not, stop this member and move its saved CA aside",
-		"member_ca", mm.Member, "coordinator_ca", mm.Coordinator, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster))
+		"member_ca", mm.Member, "coordinator_ca", mm.Coordinator, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster, m.caKeyInUse()))
 }
 
 // clearCAMismatch notes that the coordinator holds this member's CA again.

@@ -54,8 +54,25 @@ func caCluster(t *testing.T, dir string, n int) *config.Cluster {
 }
 
 func newCAMember(ctx context.Context, t *testing.T, cl *config.Cluster, co coord.Coordinator) (*task.Member, error) {
-	return task.New(ctx, task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co,
-		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Warn, Output: testWriter{t}}), LoopInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, EtcdLogLevel: "error"})
+	return task.New(ctx, caOptions(t, cl, co, nil))
+}
+
+// caOptions are the options of member m0 of cl, sealing the cluster CA
+// with kek when given.
+func caOptions(t *testing.T, cl *config.Cluster, co coord.Coordinator, kek []byte) task.Options {
+	return task.Options{Cluster: cl, Name: "m0", Provider: static.New(cl.Provider.Static), Coordinator: co, CAKEK: kek,
+		Logger: hclog.New(&hclog.LoggerOptions{Level: hclog.Info, Output: testWriter{t}}), LoopInterval: 200 * time.Millisecond, StopTimeout: 5 * time.Second, EtcdLogLevel: "error"}
+}
+
+// localCACluster is caCluster with its local coordinator.
+func localCACluster(t *testing.T, n int) (*config.Cluster, *local.Coordinator) {
+	t.Helper()
+	cl := caCluster(t, t.TempDir(), n)
+	co, err := local.New(cl.Coordination.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl, co
 }
 
 type testWriter struct{ t *testing.T }
@@ -151,16 +168,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 		t.Fatal("the coordinator's CA was replaced")
 	}
 
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			t.Error("member did not stop within 15s")
-		}
-	}()
+	runUntilEnd(ctx, t, cancel, m)
 	pool, _ := certs.Pool(mine.Cert)
 	pair, _ := certs.Issue(mine, "test-client", nil, time.Now())
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}
@@ -198,11 +206,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 // A member with a saved CA that finds none in the coordinator stores its
 // saved one again (create-only).
 func TestDefect6SavedCAIsStoredAgain(t *testing.T) {
-	cl := caCluster(t, t.TempDir(), 1)
-	co, err := local.New(cl.Coordination.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, co := localCACluster(t, 1)
 	mine := newCA(t)
 	saveCA(t, cl, mine)
 	if _, err := newCAMember(context.Background(), t, cl, co); err != nil {
@@ -217,11 +221,7 @@ func TestDefect6SavedCAIsStoredAgain(t *testing.T) {
 // not create a CA the cluster's members would not trust: it waits, then
 // fails saying so.
 func TestDefect6FreshMemberNoCAWhereAClusterIsRecorded(t *testing.T) {
-	cl := caCluster(t, t.TempDir(), 1)
-	co, err := local.New(cl.Coordination.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, co := localCACluster(t, 1)
 	bg := context.Background()
 	l, err := co.Lock(bg, "test")
 	if err != nil {
@@ -262,11 +262,7 @@ func TestDefect6FreshMemberNoCAWhereAClusterIsRecorded(t *testing.T) {
 // they have their CA), waits rather than create one; with no other
 // instance listening it creates the cluster CA.
 func TestDefect6FreshMemberNoCAWhileAPeerListens(t *testing.T) {
-	cl := caCluster(t, t.TempDir(), 2)
-	co, err := local.New(cl.Coordination.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cl, co := localCACluster(t, 2)
 	peer := cl.Provider.Static[1]
 	ln, err := net.Listen("tcp", net.JoinHostPort(peer.Address, itoa(peer.StatusPort)))
 	if err != nil {

@@ -71,6 +71,12 @@ type Options struct {
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
 	// before a member is removed and when the last voter stops.
 	Snapshots *Snapshots
+	// CAKEK is the cluster's key encryption key (TLS auto, certs.KEKSize
+	// bytes): the coordinator then holds the cluster CA's key sealed with
+	// it. Required with Consul coordination; optional with the local
+	// coordinator, which keeps the CA in the clear in its private
+	// directory without it.
+	CAKEK []byte
 }
 
 // Member supervises one etcd member.
@@ -217,6 +223,7 @@ func (m *Member) setupTLS(ctx context.Context) error {
 			return err
 		}
 		m.ca = &ca
+		m.restoreCA(ctx)
 		host, _ := os.Hostname()
 		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
 		if err != nil {
@@ -234,30 +241,25 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	return nil
 }
 
-// ClusterCA returns the cluster's CA as the coordinator holds it, for
-// clients (the CLI, tests). It only reads: a missing CA is an error
-// (ErrNoClusterCA) saying what to do, never a reason to create one — a CA
-// created by a client would be adopted by the members that start next and
-// trusted by no running one.
-func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string) (certs.Pair, error) {
-	ca, err := loadCA(ctx, c)
-	if errors.Is(err, ErrNoClusterCA) {
-		return certs.Pair{}, fmt.Errorf("cluster %s: %w: no member has started yet, or the coordinator lost its state "+
-			"(running members store the CA again within seconds of seeing the cluster record gone, a member that starts with "+
-			"its saved <data_dir>/<member>/tls/ca.bundle stores it at once)", cluster, err)
-	}
-	return ca, err
+// ClusterCA returns the cluster's CA, key included, as the coordinator
+// holds it, for clients that need etcd access (`snapshot save`, tests):
+// the sealed CA opens with kek only (ErrCASealed without one). It only
+// reads: a missing CA is an error (ErrNoClusterCA) saying what to do, never
+// a reason to create one — a CA created by a client would be adopted by
+// the members that start next and trusted by no running one.
+func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string, kek []byte) (certs.Pair, error) {
+	ca, err := loadCA(ctx, c, kek)
+	return ca, explainNoCA(cluster, err)
 }
 
-// OfferCA stores ca as the cluster CA unless the coordinator holds one,
-// and returns the one it holds. Only members call it, with the CA they
-// saved or one created where no cluster exists (chooseCA).
-func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair) (certs.Pair, error) {
-	b, err := c.LoadOrStore(ctx, caKey, ca.Bundle())
-	if err != nil {
-		return certs.Pair{}, fmt.Errorf("store CA: %w", err)
+// explainNoCA says what to do about ErrNoClusterCA; other errors pass.
+func explainNoCA(cluster string, err error) error {
+	if !errors.Is(err, ErrNoClusterCA) {
+		return err
 	}
-	return certs.ParseBundle(b)
+	return fmt.Errorf("cluster %s: %w: no member has started yet, or the coordinator lost its state "+
+		"(running members store the CA again within seconds of seeing the cluster record gone, a member that starts with "+
+		"its saved <data_dir>/<member>/tls/ca.bundle stores it at once)", cluster, err)
 }
 
 // caCheckEvery paces a running member's check of the cluster CA in the
@@ -267,12 +269,15 @@ const caCheckEvery = 30 * time.Second
 // restoreCA stores this running member's CA again when the coordinator
 // lost its state (no record): before the record is re-written, so that
 // members and clients starting afterwards get the CA the cluster uses. A
-// different CA in the coordinator is reported, never adopted.
+// different CA in the coordinator is reported, never adopted. It also
+// stores the status CA, and the sealed CA where the coordinator held only
+// the plaintext one of an earlier version, whose copy it then deletes
+// (retirePlaintextCA): at start and at every CA check.
 func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
 	}
-	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca)
+	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
@@ -280,6 +285,7 @@ func (m *Member) restoreCA(ctx context.Context) {
 		m.reportCAMismatch(*m.ca, held)
 	default:
 		m.clearCAMismatch()
+		m.retirePlaintextCA(ctx, held)
 	}
 }
 

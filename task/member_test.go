@@ -77,7 +77,7 @@ func TestMemberLifecycle(t *testing.T) {
 	ports := pp[0]
 	stop := runMember(t, dir, ports)
 	co, _ := local.New(filepath.Join(dir, "coord"))
-	ca, err := task.ClusterCA(context.Background(), co, "unit")
+	ca, err := task.ClusterCA(context.Background(), co, "unit", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -147,7 +147,7 @@ func (m *Member) serveStatus() error {
 	})
 	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
 		if r.TLS != nil && len(r.TLS.VerifiedChains) == 0 {
-			http.Error(w, "status requires a client certificate signed by the cluster CA", http.StatusUnauthorized)
+			http.Error(w, "status requires a client certificate from the cluster CA or its status CA", http.StatusUnauthorized)
 			return
 		}
 		st, _ := m.health(r.Context())
@@ -165,6 +165,14 @@ func (m *Member) serveStatus() error {
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
+		if err == nil && m.ca != nil {
+			// /status also takes the status CA's clients (read-only
+			// clients, certs.StatusCA); etcd's ports never do.
+			var st certs.Pair
+			if st, err = certs.StatusCA(*m.ca); err == nil {
+				cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
+			}
+		}
 		if err != nil {
 			ln.Close()
 			return err

@@ -145,6 +145,12 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		return status.Gather(sctx, cl)
 	}
 
+	// What `etcd-nomad job run` does first (not timed): the key that
+	// seals the cluster CA's key in Consul, in the job's Nomad variable.
+	if _, err := jobs.EnsureCAKEK(ctx, ncli, nomadJob, ""); err != nil {
+		return nil, nil, err
+	}
+
 	// (b) bootstrap.
 	start := time.Now()
 	if out, err := exec.CommandContext(ctx, nomadBin, "job", "run", "-detach", "-address", nomad.Addr, specFile).CombinedOutput(); err != nil {

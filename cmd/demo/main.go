@@ -158,18 +158,23 @@ func up(dir, bin string) error {
 	if err != nil {
 		return err
 	}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = nomad.Addr
+	ncli, err := nomadapi.NewClient(ncfg)
+	if err != nil {
+		return err
+	}
+	// What `etcd-nomad job run` does first: the key that seals the
+	// cluster CA's key in Consul, in the job's Nomad variable.
+	if _, err := jobs.EnsureCAKEK(ctx, ncli, "etcd-demo", ""); err != nil {
+		return err
+	}
 	step("nomad job run %s", jobFile)
 	start := time.Now()
 	run := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, jobFile)
 	run.Stdout, run.Stderr = os.Stdout, os.Stderr
 	if err := run.Run(); err != nil {
 		return fmt.Errorf("nomad job run: %w", err)
-	}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address = nomad.Addr
-	ncli, err := nomadapi.NewClient(ncfg)
-	if err != nil {
-		return err
 	}
 	if err := jobs.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 )
 
@@ -39,7 +40,10 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
   nomad { consul { address } } (default 127.0.0.1:8500). The job
   holds no token: under ACLs the members use their workload identity for
   Nomad and read CONSUL_HTTP_TOKEN from the Nomad variable nomad/jobs/JOB
-  (key consul_token); see 'job run -store-consul-token'.
+  (key consul_token); see 'job run -store-consul-token'. With TLS auto the
+  members also read the key that seals the cluster CA's key in Consul from
+  that variable (key ca_kek): 'job run' creates it, or add it yourself
+  (openssl rand -base64 32) before 'nomad job run'.
 
 Options:
   -binary PATH   etcd-nomad's path on the Nomad clients, over the
@@ -49,26 +53,26 @@ Options:
 
 // renderJob parses the -binary flag and FILE from args (fs may define more
 // flags) and renders the job; ok is false once the error is reported.
-func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec string, ok bool) {
+func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec string, cl *config.Cluster, ok bool) {
 	bin := fs.String("binary", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		ui.Error(help)
-		return "", false
+		return "", nil, false
 	}
-	cl := loadConfig(ui, fs.Arg(0))
+	cl = loadConfig(ui, fs.Arg(0))
 	if cl == nil {
-		return "", false
+		return "", nil, false
 	}
 	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
 	if err != nil {
 		ui.Error(err.Error())
-		return "", false
+		return "", nil, false
 	}
-	return spec, true
+	return spec, cl, true
 }
 
 func (c *jobRenderCommand) Run(args []string) int {
-	spec, ok := renderJob(c.ui, flag.NewFlagSet("job render", flag.ContinueOnError), args, c.Help())
+	spec, _, ok := renderJob(c.ui, flag.NewFlagSet("job render", flag.ContinueOnError), args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -90,6 +94,9 @@ Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] [-store-consul-token] FI
   Under Nomad ACLs it first attaches the ACL policy etcd-nomad-JOB (read-job)
   to the job, so the members can list its allocations with their workload
   identity; this needs a management token, or apply the policy yourself.
+  With TLS auto it makes sure the Nomad variable nomad/jobs/JOB holds a
+  key for the cluster CA's key (key ca_kek), creating one if needed; this
+  needs variables write on that path.
 
 Options:
   -binary PATH          etcd-nomad's path on the Nomad clients, over the
@@ -105,7 +112,7 @@ func (c *jobRunCommand) Run(args []string) int {
 	fs := flag.NewFlagSet("job run", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 10*time.Minute, "")
 	storeToken := fs.Bool("store-consul-token", false, "")
-	spec, ok := renderJob(c.ui, fs, args, c.Help())
+	spec, cl, ok := renderJob(c.ui, fs, args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -118,7 +125,7 @@ func (c *jobRunCommand) Run(args []string) int {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	o := jobs.RunOptions{Grant: true}
+	o := jobs.RunOptions{Grant: true, CAKEK: cl.TLS.Mode == config.TLSAuto}
 	if *storeToken {
 		if o.ConsulToken = consulToken(); o.ConsulToken == "" {
 			c.ui.Error("-store-consul-token: CONSUL_HTTP_TOKEN (or CONSUL_HTTP_TOKEN_FILE) is not set")

@@ -68,6 +68,10 @@ func (c *memberCommand) Run(args []string) int {
 		return 1
 	}
 	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
+	if opts.CAKEK, err = task.KEKFromEnv(); err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
 	if cl.Provider.Kind == config.ProviderNomad {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)

@@ -17,8 +17,10 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -102,7 +104,11 @@ Usage: etcd-nomad snapshot save -config FILE
   snapshot block has an encryption block) into the store, records its
   sha256, then applies retention (never deleting the newest). The snapshot
   is spooled to $TMPDIR first (as large as the database) so that its
-  revision is read from the data itself.`)
+  revision is read from the data itself.
+
+  With TLS auto the stream takes a certificate from the cluster CA, whose
+  key Consul keeps sealed: set ETCD_NOMAD_CA_KEK to the cluster's key
+  (nomad var get -item ca_kek nomad/jobs/JOB).`)
 }
 
 func (c *snapshotSaveCommand) Run(args []string) int {
@@ -158,7 +164,17 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
-	tc, _, err := status.ClientTLS(ctx, cl, co)
+	// The stream is the whole database: it takes a certificate from the
+	// cluster CA itself, whose key Consul keeps sealed (ETCD_NOMAD_CA_KEK).
+	kek, err := task.KEKFromEnv()
+	if err != nil {
+		return snapshot.From{}, src, err
+	}
+	tc, _, err := status.EtcdClientTLS(ctx, cl, co, kek)
+	if errors.Is(err, task.ErrCASealed) {
+		err = fmt.Errorf("%w: snapshot save streams the whole database from etcd's client port, which takes a certificate from the cluster CA; "+
+			"set %s to the cluster's key (nomad var get -item %s nomad/jobs/<job>)", err, certs.KEKEnv, jobs.CAKEKKey)
+	}
 	if err != nil {
 		return snapshot.From{}, src, err
 	}

@@ -250,8 +250,8 @@ func (c *Coordinator) Record(ctx context.Context) (coord.Record, error) {
 	if pair == nil {
 		return coord.Record{}, coord.ErrNoRecord
 	}
-	var r coord.Record
-	if err := json.Unmarshal(pair.Value, &r); err != nil {
+	r, err := coord.DecodeRecord(pair.Value)
+	if err != nil {
 		return coord.Record{}, fmt.Errorf("decode %s: %w", c.key("record"), err)
 	}
 	r.Index = pair.ModifyIndex
@@ -350,6 +350,15 @@ func (c *Coordinator) Store(ctx context.Context, key string, value []byte) error
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: k, Value: value}, (&api.WriteOptions{}).WithContext(ctx))
 	if err != nil {
 		return fmt.Errorf("write %s: %w", k, c.denied("write "+k, err))
+	}
+	return nil
+}
+
+// Delete removes the value stored under key; an absent key is no error.
+func (c *Coordinator) Delete(ctx context.Context, key string) error {
+	k := c.key("kv/" + key)
+	if _, err := c.o.Client.KV().Delete(k, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("delete %s: %w", k, c.denied("write "+k, err))
 	}
 	return nil
 }

@@ -121,8 +121,8 @@ func (c *Coordinator) Record(context.Context) (coord.Record, error) {
 	if err != nil {
 		return coord.Record{}, fmt.Errorf("read record: %w", err)
 	}
-	var r coord.Record
-	if err := json.Unmarshal(b, &r); err != nil {
+	r, err := coord.DecodeRecord(b)
+	if err != nil {
 		return coord.Record{}, fmt.Errorf("decode record %s: %w", c.recordPath(), err)
 	}
 	return r, nil
@@ -168,10 +168,11 @@ func (c *Coordinator) write(r coord.Record) error {
 
 // Load returns the value stored under key, or coord.ErrNotStored.
 func (c *Coordinator) Load(_ context.Context, key string) ([]byte, error) {
-	if strings.ContainsAny(key, "/\\") || key == "" {
-		return nil, fmt.Errorf("invalid key %q", key)
+	path, err := c.kvPath(key)
+	if err != nil {
+		return nil, err
 	}
-	b, err := os.ReadFile(filepath.Join(c.Dir, "kv-"+key))
+	b, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s: %w", key, coord.ErrNotStored)
 	}
@@ -181,10 +182,10 @@ func (c *Coordinator) Load(_ context.Context, key string) ([]byte, error) {
 // LoadOrStore stores value under key unless a value is stored. The link(2)
 // of a complete temporary file makes the create atomic.
 func (c *Coordinator) LoadOrStore(_ context.Context, key string, value []byte) ([]byte, error) {
-	if strings.ContainsAny(key, "/\\") || key == "" {
-		return nil, fmt.Errorf("invalid key %q", key)
+	path, err := c.kvPath(key)
+	if err != nil {
+		return nil, err
 	}
-	path := filepath.Join(c.Dir, "kv-"+key)
 	if b, err := os.ReadFile(path); err == nil {
 		return b, nil
 	}
@@ -247,10 +248,31 @@ func (c *Coordinator) Store(ctx context.Context, key string, value []byte) error
 	return c.Put(ctx, key, value)
 }
 
+// Delete removes the value stored under key; an absent key is no error.
+func (c *Coordinator) Delete(_ context.Context, key string) error {
+	path, err := c.kvPath(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("delete %s: %w", key, err)
+	}
+	return nil
+}
+
 // Put writes an informational key (the cluster summary); no fencing.
 func (c *Coordinator) Put(_ context.Context, key string, value []byte) error {
-	if strings.ContainsAny(key, "/\\") || key == "" {
-		return fmt.Errorf("invalid key %q", key)
+	path, err := c.kvPath(key)
+	if err != nil {
+		return err
 	}
-	return writeAtomic(filepath.Join(c.Dir, "kv-"+key), value)
+	return writeAtomic(path, value)
+}
+
+// kvPath is the file of key, which must not name another directory.
+func (c *Coordinator) kvPath(key string) (string, error) {
+	if strings.ContainsAny(key, "/\\") || key == "" {
+		return "", fmt.Errorf("invalid key %q", key)
+	}
+	return filepath.Join(c.Dir, "kv-"+key), nil
 }
