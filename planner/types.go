@@ -68,6 +68,11 @@ type Observation struct {
 	// recovery record has been missing from the provider's instances (0
 	// while it is listed).
 	SeederGoneFor time.Duration
+	// Paused, when not empty, says an operator paused the cluster (who,
+	// since when, why): no membership change, no recovery, no record
+	// write, no set-aside while it lasts. Only starting this member's own
+	// data (Rejoin) and resuming a recovery an operator recorded proceed.
+	Paused string
 }
 
 // Self is this member's configured identity.
@@ -136,6 +141,9 @@ type Record struct {
 	// before they existed (a takeover then falls back to epoch-1).
 	LastConfirmedToken string
 	LastConfirmedEpoch uint64
+	// Operator is true for a recovery an operator recorded ('etcd-nomad
+	// recover'): its seeder carries it out even while paused.
+	Operator bool
 }
 
 // lastConfirmed returns the incarnation a recovery recorded over r starts

@@ -61,7 +61,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	switch {
 	case err == nil:
 		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
-			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
+			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Operator: rec.Operator}
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -72,6 +72,16 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	default:
 		return planner.Observation{}, fmt.Errorf("read cluster record: %w", err)
 	}
+	if p, err := m.opts.Coordinator.Pause(ctx); err == nil {
+		o.Paused = p.String()
+	} else if !errors.Is(err, coord.ErrNotPaused) {
+		// Unknown is not "not paused": an operator's pause must hold
+		// while its flag cannot be read.
+		return planner.Observation{}, fmt.Errorf("read pause: %w", err)
+	}
+	m.mu.Lock()
+	m.status.Paused = o.Paused
+	m.mu.Unlock()
 	selfListed := false
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})

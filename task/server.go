@@ -35,8 +35,10 @@ type Status struct {
 	DBSize    int64  `json:"db_size"`
 	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`
-	Reason    string `json:"reason"`
-	Time      string `json:"time"`
+	// Paused names the operator's pause when the cluster is paused.
+	Paused string `json:"paused,omitempty"`
+	Reason string `json:"reason"`
+	Time   string `json:"time"`
 	// CAMismatch, when set, names the CA this member runs with and the
 	// different one the coordinator holds (TLS auto): members that start
 	// without a saved CA take the coordinator's and cannot join.
@@ -135,8 +137,11 @@ func (m *Member) serveStatus() error {
 		// kept out. Failing it would make Nomad block deployments and
 		// restart working members, which cannot fix a CA in Consul.
 		warn := ""
+		if st.Paused != "" {
+			warn += " PAUSED (" + st.Paused + ")"
+		}
 		if st.CAMismatch != nil {
-			warn = " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
+			warn += " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
 		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
