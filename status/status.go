@@ -154,7 +154,7 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				st = task.Status{Name: m.Name, Reason: "unreachable"}
+				st = task.Status{Name: m.Name, Reason: "unreachable", Unreachable: true}
 				out.Errors = append(out.Errors, fmt.Sprintf("%s: %v", m.Name, err))
 			}
 			out.Members[i] = st

@@ -35,6 +35,9 @@ type Status struct {
 	DBSize    int64  `json:"db_size"`
 	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`
+	// Unreachable is set by the CLI for an instance whose /status did not
+	// answer.
+	Unreachable bool `json:"unreachable,omitempty"`
 	// Paused names the operator's pause when the cluster is paused.
 	Paused string `json:"paused,omitempty"`
 	Reason string `json:"reason"`
