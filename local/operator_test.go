@@ -137,4 +137,3 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 		return v == 3 && l == 0, fmt.Sprintf("%d voters %d learners %v %v", v, l, names, err)
 	})
 }
-
