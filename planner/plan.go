@@ -668,6 +668,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		if d, ok := r.replacement(o, name); ok {
 			return d
 		}
+		if d, ok := r.maintenance(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: "healthy; nothing to do"}
 	}
 	if !actsForCluster(o, cands) {

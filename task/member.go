@@ -115,6 +115,8 @@ type Member struct {
 	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts
 	caChecked         time.Time
+	maintainFailed    string    // why the last maintenance failed
+	maintainFailedAt  time.Time // when
 	http              *http.Server
 }
 
@@ -357,6 +359,12 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	err = m.act(ctx, o, d)
 	m.releaseLock(ctx)
+	if d.Kind == planner.Maintain {
+		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
+		if err != nil {
+			m.maintainFailed, m.maintainFailedAt = err.Error(), time.Now()
+		}
+	}
 	if err != nil {
 		m.metrics.failures.Inc()
 		m.log.Warn("action failed", "kind", d.Kind, "error", err)

@@ -45,6 +45,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		local.Revision = e.Server.KV().Rev()
 		local.Learner, _ = selfRole(e.Server)
 	}
+	c := m.opts.Cluster
 	o := planner.Observation{
 		ClusterName:   m.opts.Cluster.Name,
 		Self:          planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
@@ -56,6 +57,13 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      newToken(),
 		StartFailures: m.startFailures,
+		NoSpace:       running && noSpace(e),
+		Quota:         c.Etcd.QuotaBackendBytes,
+		DefragRatio:   c.Etcd.DefragRatio,
+		DefragMinSize: c.Etcd.DefragMinSize,
+	}
+	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
+		o.MaintainFailed = m.maintainFailed
 	}
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
@@ -306,6 +314,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 			}
 			mu.Lock()
 			o.Members[i].Healthy = true
+			o.Members[i].DBSize, o.Members[i].DBSizeInUse = st.DbSize, st.DbSizeInUse
 			if st.RaftTerm >= term && st.Leader != 0 {
 				term, o.LeaderID = st.RaftTerm, st.Leader
 			}
