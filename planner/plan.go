@@ -143,6 +143,9 @@ func (r rules) plan(o Observation) Decision {
 	if !inInstances(o.Instances, o.Self.Name) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%q is not among the provider's instances: not starting", o.Self.Name)}
 	}
+	if o.Local.NewerEtcd != "" {
+		return Decision{Kind: Wait, Name: name, Reason: o.Local.NewerEtcd}
+	}
 	if o.Local.Unreadable != "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
 	}

@@ -123,6 +123,10 @@ type Local struct {
 	Empty bool
 	// Unreadable, when not empty, says why the data dir cannot be used.
 	Unreadable string
+	// NewerEtcd, when not empty, says the data was written by a newer
+	// etcd than this member embeds (its storage version), and how to
+	// downgrade it: never started, never set aside.
+	NewerEtcd string
 	// From the data dir's metadata, written when the member first started.
 	// A data dir with etcd data but no metadata has an empty Token.
 	Cluster   string // the cluster definition's name
