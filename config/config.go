@@ -33,11 +33,15 @@ const (
 	DefaultPeerPort          = 2380
 	DefaultStatusPort        = 2381
 	DefaultQuotaBackendBytes = 2 << 30 // etcd's default
-	DefaultHeartbeat         = 100 * time.Millisecond
-	DefaultElection          = time.Second
-	DefaultCompactionMode    = "periodic"
-	DefaultCompactionRetain  = "1h"
-	DefaultSnapshotCount     = 10000
+	// DefaultDefragRatio and DefaultDefragMinSize: defragment a member
+	// when half of a database of at least 64 MiB is free pages.
+	DefaultDefragRatio      = 0.5
+	DefaultDefragMinSize    = 64 << 20
+	DefaultHeartbeat        = 100 * time.Millisecond
+	DefaultElection         = time.Second
+	DefaultCompactionMode   = "periodic"
+	DefaultCompactionRetain = "1h"
+	DefaultSnapshotCount    = 10000
 	// DefaultDeltaInterval and, with a passphrase (one scrypt per
 	// segment), DefaultDeltaIntervalScrypt: how often continuous backup
 	// flushes, which bounds what a loss of every data dir costs.
@@ -112,6 +116,11 @@ type Etcd struct {
 	HeartbeatInterval       time.Duration
 	ElectionTimeout         time.Duration
 	SnapshotCount           uint64
+	// DefragRatio, when positive, defragments a member whose database is
+	// at least DefragMinSize and has this share of it free (fragmented);
+	// 0 turns fragmentation-based defragmentation off.
+	DefragRatio   float64
+	DefragMinSize int64
 }
 
 // TLS selects how members and clients are secured.

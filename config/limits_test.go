@@ -123,6 +123,14 @@ func TestLimitsBoundaries(t *testing.T) {
 		{"snapshot_count 0", def{etcd: "snapshot_count = 0"}, "snapshot_count", refused("Invalid snapshot_count")},
 		{"snapshot_count 1", def{etcd: "snapshot_count = 1"}, "snapshot_count", ok},
 
+		// defrag_ratio: 0 (off) up to, not including, 1.
+		{"defrag_ratio -0.1", def{etcd: "defrag_ratio = -0.1"}, "defrag_ratio", refused("Invalid defrag_ratio")},
+		{"defrag_ratio 0", def{etcd: "defrag_ratio = 0"}, "defrag_ratio", ok},
+		{"defrag_ratio 0.99", def{etcd: "defrag_ratio = 0.99"}, "defrag_ratio", ok},
+		{"defrag_ratio 1", def{etcd: "defrag_ratio = 1"}, "defrag_ratio", refused("Invalid defrag_ratio")},
+		{"defrag_min_size 0", def{etcd: `defrag_min_size = "0"`}, "defrag_min_size", ok},
+		{"defrag_min_size junk", def{etcd: `defrag_min_size = "lots"`}, "defrag_min_size", refused("Invalid size")},
+
 		// recovery_grace: "0s" is off; otherwise a restart (10s) plus 3
 		// elections of up to 2 election timeouts.
 		{"recovery_grace 0s", def{top: `recovery_grace = "0s"`}, "recovery_grace", ok},

@@ -42,12 +42,14 @@ type portsSchema struct {
 }
 
 type etcdSchema struct {
-	QuotaBackendBytes       *string `hcl:"quota_backend_bytes,optional"`
-	AutoCompactionMode      *string `hcl:"auto_compaction_mode,optional"`
-	AutoCompactionRetention *string `hcl:"auto_compaction_retention,optional"`
-	HeartbeatInterval       *string `hcl:"heartbeat_interval,optional"`
-	ElectionTimeout         *string `hcl:"election_timeout,optional"`
-	SnapshotCount           *int    `hcl:"snapshot_count,optional"`
+	QuotaBackendBytes       *string  `hcl:"quota_backend_bytes,optional"`
+	AutoCompactionMode      *string  `hcl:"auto_compaction_mode,optional"`
+	AutoCompactionRetention *string  `hcl:"auto_compaction_retention,optional"`
+	HeartbeatInterval       *string  `hcl:"heartbeat_interval,optional"`
+	ElectionTimeout         *string  `hcl:"election_timeout,optional"`
+	SnapshotCount           *int     `hcl:"snapshot_count,optional"`
+	DefragRatio             *float64 `hcl:"defrag_ratio,optional"`
+	DefragMinSize           *string  `hcl:"defrag_min_size,optional"`
 }
 
 type tlsSchema struct {
@@ -352,6 +354,8 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 			HeartbeatInterval:       DefaultHeartbeat,
 			ElectionTimeout:         DefaultElection,
 			SnapshotCount:           DefaultSnapshotCount,
+			DefragRatio:             DefaultDefragRatio,
+			DefragMinSize:           DefaultDefragMinSize,
 		},
 		TLS: TLS{Mode: TLSAuto},
 	}
@@ -380,6 +384,21 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 				d.errorf(d.rangeOf("etcd", "snapshot_count"), "Invalid snapshot_count", "snapshot_count must be positive, got %d.", *e.SnapshotCount)
 			} else {
 				c.Etcd.SnapshotCount = uint64(*e.SnapshotCount)
+			}
+		}
+		if e.DefragRatio != nil {
+			if r := *e.DefragRatio; r < 0 || r >= 1 || math.IsNaN(r) {
+				d.errorf(d.rangeOf("etcd", "defrag_ratio"), "Invalid defrag_ratio", "defrag_ratio is the share of a member's database that is free pages before it is defragmented: 0 (off) or more, below 1; got %v.", r)
+			} else {
+				c.Etcd.DefragRatio = r
+			}
+		}
+		if e.DefragMinSize != nil {
+			v, err := humanize.ParseBytes(*e.DefragMinSize)
+			if err != nil || v > math.MaxInt64 {
+				d.errorf(d.rangeOf("etcd", "defrag_min_size"), "Invalid size", "defrag_min_size: %q is not a size such as \"64MiB\".", *e.DefragMinSize)
+			} else {
+				c.Etcd.DefragMinSize = int64(v)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors.
@@ -52,6 +53,10 @@ type Record struct {
 	// confirmed, so that a takeover recovers from that incarnation's data.
 	LastConfirmedToken string `json:"last_confirmed_token,omitempty"`
 	LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
+	// Operator is true for a recovery an operator recorded ('etcd-nomad
+	// recover'): its seeder carries it out even while the cluster is
+	// paused.
+	Operator bool `json:"operator,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }
@@ -109,4 +114,32 @@ type Coordinator interface {
 	// with no value is not an error. Members use it to retire the
 	// plaintext cluster CA of earlier versions once it is sealed.
 	Delete(ctx context.Context, key string) error
+	// Pause returns the operator's pause, or ErrNotPaused.
+	Pause(ctx context.Context) (Pause, error)
+	// SetPause stores p, or with p nil removes the pause. It is an
+	// operator's flag, not fenced by the lock: every member reads it
+	// each loop and obeys it.
+	SetPause(ctx context.Context, p *Pause) error
+}
+
+// ErrNotPaused: Pause found no pause.
+var ErrNotPaused = errors.New("not paused")
+
+// Pause is an operator's order to every member: no membership change, no
+// recovery and no maintenance until it is removed. A member with data
+// still starts it (Rejoin), and an operator's own recovery still proceeds.
+type Pause struct {
+	// By names who paused (user@host), Reason why; both informational.
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	Since  time.Time `json:"since"`
+}
+
+// String describes p for logs, /health and status.
+func (p Pause) String() string {
+	s := "paused by " + p.By + " since " + p.Since.UTC().Format(time.RFC3339)
+	if p.Reason != "" {
+		s += ": " + p.Reason
+	}
+	return s
 }

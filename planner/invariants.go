@@ -17,6 +17,15 @@ func Check(o Observation, d Decision) error {
 	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum && !(d.Kind == RecordCluster && o.Record.Epoch < o.Local.Epoch) {
 		return fmt.Errorf("invariant 5: %s while running epoch %d against record epoch %d", d.Kind, o.Local.Epoch, o.Record.Epoch)
 	}
+	// An operator's pause: nothing but waiting, starting this member's
+	// own data, and the operator's own recovery by its source.
+	if o.Paused != "" && (d.Kind != Wait || d.NeedsLock) && d.Kind != Rejoin {
+		r := o.Record
+		own := r != nil && r.Operator && r.ClusterID == 0 && r.Seeder == d.Name && (d.Kind == RecoverQuorum || d.Kind == RecordCluster || d.Kind == Wait)
+		if !own {
+			return fmt.Errorf("pause: %s while paused", d.Kind)
+		}
+	}
 	starts := d.Kind == Seed || d.Kind == Rejoin || d.Kind == JoinAsLearner || d.Kind == ResumeJoin
 
 	// Invariant 6: identity is the persisted name.
@@ -24,7 +33,7 @@ func Check(o Observation, d Decision) error {
 		return fmt.Errorf("invariant 6: runs as %q but the data dir says %q", d.Name, o.Local.Name)
 	}
 	// Every decision that acts under the lock must hold it.
-	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster) && !o.HoldsLock {
+	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster || d.Kind == Maintain) && !o.HoldsLock {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
 	switch d.Kind {

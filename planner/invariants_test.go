@@ -3,7 +3,9 @@ package planner
 import (
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -41,7 +43,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 			if d.Reason == "" {
 				t.Fatalf("decision without a reason: %+v for %s", d, describe(o))
 			}
-			if Plan(o) != d && d.Record == nil {
+			if !reflect.DeepEqual(Plan(o), d) {
 				t.Fatalf("Plan is not deterministic for %s", describe(o))
 			}
 		}
@@ -109,5 +111,30 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An operator's pause holds back every decision but waiting and starting
+// a member's own data, on the generator's observations; a planner that
+// ignores the pause is caught on every fixed seed.
+func TestPauseHoldsEveryChange(t *testing.T) {
+	for _, seed := range seeds(t) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		held, caught := 0, false
+		for i := 0; i < generated; i++ {
+			o := genObservation(rng)
+			o.Paused = "paused by ops since 2026-11-01T00:00:00Z"
+			d := Plan(o)
+			if err := Check(o, d); err != nil {
+				t.Fatalf("seed %d observation %d: %v\nobservation: %s\ndecision: %+v", seed, i, err, describe(o), d)
+			}
+			if d.Kind == Wait && strings.HasPrefix(d.Reason, "paused (") {
+				held++
+			}
+			caught = caught || Check(o, Faults{IgnorePause: true}.Plan(o)) != nil
+		}
+		if held == 0 || !caught {
+			t.Fatalf("seed %d: %d decisions held back, ignoring the pause caught: %v", seed, held, caught)
+		}
 	}
 }

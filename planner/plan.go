@@ -90,6 +90,8 @@ type Faults struct {
 	// confirmed incarnation's source although a member holds data of an
 	// epoch between it and the record's at a higher revision.
 	RecoverBesideSkippedEpoch bool
+	// IgnorePause: act while an operator paused the cluster.
+	IgnorePause bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -97,14 +99,37 @@ type rules = Faults
 
 // Plan decides what this member does next. It is pure: the same
 // Observation always gives the same Decision.
-func Plan(o Observation) Decision { return rules{}.plan(o) }
+func Plan(o Observation) Decision { return rules{}.Plan(o) }
 
 // Plan decides like the package's Plan with the rules f switches off.
-func (f Faults) Plan(o Observation) Decision { return f.plan(o) }
+func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
 
 // PlanLeave decides like the package's PlanLeave with the rules f switches
 // off.
-func (f Faults) PlanLeave(o Observation) Decision { return f.planLeave(o) }
+func (f Faults) PlanLeave(o Observation) Decision { return f.paused(o, f.planLeave(o)) }
+
+// paused holds d back while an operator paused the cluster: only a
+// Wait, starting this member's own data (Rejoin: no membership change,
+// and a paused cluster must still come back after a restart), and the
+// recovery an operator recorded (Record.Operator: its source starts it and
+// confirms it) proceed. The held decision is named in the
+// reason, so status shows what resume would do.
+func (r rules) paused(o Observation, d Decision) Decision {
+	if o.Paused == "" || r.IgnorePause {
+		return d
+	}
+	switch {
+	case d.Kind == Wait && !d.NeedsLock, d.Kind == Rejoin:
+		return d
+	case (d.Kind == RecoverQuorum || d.Kind == RecordCluster || d.NeedsLock) && o.Record != nil && o.Record.Operator && o.Record.ClusterID == 0 && o.Record.Seeder == d.Name:
+		return d // the operator's own recovery, started and confirmed by its source
+	}
+	what := string(d.Kind)
+	if d.NeedsLock {
+		what = "take the lock"
+	}
+	return Decision{Kind: Wait, Name: d.Name, Reason: fmt.Sprintf("paused (%s): holding back %s: %s", o.Paused, what, d.Reason)}
+}
 
 func (r rules) plan(o Observation) Decision {
 	name := o.Self.Name
@@ -117,6 +142,9 @@ func (r rules) plan(o Observation) Decision {
 	}
 	if !inInstances(o.Instances, o.Self.Name) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%q is not among the provider's instances: not starting", o.Self.Name)}
+	}
+	if o.Local.NewerEtcd != "" {
+		return Decision{Kind: Wait, Name: name, Reason: o.Local.NewerEtcd}
 	}
 	if o.Local.Unreadable != "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
@@ -643,6 +671,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		if d, ok := r.replacement(o, name); ok {
 			return d
 		}
+		if d, ok := r.maintenance(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Wait, Name: name, Reason: "healthy; nothing to do"}
 	}
 	if !actsForCluster(o, cands) {
@@ -877,7 +908,7 @@ func inInstances(ins []Instance, name string) bool {
 // removed: scale-down, replacement) does before it stops: remove itself
 // from the membership when that is safe, so that its replacement can join
 // at once and the cluster never counts a member that will not come back.
-func PlanLeave(o Observation) Decision { return rules{}.planLeave(o) }
+func PlanLeave(o Observation) Decision { return rules{}.PlanLeave(o) }
 
 func (r rules) planLeave(o Observation) Decision {
 	name := o.Self.Name

@@ -68,6 +68,21 @@ type Observation struct {
 	// recovery record has been missing from the provider's instances (0
 	// while it is listed).
 	SeederGoneFor time.Duration
+	// Paused, when not empty, says an operator paused the cluster (who,
+	// since when, why): no membership change, no recovery, no record
+	// write, no set-aside while it lasts. Only starting this member's own
+	// data (Rejoin) and resuming a recovery an operator recorded proceed.
+	Paused string
+	// Maintenance inputs. NoSpace is true while etcd's NOSPACE alarm is
+	// raised; Quota is quota_backend_bytes; DefragRatio (0: off) and
+	// DefragMinSize select fragmented members (Member.DBSize, DBSizeInUse).
+	NoSpace       bool
+	Quota         int64
+	DefragRatio   float64
+	DefragMinSize int64
+	// MaintainFailed, when not empty, says why this member's last
+	// maintenance failed a short while ago: not again yet.
+	MaintainFailed string
 }
 
 // Self is this member's configured identity.
@@ -97,6 +112,9 @@ type Member struct {
 	// UnhealthyFor is how long the member has been unreachable; 0 while
 	// healthy.
 	UnhealthyFor time.Duration
+	// DBSize and DBSizeInUse are the member's database file size and the
+	// part of it in use (etcd's Status), 0 when unknown.
+	DBSize, DBSizeInUse int64
 }
 
 // Local describes the data dir.
@@ -105,6 +123,10 @@ type Local struct {
 	Empty bool
 	// Unreadable, when not empty, says why the data dir cannot be used.
 	Unreadable string
+	// NewerEtcd, when not empty, says the data was written by a newer
+	// etcd than this member embeds (its storage version), and how to
+	// downgrade it: never started, never set aside.
+	NewerEtcd string
 	// From the data dir's metadata, written when the member first started.
 	// A data dir with etcd data but no metadata has an empty Token.
 	Cluster   string // the cluster definition's name
@@ -136,6 +158,9 @@ type Record struct {
 	// before they existed (a takeover then falls back to epoch-1).
 	LastConfirmedToken string
 	LastConfirmedEpoch uint64
+	// Operator is true for a recovery an operator recorded ('etcd-nomad
+	// recover'): its seeder carries it out even while paused.
+	Operator bool
 }
 
 // lastConfirmed returns the incarnation a recovery recorded over r starts
@@ -203,6 +228,11 @@ const (
 	// one-member cluster from its own data (From "data", ForceNewCluster)
 	// or from the snapshot Target (From "snapshot").
 	RecoverQuorum Kind = "recover-quorum"
+	// Maintain: under the lock, compact to the current revision (Compact),
+	// defragment the members Defrag names one at a time in that order
+	// (the leader, last, after handing leadership away), then disarm
+	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
+	Maintain Kind = "maintain"
 )
 
 // Decision is what the supervisor should do next.
@@ -221,6 +251,11 @@ type Decision struct {
 	Target string
 	// From is the source of a recovery: "data" or "snapshot".
 	From string
+	// Maintain: see the kind.
+	Compact     bool
+	Defrag      []uint64
+	Disarm      bool
+	DisarmBelow int64
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool

@@ -32,11 +32,13 @@ import (
 
 // Cluster is the state of a cluster.
 type Cluster struct {
-	Cluster   string        `json:"cluster"`
-	ClusterID string        `json:"cluster_id"`
-	Epoch     uint64        `json:"epoch"`
-	Members   []task.Status `json:"members"`
-	Errors    []string      `json:"errors,omitempty"`
+	Cluster   string `json:"cluster"`
+	ClusterID string `json:"cluster_id"`
+	Epoch     uint64 `json:"epoch"`
+	// Paused names the operator's pause ('etcd-nomad pause'), if any.
+	Paused  string        `json:"paused,omitempty"`
+	Members []task.Status `json:"members"`
+	Errors  []string      `json:"errors,omitempty"`
 }
 
 // Coordinator opens the cluster's coordinator.
@@ -115,6 +117,11 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 	} else {
 		return out, fmt.Errorf("read cluster record: %w", err)
 	}
+	if p, err := co.Pause(ctx); err == nil {
+		out.Paused = p.String()
+	} else if !errors.Is(err, coord.ErrNotPaused) {
+		return out, fmt.Errorf("read pause: %w", err)
+	}
 	// The provider first: its refusals (a missing NOMAD_TOKEN) say what
 	// the operator lacks before anything about the CA.
 	insts, err := Instances(ctx, cl)
@@ -147,7 +154,7 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				st = task.Status{Name: m.Name, Reason: "unreachable"}
+				st = task.Status{Name: m.Name, Reason: "unreachable", Unreachable: true}
 				out.Errors = append(out.Errors, fmt.Sprintf("%s: %v", m.Name, err))
 			}
 			out.Members[i] = st
@@ -160,7 +167,11 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 // Format renders st as a table.
 func Format(st Cluster) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "cluster %s  id %s  epoch %d\n\n", st.Cluster, st.ClusterID, st.Epoch)
+	fmt.Fprintf(&b, "cluster %s  id %s  epoch %d\n", st.Cluster, st.ClusterID, st.Epoch)
+	if st.Paused != "" {
+		fmt.Fprintf(&b, "PAUSED: %s (no membership change, recovery or maintenance until 'etcd-nomad resume')\n", st.Paused)
+	}
+	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tMEMBER ID\tROLE\tREVISION\tDB SIZE\tHEALTHY\tLEARNER\tDECISION")
 	for _, m := range st.Members {

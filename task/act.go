@@ -55,6 +55,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.recover(ctx, d)
 	case planner.UpdatePeerURL:
 		return m.updatePeerURL(ctx, d)
+	case planner.Maintain:
+		return m.maintain(ctx, o, d)
 	case planner.ReplaceInstance:
 		r, ok := m.opts.Provider.(replacer)
 		if !ok {

@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/coreos/go-semver/semver"
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/version"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -141,8 +143,52 @@ func (d dataDir) observe(running bool) planner.Local {
 	if !running {
 		l.Revision = d.revision()
 		l.Learner = d.learner(meta.MemberID)
+		l.NewerEtcd = newerEtcd(d.storageVersion(), version.Version, d.etcdDir())
 	}
 	return l
+}
+
+// storageVersion reads the storage version etcd 3.6 and later record in
+// the backend's meta bucket ("storageVersion", e.g. "3.6.0"); "" when
+// absent (etcd 3.5 wrote none) or unreadable.
+func (d dataDir) storageVersion() string {
+	p := filepath.Join(d.etcdDir(), "member", "snap", "db")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return ""
+	}
+	defer db.Close()
+	var v string
+	_ = db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket([]byte("meta")); b != nil {
+			v = string(b.Get([]byte("storageVersion")))
+		}
+		return nil
+	})
+	return v
+}
+
+// newerEtcd returns why data of storage version stored cannot be started by
+// the embedded etcd version, and how to downgrade it; "" when it can.
+// Versions compare by major.minor: etcd records the storage version as
+// MAJOR.MINOR.0, and patch releases share one schema.
+func newerEtcd(stored, embedded, dir string) string {
+	sv, err1 := semver.NewVersion(stored)
+	ev, err2 := semver.NewVersion(embedded)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	if sv.Major < ev.Major || sv.Major == ev.Major && sv.Minor <= ev.Minor {
+		return ""
+	}
+	want := fmt.Sprintf("%d.%d", ev.Major, ev.Minor)
+	return fmt.Sprintf("data dir %s was written by etcd %d.%d (storage version %s), newer than the etcd %s this etcd-nomad embeds: not starting it (etcd cannot read a newer schema) and not setting it aside. "+
+		"Run the etcd-nomad release that embeds etcd %d.%d, or downgrade the data first: on the running newer cluster 'etcdctl downgrade validate %s' then 'etcdctl downgrade enable %s', and roll the members back one at a time; "+
+		"for a stopped data dir, 'etcdutl migrate --data-dir %s --target-version %s'",
+		dir, sv.Major, sv.Minor, stored, embedded, sv.Major, sv.Minor, want, want, dir, want)
 }
 
 // learner reads from the stopped backend's membership whether member id

@@ -136,7 +136,10 @@ type Member struct {
 	latestSnapshot  *planner.SnapshotInfo
 	startFailures   int // consecutive failed etcd starts
 	caChecked       time.Time
-	http            *http.Server
+	// maintainFailed: why the last maintenance failed, and when.
+	maintainFailed   string
+	maintainFailedAt time.Time
+	http             *http.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -380,6 +383,12 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	err = m.act(ctx, o, d)
 	m.releaseLock(ctx)
+	if d.Kind == planner.Maintain {
+		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
+		if err != nil {
+			m.maintainFailed, m.maintainFailedAt = err.Error(), time.Now()
+		}
+	}
 	if err != nil {
 		m.metrics.failures.Inc()
 		m.log.Warn("action failed", "kind", d.Kind, "error", err)

@@ -45,6 +45,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		local.Revision = e.Server.KV().Rev()
 		local.Learner, _ = selfRole(e.Server)
 	}
+	c := m.opts.Cluster
 	o := planner.Observation{
 		ClusterName:   m.opts.Cluster.Name,
 		Self:          planner.Self{Name: m.opts.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)},
@@ -56,12 +57,19 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      newToken(),
 		StartFailures: m.startFailures,
+		NoSpace:       running && noSpace(e),
+		Quota:         c.Etcd.QuotaBackendBytes,
+		DefragRatio:   c.Etcd.DefragRatio,
+		DefragMinSize: c.Etcd.DefragMinSize,
+	}
+	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
+		o.MaintainFailed = m.maintainFailed
 	}
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
 		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
-			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
+			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Operator: rec.Operator}
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -72,6 +80,16 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	default:
 		return planner.Observation{}, fmt.Errorf("read cluster record: %w", err)
 	}
+	if p, err := m.opts.Coordinator.Pause(ctx); err == nil {
+		o.Paused = p.String()
+	} else if !errors.Is(err, coord.ErrNotPaused) {
+		// Unknown is not "not paused": an operator's pause must hold
+		// while its flag cannot be read.
+		return planner.Observation{}, fmt.Errorf("read pause: %w", err)
+	}
+	m.mu.Lock()
+	m.status.Paused = o.Paused
+	m.mu.Unlock()
 	selfListed := false
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
@@ -296,6 +314,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 			}
 			mu.Lock()
 			o.Members[i].Healthy = true
+			o.Members[i].DBSize, o.Members[i].DBSizeInUse = st.DbSize, st.DbSizeInUse
 			if st.RaftTerm >= term && st.Leader != 0 {
 				term, o.LeaderID = st.RaftTerm, st.Leader
 			}

@@ -35,8 +35,16 @@ type Status struct {
 	DBSize    int64  `json:"db_size"`
 	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`
-	Reason    string `json:"reason"`
-	Time      string `json:"time"`
+	// Unreachable is set by the CLI for an instance whose /status did not
+	// answer.
+	Unreachable bool `json:"unreachable,omitempty"`
+	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
+	// refuses writes until maintenance disarms it.
+	NoSpace bool `json:"nospace,omitempty"`
+	// Paused names the operator's pause when the cluster is paused.
+	Paused string `json:"paused,omitempty"`
+	Reason string `json:"reason"`
+	Time   string `json:"time"`
 	// CAMismatch, when set, names the CA this member runs with and the
 	// different one the coordinator holds (TLS auto): members that start
 	// without a saved CA take the coordinator's and cannot join.
@@ -49,6 +57,10 @@ func (m *Member) setDecision(d planner.Decision) {
 	m.status.Reason = d.Reason
 	m.mu.Unlock()
 }
+
+// QuotaWarnShare is the share of quota_backend_bytes above which /health
+// turns the Consul check to warning, before etcd refuses writes.
+const QuotaWarnShare = 0.8
 
 // health is the /health verdict: a started, caught-up voting member of a
 // cluster with quorum. A linearizable read proves quorum.
@@ -94,6 +106,7 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	st.Leader = srv.Leader() == srv.MemberID()
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
+	st.NoSpace = noSpace(e)
 	select {
 	case <-srv.ReadyNotify():
 	default:
@@ -135,12 +148,25 @@ func (m *Member) serveStatus() error {
 		// kept out. Failing it would make Nomad block deployments and
 		// restart working members, which cannot fix a CA in Consul.
 		warn := ""
+		if st.Paused != "" {
+			warn += " PAUSED (" + st.Paused + ")"
+		}
 		if st.CAMismatch != nil {
-			warn = " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
+			warn += " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
 		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
+			return
+		}
+		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
+			// Consul shows 429 as a warning: the member serves, but
+			// writes stop (NOSPACE) or will soon.
+			if st.NoSpace {
+				warn = "; NOSPACE alarm raised: writes refused until maintenance compacts, defragments and disarms it" + warn
+			}
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "warning: %s role=%s db_size=%d is %.0f%% of quota_backend_bytes %d (warning above %.0f%%)%s\n", st.Name, role, st.DBSize, 100*float64(st.DBSize)/float64(quota), quota, QuotaWarnShare*100, warn)
 			return
 		}
 		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d%s\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch, warn)

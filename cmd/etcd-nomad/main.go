@@ -36,6 +36,9 @@ func Run(args []string) int {
 		"job run":          func() (cli.Command, error) { return &jobRunCommand{ui: ui}, nil },
 		"local up":         func() (cli.Command, error) { return &localUpCommand{ui: ui}, nil },
 		"local down":       func() (cli.Command, error) { return &localDownCommand{ui: ui}, nil },
+		"pause":            func() (cli.Command, error) { return &pauseCommand{ui: ui}, nil },
+		"resume":           func() (cli.Command, error) { return &pauseCommand{ui: ui, resume: true}, nil },
+		"recover":          func() (cli.Command, error) { return &recoverCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
 	if err != nil {

@@ -368,3 +368,36 @@ func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))
 	return c.denied("write "+c.key(key), err)
 }
+
+// Pause reads the operator's pause (key "pause"), consistently.
+func (c *Coordinator) Pause(ctx context.Context) (coord.Pause, error) {
+	k := c.key("pause")
+	pair, _, err := c.o.Client.KV().Get(k, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
+	if err != nil {
+		return coord.Pause{}, fmt.Errorf("read %s: %w", k, c.deniedRead("read "+k, err))
+	}
+	if pair == nil {
+		return coord.Pause{}, coord.ErrNotPaused
+	}
+	var p coord.Pause
+	if err := json.Unmarshal(pair.Value, &p); err != nil {
+		return coord.Pause{}, fmt.Errorf("decode %s: %w", k, err)
+	}
+	return p, nil
+}
+
+// SetPause writes the pause, or deletes it when p is nil.
+func (c *Coordinator) SetPause(ctx context.Context, p *coord.Pause) error {
+	k := c.key("pause")
+	q := (&api.WriteOptions{}).WithContext(ctx)
+	if p == nil {
+		_, err := c.o.Client.KV().Delete(k, q)
+		return c.denied("delete "+k, err)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	_, err = c.o.Client.KV().Put(&api.KVPair{Key: k, Value: b}, q)
+	return c.denied("write "+k, err)
+}

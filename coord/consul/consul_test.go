@@ -321,3 +321,27 @@ func TestStoreOverwritesWhatLoadReads(t *testing.T) {
 		}
 	}
 }
+
+// A pause is stored under <prefix>/pause, read back by another
+// coordinator (another member) and removed by resume.
+func TestPauseRoundTrip(t *testing.T) {
+	addr := consulAgent(t)
+	a, b := newCoord(t, addr, "pause"), newCoord(t, addr, "pause")
+	ctx := context.Background()
+	if _, err := b.Pause(ctx); !errors.Is(err, coord.ErrNotPaused) {
+		t.Fatalf("fresh prefix: got %v, want ErrNotPaused", err)
+	}
+	want := coord.Pause{By: "ops@host", Reason: "investigating", Since: time.Unix(1700000000, 0).UTC()}
+	if err := a.SetPause(ctx, &want); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Pause(ctx); err != nil || got != want {
+		t.Fatalf("pause read back as %+v, %v; want %+v", got, err, want)
+	}
+	if err := a.SetPause(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Pause(ctx); !errors.Is(err, coord.ErrNotPaused) {
+		t.Fatalf("after resume: got %v, want ErrNotPaused", err)
+	}
+}

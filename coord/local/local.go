@@ -276,3 +276,36 @@ func (c *Coordinator) kvPath(key string) (string, error) {
 	}
 	return filepath.Join(c.Dir, "kv-"+key), nil
 }
+
+func (c *Coordinator) pausePath() string { return filepath.Join(c.Dir, "pause.json") }
+
+// Pause reads the operator's pause (pause.json).
+func (c *Coordinator) Pause(context.Context) (coord.Pause, error) {
+	b, err := os.ReadFile(c.pausePath())
+	if errors.Is(err, os.ErrNotExist) {
+		return coord.Pause{}, coord.ErrNotPaused
+	}
+	if err != nil {
+		return coord.Pause{}, fmt.Errorf("read pause: %w", err)
+	}
+	var p coord.Pause
+	if err := json.Unmarshal(b, &p); err != nil {
+		return coord.Pause{}, fmt.Errorf("decode %s: %w", c.pausePath(), err)
+	}
+	return p, nil
+}
+
+// SetPause writes the pause, or removes it when p is nil.
+func (c *Coordinator) SetPause(_ context.Context, p *coord.Pause) error {
+	if p == nil {
+		if err := os.Remove(c.pausePath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove pause: %w", err)
+		}
+		return nil
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(c.pausePath(), b)
+}

@@ -2,9 +2,13 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
 )
 
 // The cluster CA is created once: contenders that all find no value and
@@ -38,5 +42,33 @@ func TestLoadOrStoreContendersAgreeEveryRound(t *testing.T) {
 				t.Fatalf("round %d: contenders got different values %q", round, got)
 			}
 		}
+	}
+}
+
+// A pause is stored, read back by another coordinator on the same
+// directory (another member), and removed; removing twice is no error.
+func TestPauseRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := New(dir)
+	b, _ := New(dir)
+	ctx := context.Background()
+	if _, err := b.Pause(ctx); !errors.Is(err, coord.ErrNotPaused) {
+		t.Fatalf("fresh coordinator: got %v, want ErrNotPaused", err)
+	}
+	want := coord.Pause{By: "ops@host", Reason: "investigating", Since: time.Unix(1700000000, 0).UTC()}
+	if err := a.SetPause(ctx, &want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.Pause(ctx)
+	if err != nil || got != want {
+		t.Fatalf("pause read back as %+v, %v; want %+v", got, err, want)
+	}
+	for range 2 {
+		if err := a.SetPause(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := b.Pause(ctx); !errors.Is(err, coord.ErrNotPaused) {
+		t.Fatalf("after resume: got %v, want ErrNotPaused", err)
 	}
 }

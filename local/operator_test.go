@@ -1,0 +1,139 @@
+package local_test
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/status"
+)
+
+// cli runs the etcd-nomad CLI against the test cluster's definition.
+func (tc *testCluster) cli(args ...string) (code int, out string) {
+	tc.t.Helper()
+	cmd := exec.Command(binary, append(args[:1:1], append([]string{"-config", tc.lay.Config()}, args[1:]...)...)...)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), b.String()
+	} else if err != nil {
+		tc.t.Fatal(err)
+	}
+	return 0, b.String()
+}
+
+// An operator pauses a cluster, loses its quorum, and recovers it from the
+// member they choose while paused; 'recover' refuses while a quorum
+// answers, while an instance is silent and from a member without data.
+// The others join only after resume, and no acknowledged key is lost.
+func TestOperatorPauseAndRecover(t *testing.T) {
+	tc := newCluster(t, t.TempDir(), 3, 2*time.Second) // recovery_grace: the 5m default, no automatic recovery here
+	tc.startAll()
+	tc.waitHealthy(60 * time.Second)
+	_, before := tc.waitConfirmed(30 * time.Second)
+	putKeys(t, tc.client(), "acked", 200)
+
+	if code, out := tc.cli("pause", "-reason", "operator test"); code != 0 {
+		t.Fatalf("pause: exit %d: %s", code, out)
+	}
+	waitFor(t, 10*time.Second, "every member reports the pause", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if !strings.Contains(m.Paused, "operator test") {
+				return false, status.Format(st)
+			}
+		}
+		return strings.Contains(st.Paused, "operator test") && strings.Contains(status.Format(st), "PAUSED"), status.Format(st)
+	})
+	if code, out := tc.cli("recover", "-from", "m0"); code == 0 || !strings.Contains(out, "answers as a healthy voter") {
+		t.Fatalf("recover while a quorum answers: exit %d: %s", code, out)
+	}
+
+	for _, n := range []string{"m1", "m2"} {
+		if err := tc.sup.Stop(n, 20*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out := tc.cli("recover", "-from", "m0"); code == 0 || !strings.Contains(out, "m1, m2 do not answer") {
+		t.Fatalf("recover while instances are silent: exit %d: %s", code, out)
+	}
+	// Their slots come back empty at new ports (lost hosts, replaced).
+	fresh, err := local.AllocatePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ports = []local.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
+	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"m1", "m2"} {
+		if err := os.Rename(filepath.Join(tc.lay.DataDir(), n), filepath.Join(t.TempDir(), n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.sup.Start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 30*time.Second, "every instance answers, none healthy", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if m.Unreachable || m.Healthy {
+				return false, status.Format(st)
+			}
+		}
+		return true, status.Format(st)
+	})
+	if code, out := tc.cli("recover", "-from", "m1"); code == 0 || !strings.Contains(out, "holds no data") {
+		t.Fatalf("recover from an empty member: exit %d: %s", code, out)
+	}
+	start := time.Now()
+	if code, out := tc.cli("recover", "-from", "m0"); code != 0 {
+		t.Fatalf("recover -from m0: exit %d: %s", code, out)
+	}
+	rec := tc.record()
+	if rec.Epoch != before.Epoch+1 || rec.Seeder != "m0" || rec.Source != "data" || !rec.Operator || rec.ClusterID != 0 {
+		t.Fatalf("record after recover: %+v", rec)
+	}
+	// Paused: m0 carries out the operator's recovery; nobody joins it.
+	waitFor(t, 60*time.Second, "m0 healthy alone as the recorded epoch", func() (bool, string) {
+		st, r, err := tc.recorded()
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := r.ClusterID != 0 && r.Epoch == before.Epoch+1
+		for _, m := range st.Members {
+			if m.Name == "m0" {
+				ok = ok && m.Healthy
+			} else {
+				ok = ok && !m.Running && strings.HasPrefix(m.Reason, "paused (")
+			}
+		}
+		return ok, fmt.Sprintf("%+v\n%s", r, status.Format(st))
+	})
+	t.Logf("operator recovery: m0 healthy on the new epoch %s after 'recover'", time.Since(start).Round(time.Millisecond))
+	checkKeys(t, tc.client(), "acked", 200)
+
+	if code, out := tc.cli("resume"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, out)
+	}
+	tc.waitConfirmedAfter(before.Epoch+1, 120*time.Second)
+	c := tc.client()
+	checkKeys(t, c, "acked", 200)
+	waitFor(t, 60*time.Second, "3 voters", func() (bool, string) {
+		v, l, names, err := memberList(c)
+		return v == 3 && l == 0, fmt.Sprintf("%d voters %d learners %v %v", v, l, names, err)
+	})
+}

@@ -1,0 +1,79 @@
+package planner
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// OperatorView is what 'etcd-nomad recover' saw, under the lock: the
+// record, and every provider instance's status.
+type OperatorView struct {
+	Record *Record
+	// From is the member whose data the operator chose.
+	From string
+	// Answered are the statuses of the instances that answered (From
+	// among them); Silent names those that did not.
+	Answered []PeerStatus
+	Silent   []string
+	// NewToken is the token of the new incarnation.
+	NewToken string
+}
+
+// OperatorRecovery decides an operator's recovery from From's data: the
+// record to write (the next epoch, a recovery from data seeded by From,
+// marked Operator), or why not. The fencing is the automatic path's
+// (invariants 4 and 10): every instance answers, none is a healthy voter
+// (no quorum answers anywhere), the source is no learner, and no member
+// holds newer data — of a newer epoch, or of the same incarnation at a
+// higher revision. What it does not require is the grace period, automatic
+// recovery being on, or the source being the last confirmed incarnation:
+// the operator chooses among incarnations the automatic path leaves alone.
+func OperatorRecovery(v OperatorView) (Record, error) {
+	if v.Record == nil {
+		return Record{}, fmt.Errorf("there is no cluster record: members holding data re-record it themselves, and 'etcd-nomad snapshot restore' seeds from a snapshot")
+	}
+	if len(v.Silent) > 0 {
+		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold a quorum or newer data; not recovering (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
+	}
+	var src *PeerStatus
+	for i, p := range v.Answered {
+		if p.Healthy {
+			return Record{}, fmt.Errorf("member %s answers as a healthy voter of token %s epoch %d: a quorum answers; not recovering beside it", p.Name, short(p.Token), p.Epoch)
+		}
+		if p.Name == v.From {
+			src = &v.Answered[i]
+		}
+	}
+	if src == nil {
+		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
+	}
+	switch {
+	case src.Token == "":
+		return Record{}, fmt.Errorf("member %s holds no data", v.From)
+	case src.Learner:
+		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
+	}
+	epoch := v.Record.Epoch
+	for _, p := range v.Answered {
+		if p.Token == "" || p.Name == v.From {
+			continue
+		}
+		if p.Epoch > src.Epoch {
+			return Record{}, fmt.Errorf("member %s holds epoch %d, newer than %s's epoch %d: recover from %s, or set its data aside first", p.Name, p.Epoch, v.From, src.Epoch, p.Name)
+		}
+		if p.Token == src.Token && p.Epoch == src.Epoch && p.Revision > src.Revision {
+			return Record{}, fmt.Errorf("member %s holds the same incarnation at revision %d, newer than %s's %d: recover from %s", p.Name, p.Revision, v.From, src.Revision, p.Name)
+		}
+		epoch = max(epoch, p.Epoch)
+	}
+	epoch = max(epoch, src.Epoch)
+	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
+		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
+}
+
+func sorted(xs []string) []string {
+	out := append([]string(nil), xs...)
+	sort.Strings(out)
+	return out
+}

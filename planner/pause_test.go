@@ -1,0 +1,100 @@
+package planner
+
+import (
+	"strings"
+	"testing"
+)
+
+// While paused, a lost quorum is not recovered automatically, but the
+// recovery an operator recorded ('etcd-nomad recover -from m1') is
+// carried out by its source — and by no one else.
+func TestPauseLetsOnlyTheOperatorsRecoveryThrough(t *testing.T) {
+	const pause = "paused by ops since 2026-11-01T00:00:00Z"
+	m1 := Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 500}
+	lost := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, HoldsLock: true, NewToken: "n",
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, RecoveryGrace: 1, QuorumLostFor: 2, Local: m1,
+		Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"},
+		Peers:  []PeerStatus{{Name: "m0", Token: "tokA", Epoch: 1, Revision: 400}, {Name: "m2"}}}
+	if d := Plan(lost); d.Kind != RecoverQuorum {
+		t.Fatalf("unpaused: %s (%s), want an automatic recovery", d.Kind, d.Reason)
+	}
+	lost.Paused = pause
+	if d := Plan(lost); d.Kind != Wait || !strings.Contains(d.Reason, "paused (") || !strings.Contains(d.Reason, "recover-quorum") {
+		t.Fatalf("paused: %s (%s), want a wait naming the held recovery", d.Kind, d.Reason)
+	}
+
+	op := &Record{Token: "tokOp", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1, Operator: true}
+	source := lost
+	source.Record = op
+	if d := Plan(source); d.Kind != RecoverQuorum || d.From != FromData || d.Record.Token != "tokOp" {
+		t.Fatalf("the operator's source, paused: %s (%s), want it to resume the recorded recovery", d.Kind, d.Reason)
+	}
+	source.HoldsLock = false
+	if d := Plan(source); !d.NeedsLock {
+		t.Fatalf("the operator's source without the lock: %s (%s), want it to take the lock", d.Kind, d.Reason)
+	}
+	// The same record, written by a member (not an operator), waits.
+	auto := *op
+	auto.Operator = false
+	source.HoldsLock, source.Record = true, &auto
+	if d := Plan(source); d.Kind != Wait {
+		t.Fatalf("a member's recorded recovery, paused: %s (%s), want a wait", d.Kind, d.Reason)
+	}
+	// Another member never acts on the operator's record while paused.
+	other := lost
+	other.Self, other.Local, other.SelfID = Self{Name: "m0"}, Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 400}, 1
+	other.Record = op
+	other.Peers = []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 1, Revision: 500}, {Name: "m2"}}
+	if d := Plan(other); d.Kind != Wait {
+		t.Fatalf("another member under the operator's record, paused: %s (%s), want a wait", d.Kind, d.Reason)
+	}
+}
+
+// An operator's recovery is refused, saying why, whenever the automatic
+// path's fencing would refuse it; accepted, it records the next epoch from
+// the chosen data, and that record is what the source resumes.
+func TestOperatorRecoveryRefusals(t *testing.T) {
+	rec := &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 2, Seeder: "m0"}
+	a := func(name string, rev int64) PeerStatus {
+		return PeerStatus{Name: name, Token: "tokA", Epoch: 2, Running: true, Revision: rev}
+	}
+	cases := []struct {
+		name string
+		v    OperatorView
+		want string // refusal text; "" accepts
+	}{
+		{"no record", OperatorView{From: "m1"}, "no cluster record"},
+		{"silent instance", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9)}, Silent: []string{"m2", "m0"}}, "m0, m2 do not answer"},
+		{"quorum answers", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), {Name: "m0", Token: "tokA", Epoch: 2, Running: true, Healthy: true}}}, "member m0 answers as a healthy voter"},
+		{"unknown source", OperatorView{Record: rec, From: "m7", Answered: []PeerStatus{a("m1", 9)}}, "m7 is not among"},
+		{"empty source", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{{Name: "m1"}}}, "holds no data"},
+		{"learner source", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 2, Learner: true}}}, "learner"},
+		{"newer epoch elsewhere", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), {Name: "m2", Token: "tokB", Epoch: 3}}}, "m2 holds epoch 3"},
+		{"same incarnation newer elsewhere", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), a("m2", 10)}}, "m2 holds the same incarnation at revision 10"},
+		{"accepted", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), a("m2", 8), {Name: "m0"}}, NewToken: "tokN"}, ""},
+	}
+	for _, c := range cases {
+		got, err := OperatorRecovery(c.v)
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: got %+v, %v; want a refusal containing %q", c.name, got, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: refused: %v", c.name, err)
+		}
+		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true}
+		if got != want {
+			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
+		}
+		// The source resumes it, paused or not.
+		o := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, HoldsLock: true, Paused: "paused by ops",
+			Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: &got,
+			Local: Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 2, Revision: 9},
+			Peers: []PeerStatus{a("m2", 8), {Name: "m0"}}}
+		if d := Plan(o); d.Kind != RecoverQuorum || d.Record.Token != "tokN" {
+			t.Fatalf("the source under the operator's record: %s (%s)", d.Kind, d.Reason)
+		}
+	}
+}

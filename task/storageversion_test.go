@@ -1,0 +1,77 @@
+package task
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/version"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// A data dir written by a newer etcd (its storage version, as etcd 3.7
+// would record it) is never started and never set aside: the member waits
+// and says how to downgrade. The same data at the embedded version starts.
+func TestNewerStorageVersionIsRefused(t *testing.T) {
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	put(t, k.seedForTest(m), "kept", "v")
+	m.halt()
+	db := filepath.Join(m.dir.etcdDir(), "member", "snap", "db")
+	if got := m.dir.storageVersion(); got == "" || !strings.HasPrefix(version.Version, strings.TrimSuffix(got, ".0")) {
+		t.Fatalf("etcd %s recorded storage version %q", version.Version, got)
+	}
+	setStorageVersion(t, db, "3.99.0")
+
+	o, err := m.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := planner.Plan(o)
+	if d.Kind != planner.Wait || !strings.Contains(d.Reason, "newer than the etcd "+version.Version) || !strings.Contains(d.Reason, "etcdutl migrate --data-dir") {
+		t.Fatalf("newer storage version: %s (%s), want a wait saying how to downgrade", d.Kind, d.Reason)
+	}
+	if len(m.asideEntries(t)) != 0 {
+		t.Fatal("data of a newer etcd was set aside")
+	}
+
+	setStorageVersion(t, db, "3.6.0")
+	o, err = m.observe(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := planner.Plan(o); d.Kind != planner.Rejoin {
+		t.Fatalf("storage version 3.6.0: %s (%s), want a rejoin", d.Kind, d.Reason)
+	}
+}
+
+func setStorageVersion(t *testing.T, path, v string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte("meta")).Put([]byte("storageVersion"), []byte(v))
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewerEtcd(t *testing.T) {
+	for _, c := range []struct {
+		stored, embedded string
+		refused          bool
+	}{
+		{"3.6.0", "3.6.16", false}, {"3.5.0", "3.6.16", false}, {"", "3.6.16", false}, {"junk", "3.6.16", false},
+		{"3.7.0", "3.6.16", true}, {"4.0.0", "3.6.16", true}, {"3.6.0", "3.7.3", false},
+	} {
+		if got := newerEtcd(c.stored, c.embedded, "/d") != ""; got != c.refused {
+			t.Errorf("stored %q embedded %s: refused %v, want %v", c.stored, c.embedded, got, c.refused)
+		}
+	}
+}
