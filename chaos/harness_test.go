@@ -122,6 +122,8 @@ func newEnv(t *testing.T, tlsMode string) *env {
   }
 
   nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
     cpu          = 100
     memory_mb    = 128
     kill_timeout = "20s"

@@ -142,17 +142,19 @@ type snapStoreSchema struct {
 }
 
 type nomadSchema struct {
-	Job         *string            `hcl:"job,optional"`
-	Datacenters *[]string          `hcl:"datacenters,optional"`
-	Namespace   *string            `hcl:"namespace,optional"`
-	Region      *string            `hcl:"region,optional"`
-	Driver      *string            `hcl:"driver,optional"`
-	CPU         *int               `hcl:"cpu,optional"`
-	MemoryMB    *int               `hcl:"memory_mb,optional"`
-	Binary      *string            `hcl:"binary,optional"`
-	HostVolume  *string            `hcl:"host_volume,optional"`
-	KillTimeout *string            `hcl:"kill_timeout,optional"`
-	Consul      *nomadConsulSchema `hcl:"consul,block"`
+	Job         *string   `hcl:"job,optional"`
+	Datacenters *[]string `hcl:"datacenters,optional"`
+	Namespace   *string   `hcl:"namespace,optional"`
+	Region      *string   `hcl:"region,optional"`
+	Driver      *string   `hcl:"driver,optional"`
+	CPU         *int      `hcl:"cpu,optional"`
+	MemoryMB    *int      `hcl:"memory_mb,optional"`
+	Binary      *string   `hcl:"binary,optional"`
+	HostVolume  *string   `hcl:"host_volume,optional"`
+	KillTimeout *string   `hcl:"kill_timeout,optional"`
+	// DistinctHosts: one member per Nomad client (default true).
+	DistinctHosts *bool              `hcl:"distinct_hosts,optional"`
+	Consul        *nomadConsulSchema `hcl:"consul,block"`
 }
 
 type nomadConsulSchema struct {
@@ -394,7 +396,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 	if s.Snapshot != nil {
 		c.Snapshot = d.snapshot(*s.Snapshot)
 	}
-	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second, Consul: NomadConsul{Address: DefaultNomadConsulAddress}}
+	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second, DistinctHosts: true, Consul: NomadConsul{Address: DefaultNomadConsulAddress}}
 	if n := s.Nomad; n != nil {
 		c.Nomad.Job = str(n.Job, c.Nomad.Job)
 		if n.Datacenters != nil {
@@ -408,6 +410,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.Binary = str(n.Binary, "")
 		c.Nomad.HostVolume = str(n.HostVolume, "")
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
+		c.Nomad.DistinctHosts = n.DistinctHosts == nil || *n.DistinctHosts
 		if cs := n.Consul; cs != nil {
 			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, "")}
 		}
