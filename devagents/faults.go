@@ -161,3 +161,27 @@ func (h *Host) Run(ctx context.Context, name string, args ...string) ([]byte, er
 	err := cmd.Wait()
 	return out.Bytes(), err
 }
+
+// StopAgent stops one agent of a host (SIGTERM, SIGKILL after 10 s), the
+// rest of the host running on: a Nomad client's tasks keep running, a
+// server leaves its Raft cluster's quorum.
+func (tb *Testbed) StopAgent(a *Agent) error {
+	for _, h := range tb.Hosts() {
+		if a == h.Consul || a == h.Nomad {
+			return a.stop(10 * time.Second)
+		}
+	}
+	return fmt.Errorf("%s at %s is not an agent of testbed %s", a.Name, a.Addr, tb.Name)
+}
+
+// StartAgent starts an agent StopAgent stopped, with its data, and waits
+// until the testbed is ready again or ctx ends.
+func (tb *Testbed) StartAgent(ctx context.Context, a *Agent) error {
+	if !a.exited() {
+		return fmt.Errorf("%s at %s is running", a.Name, a.Addr)
+	}
+	if err := a.spawn(os.O_APPEND); err != nil {
+		return err
+	}
+	return tb.WaitReady(ctx)
+}
