@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./coord/... ./local/... ./status/... ./provider/... ./snapshot/... ./clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos bench sim mutate
+.PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -77,6 +77,14 @@ ROUNDS ?= 20
 SEED   ?=
 chaos: tools
 	CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaos$$' ./chaos
+
+## chaos-hosts: the same on the multi-host testbed (devagents.StartHosts:
+## network namespaces, needs root): partitions between hosts, isolating the
+## leader's host, cutting a host off from the servers, 2 | 1 | clients
+## splits, host crashes, node drains, Nomad and Consul server outages.
+## `make chaos-hosts ROUNDS=100 SEED=7`.
+chaos-hosts: tools
+	CHAOS_HOSTS=1 CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
 
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
 ## its baseline from the same run (about 10 minutes; not part of `make

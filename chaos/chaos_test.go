@@ -173,26 +173,39 @@ func TestChaos(t *testing.T) {
 	if testing.Short() {
 		t.Skip("chaos runs real agents and a cluster for minutes")
 	}
-	rounds := int(envInt(t, "CHAOS_ROUNDS", 5))
-	if rounds < 1 {
-		t.Fatalf("CHAOS_ROUNDS=%d: at least 1 round", rounds)
-	}
-	seed := envInt(t, "CHAOS_SEED", time.Now().UnixNano()%1_000_000_000)
-	replay := fmt.Sprintf("replay with: make chaos SEED=%d ROUNDS=%d", seed, rounds)
-	t.Logf("chaos seed %d, %d rounds (%s)", seed, rounds, replay)
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(replay)
-		}
-	})
-	rng := rand.New(rand.NewSource(seed))
-
+	rounds, seed, rng := chaosRun(t, "chaos", 5)
 	tlsMode := os.Getenv("CHAOS_TLS")
 	if tlsMode == "" {
 		tlsMode = "auto"
 	}
 	t.Logf("cluster tls mode %q (CHAOS_TLS)", tlsMode)
 	e := newEnv(t, tlsMode)
+	runChaos(t, e, rounds, seed, rng, faults, &loseConsul)
+}
+
+// chaosRun reads the run's rounds and seed from CHAOS_ROUNDS and
+// CHAOS_SEED and says how to replay it (`make TARGET ...`) if it fails.
+func chaosRun(t *testing.T, target string, defRounds int64) (int, int64, *rand.Rand) {
+	rounds := int(envInt(t, "CHAOS_ROUNDS", defRounds))
+	if rounds < 1 {
+		t.Fatalf("CHAOS_ROUNDS=%d: at least 1 round", rounds)
+	}
+	seed := envInt(t, "CHAOS_SEED", time.Now().UnixNano()%1_000_000_000)
+	replay := fmt.Sprintf("replay with: make %s SEED=%d ROUNDS=%d", target, seed, rounds)
+	t.Logf("chaos seed %d, %d rounds (%s)", seed, rounds, replay)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(replay)
+		}
+	})
+	return rounds, seed, rand.New(rand.NewSource(seed))
+}
+
+// runChaos waits for e's cluster, starts the load, applies one fault of
+// fs per round (once, when not nil, in one round chosen by the seed) and
+// waits until the cluster is healthy again after each; then it checks the
+// history, the acknowledged writes and the cluster ids.
+func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs []fault, once *fault) {
 	start := time.Now()
 	var cli *clientv3.Client
 	clustertest.WaitFor(t, 4*time.Minute, "the cluster up and healthy", func() (bool, string) {
@@ -224,13 +237,13 @@ func TestChaos(t *testing.T) {
 	}
 	t.Cleanup(stopLoad)
 
-	lossRound := rng.Intn(rounds)
+	onceRound := rng.Intn(rounds)
 	var durations []time.Duration
 	for r := 0; r < rounds; r++ {
 		ld.round.Store(int64(r))
-		f := faults[rng.Intn(len(faults))]
-		if r == lossRound {
-			f = loseConsul
+		f := fs[rng.Intn(len(fs))]
+		if once != nil && r == onceRound {
+			f = *once
 		}
 		t0 := time.Now()
 		what := f.apply(e, rng)

@@ -23,6 +23,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
@@ -40,20 +41,29 @@ import (
 const clusterName = "chaos"
 
 // env is one chaos run's world: a Consul server and a Nomad server+client
-// with data dirs (so both can be restarted), and the etcd-nomad job.
+// with data dirs (so both can be restarted), or a multi-host testbed, and
+// the etcd-nomad job.
 type env struct {
 	t        *testing.T
 	dir      string
 	binary   string
 	nomadBin string
-	consul   *devagents.Agent
-	nomad    *devagents.Agent
-	cl       *config.Cluster
-	co       coord.Coordinator
-	hc       *http.Client
-	tls      *tls.Config // towards the members; nil without TLS
-	scheme   string
-	ca       []byte // the cluster CA bundle in Consul at the start (tls auto)
+	// consul and nomad: the single-host run's agents.
+	consul *devagents.Agent
+	nomad  *devagents.Agent
+	// tb: the multi-host run's testbed; clientHost runs the load.
+	tb         *devagents.Testbed
+	clientHost *devagents.Host
+	// The Nomad and Consul HTTP APIs (http://...), and where the Nomad
+	// clients keep allocations.
+	nomadAddr, consulAddr string
+	allocDirs             []string
+	cl                    *config.Cluster
+	co                    coord.Coordinator
+	hc                    *http.Client
+	tls                   *tls.Config // towards the members; nil without TLS
+	scheme                string
+	ca                    []byte // the cluster CA bundle in Consul at the start (tls auto)
 
 	consulCli *consulapi.Client
 	// after are the current round's checks, run once it is healthy again.
@@ -68,17 +78,10 @@ type env struct {
 // tls { mode }.
 func newEnv(t *testing.T, tlsMode string) *env {
 	t.Helper()
-	e := &env{t: t, dir: t.TempDir()}
-	e.binary = filepath.Join(e.dir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", e.binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
-	}
-	var err error
-	if e.nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
-		t.Fatal(err)
-	}
+	e := buildEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	var err error
 	if e.consul, err = devagents.StartConsulServer(ctx, filepath.Join(e.dir, "consul")); err != nil {
 		t.Fatal(err)
 	}
@@ -96,8 +99,35 @@ func newEnv(t *testing.T, tlsMode string) *env {
 		}
 		e.unmountLeftovers()
 	})
-	t.Setenv("CONSUL_HTTP_ADDR", strings.TrimPrefix(e.consul.Addr, "http://"))
-	t.Setenv("NOMAD_ADDR", e.nomad.Addr)
+	e.nomadAddr, e.consulAddr, e.allocDirs = e.nomad.Addr, e.consul.Addr, []string{e.nomad.AllocDir}
+	t.Cleanup(e.stopJob)
+	// One Nomad client: every member on it, all using its Consul agent.
+	e.deploy(tlsMode, "10s", fmt.Sprintf("distinct_hosts = false\n    consul {\n      address = %q\n    }", strings.TrimPrefix(e.consul.Addr, "http://")))
+	return e
+}
+
+// buildEnv builds etcd-nomad for a run and finds the nomad binary.
+func buildEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir()}
+	e.binary = filepath.Join(e.dir, "etcd-nomad")
+	if out, err := exec.Command("go", "build", "-o", e.binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
+		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
+	}
+	var err error
+	if e.nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// deploy points the CLI at the agents, renders the job (with the
+// provider's stale_after; nomadExtra goes into its nomad block) and runs
+// it, and waits for the cluster CA.
+func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
+	t := e.t
+	t.Setenv("CONSUL_HTTP_ADDR", strings.TrimPrefix(e.consulAddr, "http://"))
+	t.Setenv("NOMAD_ADDR", e.nomadAddr)
 
 	file := filepath.Join(e.dir, "cluster.hcl")
 	def := fmt.Sprintf(`cluster %q {
@@ -114,7 +144,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 
   provider "nomad" {
     group       = "etcd"
-    stale_after = "10s"
+    stale_after = %q
   }
 
   coordination "consul" {
@@ -126,12 +156,10 @@ func newEnv(t *testing.T, tlsMode string) *env {
     cpu          = 100
     memory_mb    = 128
     kill_timeout = "20s"
-    consul {
-      address = %q
-    }
+    %s
   }
 }
-`, clusterName, tlsMode, strings.TrimPrefix(e.consul.Addr, "http://"))
+`, clusterName, tlsMode, staleAfter, nomadExtra)
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +168,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 		t.Fatal(diags.Error())
 	}
 	e.cl = cl
+	var err error
 	if e.co, err = status.Coordinator(cl); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +192,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomad.Addr, spec).CombinedOutput(); err != nil {
+	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomadAddr, spec).CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, out)
 	}
 	// The client certificate is issued once, from the CA the first member
@@ -181,12 +210,11 @@ func newEnv(t *testing.T, tlsMode string) *env {
 		t.Fatal(err)
 	}
 	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
-	return e
 }
 
 func (e *env) nomadClient() *nomadapi.Client {
 	cfg := nomadapi.DefaultConfig()
-	cfg.Address = e.nomad.Addr
+	cfg.Address = e.nomadAddr
 	cli, err := nomadapi.NewClient(cfg)
 	if err != nil {
 		e.t.Fatal(err)
@@ -201,7 +229,7 @@ func (e *env) stopJob() {
 	if e.t.Failed() {
 		e.dumpLogs()
 	}
-	if out, err := exec.Command(e.nomadBin, "job", "stop", "-detach", "-yes", "-address", e.nomad.Addr, clusterName).CombinedOutput(); err != nil {
+	if out, err := exec.Command(e.nomadBin, "job", "stop", "-detach", "-yes", "-address", e.nomadAddr, clusterName).CombinedOutput(); err != nil {
 		e.t.Logf("nomad job stop: %v\n%s", err, out)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -242,7 +270,11 @@ func (e *env) unmountLeftovers() {
 }
 
 func (e *env) dumpLogs() {
-	paths, _ := filepath.Glob(filepath.Join(e.nomad.AllocDir, "*", "alloc", "logs", "etcd.stderr.*"))
+	var paths []string
+	for _, d := range e.allocDirs {
+		m, _ := filepath.Glob(filepath.Join(d, "*", "alloc", "logs", "etcd.stderr.*"))
+		paths = append(paths, m...)
+	}
 	for _, p := range paths {
 		b, err := os.ReadFile(p)
 		if err != nil {
@@ -296,7 +328,14 @@ func (e *env) endpoints() []string {
 }
 
 func (e *env) client() *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: e.endpoints(), TLS: e.tls, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
+	cfg := clientv3.Config{Endpoints: e.endpoints(), TLS: e.tls, DialTimeout: 2 * time.Second, Logger: zap.NewNop()}
+	if h := e.clientHost; h != nil {
+		// The load runs on a host of its own: it sees that host's faults.
+		cfg.DialOptions = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+			return h.DialContext(ctx, "tcp", addr)
+		})}
+	}
+	cli, err := clientv3.New(cfg)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -353,7 +392,7 @@ func (e *env) consulClient() *consulapi.Client {
 	defer e.mu.Unlock()
 	if e.consulCli == nil {
 		cfg := consulapi.DefaultConfig()
-		cfg.Address = strings.TrimPrefix(e.consul.Addr, "http://")
+		cfg.Address = strings.TrimPrefix(e.consulAddr, "http://")
 		cli, err := consulapi.NewClient(cfg)
 		if err != nil {
 			e.t.Fatal(err)
@@ -439,9 +478,13 @@ func (e *env) kill(pids ...int) {
 // memberDir is where a member keeps its data: data_dir (the allocation's
 // shared alloc/data) / member name.
 func (e *env) memberDir(in provider.Instance) (string, error) {
-	m, err := filepath.Glob(filepath.Join(e.nomad.AllocDir, "*", "alloc", "data", in.Name))
-	if err != nil {
-		return "", err
+	var m []string
+	for _, d := range e.allocDirs {
+		found, err := filepath.Glob(filepath.Join(d, "*", "alloc", "data", in.Name))
+		if err != nil {
+			return "", err
+		}
+		m = append(m, found...)
 	}
 	if len(m) != 1 {
 		return "", fmt.Errorf("member %s: %d data dirs found: %v", in.Name, len(m), m)

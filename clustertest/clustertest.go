@@ -100,13 +100,15 @@ func CountKeys(t testing.TB, cli *clientv3.Client, prefix string) int64 {
 	return resp.Count
 }
 
-// Writer puts keys continuously and records which were acknowledged and the
-// longest stretch of time in which no put succeeded.
+// Writer puts keys continuously and records which were acknowledged, the
+// longest stretch of time in which no put succeeded, and how many keys
+// failed even when retried once, as a client would.
 type Writer struct {
 	mu         sync.Mutex
 	acked      []string
 	lastOK     time.Time
 	longestGap time.Duration
+	failed     int
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -123,15 +125,23 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 			default:
 			}
 			key := fmt.Sprintf("%s/%06d", prefix, i)
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := cli.Put(ctx, key, "v")
-			cancel()
+			var err error
+			for try := 0; try < 2; try++ {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_, err = cli.Put(ctx, key, "v")
+				cancel()
+				if err == nil {
+					break
+				}
+			}
 			now := time.Now()
 			w.mu.Lock()
 			if err == nil {
 				w.longestGap = max(w.longestGap, now.Sub(w.lastOK))
 				w.lastOK = now
 				w.acked = append(w.acked, key)
+			} else {
+				w.failed++
 			}
 			w.mu.Unlock()
 			time.Sleep(20 * time.Millisecond)
@@ -147,6 +157,13 @@ func (w *Writer) Finish() (acked []string, longestGap time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.acked, w.longestGap
+}
+
+// Failed is the number of keys whose put failed twice so far.
+func (w *Writer) Failed() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.failed
 }
 
 // CheckAcked fails unless every acknowledged key is present. A read that

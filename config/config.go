@@ -233,6 +233,11 @@ type NomadJob struct {
 	HostVolume string
 	// KillTimeout is how long Nomad waits after SIGTERM.
 	KillTimeout time.Duration
+	// DistinctHosts places at most one member on each Nomad client (a
+	// distinct_hosts constraint): losing a host then costs one member,
+	// not the quorum. Default true; off only for a demo or test on a
+	// single Nomad client.
+	DistinctHosts bool
 	// Consul is how the members reach Consul from their Nomad client.
 	Consul NomadConsul
 	// Where is "file:line" of the nomad block (of the cluster block when

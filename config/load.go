@@ -156,7 +156,9 @@ type nomadSchema struct {
 	Artifact    *nomadArtifactSchema `hcl:"artifact,block"`
 	HostVolume  *string              `hcl:"host_volume,optional"`
 	KillTimeout *string              `hcl:"kill_timeout,optional"`
-	Consul      *nomadConsulSchema   `hcl:"consul,block"`
+	// DistinctHosts: one member per Nomad client (default true).
+	DistinctHosts *bool              `hcl:"distinct_hosts,optional"`
+	Consul        *nomadConsulSchema `hcl:"consul,block"`
 }
 
 type nomadArtifactSchema struct {
@@ -421,7 +423,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 	if s.Snapshot != nil {
 		c.Snapshot = d.snapshot(*s.Snapshot)
 	}
-	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second, Consul: NomadConsul{Address: DefaultNomadConsulAddress}}
+	c.Nomad = NomadJob{Job: c.Name, Datacenters: []string{"dc1"}, Driver: "raw_exec", CPU: 500, MemoryMB: 512, KillTimeout: 30 * time.Second, DistinctHosts: true, Consul: NomadConsul{Address: DefaultNomadConsulAddress}}
 	if r := d.rangeOf("nomad"); r != nil {
 		c.Nomad.Where = fmt.Sprintf("%s:%d", r.Filename, r.Start.Line)
 	}
@@ -441,6 +443,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		}
 		c.Nomad.HostVolume = str(n.HostVolume, "")
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
+		c.Nomad.DistinctHosts = n.DistinctHosts == nil || *n.DistinctHosts
 		if cs := n.Consul; cs != nil {
 			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, "")}
 		}

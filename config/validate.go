@@ -329,6 +329,9 @@ func (d *decoder) validateNomadJob(c *Cluster) {
 		d.errorf(d.rangeOf("nomad", "memory_mb"), "Invalid memory_mb", "memory_mb must be at least %d (Nomad's minimum), got %d.", NomadMinMemoryMB, n.MemoryMB)
 	}
 	d.validateNomadConsul(n.Consul)
+	if !n.DistinctHosts && c.Provider.Kind == ProviderNomad && c.Size > 1 {
+		d.warnf(d.rangeOf("nomad", "distinct_hosts"), "Members may share a host", "distinct_hosts = false lets Nomad place several of the %d members on one client (its default binpack scheduler prefers to): that host's failure, drain or reboot then takes the quorum with it. Keep it off only for a demo or test on a single Nomad client; a production cluster runs one member per host.", c.Size)
+	}
 	rng := d.rangeOf("nomad", "kill_timeout")
 	switch minKill := MemberStopTimeout + KillTimeoutMargin; {
 	case n.KillTimeout < time.Second:

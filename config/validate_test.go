@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -233,5 +234,43 @@ func TestNomadBinaryOrArtifact(t *testing.T) {
 		if !found {
 			t.Errorf("%s: want %q at line %d, got %v", c.name, c.summary, c.line, diags)
 		}
+	}
+}
+
+// Issue 11: distinct_hosts = false is for a demo on one Nomad client; on a
+// cluster of several members validate says what it costs, at the setting.
+func TestDistinctHostsOffWarns(t *testing.T) {
+	load := func(size int, nomad string) (*Cluster, string) {
+		t.Helper()
+		src := fmt.Sprintf(`cluster "x" {
+  size = %d
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    %s
+  }
+}`, size, nomad)
+		c, res, diags := Load("x.hcl", []byte(src))
+		if diags.HasErrors() {
+			t.Fatal(diags.Error())
+		}
+		var buf bytes.Buffer
+		if err := res.WriteDiagnostics(&buf, diags); err != nil {
+			t.Fatal(err)
+		}
+		return c, buf.String()
+	}
+	const warning = "warning: Members may share a host"
+	c, out := load(3, "")
+	if !c.Nomad.DistinctHosts || strings.Contains(out, warning) {
+		t.Errorf("default: DistinctHosts = %v, output %q", c.Nomad.DistinctHosts, out)
+	}
+	c, out = load(3, "distinct_hosts = false")
+	if c.Nomad.DistinctHosts || !strings.Contains(out, "x.hcl:6:22: "+warning) || !strings.Contains(out, "takes the quorum") {
+		t.Errorf("distinct_hosts = false, 3 members: DistinctHosts = %v, output %q", c.Nomad.DistinctHosts, out)
+	}
+	// One member has no quorum to lose to a shared host.
+	if _, out = load(1, "distinct_hosts = false"); strings.Contains(out, warning) {
+		t.Errorf("distinct_hosts = false, 1 member: %q", out)
 	}
 }

@@ -102,6 +102,19 @@ type Agent struct {
 	bin   string
 	args  []string
 	ready func(context.Context) error
+	// ns is the network namespace the agent runs in (a Testbed host's);
+	// empty: this process's.
+	ns string
+}
+
+// exited reports whether the agent's process has ended.
+func (a *Agent) exited() bool {
+	select {
+	case <-a.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // PID is the agent's process id.
@@ -246,7 +259,7 @@ func (a *Agent) spawn(mode int) error {
 	cmd.Dir = a.Dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = append(os.Environ(), "AWS_CA_BUNDLE=") // nomad's env_aws fingerprinter dies on it
-	if err := cmd.Start(); err != nil {
+	if err := startIn(a.ns, cmd); err != nil {
 		logf.Close()
 		return fmt.Errorf("start %s: %w", a.Name, err)
 	}

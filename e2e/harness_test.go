@@ -123,6 +123,8 @@ func (c *cluster) writeDefinition(size int, extraEnv string) {
   }
 
   nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
     cpu       = 100
     memory_mb = 128
     kill_timeout = "20s"

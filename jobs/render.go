@@ -229,17 +229,30 @@ job "{{.C.Nomad.Job}}" {
     auto_revert       = true
   }
 
-  # A node drain moves one member at a time, each given as long to pass
-  # its check as a rolling update gives it (jobs.JoinDeadline).
-  migrate {
-    max_parallel     = 1
-    health_check     = "checks"
-    min_healthy_time = "3s"
-    healthy_deadline = "{{.HealthyDeadline}}"
-  }
-
   group "{{.Group}}" {
     count = {{.C.Size}}
+{{if .C.Nomad.DistinctHosts}}
+    # One member per Nomad client: a host's failure, drain or reboot costs
+    # one member, never the quorum (nomad { distinct_hosts }).
+    constraint {
+      operator = "distinct_hosts"
+      value    = "true"
+    }
+{{else}}
+    # distinct_hosts = false: members may share a Nomad client (a demo or
+    # test on one host); that host's failure costs the quorum.
+{{end}}
+    # A node drain moves one member at a time, and the next only once the
+    # replacement passes its Consul check (a caught-up voter of a cluster
+    # with quorum): a drained member hands leadership away and leaves, its
+    # replacement joins as a learner elsewhere, given as long to pass its
+    # check as a rolling update gives it (jobs.JoinDeadline).
+    migrate {
+      max_parallel     = 1
+      health_check     = "checks"
+      min_healthy_time = "3s"
+      healthy_deadline = "{{.HealthyDeadline}}"
+    }
 
     # On stop, the Consul service goes first and SIGTERM follows: clients
     # stop picking this member before it leaves (jobs.ShutdownDelay).

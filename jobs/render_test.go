@@ -349,8 +349,59 @@ func TestJoinDeadlinesFollowTheQuota(t *testing.T) {
 		if got := j.attr("progress_deadline", update...); got != c.progress {
 			t.Errorf("%q: update { progress_deadline = %s }, want %s", c.etcd, got, c.progress)
 		}
-		if got := j.attr("healthy_deadline", "job", "migrate"); got != c.healthy {
+		if got := j.attr("healthy_deadline", in(group, "migrate")...); got != c.healthy {
 			t.Errorf("%q: migrate { healthy_deadline = %s }, want %s", c.etcd, got, c.healthy)
+		}
+	}
+}
+
+// Issue 11: Nomad's default binpack scheduler may put every member on one
+// client, and that host's failure then takes the quorum. The group carries a
+// distinct_hosts constraint unless the definition turns it off (a demo on a
+// single client, which could not place a second member otherwise).
+func TestOneMemberPerHostByDefault(t *testing.T) {
+	distinct := func(j jobspec) bool {
+		for _, blk := range j.block(group...).Blocks {
+			if blk.Type != "constraint" {
+				continue
+			}
+			op, ok := blk.Body.Attributes["operator"]
+			if ok && string(op.Expr.Range().SliceBytes(j.src)) == `"distinct_hosts"` {
+				v := blk.Body.Attributes["value"]
+				return v != nil && string(v.Expr.Range().SliceBytes(j.src)) == `"true"`
+			}
+		}
+		return false
+	}
+	if !distinct(render(t, "")) {
+		t.Error("default job: no distinct_hosts constraint on the group")
+	}
+	if !distinct(render(t, `nomad { distinct_hosts = true }`)) {
+		t.Error("distinct_hosts = true: no distinct_hosts constraint on the group")
+	}
+	if distinct(render(t, `nomad { distinct_hosts = false }`)) {
+		t.Error("distinct_hosts = false still renders the constraint")
+	}
+}
+
+// Issue 11: a node drain moves the member of the drained host by the
+// group's migrate block: one at a time, the next only once the replacement
+// passes its Consul check, so a drain of several hosts never takes two
+// members (and the quorum of a 3-member cluster) at once.
+func TestNodeDrainMovesOneMemberAtATime(t *testing.T) {
+	j := render(t, "")
+	migrate := in(group, "migrate")
+	if j.block(migrate...) == nil {
+		t.Fatal("no migrate block: Nomad's default is the same, but unstated")
+	}
+	for k, want := range map[string]string{
+		"max_parallel":     "1",
+		"health_check":     `"checks"`,
+		"min_healthy_time": `"3s"`,
+		"healthy_deadline": `"5m"`, // JoinDeadline at the default 2 GiB quota
+	} {
+		if got := j.attr(k, migrate...); got != want {
+			t.Errorf("migrate { %s = %s }, want %s", k, got, want)
 		}
 	}
 }

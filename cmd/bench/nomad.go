@@ -98,6 +98,8 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
   }
 
   nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
     cpu          = 100
     memory_mb    = 256
     kill_timeout = "20s"

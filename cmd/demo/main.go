@@ -55,6 +55,8 @@ cluster "demo" {
   }
 
   nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
     job       = "etcd-demo"
     cpu       = 200
     memory_mb = 256

@@ -77,6 +77,8 @@ func writeDefinition(t *testing.T, name string) string {
     prefix = "etcd-nomad-acl"
   }
   nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
     cpu          = 100
     memory_mb    = 128
     kill_timeout = "20s"

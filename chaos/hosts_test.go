@@ -1,0 +1,221 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/devagents"
+)
+
+// TestChaosHosts is chaos on the multi-host testbed (`make chaos-hosts`):
+// one server host, four client hosts for the members (three and a spare),
+// and a fifth client host, ineligible for allocations, where the load
+// runs. Faults are partitions between hosts, host crashes, node drains and
+// agent outages, chosen by the seed; the checks are TestChaos's. It runs
+// only when CHAOS_HOSTS is set (the Makefile's target sets it): `make test`
+// has its short multi-host run in e2e/hosts.
+func TestChaosHosts(t *testing.T) {
+	if testing.Short() || os.Getenv("CHAOS_HOSTS") == "" {
+		t.Skip("set CHAOS_HOSTS=1 (make chaos-hosts) to run chaos on the multi-host testbed")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("the testbed's network namespaces need root")
+	}
+	rounds, seed, rng := chaosRun(t, "chaos-hosts", 5)
+	e := buildEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: 1, Clients: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := tb.Close(); err != nil {
+			t.Error(err)
+		}
+		if left := devagents.Leftovers(); len(left) > 0 {
+			t.Errorf("left after the testbed's Close: %v", left)
+		}
+	})
+	// Logs are read before the testbed goes (cleanups run last first).
+	t.Cleanup(func() {
+		if t.Failed() {
+			e.dumpLogs()
+		}
+	})
+	e.tb, e.clientHost = tb, tb.Clients[len(tb.Clients)-1]
+	e.nomadAddr, e.consulAddr = tb.NomadAddr(), tb.Servers[0].Consul.Addr
+	for _, h := range tb.Clients {
+		e.allocDirs = append(e.allocDirs, h.AllocDir)
+	}
+	node, err := tb.NodeID(ctx, e.clientHost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runOn(ctx, e.clientHost, e.nomadBin, "node", "eligibility", "-disable", "-address", e.nomadAddr, node); err != nil {
+		t.Fatalf("make the load's host ineligible: %v\n%s", err, out)
+	}
+	// Production defaults: stale_after = lost_after, the members' Consul
+	// is their host's agent.
+	e.deploy("auto", "2m", "")
+	t.Logf("testbed %s: load on host %s; faults: %d kinds", tb.Name, e.clientHost.Name, len(hostFaults))
+	runChaos(t, e, rounds, seed, rng, hostFaults, nil)
+}
+
+func runOn(ctx context.Context, h *devagents.Host, name string, args ...string) ([]byte, error) {
+	return h.Run(ctx, name, args...)
+}
+
+// pickHosts returns the hosts of n members chosen by rng, and the others'.
+func pickHosts(e *env, rng *rand.Rand, n int) (picked, rest []*devagents.Host, names []string) {
+	for i, in := range pick(e, rng, len(e.instances())) {
+		h := e.tb.HostOf(in.Address)
+		if h == nil {
+			e.t.Fatalf("member %s at %s is on no host of the testbed", in.Name, in.Address)
+		}
+		if i < n {
+			picked, names = append(picked, h), append(names, in.Name+"@"+h.Name)
+		} else {
+			rest = append(rest, h)
+		}
+	}
+	return picked, rest, names
+}
+
+// leaderHost returns the etcd leader's host and member name.
+func leaderHost(e *env) (*devagents.Host, string) {
+	var h *devagents.Host
+	var name string
+	clustertest.WaitFor(e.t, time.Minute, "an etcd leader", func() (bool, string) {
+		for _, in := range e.instances() {
+			st, err := e.memberStatus(in)
+			if err == nil && st.Leader {
+				h, name = e.tb.HostOf(in.Address), in.Name
+				return h != nil, ""
+			}
+		}
+		return false, "no member reports leading"
+	})
+	return h, name
+}
+
+// hold keeps a fault in place for a time chosen by the seed (the fault's
+// length, not a wait for a state).
+func hold(rng *rand.Rand, min, max time.Duration) time.Duration {
+	d := min + time.Duration(rng.Int63n(int64(max-min)))
+	time.Sleep(d)
+	return d
+}
+
+func must(e *env, err error) {
+	e.t.Helper()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func hostCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*time.Minute)
+}
+
+var hostFaults = []fault{
+	{"partition a member's host from every other host", func(e *env, rng *rand.Rand) string {
+		h, _, names := pickHosts(e, rng, 1)
+		must(e, e.tb.Isolate(h[0]))
+		d := hold(rng, 2*time.Second, 15*time.Second)
+		must(e, e.tb.Heal())
+		return fmt.Sprintf("%s for %s", names[0], d.Round(time.Millisecond))
+	}},
+	{"isolate the etcd leader's host", func(e *env, rng *rand.Rand) string {
+		h, name := leaderHost(e)
+		must(e, e.tb.Isolate(h))
+		d := hold(rng, 2*time.Second, 15*time.Second)
+		must(e, e.tb.Heal())
+		return fmt.Sprintf("%s@%s for %s", name, h.Name, d.Round(time.Millisecond))
+	}},
+	{"cut a member's host off from the server hosts", func(e *env, rng *rand.Rand) string {
+		// Up to 40 s: past Nomad's heartbeat, the allocation turns
+		// unknown and a replacement starts on the spare host.
+		h, _, names := pickHosts(e, rng, 1)
+		must(e, e.tb.CutFromServers(h[0]))
+		d := hold(rng, 5*time.Second, 40*time.Second)
+		must(e, e.tb.Heal())
+		return fmt.Sprintf("%s for %s", names[0], d.Round(time.Millisecond))
+	}},
+	{"split 2 | 1 | clients", func(e *env, rng *rand.Rand) string {
+		two, one, names := pickHosts(e, rng, 2)
+		clients := []*devagents.Host{e.clientHost}
+		// The server hosts join one side, chosen by the seed: every
+		// arrangement of who keeps Consul and Nomad.
+		sides := [][]*devagents.Host{two, one, clients}
+		s := rng.Intn(len(sides))
+		sides[s] = append(sides[s], e.tb.Servers...)
+		for i := range sides {
+			for j := i + 1; j < len(sides); j++ {
+				must(e, e.tb.Partition(sides[i], sides[j]))
+			}
+		}
+		d := hold(rng, 2*time.Second, 15*time.Second)
+		must(e, e.tb.Heal())
+		return fmt.Sprintf("%v | %s | load, servers with side %d, for %s", names, hostList(one), s, d.Round(time.Millisecond))
+	}},
+	{"crash a member's host, restart it with its data", func(e *env, rng *rand.Rand) string {
+		h, _, names := pickHosts(e, rng, 1)
+		must(e, e.tb.Crash(h[0]))
+		d := hold(rng, time.Second, 10*time.Second)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		must(e, e.tb.Restart(ctx, h[0], true))
+		return fmt.Sprintf("%s, down %s", names[0], d.Round(time.Millisecond))
+	}},
+	{"drain a member's host", func(e *env, rng *rand.Rand) string {
+		h, _, names := pickHosts(e, rng, 1)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		node, err := e.tb.NodeID(ctx, h[0])
+		must(e, err)
+		start := time.Now()
+		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "drain", "-enable", "-yes", "-deadline", "2m", "-address", e.nomadAddr, node); err != nil {
+			e.t.Fatalf("nomad node drain: %v\n%s", err, out)
+		}
+		took := time.Since(start)
+		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "eligibility", "-enable", "-address", e.nomadAddr, node); err != nil {
+			e.t.Fatalf("nomad node eligibility: %v\n%s", err, out)
+		}
+		return fmt.Sprintf("%s, drained in %s", names[0], took.Round(time.Millisecond))
+	}},
+	{"restart the Nomad server", func(e *env, rng *rand.Rand) string {
+		a := e.tb.Servers[0].Nomad
+		must(e, e.tb.StopAgent(a))
+		d := hold(rng, time.Second, 10*time.Second)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		must(e, e.tb.StartAgent(ctx, a))
+		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+	}},
+	{"lose the Consul servers' quorum", func(e *env, rng *rand.Rand) string {
+		a := e.tb.Servers[0].Consul
+		must(e, e.tb.StopAgent(a))
+		d := hold(rng, 2*time.Second, 20*time.Second)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		must(e, e.tb.StartAgent(ctx, a))
+		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+	}},
+	faults[0], // kill -9 a member
+	faults[1], // SIGSTOP a member
+}
+
+func hostList(hs []*devagents.Host) string {
+	var names []string
+	for _, h := range hs {
+		names = append(names, h.Name)
+	}
+	return strings.Join(names, ",")
+}
