@@ -31,6 +31,11 @@ const (
 	leafValidity = 365 * 24 * time.Hour
 )
 
+// RootUser is etcd's administrator. With etcd's authorization on, a client
+// certificate whose CN is RootUser acts as root: the members' own clients
+// and the operator's CLI present one; applications never get one.
+const RootUser = "root"
+
 // Pair is a PEM certificate and its PEM private key.
 type Pair struct {
 	Cert []byte
@@ -124,15 +129,7 @@ func NewCA(cluster string, now time.Time) (Pair, error) {
 // Issue signs a certificate for name, valid for both server and client
 // authentication, with the given host names and IP addresses as SANs.
 func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
-	tc, err := tls.X509KeyPair(ca.Cert, ca.Key)
-	if err != nil {
-		return Pair{}, fmt.Errorf("load CA: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(tc.Certificate[0])
-	if err != nil {
-		return Pair{}, fmt.Errorf("parse CA: %w", err)
-	}
-	key, tmpl, err := newLeaf(name, now, leafValidity)
+	caCert, signer, key, tmpl, err := prepare(ca, name, now, leafValidity)
 	if err != nil {
 		return Pair{}, err
 	}
@@ -150,11 +147,57 @@ func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, tc.PrivateKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, signer)
 	if err != nil {
 		return Pair{}, err
 	}
 	return encode(der, key)
+}
+
+// IssueClient signs a client-only certificate (no server use, no SANs)
+// whose subject common name is user, valid from an hour before now until
+// now+validity (capped by the CA's own expiry). etcd takes the user name of
+// a client certificate from its CN: this is how operators, applications
+// and the members themselves (user root) authenticate when etcd's
+// authorization is on.
+func IssueClient(ca Pair, user string, now time.Time, validity time.Duration) (Pair, error) {
+	if user == "" {
+		return Pair{}, errors.New("client certificate: empty user name")
+	}
+	if validity <= 0 {
+		return Pair{}, fmt.Errorf("client certificate for %s: validity %s is not positive", user, validity)
+	}
+	caCert, signer, key, tmpl, err := prepare(ca, user, now, validity)
+	if err != nil {
+		return Pair{}, err
+	}
+	if tmpl.NotAfter.After(caCert.NotAfter) {
+		tmpl.NotAfter = caCert.NotAfter
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, signer)
+	if err != nil {
+		return Pair{}, err
+	}
+	return encode(der, key)
+}
+
+// prepare loads the CA and makes a fresh key and template for cn.
+func prepare(ca Pair, cn string, now time.Time, validity time.Duration) (*x509.Certificate, any, *ecdsa.PrivateKey, *x509.Certificate, error) {
+	tc, err := tls.X509KeyPair(ca.Cert, ca.Key)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("load CA: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(tc.Certificate[0])
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("parse CA: %w", err)
+	}
+	key, tmpl, err := newLeaf(cn, now, validity)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return caCert, tc.PrivateKey, key, tmpl, nil
 }
 
 // Files are the paths of a written certificate set.

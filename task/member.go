@@ -112,6 +112,7 @@ type Member struct {
 	latestSnapshot    *planner.SnapshotInfo
 	startFailures     int // consecutive failed etcd starts
 	caChecked         time.Time
+	nextAccessCheck   time.Time // the leader's next comparison of etcd's auth with the access rules
 	http              *http.Server
 }
 
@@ -211,9 +212,28 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.ca != nil {
+		// The member's own clients act as etcd's root user: with the
+		// cluster's access rules on, membership changes, snapshots and the
+		// rules themselves need it (etcd names a certificate's user by its
+		// CN). Peers' /status accepts any certificate of the cluster CA.
+		root, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), rootCertValidity)
+		if err != nil {
+			return fmt.Errorf("issue root client certificate: %w", err)
+		}
+		kp, err := tls.X509KeyPair(root.Cert, root.Key)
+		if err != nil {
+			return fmt.Errorf("root client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{kp}
+	}
 	m.peerTLS = cfg
 	return nil
 }
+
+// rootCertValidity is the member's root client certificate's: issued at
+// every start, like the member certificate, and as long-lived.
+const rootCertValidity = 365 * 24 * time.Hour
 
 // ClusterCA returns the cluster's CA as the coordinator holds it, for
 // clients (the CLI, tests). It only reads: a missing CA is an error
@@ -329,6 +349,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.clearForceNew()
 	}
 	m.publishSummary(ctx, o)
+	m.maybeReconcileAccess(ctx, o)
 	m.maybeSnapshot(ctx, o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
