@@ -30,7 +30,9 @@ type envCommand struct {
 // session; running env again issues a fresh one.
 const defaultEnvTTL = time.Hour
 
-func (c *envCommand) Synopsis() string { return "Print ETCDCTL_* exports for a cluster (operator access)" }
+func (c *envCommand) Synopsis() string {
+	return "Print ETCDCTL_* exports for a cluster (operator access)"
+}
 func (c *envCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad env -config FILE [-user NAME] [-ttl 1h] [-dir DIR]
