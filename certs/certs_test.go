@@ -1,6 +1,7 @@
 package certs
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"testing"
@@ -64,3 +65,35 @@ func TestIssueClientNamesTheUserAndServesNoServer(t *testing.T) {
 		t.Errorf("client certificate outlives its CA: %s > %s", c.NotAfter, parse(t, ca).NotAfter)
 	}
 }
+
+// A certificate signed for a request carries the request's key and the
+// user the caller names, whatever subject the request asked for.
+func TestSignClientCSRIgnoresTheRequestedName(t *testing.T) {
+	now := time.Now()
+	ca, _ := NewCA("x", now)
+	csr, key, err := NewCSR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, err := SignClientCSR(ca, csr, "billing-api", now, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := parse(t, Pair{Cert: certPEM})
+	if c.Subject.CommonName != "billing-api" {
+		t.Errorf("CN %q", c.Subject.CommonName)
+	}
+	if _, err := tlsPair(certPEM, key); err != nil {
+		t.Errorf("certificate does not match the request's key: %v", err)
+	}
+	if _, err := SignClientCSR(ca, []byte("garbage"), "u", now, time.Minute); err == nil {
+		t.Errorf("garbage request signed")
+	}
+	blk, _ := pem.Decode(csr)
+	blk.Bytes[len(blk.Bytes)-3] ^= 0xff // break the signature
+	if _, err := SignClientCSR(ca, pem.EncodeToMemory(blk), "u", now, time.Minute); err == nil {
+		t.Errorf("request with a broken signature signed")
+	}
+}
+
+func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) { return tls.X509KeyPair(certPEM, keyPEM) }

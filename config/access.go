@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/gohcl"
@@ -18,7 +19,18 @@ import (
 type Access struct {
 	Roles []Role
 	Users []User
+	// CertificateTTL is the validity of the certificates the members'
+	// exchange endpoint issues to workloads (DefaultCertificateTTL); the
+	// creds sidecar renews at two thirds of it.
+	CertificateTTL time.Duration
 }
+
+// Bounds of access.certificate_ttl.
+const (
+	DefaultCertificateTTL = time.Hour
+	MinCertificateTTL     = 10 * time.Second
+	MaxCertificateTTL     = 30 * 24 * time.Hour
+)
 
 // Role grants key prefixes: each entry is a prefix, every key that starts
 // with it is covered.
@@ -76,8 +88,9 @@ func SplitNomadJob(s string) (namespace, job string) {
 }
 
 type accessSchema struct {
-	Roles []roleSchema `hcl:"role,block"`
-	Users []userSchema `hcl:"user,block"`
+	CertificateTTL *string      `hcl:"certificate_ttl,optional"`
+	Roles          []roleSchema `hcl:"role,block"`
+	Users          []userSchema `hcl:"user,block"`
 }
 
 type roleSchema struct {
@@ -103,7 +116,7 @@ func list(p *[]string) []string {
 func (d *decoder) access(body hcl.Body) *Access {
 	var s accessSchema
 	d.diags = append(d.diags, gohcl.DecodeBody(body, nil, &s)...)
-	a := &Access{}
+	a := &Access{CertificateTTL: d.duration(s.CertificateTTL, DefaultCertificateTTL, "access", "certificate_ttl")}
 	for _, r := range s.Roles {
 		a.Roles = append(a.Roles, Role{Name: r.Name, ReadWrite: list(r.ReadWrite), Read: list(r.Read), Write: list(r.Write)})
 	}
@@ -128,6 +141,9 @@ func (d *decoder) validateAccess(c *Cluster) {
 	if c.TLS.Mode != TLSAuto {
 		d.errorf(d.rangeOf("access"), "Access rules need TLS auto",
 			"etcd names a client by its certificate's CN; with tls mode %q the members hold no CA to issue themselves a root certificate (to apply the rules) nor applications theirs. Use mode = \"auto\" or remove the access block.", c.TLS.Mode)
+	}
+	if a.CertificateTTL < MinCertificateTTL || a.CertificateTTL > MaxCertificateTTL {
+		d.errorf(d.rangeOf("access", "certificate_ttl"), "Invalid certificate_ttl", "certificate_ttl must be between %s and %s, got %s.", MinCertificateTTL, MaxCertificateTTL, a.CertificateTTL)
 	}
 	roles := map[string]bool{}
 	for i, r := range a.Roles {

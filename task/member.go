@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
@@ -70,6 +71,9 @@ type Options struct {
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
 	// before membership changes and when the last voter stops.
 	Snapshots *Snapshots
+	// Identities, optional, verifies Nomad workload identities: with it
+	// and an access block, the status port serves ExchangePath.
+	Identities *identity.Verifier
 }
 
 // Member supervises one etcd member.
@@ -113,6 +117,7 @@ type Member struct {
 	startFailures     int // consecutive failed etcd starts
 	caChecked         time.Time
 	nextAccessCheck   time.Time // the leader's next comparison of etcd's auth with the access rules
+	caCertPublished   bool
 	http              *http.Server
 }
 
@@ -350,6 +355,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	m.publishSummary(ctx, o)
 	m.maybeReconcileAccess(ctx, o)
+	m.publishCACert(ctx, o)
 	m.maybeSnapshot(ctx, o)
 	d := planner.Plan(o)
 	m.metrics.decision(d)
