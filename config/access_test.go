@@ -60,6 +60,9 @@ func TestAccessBlockDecodes(t *testing.T) {
 	if u := a.UserForJob("default", "billing-worker"); u != nil {
 		t.Errorf("job billing-worker of namespace default mapped to %s: only prod's is", u.Name)
 	}
+	if a.CertificateTTL != DefaultCertificateTTL {
+		t.Errorf("certificate_ttl %s, want the default %s", a.CertificateTTL, DefaultCertificateTTL)
+	}
 	if c2, _, _ := loadAccess(t, ""); c2.Access != nil {
 		t.Errorf("no access block gives %+v, want nil (etcd's auth left alone)", c2.Access)
 	}
@@ -138,6 +141,10 @@ func TestAccessBlockRefusals(t *testing.T) {
   access {
     user "a b" {}
   }`, []string{`x.hcl:6:5: error: Invalid user name`}},
+		{"ttl too short", `
+  access {
+    certificate_ttl = "1s"
+  }`, []string{`x.hcl:6:23: error: Invalid certificate_ttl`}},
 		{"tls off", `
   tls {
     mode = "off"

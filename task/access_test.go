@@ -82,6 +82,12 @@ func userClient(t *testing.T, m *Member, user string) *clientv3.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clientWith(t, m, kp)
+}
+
+// clientWith is a client on m presenting kp.
+func clientWith(t *testing.T, m *Member, kp tls.Certificate) *clientv3.Client {
+	t.Helper()
 	pool, _ := certs.Pool(m.ca.Cert)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
 		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}})
