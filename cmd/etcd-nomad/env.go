@@ -180,10 +180,18 @@ func envDir(dir, cluster string) (string, error) {
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return "", err
 	}
-	for _, d := range []string{dir, filepath.Dir(dir)} {
-		if err := privateDir(d); err != nil {
-			return "", err
-		}
+	if err := privateDir(dir); err != nil {
+		return "", err
+	}
+	// Whoever may write to the parent could swap the directory, unless
+	// the sticky bit (as on /tmp) keeps them from renaming our entries.
+	parent := filepath.Dir(dir)
+	fi, err := os.Stat(parent)
+	if err != nil {
+		return "", err
+	}
+	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+		return "", fmt.Errorf("%s may be written by others (%s) and is not sticky: choose another -dir", parent, fi.Mode().Perm())
 	}
 	return dir, nil
 }
