@@ -73,7 +73,11 @@ const appJob = `job "e2e-app" {
       driver = "raw_exec"
       config {
         command = "/bin/sh"
-        args    = ["-c", <<EOS
+        args    = ["local/app.sh"]
+      }
+      template {
+        destination = "local/app.sh"
+        data        = <<EOS
 D=$NOMAD_ALLOC_DIR/etcd
 e() { %[4]s --endpoints="$ENDPOINTS" --cacert=$D/ca.crt --cert=$D/client.crt --key=$D/client.key --dial-timeout=3s --command-timeout=3s "$@"; }
 if e put /other/x v 2>&1 | grep -q "permission denied"; then echo outside-denied; else echo outside-allowed; fi
@@ -84,12 +88,11 @@ while :; do
   sleep 1
 done
 EOS
-        ]
       }
       template {
         destination = "local/endpoints.env"
         env         = true
-        data        = "ENDPOINTS={{ range $i, $s := service %[2]q }}{{ if $i }},{{ end }}https://{{ $s.Address }}:{{ $s.Port }}{{ end }}"
+        data        = "ENDPOINTS={{ range $i, $s := service \"%[2]s\" }}{{ if $i }},{{ end }}https://{{ $s.Address }}:{{ $s.Port }}{{ end }}"
       }
     }
   }
@@ -190,6 +193,8 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 		return len(seen) >= 3 && okAfter >= 3, fmt.Sprintf("%d certificates seen, %d writes after %s", len(seen), okAfter, firstExpiry.Format(time.RFC3339))
 	})
 	log = appLog(alloc, "app.stdout.0")
+	t.Logf("%d certificates seen (first %s, expired %s); app log: %d writes ok, %d failed",
+		len(seen), first, firstExpiry.Format(time.RFC3339), strings.Count(log, "ok "), strings.Count(log, "fail "))
 	if n := strings.Count(log, "\nfail "); n > 0 {
 		t.Errorf("%d of the app's writes failed across renewals:\n%s", n, log)
 	}
