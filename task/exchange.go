@@ -115,17 +115,25 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 	return CertResponse{User: u.Name, Certificate: string(cert), CA: string(m.ca.Cert), NotAfter: now.Add(a.CertificateTTL)}, nil
 }
 
-// publishCACert writes the CA certificate to the coordinator once per
-// start, from the leader, when the definition lets workloads exchange
-// identities for certificates.
+// caCertRepublish paces the leader's writes of the CA certificate: at
+// once when it leads, then again this often (the coordinator may have
+// lost its state meanwhile; one small write).
+const caCertRepublish = 5 * time.Minute
+
+// publishCACert writes the CA certificate to the coordinator from the
+// leader, when the definition lets workloads exchange identities for
+// certificates.
 func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || m.caCertPublished || !o.Running || o.LeaderID != o.SelfID {
+	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
+		return
+	}
+	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
 		return
 	}
 	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.caCertPublished = true
+	m.caCertPublished = time.Now()
 }

@@ -117,7 +117,7 @@ type Member struct {
 	startFailures     int // consecutive failed etcd starts
 	caChecked         time.Time
 	nextAccessCheck   time.Time // the leader's next comparison of etcd's auth with the access rules
-	caCertPublished   bool
+	caCertPublished   time.Time // the leader's last write of the CA certificate (publishCACert)
 	http              *http.Server
 }
 
