@@ -96,4 +96,6 @@ func TestSignClientCSRIgnoresTheRequestedName(t *testing.T) {
 	}
 }
 
-func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) { return tls.X509KeyPair(certPEM, keyPEM) }
+func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
+	return tls.X509KeyPair(certPEM, keyPEM)
+}
