@@ -31,6 +31,11 @@ const (
 	leafValidity = 365 * 24 * time.Hour
 )
 
+// RootUser is etcd's administrator. With etcd's authorization on, a client
+// certificate whose CN is RootUser acts as root: the members' own clients
+// and the operator's CLI present one; applications never get one.
+const RootUser = "root"
+
 // Pair is a PEM certificate and its PEM private key.
 type Pair struct {
 	Cert []byte
@@ -124,15 +129,7 @@ func NewCA(cluster string, now time.Time) (Pair, error) {
 // Issue signs a certificate for name, valid for both server and client
 // authentication, with the given host names and IP addresses as SANs.
 func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
-	tc, err := tls.X509KeyPair(ca.Cert, ca.Key)
-	if err != nil {
-		return Pair{}, fmt.Errorf("load CA: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(tc.Certificate[0])
-	if err != nil {
-		return Pair{}, fmt.Errorf("parse CA: %w", err)
-	}
-	key, tmpl, err := newLeaf(name, now, leafValidity)
+	caCert, signer, key, tmpl, err := prepare(ca, name, now, leafValidity)
 	if err != nil {
 		return Pair{}, err
 	}
@@ -150,11 +147,108 @@ func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
 			tmpl.DNSNames = append(tmpl.DNSNames, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, tc.PrivateKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, signer)
 	if err != nil {
 		return Pair{}, err
 	}
 	return encode(der, key)
+}
+
+// IssueClient signs a client-only certificate (no server use, no SANs)
+// whose subject common name is user, valid from an hour before now until
+// now+validity (capped by the CA's own expiry), with a fresh key. etcd
+// takes the user name of a client certificate from its CN: this is how
+// operators, applications and the members themselves (user root)
+// authenticate when etcd's authorization is on.
+func IssueClient(ca Pair, user string, now time.Time, validity time.Duration) (Pair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return Pair{}, err
+	}
+	certPEM, err := signClient(ca, &key.PublicKey, user, now, validity)
+	if err != nil {
+		return Pair{}, err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return Pair{}, err
+	}
+	return Pair{Cert: certPEM, Key: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})}, nil
+}
+
+// SignClientCSR is IssueClient for a key the caller keeps: it signs the
+// public key of the PEM certificate request csrPEM (whose signature must
+// verify) and ignores every name the request asks for: the CN is user.
+func SignClientCSR(ca Pair, csrPEM []byte, user string, now time.Time, validity time.Duration) ([]byte, error) {
+	blk, _ := pem.Decode(csrPEM)
+	if blk == nil || blk.Type != "CERTIFICATE REQUEST" {
+		return nil, errors.New("no PEM CERTIFICATE REQUEST")
+	}
+	csr, err := x509.ParseCertificateRequest(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("parse certificate request: %w", err)
+	}
+	if err := csr.CheckSignature(); err != nil {
+		return nil, fmt.Errorf("certificate request signature: %w", err)
+	}
+	return signClient(ca, csr.PublicKey, user, now, validity)
+}
+
+// NewCSR makes a fresh key and a certificate request for it, both PEM.
+func NewCSR() (csrPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{}, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
+}
+
+func signClient(ca Pair, pub any, user string, now time.Time, validity time.Duration) ([]byte, error) {
+	if user == "" {
+		return nil, errors.New("client certificate: empty user name")
+	}
+	if validity <= 0 {
+		return nil, fmt.Errorf("client certificate for %s: validity %s is not positive", user, validity)
+	}
+	caCert, signer, _, tmpl, err := prepare(ca, user, now, validity)
+	if err != nil {
+		return nil, err
+	}
+	if tmpl.NotAfter.After(caCert.NotAfter) {
+		tmpl.NotAfter = caCert.NotAfter
+	}
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, pub, signer)
+	if err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// prepare loads the CA and makes a fresh key and template for cn.
+func prepare(ca Pair, cn string, now time.Time, validity time.Duration) (*x509.Certificate, any, *ecdsa.PrivateKey, *x509.Certificate, error) {
+	tc, err := tls.X509KeyPair(ca.Cert, ca.Key)
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("load CA: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(tc.Certificate[0])
+	if err != nil {
+		return nil, nil, nil, nil, fmt.Errorf("parse CA: %w", err)
+	}
+	key, tmpl, err := newLeaf(cn, now, validity)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	return caCert, tc.PrivateKey, key, tmpl, nil
 }
 
 // Files are the paths of a written certificate set.

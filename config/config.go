@@ -95,6 +95,9 @@ type Cluster struct {
 	// recovery after quorum has been lost this long (DefaultRecoveryGrace;
 	// 0 turns it off).
 	RecoveryGrace time.Duration
+	// Access, when set, is etcd's authorization the members apply: nil
+	// leaves etcd's auth as it is.
+	Access *Access
 
 	// File is the path the definition was read from, Source its text.
 	File   string

@@ -33,6 +33,12 @@ type clusterSchema struct {
 	Coordination  *coordinationSchema `hcl:"coordination,block"`
 	Snapshot      *snapshotSchema     `hcl:"snapshot,block"`
 	Nomad         *nomadSchema        `hcl:"nomad,block"`
+	Access        *accessBlock        `hcl:"access,block"`
+}
+
+// accessBlock is decoded in a second step (config/access.go).
+type accessBlock struct {
+	Remain hcl.Body `hcl:",remain"`
 }
 
 type portsSchema struct {
@@ -447,6 +453,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		if cs := n.Consul; cs != nil {
 			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, "")}
 		}
+	}
+	if s.Access != nil {
+		c.Access = d.access(s.Access.Remain)
 	}
 	if c.Snapshot != nil && c.Snapshot.PassphraseEnv != "" && c.Provider.Kind == ProviderNomad && c.Nomad.MemoryMB < MinMemoryMBScrypt {
 		d.errorf(d.rangeOf("nomad", "memory_mb"), "Too little memory for passphrase encryption",

@@ -67,6 +67,7 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 	d.validateCoordination(c, baseDir)
 	d.validateSnapshot(c, baseDir)
 	d.validateNomadJob(c)
+	d.validateAccess(c)
 }
 
 func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
@@ -197,23 +198,7 @@ func (d *decoder) validateReplaceAfter(p *Provider, path ...string) {
 // memberRange is the source range of the i-th static member's attribute
 // attr, or of its block when attr is "" or absent.
 func (d *decoder) memberRange(i int, attr string) *hcl.Range {
-	if p := firstBlock(d.body, "provider"); p != nil {
-		n := 0
-		for _, b := range p.Body.Blocks {
-			if b.Type == "member" {
-				if n == i {
-					if a, ok := b.Body.Attributes[attr]; ok {
-						r := a.Expr.Range()
-						return &r
-					}
-					r := b.DefRange()
-					return &r
-				}
-				n++
-			}
-		}
-	}
-	return d.rangeOf("provider")
+	return d.nthBlockRange("provider", "member", i, attr)
 }
 
 func (d *decoder) validateCoordination(c *Cluster, baseDir string) {

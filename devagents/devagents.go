@@ -25,7 +25,9 @@ import (
 
 // Pinned versions, matching tools/build.sh.
 const (
-	NomadVersion   = "v1.11.3"
+	NomadVersion = "v1.11.3"
+	// EtcdctlVersion is the embedded etcd's (tools/etcd/go.mod).
+	EtcdctlVersion = "v3.6.16"
 	ConsulVersion  = "v1.22.0"
 	VersityVersion = "v1.8.0"
 )
@@ -87,6 +89,8 @@ type Agent struct {
 	// Addr is the HTTP API address, e.g. http://127.0.0.1:8500.
 	Addr string
 	Dir  string
+	// DNSAddr is a dev Consul agent's DNS server (UDP and TCP), host:port.
+	DNSAddr string
 	// Token is the management token when the agent runs with ACLs
 	// (Options.ACL); empty otherwise.
 	Token string
@@ -359,7 +363,7 @@ func StartConsul(ctx context.Context, dir string) (*Agent, error) {
 // o.ACL, ACLs are enabled with default_policy "deny" and a fresh management
 // token (also the agent's own token), returned in Agent.Token.
 func StartConsulWith(ctx context.Context, dir string, o Options) (*Agent, error) {
-	bin, p, err := binAndPorts("consul", ConsulVersion, 4)
+	bin, p, err := binAndPorts("consul", ConsulVersion, 5)
 	if err != nil {
 		return nil, err
 	}
@@ -369,7 +373,7 @@ ports {
   serf_lan = %d
   serf_wan = %d
   server = %d
-  dns = -1
+  dns = %d
   grpc = -1
   grpc_tls = -1
 }
@@ -377,7 +381,7 @@ ports {
 limits {
   http_max_conns_per_client = 4000
 }
-`, p[0], p[1], p[2], p[3])
+`, p[0], p[1], p[2], p[3], p[4])
 	var token string
 	if o.ACL {
 		if token, err = newUUID(); err != nil {
@@ -416,6 +420,7 @@ acl {
 		return nil, err
 	}
 	a.Token = token
+	a.DNSAddr = fmt.Sprintf("127.0.0.1:%d", p[4])
 	return a, nil
 }
 

@@ -121,3 +121,18 @@ func setItem(ctx context.Context, cli *api.Client, namespace, path, key, value s
 	}
 	return "", fmt.Errorf("variable %s kept changing while it was written", path)
 }
+
+// ReadCAKEK reads the cluster CA's key encryption key from the job's
+// variable TokenVariable(job), for an operator whose Nomad token may read
+// it (`etcd-nomad env`); "" when the variable holds none.
+func ReadCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (string, error) {
+	path := TokenVariable(job)
+	v, _, err := cli.Variables().Peek(path, (&api.QueryOptions{Namespace: namespace}).WithContext(ctx))
+	if err != nil {
+		return "", nomad.Denied(cli, "read variable "+path, `variables read on path "`+path+`"`, err)
+	}
+	if v == nil {
+		return "", nil
+	}
+	return v.Items[CAKEKKey], nil
+}

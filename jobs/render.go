@@ -311,6 +311,8 @@ job "{{.C.Nomad.Job}}" {
       tags     = ["etcd", "etcd-nomad"]
       meta {
         member_alloc = "${NOMAD_ALLOC_ID}"
+        # Where 'etcd-nomad creds' finds the exchange (creds.StatusPortMeta).
+        status_port  = "${NOMAD_PORT_status}"
       }
 
       check {

@@ -139,8 +139,12 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	return os.Rename(tmp, l.Config())
 }
 
-// ClientCerts issues a client certificate from the cluster CA into
-// ClientDir, for etcdctl and the CLI.
+// localClientValidity is the validity of the client certificate 'local
+// up' writes: a development cluster on 127.0.0.1, used for days.
+const localClientValidity = 7 * 24 * time.Hour
+
+// ClientCerts issues a client certificate for etcd's root user from the
+// cluster CA into ClientDir, for etcdctl and the CLI.
 func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, error) {
 	c, err := local.New(l.CoordDir())
 	if err != nil {
@@ -150,7 +154,7 @@ func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, e
 	if err != nil {
 		return certs.Files{}, err
 	}
-	p, err := certs.Issue(ca, "client", []string{"client"}, time.Now())
+	p, err := certs.IssueClient(ca, certs.RootUser, time.Now(), localClientValidity)
 	if err != nil {
 		return certs.Files{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -248,17 +249,23 @@ func notAutoTLS(cl *config.Cluster) (cfg *tls.Config, scheme string, ok bool, er
 	return nil, "", false, nil
 }
 
-// ClientTLSFromCA returns a client TLS config that trusts ca and presents
-// a client certificate issued from it in memory.
-func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) { return issuedTLS(ca.Cert, ca) }
+// cliCertValidity bounds the in-memory certificate of one CLI command.
+const cliCertValidity = time.Hour
 
-// issuedTLS trusts the PEM certificate root and presents a client
-// certificate issued from issuer in memory.
-func issuedTLS(root []byte, issuer certs.Pair) (*tls.Config, error) {
-	p, err := certs.Issue(issuer, "etcd-nomad-cli", nil, time.Now())
+// ClientTLSFromCA returns a client TLS config that trusts ca and presents
+// a client certificate issued from it in memory, as etcd's root user: the
+// CLI saves and restores snapshots, which etcd's authorization allows only
+// to root.
+func ClientTLSFromCA(ca certs.Pair) (*tls.Config, error) {
+	p, err := certs.IssueClient(ca, certs.RootUser, time.Now(), cliCertValidity)
 	if err != nil {
 		return nil, err
 	}
+	return pairTLS(ca.Cert, p)
+}
+
+// pairTLS trusts the PEM certificate root and presents p.
+func pairTLS(root []byte, p certs.Pair) (*tls.Config, error) {
 	kp, err := tls.X509KeyPair(p.Cert, p.Key)
 	if err != nil {
 		return nil, err
@@ -268,6 +275,16 @@ func issuedTLS(root []byte, issuer certs.Pair) (*tls.Config, error) {
 		return nil, err
 	}
 	return &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// issuedTLS trusts the PEM certificate root and presents a client
+// certificate issued from issuer in memory.
+func issuedTLS(root []byte, issuer certs.Pair) (*tls.Config, error) {
+	p, err := certs.Issue(issuer, "etcd-nomad-cli", nil, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return pairTLS(root, p)
 }
 
 // Checks are the Consul health checks of a cluster's service (the agent's
@@ -298,5 +315,62 @@ func ConsulChecks(ctx context.Context, cli *consulapi.Client, service string) (C
 			out.Lines = append(out.Lines, fmt.Sprintf("%s %s: %s", e.Service.ID, ch.Status, strings.TrimSpace(ch.Output)))
 		}
 	}
+	return out, nil
+}
+
+// Endpoints are a cluster's etcd client URLs and where they were found.
+type Endpoints struct {
+	URLs []string
+	// Source names where they came from, for the operator.
+	Source string
+}
+
+// ClientEndpoints finds the cluster's etcd client URLs: the passing
+// instances of its Consul service (named after the cluster, registered by
+// the rendered job) when the members run on Nomad, otherwise, or when
+// Consul lists none passing, the provider's instances.
+func ClientEndpoints(ctx context.Context, cl *config.Cluster) (Endpoints, error) {
+	scheme := "https"
+	if cl.TLS.Mode == config.TLSOff {
+		scheme = "http"
+	}
+	if cl.Provider.Kind == config.ProviderNomad && cl.Coordination.Kind == config.CoordConsul {
+		o, err := consul.EnvClient()
+		if err != nil {
+			return Endpoints{}, err
+		}
+		entries, _, err := o.Client.Health().Service(cl.Name, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+		if err != nil {
+			return Endpoints{}, fmt.Errorf("consul service %s: %w", cl.Name, err)
+		}
+		var out Endpoints
+		for _, e := range entries {
+			addr := e.Service.Address
+			if addr == "" {
+				addr = e.Node.Address
+			}
+			out.URLs = append(out.URLs, scheme+"://"+net.JoinHostPort(addr, strconv.Itoa(e.Service.Port)))
+		}
+		if len(out.URLs) > 0 {
+			sort.Strings(out.URLs)
+			out.Source = fmt.Sprintf("Consul service %q (passing)", cl.Name)
+			return out, nil
+		}
+	}
+	insts, err := Instances(ctx, cl)
+	if err != nil {
+		return Endpoints{}, err
+	}
+	out := Endpoints{Source: fmt.Sprintf("provider %q", cl.Provider.Kind)}
+	for _, in := range insts {
+		if in.Unknown || in.Address == "" || in.ClientPort == 0 {
+			continue
+		}
+		out.URLs = append(out.URLs, scheme+"://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
+	}
+	if len(out.URLs) == 0 {
+		return out, fmt.Errorf("cluster %s: no member endpoints from %s", cl.Name, out.Source)
+	}
+	sort.Strings(out.URLs)
 	return out, nil
 }

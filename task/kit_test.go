@@ -152,6 +152,14 @@ func (m *Member) readRecord(t *testing.T) {
 // confirms its cluster id in the record and returns a client on it.
 func (k *kit) seedForTest(m *Member) *clientv3.Client {
 	k.t.Helper()
+	k.seed(m)
+	return k.client(m)
+}
+
+// seed is seedForTest without the plain client (TLS auto members need one
+// with a certificate).
+func (k *kit) seed(m *Member) {
+	k.t.Helper()
 	m.lockForTest(k.t)
 	d := planner.Decision{Kind: planner.Seed, Name: m.opts.Name, Record: &planner.Record{Token: newToken(), Epoch: 1, Seeder: m.opts.Name}}
 	if err := m.act(context.Background(), planner.Observation{}, d); err != nil {
@@ -165,7 +173,6 @@ func (k *kit) seedForTest(m *Member) *clientv3.Client {
 		k.t.Fatalf("confirm record: %v", err)
 	}
 	m.releaseLock(context.Background())
-	return k.client(m)
 }
 
 // client returns a client on m's client URL, closed with the test.

@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
@@ -77,6 +78,9 @@ type Options struct {
 	// coordinator, which keeps the CA in the clear in its private
 	// directory without it.
 	CAKEK []byte
+	// Identities, optional, verifies Nomad workload identities: with it
+	// and an access block, the status port serves ExchangePath.
+	Identities *identity.Verifier
 }
 
 // Member supervises one etcd member.
@@ -136,6 +140,8 @@ type Member struct {
 	latestSnapshot  *planner.SnapshotInfo
 	startFailures   int // consecutive failed etcd starts
 	caChecked       time.Time
+	nextAccessCheck time.Time // the leader's next comparison of etcd's auth with the access rules
+	caCertPublished time.Time // the leader's last write of the CA certificate (publishCACert)
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time
@@ -240,9 +246,28 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if m.ca != nil {
+		// The member's own clients act as etcd's root user: with the
+		// cluster's access rules on, membership changes, snapshots and the
+		// rules themselves need it (etcd names a certificate's user by its
+		// CN). Peers' /status accepts any certificate of the cluster CA.
+		root, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), rootCertValidity)
+		if err != nil {
+			return fmt.Errorf("issue root client certificate: %w", err)
+		}
+		kp, err := tls.X509KeyPair(root.Cert, root.Key)
+		if err != nil {
+			return fmt.Errorf("root client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{kp}
+	}
 	m.peerTLS = cfg
 	return nil
 }
+
+// rootCertValidity is the member's root client certificate's: issued at
+// every start, like the member certificate, and as long-lived.
+const rootCertValidity = 365 * 24 * time.Hour
 
 // ClusterCA returns the cluster's CA, key included, as the coordinator
 // holds it, for clients that need etcd access (`snapshot save`, tests):
@@ -357,6 +382,8 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.clearForceNew()
 	}
 	m.publishSummary(ctx, o)
+	m.maybeReconcileAccess(ctx, o)
+	m.publishCACert(ctx, o)
 	m.maybeSnapshot(o)
 	m.superviseDeltas(ctx, o)
 	m.maybePruneAsides(o)

@@ -180,6 +180,7 @@ func (m *Member) serveStatus() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st)
 	})
+	mux.HandleFunc(ExchangePath, m.serveExchange)
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{}))
 	addr := net.JoinHostPort(m.self.Address, strconv.Itoa(m.self.StatusPort))
 	ln, err := net.Listen("tcp", addr)

@@ -25,4 +25,7 @@ build() { # name version module-dir package
 build nomad v1.11.3 nomad github.com/hashicorp/nomad
 build consul v1.22.0 consul github.com/hashicorp/consul
 build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
+# etcdctl of the embedded etcd version (tools/etcd/go.mod), for the README's
+# session against the demo cluster and the tests that run it.
+build etcdctl v3.6.16 etcd go.etcd.io/etcd/etcdctl/v3
 echo "$dir"

@@ -237,6 +237,9 @@ func TestDemoUpDownLeavesNoProcess(t *testing.T) {
 	t.Setenv("CONSUL_HTTP_ADDR", "")
 	t.Setenv("NOMAD_ADDR", "")
 	upErr := up(dir, bin)
+	if upErr == nil {
+		checkOperatorAccess(t, dir, bin)
+	}
 	// down runs even when up failed half-way: it is what cleans up.
 	var out bytes.Buffer
 	start := time.Now()

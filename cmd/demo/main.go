@@ -31,8 +31,10 @@ type state struct {
 	ConsulPID  int    `json:"consul_pid"`
 	NomadPID   int    `json:"nomad_pid"`
 	ConsulAddr string `json:"consul_addr"`
-	NomadAddr  string `json:"nomad_addr"`
-	Job        string `json:"job"`
+	// ConsulDNS is the Consul agent's DNS server, host:port.
+	ConsulDNS string `json:"consul_dns"`
+	NomadAddr string `json:"nomad_addr"`
+	Job       string `json:"job"`
 	// AllocDir is the Nomad client's alloc_dir when it is not under the
 	// demo dir (devagents moves it to /tmp when the demo dir is too deep
 	// for the task API socket's path).
@@ -128,7 +130,7 @@ func up(dir, bin string) error {
 		_ = consul.Stop(10 * time.Second)
 		return err
 	}
-	st := state{ConsulPID: consul.PID(), NomadPID: nomad.PID(), ConsulAddr: consul.Addr, NomadAddr: nomad.Addr, Job: "etcd-demo"}
+	st := state{ConsulPID: consul.PID(), NomadPID: nomad.PID(), ConsulAddr: consul.Addr, ConsulDNS: consul.DNSAddr, NomadAddr: nomad.Addr, Job: "etcd-demo"}
 	if !strings.HasPrefix(nomad.AllocDir, dir+"/") {
 		st.AllocDir = nomad.AllocDir
 	}
@@ -210,18 +212,35 @@ func up(dir, bin string) error {
 	for _, m := range cs.Members {
 		eps = append(eps, m.ClientURL)
 	}
+	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
+	if err != nil {
+		etcdctl = "etcdctl"
+	}
 	fmt.Printf(`
 etcd endpoints: %s
 Nomad UI:       %s/ui/jobs/etcd-demo
 Consul UI:      %s/ui/dc1/services/demo
 cluster summary in Consul KV: etcd-nomad/demo/summary
+Consul DNS:     demo.service.consul (SRV _demo._tcp.service.consul) on %s
 
 Try it:
   export NOMAD_ADDR=%s CONSUL_HTTP_ADDR=%s
   %s status -config %s
   %s alloc status   # then: nomad alloc stop <id>, and watch a replacement join
 
+Talk to etcd (endpoints from Consul, a 1-hour root client certificate):
+  %s
+  %s member list -w table
+
 Stop everything: make demo-down
-`, strings.Join(eps, ","), nomad.Addr, consul.Addr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin)
+`, strings.Join(eps, ","), nomad.Addr, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
+		evalLine(st, bin, defFile), etcdctl)
 	return nil
+}
+
+// evalLine is the shell line that gives etcdctl the demo cluster's
+// endpoints and an operator certificate (the demo test runs it).
+func evalLine(st state, bin, defFile string) string {
+	return fmt.Sprintf("export NOMAD_ADDR=%s CONSUL_HTTP_ADDR=%s && eval $(%s env -config %s)",
+		st.NomadAddr, strings.TrimPrefix(st.ConsulAddr, "http://"), bin, defFile)
 }

@@ -199,6 +199,7 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay local.Layout, clus
 	c.ui.Output("endpoints: " + strings.Join(eps, ","))
 	c.ui.Output(fmt.Sprintf("TLS:       --cacert %s --cert %s --key %s", files.CA, files.Cert, files.Key))
 	c.ui.Output(fmt.Sprintf("try:       etcdctl --endpoints %s --cacert %s --cert %s --key %s put hello world", strings.Join(eps, ","), files.CA, files.Cert, files.Key))
+	c.ui.Output(fmt.Sprintf("or:        eval $(etcd-nomad env -config %s) && etcdctl member list", lay.Config()))
 	c.ui.Output(fmt.Sprintf("status:    etcd-nomad status -dir %s", lay.Dir))
 	c.ui.Output(fmt.Sprintf("logs:      %s", lay.LogDir()))
 	return 0

@@ -25,6 +25,8 @@ func Run(args []string) int {
 		"member":           func() (cli.Command, error) { return &memberCommand{ui: ui}, nil },
 		"validate":         func() (cli.Command, error) { return &validateCommand{ui: ui}, nil },
 		"status":           func() (cli.Command, error) { return &statusCommand{ui: ui}, nil },
+		"env":              func() (cli.Command, error) { return &envCommand{ui: ui}, nil },
+		"creds":            func() (cli.Command, error) { return &credsCommand{ui: ui}, nil },
 		"local":            func() (cli.Command, error) { return &localCommand{}, nil },
 		"job":              func() (cli.Command, error) { return &jobCommand{}, nil },
 		"snapshot":         func() (cli.Command, error) { return &snapshotCommand{}, nil },

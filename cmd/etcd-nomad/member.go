@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
@@ -102,6 +103,9 @@ func (c *memberCommand) Run(args []string) int {
 		prov := nomad.New(nomad.Options{Client: cli, Namespace: ns, Job: job, Group: group, SelfAlloc: alloc, Logger: log.Named("nomad")})
 		go prov.Watch(ctx)
 		opts.Provider = prov
+		// Workloads trade their identity for a client certificate
+		// (access block): verified against this Nomad cluster's keys.
+		opts.Identities = &identity.Verifier{Keys: identity.NomadJWKS{Client: cli}}
 		if a := cl.Provider.Nomad.ASG; a != nil {
 			group, err := asg.New(ctx, asg.Options{Group: a.Name, Region: a.Region, Endpoint: a.Endpoint, SelfID: "-", LifecycleHook: a.LifecycleHook})
 			if err != nil {

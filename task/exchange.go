@@ -1,0 +1,139 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/identity"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// The exchange: an application's task on the same Nomad cluster trades
+// its workload identity (a JWT Nomad signed, audience identity.Audience)
+// for a short-lived client certificate from the cluster CA, whose CN is
+// the user the access rules map its job to (user { nomad_jobs = [...] }).
+// The caller sends a certificate request and keeps its key; the CA key
+// never leaves the member. `etcd-nomad creds` is the client.
+
+// ExchangePath is the member's exchange endpoint, on its status port.
+const ExchangePath = "/v1/client-certificate"
+
+// CertRequest is what a workload posts to ExchangePath.
+type CertRequest struct {
+	// Identity is the workload identity JWT.
+	Identity string `json:"identity"`
+	// CSR is a PEM certificate request; only its key is used.
+	CSR string `json:"csr"`
+}
+
+// CertResponse is the exchange's answer.
+type CertResponse struct {
+	User        string    `json:"user"`
+	Certificate string    `json:"certificate"`
+	CA          string    `json:"ca"`
+	NotAfter    time.Time `json:"not_after"`
+}
+
+// CACertKey is the coordinator key where the leader publishes the cluster
+// CA's certificate (never its key), for the exchange's clients to verify
+// the members they call.
+const CACertKey = "ca.crt"
+
+// exchangeError is a refusal with its HTTP status.
+type exchangeError struct {
+	code int
+	msg  string
+}
+
+func (e *exchangeError) Error() string { return e.msg }
+
+func refuse(code int, format string, args ...any) error {
+	return &exchangeError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST a CertRequest", http.StatusMethodNotAllowed)
+		return
+	}
+	var req CertRequest
+	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+		http.Error(w, "decode request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	resp, err := m.exchange(r.Context(), req)
+	if err != nil {
+		code := http.StatusInternalServerError
+		var ee *exchangeError
+		if errors.As(err, &ee) {
+			code = ee.code
+		}
+		m.log.Warn("client certificate refused", "error", err, "remote", r.RemoteAddr)
+		http.Error(w, err.Error(), code)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// exchange verifies req's identity and signs its request for the user its
+// job maps to.
+func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, error) {
+	a := m.opts.Cluster.Access
+	switch {
+	case m.ca == nil:
+		return CertResponse{}, refuse(http.StatusNotImplemented, "this cluster does not run TLS auto: no CA to issue from")
+	case a == nil:
+		return CertResponse{}, refuse(http.StatusForbidden, "the cluster definition has no access block: no workload is mapped to a user")
+	case m.opts.Identities == nil:
+		return CertResponse{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
+	}
+	claims, err := m.opts.Identities.Verify(ctx, req.Identity)
+	if errors.Is(err, identity.ErrInvalid) {
+		return CertResponse{}, refuse(http.StatusUnauthorized, "%v", err)
+	}
+	if err != nil {
+		return CertResponse{}, err
+	}
+	u := a.UserForJob(claims.Namespace, claims.Job)
+	if u == nil {
+		return CertResponse{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
+	}
+	now := time.Now()
+	cert, err := certs.SignClientCSR(*m.ca, []byte(req.CSR), u.Name, now, a.CertificateTTL)
+	if err != nil {
+		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
+	}
+	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", a.CertificateTTL)
+	return CertResponse{User: u.Name, Certificate: string(cert), CA: string(m.ca.Cert), NotAfter: now.Add(a.CertificateTTL)}, nil
+}
+
+// caCertRepublish paces the leader's writes of the CA certificate: at
+// once when it leads, then again this often (the coordinator may have
+// lost its state meanwhile; one small write).
+const caCertRepublish = 5 * time.Minute
+
+// publishCACert writes the CA certificate to the coordinator from the
+// leader, when the definition lets workloads exchange identities for
+// certificates.
+func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
+	sw, ok := m.opts.Coordinator.(summaryWriter)
+	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
+		return
+	}
+	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
+		return
+	}
+	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {
+		m.log.Warn("CA certificate not published", "error", err)
+		return
+	}
+	m.caCertPublished = time.Now()
+}
