@@ -65,8 +65,43 @@ func TestChaosHosts(t *testing.T) {
 	// is their host's agent.
 	e.deploy("auto", "2m", "")
 	t.Logf("testbed %s: load on host %s; faults: %d kinds", tb.Name, e.clientHost.Name, len(hostFaults))
-	runChaos(t, e, rounds, seed, rng, hostFaults, nil)
+	runChaos(t, e, rounds, seed, rng, hostFaults, &loseHost)
 }
+
+// loseHost runs once per run: a member's host crashes and comes back
+// without its data, as a new Nomad node. Nomad cannot know that the old
+// node's allocation is gone: it stays unknown, then lost, and the member
+// stays in etcd (invariant 10: no proof it stopped) while its replacement
+// waits. The operator's documented step ends it: once Nomad marks the
+// allocation lost, `nomad system gc`; the member is then removed after
+// stale_after and the replacement joins.
+var loseHost = fault{"crash a member's host, restart it without its data", func(e *env, rng *rand.Rand) string {
+	h, _, names := pickHosts(e, rng, 1)
+	ctx, cancel := hostCtx()
+	defer cancel()
+	old, err := e.tb.NodeID(ctx, h[0])
+	must(e, err)
+	must(e, e.tb.Crash(h[0]))
+	must(e, e.tb.Restart(ctx, h[0], false))
+	start := time.Now()
+	clustertest.WaitFor(e.t, 5*time.Minute, "the lost host's allocation marked lost", func() (bool, string) {
+		allocs, _, err := e.nomadClient().Nodes().Allocations(old, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range allocs {
+			if a.JobID == clusterName && a.ClientStatus != "lost" && !a.ClientTerminalStatus() {
+				return false, fmt.Sprintf("allocation %s is %s", a.ID[:8], a.ClientStatus)
+			}
+		}
+		return true, ""
+	})
+	lost := time.Since(start)
+	if out, err := runOn(ctx, e.clientHost, e.nomadBin, "system", "gc", "-address", e.nomadAddr); err != nil {
+		e.t.Fatalf("nomad system gc: %v\n%s", err, out)
+	}
+	return fmt.Sprintf("%s; its allocation lost after %s, then nomad system gc", names[0], lost.Round(time.Millisecond))
+}}
 
 func runOn(ctx context.Context, h *devagents.Host, name string, args ...string) ([]byte, error) {
 	return h.Run(ctx, name, args...)
