@@ -14,7 +14,7 @@ import (
 )
 
 // TestChaosHosts is chaos on the multi-host testbed (`make chaos-hosts`):
-// one server host, four client hosts for the members (three and a spare),
+// one server host (three with CHAOS_HOSTS_SERVERS=3), four client hosts for the members (three and a spare),
 // and a fifth client host, ineligible for allocations, where the load
 // runs. Faults are partitions between hosts, host crashes, node drains and
 // agent outages, chosen by the seed; the checks are TestChaos's. It runs
@@ -31,7 +31,9 @@ func TestChaosHosts(t *testing.T) {
 	e := buildEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: 1, Clients: 5})
+	// CHAOS_HOSTS_SERVERS=3: three server hosts (each Raft of three).
+	servers := int(envInt(t, "CHAOS_HOSTS_SERVERS", 1))
+	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: servers, Clients: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,23 +227,30 @@ var hostFaults = []fault{
 		}
 		return fmt.Sprintf("%s, drained in %s", names[0], took.Round(time.Millisecond))
 	}},
-	{"restart the Nomad server", func(e *env, rng *rand.Rand) string {
-		a := e.tb.Servers[0].Nomad
-		must(e, e.tb.StopAgent(a))
-		d := hold(rng, time.Second, 10*time.Second)
+	{"restart the Nomad server leader", func(e *env, rng *rand.Rand) string {
 		ctx, cancel := hostCtx()
 		defer cancel()
-		must(e, e.tb.StartAgent(ctx, a))
-		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+		h, err := e.tb.NomadLeader(ctx)
+		must(e, err)
+		must(e, e.tb.StopAgent(h.Nomad))
+		d := hold(rng, time.Second, 10*time.Second)
+		must(e, e.tb.StartAgents(ctx, h.Nomad))
+		return fmt.Sprintf("on %s, down %s", h.Name, d.Round(time.Millisecond))
 	}},
 	{"lose the Consul servers' quorum", func(e *env, rng *rand.Rand) string {
-		a := e.tb.Servers[0].Consul
-		must(e, e.tb.StopAgent(a))
+		// A majority of the servers, chosen by the seed.
+		servers := append([]*devagents.Host(nil), e.tb.Servers...)
+		rng.Shuffle(len(servers), func(i, j int) { servers[i], servers[j] = servers[j], servers[i] })
+		var stopped []*devagents.Agent
+		for _, s := range servers[:len(servers)/2+1] {
+			must(e, e.tb.StopAgent(s.Consul))
+			stopped = append(stopped, s.Consul)
+		}
 		d := hold(rng, 2*time.Second, 20*time.Second)
 		ctx, cancel := hostCtx()
 		defer cancel()
-		must(e, e.tb.StartAgent(ctx, a))
-		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+		must(e, e.tb.StartAgents(ctx, stopped...))
+		return fmt.Sprintf("%s down %s", hostList(servers[:len(stopped)]), d.Round(time.Millisecond))
 	}},
 	faults[0], // kill -9 a member
 	faults[1], // SIGSTOP a member
