@@ -82,9 +82,10 @@ chaos: tools
 ## network namespaces, needs root): partitions between hosts, isolating the
 ## leader's host, cutting a host off from the servers, 2 | 1 | clients
 ## splits, host crashes, node drains, Nomad and Consul server outages.
-## `make chaos-hosts ROUNDS=100 SEED=7`.
+## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts.
+SERVERS ?= 1
 chaos-hosts: tools
-	CHAOS_HOSTS=1 CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
+	CHAOS_HOSTS=1 CHAOS_HOSTS_SERVERS=$(SERVERS) CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
 
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
 ## its baseline from the same run (about 10 minutes; not part of `make

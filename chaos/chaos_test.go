@@ -248,7 +248,7 @@ func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs [
 		t0 := time.Now()
 		what := f.apply(e, rng)
 		applied := time.Since(t0)
-		clustertest.WaitFor(t, 5*time.Minute, fmt.Sprintf("round %d (%s: %s): the cluster healthy again", r, f.name, what), func() (bool, string) {
+		clustertest.WaitFor(t, roundDeadline, fmt.Sprintf("round %d (%s: %s): the cluster healthy again", r, f.name, what), func() (bool, string) {
 			return e.healthy(cli)
 		})
 		d := time.Since(t0)
@@ -324,6 +324,11 @@ func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs [
 		t.Logf("%d rounds in %s, %s per round on average", rounds, total.Round(time.Millisecond), (total / time.Duration(rounds)).Round(time.Millisecond))
 	}
 }
+
+// roundDeadline is how long the cluster may take to be healthy again once
+// a round's fault is applied (a lost host's member, for one, is removed
+// stale_after, 2m on the testbed, after the operator's gc, then replaced).
+const roundDeadline = 5 * time.Minute
 
 // load is the concurrent client load.
 type load struct {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestChaosHosts is chaos on the multi-host testbed (`make chaos-hosts`):
-// one server host, four client hosts for the members (three and a spare),
+// one server host (three with CHAOS_HOSTS_SERVERS=3), four client hosts for the members (three and a spare),
 // and a fifth client host, ineligible for allocations, where the load
 // runs. Faults are partitions between hosts, host crashes, node drains and
 // agent outages, chosen by the seed; the checks are TestChaos's. It runs
@@ -31,7 +31,9 @@ func TestChaosHosts(t *testing.T) {
 	e := buildEnv(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: 1, Clients: 5})
+	// CHAOS_HOSTS_SERVERS=3: three server hosts (each Raft of three).
+	servers := int(envInt(t, "CHAOS_HOSTS_SERVERS", 1))
+	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: servers, Clients: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,8 +67,43 @@ func TestChaosHosts(t *testing.T) {
 	// is their host's agent.
 	e.deploy("auto", "2m", "")
 	t.Logf("testbed %s: load on host %s; faults: %d kinds", tb.Name, e.clientHost.Name, len(hostFaults))
-	runChaos(t, e, rounds, seed, rng, hostFaults, nil)
+	runChaos(t, e, rounds, seed, rng, hostFaults, &loseHost)
 }
+
+// loseHost runs once per run: a member's host crashes and comes back
+// without its data, as a new Nomad node. Nomad cannot know that the old
+// node's allocation is gone: it stays unknown, then lost, and the member
+// stays in etcd (invariant 10: no proof it stopped) while its replacement
+// waits. The operator's documented step ends it: once Nomad marks the
+// allocation lost, `nomad system gc`; the member is then removed after
+// stale_after and the replacement joins.
+var loseHost = fault{"crash a member's host, restart it without its data", func(e *env, rng *rand.Rand) string {
+	h, _, names := pickHosts(e, rng, 1)
+	ctx, cancel := hostCtx()
+	defer cancel()
+	old, err := e.tb.NodeID(ctx, h[0])
+	must(e, err)
+	must(e, e.tb.Crash(h[0]))
+	must(e, e.tb.Restart(ctx, h[0], false))
+	start := time.Now()
+	clustertest.WaitFor(e.t, 5*time.Minute, "the lost host's allocation marked lost", func() (bool, string) {
+		allocs, _, err := e.nomadClient().Nodes().Allocations(old, nil)
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range allocs {
+			if a.JobID == clusterName && a.ClientStatus != "lost" && !a.ClientTerminalStatus() {
+				return false, fmt.Sprintf("allocation %s is %s", a.ID[:8], a.ClientStatus)
+			}
+		}
+		return true, ""
+	})
+	lost := time.Since(start)
+	if out, err := runOn(ctx, e.clientHost, e.nomadBin, "system", "gc", "-address", e.nomadAddr); err != nil {
+		e.t.Fatalf("nomad system gc: %v\n%s", err, out)
+	}
+	return fmt.Sprintf("%s; its allocation lost after %s, then nomad system gc", names[0], lost.Round(time.Millisecond))
+}}
 
 func runOn(ctx context.Context, h *devagents.Host, name string, args ...string) ([]byte, error) {
 	return h.Run(ctx, name, args...)
@@ -190,23 +227,30 @@ var hostFaults = []fault{
 		}
 		return fmt.Sprintf("%s, drained in %s", names[0], took.Round(time.Millisecond))
 	}},
-	{"restart the Nomad server", func(e *env, rng *rand.Rand) string {
-		a := e.tb.Servers[0].Nomad
-		must(e, e.tb.StopAgent(a))
-		d := hold(rng, time.Second, 10*time.Second)
+	{"restart the Nomad server leader", func(e *env, rng *rand.Rand) string {
 		ctx, cancel := hostCtx()
 		defer cancel()
-		must(e, e.tb.StartAgent(ctx, a))
-		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+		h, err := e.tb.NomadLeader(ctx)
+		must(e, err)
+		must(e, e.tb.StopAgent(h.Nomad))
+		d := hold(rng, time.Second, 10*time.Second)
+		must(e, e.tb.StartAgents(ctx, h.Nomad))
+		return fmt.Sprintf("on %s, down %s", h.Name, d.Round(time.Millisecond))
 	}},
 	{"lose the Consul servers' quorum", func(e *env, rng *rand.Rand) string {
-		a := e.tb.Servers[0].Consul
-		must(e, e.tb.StopAgent(a))
+		// A majority of the servers, chosen by the seed.
+		servers := append([]*devagents.Host(nil), e.tb.Servers...)
+		rng.Shuffle(len(servers), func(i, j int) { servers[i], servers[j] = servers[j], servers[i] })
+		var stopped []*devagents.Agent
+		for _, s := range servers[:len(servers)/2+1] {
+			must(e, e.tb.StopAgent(s.Consul))
+			stopped = append(stopped, s.Consul)
+		}
 		d := hold(rng, 2*time.Second, 20*time.Second)
 		ctx, cancel := hostCtx()
 		defer cancel()
-		must(e, e.tb.StartAgent(ctx, a))
-		return fmt.Sprintf("down %s", d.Round(time.Millisecond))
+		must(e, e.tb.StartAgents(ctx, stopped...))
+		return fmt.Sprintf("%s down %s", hostList(servers[:len(stopped)]), d.Round(time.Millisecond))
 	}},
 	faults[0], // kill -9 a member
 	faults[1], // SIGSTOP a member

@@ -174,14 +174,34 @@ func (tb *Testbed) StopAgent(a *Agent) error {
 	return fmt.Errorf("%s at %s is not an agent of testbed %s", a.Name, a.Addr, tb.Name)
 }
 
-// StartAgent starts an agent StopAgent stopped, with its data, and waits
+// StartAgents starts agents StopAgent stopped, with their data, and waits
 // until the testbed is ready again or ctx ends.
-func (tb *Testbed) StartAgent(ctx context.Context, a *Agent) error {
-	if !a.exited() {
-		return fmt.Errorf("%s at %s is running", a.Name, a.Addr)
-	}
-	if err := a.spawn(os.O_APPEND); err != nil {
-		return err
+func (tb *Testbed) StartAgents(ctx context.Context, agents ...*Agent) error {
+	for _, a := range agents {
+		if !a.exited() {
+			return fmt.Errorf("%s at %s is running", a.Name, a.Addr)
+		}
+		if err := a.spawn(os.O_APPEND); err != nil {
+			return err
+		}
 	}
 	return tb.WaitReady(ctx)
+}
+
+// NomadLeader returns the server host whose Nomad server leads.
+func (tb *Testbed) NomadLeader(ctx context.Context) (*Host, error) {
+	var errs []error
+	for _, s := range tb.Servers {
+		var leader string
+		if err := getJSON(ctx, s.Nomad.Addr+"/v1/status/leader", &leader); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		host, _, err := net.SplitHostPort(leader)
+		if h := tb.HostOf(host); err == nil && h != nil {
+			return h, nil
+		}
+		errs = append(errs, fmt.Errorf("nomad leader %q is no host of the testbed", leader))
+	}
+	return nil, fmt.Errorf("no nomad leader: %w", errors.Join(errs...))
 }
