@@ -23,9 +23,11 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -38,6 +40,7 @@ type bed struct {
 	cl    *config.Cluster
 	nomad *nomadapi.Client
 	cons  *consulapi.Client
+	kek   []byte // the members' CA key encryption key (the job's variable)
 }
 
 // definition: defaults (distinct_hosts on, the members' Consul is their
@@ -133,6 +136,15 @@ func startBed(t *testing.T) *bed {
 	if err := os.WriteFile(specFile, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// What `etcd-nomad job run` does first: the members' CA key
+	// encryption key in the job's variable; etcd clients need it too.
+	kek, err := jobs.EnsureCAKEK(context.Background(), b.nomad, clusterName, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.kek, err = certs.ParseKEK(kek); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", tb.NomadAddr(), specFile).CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run: %v\n%s", err, out)
 	}
@@ -212,7 +224,7 @@ func (b *bed) clientOn(h *devagents.Host) *clientv3.Client {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tc, _, err := status.ClientTLS(ctx, b.cl, co)
+	tc, _, err := status.EtcdClientTLS(ctx, b.cl, co, b.kek)
 	if err != nil {
 		b.t.Fatal(err)
 	}
