@@ -101,10 +101,7 @@ func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, versio
 	if err := os.WriteFile(path, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.ensureKEK()
-	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
-		t.Fatalf("nomad job run: %v\n%s", err, out)
-	}
+	c.submit(path)
 }
 
 // Issue 18, item 5 on real agents: the clients download the release named

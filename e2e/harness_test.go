@@ -175,7 +175,14 @@ func (c *cluster) ensureKEK() {
 // nomadRun submits the rendered job with the real `nomad job run`.
 func (c *cluster) nomadRun(envLine string) {
 	c.t.Helper()
-	path := c.render(envLine)
+	c.submit(c.render(envLine))
+}
+
+// submit does what `etcd-nomad job run` does first (the members' CA key
+// encryption key in the job's variable), then submits the job file at
+// path with the real `nomad job run`.
+func (c *cluster) submit(path string) {
+	c.t.Helper()
 	c.ensureKEK()
 	out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput()
 	if err != nil {

@@ -45,10 +45,7 @@ func TestMembersUseTheirClientsAddressesNotTheRenderers(t *testing.T) {
 	if err := os.WriteFile(path, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.ensureKEK()
-	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
-		t.Fatalf("nomad job run: %v\n%s", err, out)
-	}
+	c.submit(path)
 	c.waitPassing(1, 2*time.Minute)
 	st, err := c.status()
 	if err != nil || len(st.Members) != 1 || st.Members[0].PID == 0 {

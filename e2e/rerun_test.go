@@ -54,10 +54,7 @@ func TestJobRunAfterNomadJobRunIsANoOp(t *testing.T) {
 	if err := os.WriteFile(path, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c.ensureKEK()
-	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
-		t.Fatalf("nomad job run: %v\n%s", err, out)
-	}
+	c.submit(path)
 	c.waitPassing(1, 2*time.Minute)
 	before, version := c.allocIDs(), c.jobVersion()
 	out, err := exec.Command(binary, "job", "run", "-binary", binary, "-timeout", "2m", c.file).CombinedOutput()
