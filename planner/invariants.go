@@ -37,6 +37,14 @@ func Check(o Observation, d Decision) error {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
 	switch d.Kind {
+	case DisarmCorrupt:
+		// A member's CORRUPT alarm is disarmed only once it has left the
+		// membership: its corrupt data never serves unnoticed.
+		for _, id := range d.Alarms {
+			if !o.MembersKnown || findID(o.Members, id) >= 0 {
+				return fmt.Errorf("invariant 7: disarmed the CORRUPT alarm of member %x, still in the membership", id)
+			}
+		}
 	case Seed:
 		// Invariant 1: one seed per epoch. Only with no record (or resuming
 		// our own unconfirmed one), no data here or at any peer.
@@ -416,6 +424,9 @@ func Check(o Observation, d Decision) error {
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")
 		}
+		if err := checkCorruptSetAside(o); err != nil {
+			return err
+		}
 		// Invariant 9: data of this cluster is set aside because of the
 		// record only when a confirmed newer epoch (or this member's own
 		// recovery) names another incarnation; never for an unconfirmed,
@@ -467,10 +478,49 @@ func Check(o Observation, d Decision) error {
 						return fmt.Errorf("invariant 7: set aside data of epoch %d for record epoch %d while no peer shows it running with a quorum", l.Epoch, r.Epoch)
 					}
 				}
-			case r != nil && !removed:
+			case r != nil && !removed && o.Corrupt == "":
+				// Data found corrupt is the one exception, under
+				// checkCorruptSetAside's quorum rule.
 				return fmt.Errorf("set aside data of the recorded incarnation that was not removed")
 			}
 		}
+	}
+	return nil
+}
+
+// checkCorruptSetAside: data of the incarnation the record names, of a
+// member still in the membership, readable and of this cluster, is set
+// aside only while a quorum of the voters, healthy, besides this member
+// and named by no CORRUPT alarm, holds good copies (invariant 2: the
+// quorum stays; invariant 7: never the last good copy).
+func checkCorruptSetAside(o Observation) error {
+	l, r := o.Local, o.Record
+	if l.Empty || l.Unreadable != "" || l.Token == "" || l.Cluster != o.ClusterName || r == nil || r.Token != l.Token || r.Epoch != l.Epoch || !o.MembersKnown {
+		return nil
+	}
+	id := l.MemberID
+	if o.Running {
+		id = o.SelfID
+	}
+	if id == 0 || findID(o.Members, id) < 0 {
+		return nil // removed: nothing of the quorum to keep
+	}
+	good, v := 0, 0
+	for _, m := range o.Members {
+		if m.Learner {
+			continue
+		}
+		v++
+		accused := false
+		for _, a := range o.CorruptAlarms {
+			accused = accused || a == m.ID
+		}
+		if m.Healthy && m.ID != id && !accused {
+			good++
+		}
+	}
+	if good < v/2+1 {
+		return fmt.Errorf("invariant 7: set aside the current incarnation's data while %d good healthy voter(s) besides this member are below the quorum of %d voters", good, v)
 	}
 	return nil
 }

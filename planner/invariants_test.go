@@ -50,7 +50,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 	}
 	// The generator must reach every decision, or the invariants were
 	// checked against too little.
-	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum, UpdatePeerURL} {
+	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum, UpdatePeerURL, DisarmCorrupt} {
 		if kinds[k] == 0 {
 			t.Errorf("no generated observation led to %s; counts: %v", k, kinds)
 		}
@@ -89,6 +89,8 @@ func TestCheckerCatchesBrokenPlanners(t *testing.T) {
 		"invariant 10: resume a recovery beside a quorum":   {ResumeBesideQuorum: true},
 		"invariant 9: own record sets data aside":           {SettleOnOwnRecord: true},
 		"invariant 4: recover below a skipped epoch's data": {RecoverBesideSkippedEpoch: true},
+		"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
+		"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
 	}
 	// Every fixed seed must catch every broken planner: a catch that
 	// depends on the seed is luck, not a test.
