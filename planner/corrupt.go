@@ -51,14 +51,16 @@ func goodVoters(o Observation) []uint64 {
 // have left the membership (their data set aside, their old identity
 // removed): etcd refuses every read and write while any CORRUPT alarm is
 // raised. The alarm of a member still in the membership stays until that
-// member's data is set aside. ok is false when there is none to disarm.
+// member's data is set aside, and one naming member 0 (etcd's compaction
+// hash check found no majority: it cannot tell whose data is wrong) stays
+// for an operator. ok is false when there is none to disarm.
 func (r rules) disarmCorrupt(o Observation, name string) (Decision, bool) {
 	if o.LeaderID != o.SelfID || len(o.CorruptAlarms) == 0 {
 		return Decision{}, false
 	}
 	var gone []uint64
 	for _, id := range o.CorruptAlarms {
-		if findID(o.Members, id) < 0 || r.DisarmPresent {
+		if id != 0 && findID(o.Members, id) < 0 || r.DisarmPresent {
 			gone = append(gone, id)
 		}
 	}

@@ -55,6 +55,7 @@ func TestCorrupt(t *testing.T) {
 		}, Wait, "", func(d Decision) bool { return !strings.Contains(d.Reason, "corrupt") }},
 		{"leader disarms a removed member's alarm", func(o *Observation) { o.LeaderID, o.CorruptAlarms = 2, []uint64{7} }, DisarmCorrupt, "no longer in the membership",
 			func(d Decision) bool { return reflect.DeepEqual(d.Alarms, []uint64{7}) }},
+		{"leader keeps the alarm of no majority (member 0)", func(o *Observation) { o.LeaderID, o.CorruptAlarms = 2, []uint64{0} }, Wait, "nothing to do", nil},
 		{"leader keeps a present member's alarm", func(o *Observation) { o.LeaderID, o.CorruptAlarms = 2, []uint64{3} }, Wait, "nothing to do", nil},
 		{"a follower leaves alarms to the leader", func(o *Observation) { o.CorruptAlarms = []uint64{7} }, Wait, "nothing to do", nil},
 	}

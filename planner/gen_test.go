@@ -134,7 +134,7 @@ func genCorrupt(o *Observation) {
 		o.CorruptAlarms = append(o.CorruptAlarms, o.SelfID)
 	}
 	for i := rng.IntN(3); i > 0; i-- {
-		o.CorruptAlarms = append(o.CorruptAlarms, uint64(1+rng.IntN(8)))
+		o.CorruptAlarms = append(o.CorruptAlarms, uint64(rng.IntN(9)))
 	}
 	if rng.IntN(4) == 0 {
 		o.Corrupt = "" // only others named

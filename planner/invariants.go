@@ -41,7 +41,7 @@ func Check(o Observation, d Decision) error {
 		// A member's CORRUPT alarm is disarmed only once it has left the
 		// membership: its corrupt data never serves unnoticed.
 		for _, id := range d.Alarms {
-			if !o.MembersKnown || findID(o.Members, id) >= 0 {
+			if !o.MembersKnown || id == 0 || findID(o.Members, id) >= 0 {
 				return fmt.Errorf("invariant 7: disarmed the CORRUPT alarm of member %x, still in the membership", id)
 			}
 		}
