@@ -15,7 +15,9 @@ func TestCorrupt(t *testing.T) {
 			Local:   Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "t", Epoch: 1},
 			Record:  &Record{ClusterID: 0xc1, Token: "t", Epoch: 1, Seeder: "m0"}}
 	}
-	alarmed := func(o *Observation) { o.Corrupt, o.CorruptAlarms = "etcd's CORRUPT alarm names this member", []uint64{2} }
+	alarmed := func(o *Observation) {
+		o.Corrupt, o.CorruptAlarms = "etcd's CORRUPT alarm names this member", []uint64{2}
+	}
 	stopped := func(o *Observation) {
 		o.Running, o.SelfID, o.Members[1].Healthy = false, 0, false
 		o.Corrupt = "start failed etcd's initial check: found data inconsistency with peers"

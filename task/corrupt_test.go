@@ -163,12 +163,12 @@ func TestCorruptMemberIsFoundBeforeItStartsAndRejoins(t *testing.T) {
 }
 
 // A member whose data was corrupted, started where no quorum could judge
-// it (in a whole-cluster restart the first members up are not compared,
-// and a good member compared with it and a good peer, if it is, finds no
-// majority),
-// is found by the leader's compaction hash check: the majority's
-// hash names it in a CORRUPT alarm, under which etcd refuses writes; its data is set aside, its alarm disarmed once it left the
-// membership, and it rejoins with good data.
+// it (in a whole-cluster restart the first members up are not compared; a
+// good member compared with it and a good peer finds no majority), is
+// found by the leader's compaction hash check: the majority's hash names
+// it in a CORRUPT alarm, under which etcd refuses writes; its data is set
+// aside, its alarm disarmed once it left the membership, and it rejoins
+// with good data.
 func TestCompactionHashCheckFindsACorruptMember(t *testing.T) {
 	if testing.Short() {
 		t.Skip("three embedded members")
