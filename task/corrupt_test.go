@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -228,16 +229,25 @@ func TestCompactionHashCheckFindsACorruptMember(t *testing.T) {
 		return err == nil, fmt.Sprint(err)
 	})
 	want["compact-marker"] = "x"
-	refused := false
+	refused, warned := false, ""
 	waitUntil(t, 2*time.Minute, "the CORRUPT alarm is raised, then handled", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_, err := cli.Put(ctx, "probe", "p")
 		if errors.Is(err, rpctypes.ErrCorrupt) {
 			refused = true
+			for _, m := range again {
+				if code, body := healthOf(m); code == http.StatusTooManyRequests && strings.Contains(body, "CORRUPT alarm raised") {
+					warned = body
+				}
+			}
 		}
 		return refused && err == nil, fmt.Sprintf("refused seen %v, put: %v; m2: %s", refused, err, again["m2"].reason())
 	})
+	if warned == "" {
+		t.Error("no member's /health turned warning (429) naming the CORRUPT alarm while writes were refused")
+	}
+	t.Logf("health while refused: %s", strings.TrimSpace(warned))
 	t.Logf("CORRUPT alarm raised and the cluster serving again %s after the compaction", time.Since(compacted).Round(time.Millisecond))
 	rejoinedGood(t, cli, again["m2"], old, want)
 	t.Logf("corrupt member found by the compaction hash check, set aside and rejoined in %s", time.Since(compacted).Round(time.Millisecond))
