@@ -1,35 +1,24 @@
-// Package pack holds the tests of the etcd Nomad Pack in etcd/: the pack,
-// rendered with nomad-pack's template engine, is the job 'etcd-nomad job
-// render' renders for the same cluster definition. nomad-pack itself is not
-// served by the Go module proxy here, so the pack is rendered as nomad-pack
-// renders it (renderer.go, template_context.go, funcs.go of nomad-pack
-// v0.4): text/template with "[[" "]]" delimiters, Sprig's functions,
-// toStringList, the var function over the pack's variables with their
-// variables.hcl defaults, missingkey=zero and "<no value>" erased.
-package pack
+package pack_test
 
 import (
 	"encoding/json"
 	"fmt"
-	"math/big"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
-	"text/template"
 
-	"github.com/Masterminds/sprig/v3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/nomad/pack"
 )
 
+// packDir is the pack, from this package's directory.
 const packDir = "etcd"
 
 // Each case: variables given to the pack, and the cluster definition an
@@ -229,7 +218,7 @@ func TestPackRendersTheJobOfJobRender(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			packJob, err := renderPack(packDir, vars)
+			packJob, err := pack.Render(packDir, vars)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -261,11 +250,11 @@ func TestPackComparisonSeesAChangedSetting(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	a, err := renderPack(packDir, nil)
+	a, err := pack.Render(packDir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := renderPack(packDir, map[string]any{"quota_backend_bytes": 4294967296})
+	b, err := pack.Render(packDir, map[string]any{"quota_backend_bytes": 4294967296})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,124 +320,32 @@ func definition(t *testing.T, src string) *config.Cluster {
 	return cl
 }
 
-// renderPack renders the pack in dir as nomad-pack does and returns its one
-// job template's output.
-func renderPack(dir string, overrides map[string]any) (string, error) {
-	vars, err := defaults(filepath.Join(dir, "variables.hcl"))
+// The README's variables table is the pack's variables: every one, with its
+// default as variables.hcl writes it.
+func TestReadmeListsEveryVariable(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(packDir, "README.md"))
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	for k, v := range overrides {
-		if _, ok := vars[k]; !ok {
-			return "", fmt.Errorf("variable %q is not declared in %s/variables.hcl", k, dir)
-		}
-		vars[k] = v
-	}
-	funcs := sprig.TxtFuncMap()
-	funcs["toStringList"] = toStringList
-	funcs["var"] = func(k string, c packContext) any { return c.vars[k] }
-	tpl := template.New("pack").Funcs(funcs).Delims("[[", "]]").Option("missingkey=zero")
-	files, err := filepath.Glob(filepath.Join(dir, "templates", "*.tpl"))
+	vars, err := os.ReadFile(filepath.Join(packDir, "variables.hcl"))
 	if err != nil {
-		return "", err
+		t.Fatal(err)
 	}
-	var jobTpl string
-	for _, f := range files {
-		src, err := os.ReadFile(f)
-		if err != nil {
-			return "", err
+	decl := regexp.MustCompile(`(?m)^variable "(\w+)" \{\n(?:  \w+ += [^\n]*\n)*?  default +=([^\n]+)\n`)
+	matches := decl.FindAllStringSubmatch(string(vars), -1)
+	if n := strings.Count(string(vars), "\nvariable \""); len(matches) != n {
+		t.Fatalf("read %d variables' defaults of %d declared", len(matches), n)
+	}
+	for _, m := range matches {
+		row := fmt.Sprintf("| `%s` |", m[1])
+		i := strings.Index(string(readme), row)
+		if i < 0 {
+			t.Errorf("README.md: no row for variable %s", m[1])
+			continue
 		}
-		name := filepath.Base(f)
-		if _, err := tpl.New(name).Parse(string(src)); err != nil {
-			return "", fmt.Errorf("parse %s: %w", f, err)
-		}
-		if strings.HasSuffix(name, ".nomad.tpl") {
-			jobTpl = name
+		line, _, _ := strings.Cut(string(readme)[i:], "\n")
+		if want := "`" + strings.TrimSpace(m[2]) + "`"; !strings.Contains(line, want) {
+			t.Errorf("README.md: %s: default %s not in %q", m[1], want, line)
 		}
 	}
-	if jobTpl == "" {
-		return "", fmt.Errorf("%s/templates: no *.nomad.tpl", dir)
-	}
-	var b strings.Builder
-	if err := tpl.ExecuteTemplate(&b, jobTpl, packContext{vars: vars}); err != nil {
-		return "", fmt.Errorf("render %s: %w", jobTpl, err)
-	}
-	return strings.ReplaceAll(b.String(), "<no value>", ""), nil
-}
-
-// packContext stands for nomad-pack's PackTemplateContext: templates pass
-// it (".") to var.
-type packContext struct{ vars map[string]any }
-
-// toStringList is nomad-pack's: a list as an HCL list of quoted strings.
-func toStringList(l any) (string, error) {
-	var out strings.Builder
-	out.WriteRune('[')
-	switch tl := l.(type) {
-	case []any:
-		for i, v := range tl {
-			if i > 0 {
-				out.WriteString(", ")
-			}
-			fmt.Fprintf(&out, "%q", v)
-		}
-	default:
-		fmt.Fprintf(&out, "%q", l)
-	}
-	out.WriteRune(']')
-	return out.String(), nil
-}
-
-// defaults reads the variables' defaults from variables.hcl, converted to
-// Go values as nomad-pack converts them (whole numbers to int).
-func defaults(path string) (map[string]any, error) {
-	src, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	f, diags := hclsyntax.ParseConfig(src, path, hcl.InitialPos)
-	if diags.HasErrors() {
-		return nil, diags
-	}
-	vars := map[string]any{}
-	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
-		if b.Type != "variable" || len(b.Labels) != 1 {
-			return nil, fmt.Errorf("%s: unexpected block %s %v", b.Range(), b.Type, b.Labels)
-		}
-		for _, need := range []string{"description", "type", "default"} {
-			if _, ok := b.Body.Attributes[need]; !ok {
-				return nil, fmt.Errorf("%s: variable %q has no %s", b.Range(), b.Labels[0], need)
-			}
-		}
-		v, diags := b.Body.Attributes["default"].Expr.Value(nil)
-		if diags.HasErrors() {
-			return nil, diags
-		}
-		vars[b.Labels[0]] = goValue(v)
-	}
-	return vars, nil
-}
-
-func goValue(v cty.Value) any {
-	t := v.Type()
-	switch {
-	case t == cty.String:
-		return v.AsString()
-	case t == cty.Bool:
-		return v.True()
-	case t == cty.Number:
-		if i, acc := v.AsBigFloat().Int64(); acc == big.Exact {
-			return int(i)
-		}
-		f, _ := v.AsBigFloat().Float64()
-		return f
-	case t.IsListType() || t.IsTupleType() || t.IsSetType():
-		out := []any{}
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
-			out = append(out, goValue(e))
-		}
-		return out
-	}
-	panic(fmt.Sprintf("variable type %s not handled", t.FriendlyName()))
 }
