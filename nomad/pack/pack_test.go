@@ -81,6 +81,8 @@ var cases = []struct {
 			"consul_address":            "https://127.0.0.1:8501",
 			"consul_ca_file":            "/etc/consul.d/ca.pem",
 			"consul_tls_server_name":    "server.dc1.consul",
+			"consul_cert_file":          "/etc/consul.d/client.pem",
+			"consul_key_file":           "/etc/consul.d/client-key.pem",
 			"extra_definition": `access {
     role "billing" {
       read_write = ["/billing/"]
@@ -150,6 +152,8 @@ var cases = []struct {
       address         = "https://127.0.0.1:8501"
       ca_file         = "/etc/consul.d/ca.pem"
       tls_server_name = "server.dc1.consul"
+      cert_file       = "/etc/consul.d/client.pem"
+      key_file        = "/etc/consul.d/client-key.pem"
     }
   }
 }`,

@@ -271,6 +271,18 @@ variable "consul_tls_server_name" {
   default     = ""
 }
 
+variable "consul_cert_file" {
+  description = "The client certificate the members present to a Consul agent that verifies HTTPS clients (verify_incoming), a path on the clients; with consul_key_file."
+  type        = string
+  default     = ""
+}
+
+variable "consul_key_file" {
+  description = "The key of consul_cert_file, a path on the clients."
+  type        = string
+  default     = ""
+}
+
 variable "extra_definition" {
   description = "HCL added verbatim inside the cluster block, for what has no variable of its own: access { } rules, snapshot { encryption { } }, ports."
   type        = string

@@ -11,7 +11,7 @@
 
 [[- /* Whether the members talk to Consul over HTTPS. */ -]]
 [[- define "etcd.consul_tls" -]]
-[[- if or (var "consul_ca_file" .) (var "consul_tls_server_name" .) (hasPrefix "https://" (var "consul_address" .)) ]]true[[ else ]]false[[ end -]]
+[[- if or (var "consul_ca_file" .) (var "consul_tls_server_name" .) (var "consul_cert_file" .) (hasPrefix "https://" (var "consul_address" .)) ]]true[[ else ]]false[[ end -]]
 [[- end -]]
 
 [[- /* The job's Nomad variable: the members' CONSUL_HTTP_TOKEN and the
@@ -101,6 +101,8 @@ cluster "[[ var "cluster_name" . ]]" {
       address         = "[[ var "consul_address" . ]]"
       ca_file         = "[[ var "consul_ca_file" . ]]"
       tls_server_name = "[[ var "consul_tls_server_name" . ]]"
+      cert_file       = "[[ var "consul_cert_file" . ]]"
+      key_file        = "[[ var "consul_key_file" . ]]"
     }
   }
 [[- if var "extra_definition" . ]]

@@ -166,7 +166,7 @@ job "[[ template "etcd.job_name" . ]]" {
 [[- end ]]
 
       # Nomad: the client's task API socket with the task's workload
-      # identity. Consul: the agent the definition names, all four set so
+      # identity. Consul: the agent the definition names, all six set so
       # that nothing is inherited from the client agent's environment.
       env {
         NOMAD_ADDR             = "${NOMAD_UNIX_ADDR}"
@@ -174,6 +174,8 @@ job "[[ template "etcd.job_name" . ]]" {
         CONSUL_HTTP_SSL        = "[[ template "etcd.consul_tls" . ]]"
         CONSUL_CACERT          = "[[ var "consul_ca_file" . ]]"
         CONSUL_TLS_SERVER_NAME = "[[ var "consul_tls_server_name" . ]]"
+        CONSUL_CLIENT_CERT     = "[[ var "consul_cert_file" . ]]"
+        CONSUL_CLIENT_KEY      = "[[ var "consul_key_file" . ]]"
       }
 
       identity {
