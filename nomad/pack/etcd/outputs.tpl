@@ -9,6 +9,7 @@ is a caught-up voter of a cluster with quorum:
 Clients find the members as the Consul service "[[ var "cluster_name" . ]]"
 ([[ var "cluster_name" . ]].service.consul, SRV _[[ var "cluster_name" . ]]._tcp.service.consul).
 [[- if ne (var "tls_mode" .) "off" ]]
+
 The endpoints are mutual TLS. With the same settings in a cluster definition
 (cluster.hcl), an operator's etcdctl gets a short-lived certificate:
 
@@ -16,12 +17,14 @@ The endpoints are mutual TLS. With the same settings in a cluster definition
   etcdctl member list -w table
 
 Applications on Nomad trade their workload identity for a certificate with
-'etcd-nomad creds' (the access variable's users, README.md "Clients").
+'etcd-nomad creds' (access { } rules in extra_definition; the etcd-nomad
+README, "Clients").
 [[- end ]]
 [[- if eq (var "tls_mode" .) "auto" ]]
 
-Before the first member starts, the Nomad variable nomad/jobs/[[ template "etcd.job_name" . ]]
-must hold the key that seals the cluster CA (key ca_kek), e.g.:
+The members refuse to start until the Nomad variable
+nomad/jobs/[[ template "etcd.job_name" . ]] holds the key that seals the cluster CA (key ca_kek).
+If you have not put it there before this run:
 
   nomad var put nomad/jobs/[[ template "etcd.job_name" . ]] ca_kek=$(openssl rand -base64 32)
 [[- end ]]
