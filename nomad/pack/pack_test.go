@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/nomad/pack"
 )
