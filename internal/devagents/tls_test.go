@@ -13,6 +13,9 @@ import (
 // a client without a certificate of the test CA, and Nomad reaches Consul
 // over HTTPS (its client registers in the catalog).
 func TestAgentsWithTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Consul and Nomad agents")
+	}
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

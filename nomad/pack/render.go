@@ -40,7 +40,13 @@ func Render(dir string, overrides map[string]any) (string, error) {
 	}
 	funcs := sprig.TxtFuncMap()
 	funcs["toStringList"] = toStringList
-	funcs["var"] = func(k string, c packContext) any { return c.vars[k] }
+	// A variable not declared renders as "", as nomad-pack's var does.
+	funcs["var"] = func(k string, c packContext) any {
+		if v, ok := c.vars[k]; ok {
+			return v
+		}
+		return ""
+	}
 	tpl := template.New("pack").Funcs(funcs).Delims("[[", "]]").Option("missingkey=zero")
 	files, err := filepath.Glob(filepath.Join(dir, "templates", "*.tpl"))
 	if err != nil {
