@@ -16,14 +16,20 @@ import (
 // this copy may be the best one left (etcd's periodic check blames the
 // followers when the leader's own data differs), and an operator chooses.
 // Only data of the incarnation the confirmed record names: any other is
-// the record's business. ok is false when the data is not found corrupt.
+// the record's business. ok is false when the data is not found corrupt,
+// or when no quorum answers (then it is planned as any data: a stopped
+// member's start may bring the quorum back).
 func (r rules) corrupt(o Observation, name string) (Decision, bool) {
 	rec := o.Record
 	if o.Corrupt == "" || o.Local.Empty || rec == nil || rec.ClusterID == 0 || rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch {
 		return Decision{}, false
 	}
 	if !o.MembersKnown {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("data found corrupt (%s), but the member list does not answer: keeping it until a quorum of good copies is seen", o.Corrupt)}, true
+		// No quorum answers without this member (one more failed since
+		// its data was judged): its start may bring the quorum back, and
+		// the compaction hash check judges it again once it runs. Plan
+		// as for any data.
+		return Decision{}, false
 	}
 	good := goodVoters(o)
 	if v := voters(o.Members); len(good) < Quorum(v) && !r.SetAsideLastGood {

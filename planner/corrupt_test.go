@@ -49,7 +49,7 @@ func TestCorrupt(t *testing.T) {
 		{"alarm, no member list", func(o *Observation) { alarmed(o); o.MembersKnown = false }, Wait, "member list unreachable", nil},
 		{"alarm, paused", func(o *Observation) { alarmed(o); o.Paused = "paused by ops" }, Wait, "paused (", nil},
 		{"initial check failed", stopped, SetAside, "initial check", nil},
-		{"initial check failed, no member list", func(o *Observation) { stopped(o); o.MembersKnown = false }, Wait, "does not answer", nil},
+		{"initial check failed, then the quorum went: start it", func(o *Observation) { stopped(o); o.MembersKnown = false }, Rejoin, "", nil},
 		{"initial check failed, another voter down", func(o *Observation) { stopped(o); o.Members[0].Healthy = false }, Wait, "only 1 healthy voter(s)", nil},
 		{"initial check failed, record of another epoch", func(o *Observation) {
 			stopped(o)
