@@ -52,9 +52,9 @@ func TestScripts(t *testing.T) {
 				base = o
 				return "ok\n"
 			case "plan":
-				dec := Plan(o)
+				dec := unguarded.Plan(o)
 				if d.HasArg("leave") {
-					dec = PlanLeave(o)
+					dec = unguarded.PlanLeave(o)
 				}
 				if err := Check(o, dec); err != nil {
 					d.Fatalf(t, "the decision fails the checker: %v\ndecision:\n%s", err, formatDecision(dec))
