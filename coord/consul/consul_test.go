@@ -215,4 +215,3 @@ func TestRestartedHolderTakesBackItsLock(t *testing.T) {
 	default:
 	}
 }
-
