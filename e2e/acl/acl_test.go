@@ -19,6 +19,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
@@ -44,9 +45,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	binary = filepath.Join(workDir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
+	if binary, err = nomadjob.Build(workDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
