@@ -132,7 +132,7 @@ job "etcd" {
       # Nomad: the client's task API socket, which needs no address, no
       # TLS settings and no agent port; NOMAD_UNIX_ADDR ("unix://...") is
       # set because the identity below is in the environment. Consul: the
-      # definition's nomad { consul { } }, all four set so that nothing is
+      # definition's nomad { consul { } }, all six set so that nothing is
       # inherited from the client agent's environment.
       env {
         NOMAD_ADDR             = "${NOMAD_UNIX_ADDR}"
@@ -140,6 +140,8 @@ job "etcd" {
         CONSUL_HTTP_SSL        = "false"
         CONSUL_CACERT          = ""
         CONSUL_TLS_SERVER_NAME = ""
+        CONSUL_CLIENT_CERT     = ""
+        CONSUL_CLIENT_KEY      = ""
       }
 
       # The member reads its job's allocations with its workload identity
