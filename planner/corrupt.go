@@ -32,7 +32,7 @@ func (r rules) corrupt(o Observation, name string) (Decision, bool) {
 		return Decision{}, false
 	}
 	good := goodVoters(o)
-	if v := voters(o.Members); len(good) < Quorum(v) && !r.SetAsideLastGood {
+	if v := voters(o.Members); len(good) < Quorum(v) && r.holdGuard(keepLastGoodCopy) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("data found corrupt (%s), but only %d healthy voter(s) besides this member are named by no CORRUPT alarm, below the quorum %d of %d voters: keeping this data (it may be the best copy left); an operator must choose", o.Corrupt, len(good), Quorum(v), v)}, true
 	}
 	return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data found corrupt (%s) while %d healthy voter(s) hold good copies: stopping, setting the data aside and joining again as a learner", o.Corrupt, len(good))}, true
@@ -66,7 +66,7 @@ func (r rules) disarmCorrupt(o Observation, name string) (Decision, bool) {
 	}
 	var gone []uint64
 	for _, id := range o.CorruptAlarms {
-		if id != 0 && findID(o.Members, id) < 0 || r.DisarmPresent {
+		if id != 0 && findID(o.Members, id) < 0 || !r.holdGuard(disarmOnlyRemoved) {
 			gone = append(gone, id)
 		}
 	}

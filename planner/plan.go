@@ -10,101 +10,6 @@ import (
 // learner make it be removed and the join start over.
 const MaxStartFailures = 5
 
-// Faults switches safety rules off, one field per rule. Plan always uses the
-// zero value, which keeps every rule on; the planner's checker and the
-// whole-system simulation (sim/) flip them to prove that a broken rule is
-// caught. Never set one outside a test.
-type Faults struct {
-	SkipQuorumCheck      bool // remove members even below quorum
-	PreferLeader         bool // pick the leader first for removal
-	SeedDespiteRecord    bool // seed even when a record exists
-	RejoinForeign        bool // start data from another cluster as-is
-	IgnorePersisted      bool // run under the configured name, not the persisted one
-	JoinWhileInFlight    bool // add a learner while another change is in flight
-	SeedDespitePeerData  bool // seed while peers report data (lost record)
-	ReplaceWhileInFlight bool // replace a second instance while one is replaced
-	RecoverEarly         bool // recover before the grace period ends
-	PreferOlderData      bool // recover from data older than the snapshot
-	TakeoverEarly        bool // take over a recovery whose seeder may return
-	RecoverFromLowest    bool // recover from the lowest revision instead of the highest
-
-	// The safety review's defects (issue 10), each switch restoring the
-	// behaviour before its fix.
-
-	// SeedWhileSilent (defect 1): with no record, seed although some
-	// instances do not answer (they may hold the cluster's data).
-	SeedWhileSilent bool
-	// SetAsideOnUnconfirmed (defect 1): set data aside because of an
-	// unconfirmed record, or one of the same epoch with another token.
-	SetAsideOnUnconfirmed bool
-	// ObeyOlderRecord (defect 3): obey a record older than this member's
-	// own epoch (set the newer data aside, or re-record the older epoch).
-	ObeyOlderRecord bool
-	// LearnerSource (defect 4): a learner's data may seed a recovery.
-	LearnerSource bool
-	// TakeoverFromPrevEpoch (defect 7): a takeover recovers from data of
-	// the record's epoch-1, not the last confirmed incarnation.
-	TakeoverFromPrevEpoch bool
-	// JoinUnconfirmed (defect 9): join a cluster whose record is not
-	// confirmed yet.
-	JoinUnconfirmed bool
-	// ResumeWhileSilent: resume this member's own unconfirmed seed or
-	// restore, holding no data of it, although some instances do not
-	// answer (they may run the incarnation it started before it lost its
-	// disk).
-	ResumeWhileSilent bool
-	// JoinUnderNewer: join (or resume a join) under a record older than
-	// a peer's epoch (Consul restored an older record of the same
-	// cluster id).
-	JoinUnderNewer bool
-	// ResumeOverNewerSnapshot: resume this member's own unconfirmed seed
-	// (empty) or restore (of its recorded snapshot) although the store
-	// holds a newer snapshot.
-	ResumeOverNewerSnapshot bool
-	// RecoverBesideOtherIncarnation: recover although a member holds data
-	// of another incarnation of the source's or the record's epoch.
-	RecoverBesideOtherIncarnation bool
-	// NoSeedTakeover: never take over an unconfirmed empty seed whose
-	// seeder is gone for good (the cluster waits for it forever).
-	NoSeedTakeover bool
-	// SetAsideBeforeNewerRuns: set data of an older epoch aside as soon
-	// as a confirmed newer record names another incarnation, although
-	// no peer shows that incarnation running with a quorum (its every
-	// copy may be lost since: this data may be the best one left).
-	SetAsideBeforeNewerRuns bool
-	// RecoverBelowOlderData: recover from a source (data or snapshot)
-	// older than data of an older epoch a member still holds.
-	RecoverBelowOlderData bool
-	// TakeoverBesideNewer: take over a gone seeder's recovery although a
-	// member holds data of an epoch newer than the record's.
-	TakeoverBesideNewer bool
-	// ResumeBesideQuorum: resume this member's recorded recovery from
-	// data (ForceNewCluster) although a quorum answers, or with data of
-	// another incarnation than the one it was recorded from.
-	ResumeBesideQuorum bool
-	// SettleOnOwnRecord: this member's own unconfirmed recovery record
-	// sets its data aside although a quorum answers, or although the
-	// recovery is from data (this data is not its source).
-	SettleOnOwnRecord bool
-	// RecoverBesideSkippedEpoch: a takeover recovers from the last
-	// confirmed incarnation's source although a member holds data of an
-	// epoch between it and the record's at a higher revision.
-	RecoverBesideSkippedEpoch bool
-	// IgnorePause: act while an operator paused the cluster.
-	IgnorePause bool
-	// SetAsideLastGood: set data found corrupt aside although the
-	// healthy voters no CORRUPT alarm names, besides this member, are
-	// fewer than a quorum (the cluster would lose its quorum, or the
-	// last good copy).
-	SetAsideLastGood bool
-	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
-	// membership (its corrupt data would go on serving unnoticed).
-	DisarmPresent bool
-}
-
-// rules is the name the planner's code uses for Faults.
-type rules = Faults
-
 // Plan decides what this member does next. It is pure: the same
 // Observation always gives the same Decision. A decision that fails Check
 // is refused: Plan returns a Wait that names the broken rule instead.
@@ -124,7 +29,7 @@ func (f Faults) PlanLeave(o Observation) Decision { return f.paused(o, f.planLea
 // confirms it) proceed. The held decision is named in the
 // reason, so status shows what resume would do.
 func (r rules) paused(o Observation, d Decision) Decision {
-	if o.Paused == "" || r.IgnorePause {
+	if o.Paused == "" || !r.holdGuard(holdWhilePaused) {
 		return d
 	}
 	switch {
@@ -142,7 +47,7 @@ func (r rules) paused(o Observation, d Decision) Decision {
 
 func (r rules) plan(o Observation) Decision {
 	name := o.Self.Name
-	if o.Local.Name != "" && !r.IgnorePersisted {
+	if o.Local.Name != "" && r.dataGuard(persistedName) {
 		// Invariant 6: identity is the name persisted in the data dir.
 		name = o.Local.Name
 	}
@@ -173,13 +78,13 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if l.Token == "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
 	}
-	if l.Cluster != o.ClusterName && !r.RejoinForeign {
+	if l.Cluster != o.ClusterName && r.dataGuard(ownIncarnationOnly) {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
 	}
 	if o.Record == nil {
 		for _, p := range o.Peers {
-			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.RejoinForeign {
-				if r.SetAsideOnUnconfirmed {
+			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && r.dataGuard(ownIncarnationOnly) {
+				if !r.dataGuard(asideForConfirmed) {
 					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
 				}
 				// Invariant 9: without a record nothing proves which
@@ -188,14 +93,14 @@ func (r rules) planWithData(o Observation, name string) Decision {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d): keeping this data until a confirmed record names the current incarnation", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
 			}
 		}
-		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 && (o.MembersClusterID == l.ClusterID && l.ClusterID != 0 || r.SetAsideOnUnconfirmed) {
+		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 && (o.MembersClusterID == l.ClusterID && l.ClusterID != 0 || !r.dataGuard(asideForConfirmed)) {
 			// The list is of this data's own cluster (checked by id: with
 			// no record, any cluster that answers could have sent it).
 			return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 		}
 		for _, p := range o.Peers {
 			if p.Token != "" && p.Epoch > l.Epoch {
-				if r.SetAsideOnUnconfirmed {
+				if !r.dataGuard(asideForConfirmed) {
 					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
 				}
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record; peer %s holds epoch %d, newer than this data's epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch, l.Epoch)}
@@ -219,7 +124,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
-	if rec.Epoch < l.Epoch && !r.ObeyOlderRecord && !r.RejoinForeign {
+	if rec.Epoch < l.Epoch && r.dataGuard(epochsOnlyGrow) && r.dataGuard(ownIncarnationOnly) {
 		// Invariant 9: epochs only grow. The record is older than this
 		// data (Consul restored from an old snapshot, or re-recorded by a
 		// member that missed a recovery): start the data, and re-record
@@ -232,7 +137,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		}
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
 	}
-	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && !r.RejoinForeign {
+	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && r.dataGuard(ownIncarnationOnly) {
 		if why, ok := r.settles(o, name); !ok && !orphaned(o) {
 			return Decision{Kind: Wait, Name: name, Reason: why}
 		}
@@ -259,7 +164,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 // this data, never sets it aside). When it does not, why says so.
 func (r rules) settles(o Observation, name string) (why string, ok bool) {
 	rec, l := o.Record, o.Local
-	if r.SetAsideOnUnconfirmed || r.ObeyOlderRecord && rec.Epoch < l.Epoch {
+	if !r.dataGuard(asideForConfirmed) || !r.dataGuard(epochsOnlyGrow) && rec.Epoch < l.Epoch {
 		return "", true
 	}
 	if rec.Epoch <= l.Epoch || rec.ClusterID == 0 && (rec.Seeder != name || rec.Source == "") {
@@ -268,10 +173,10 @@ func (r rules) settles(o Observation, name string) (why string, ok bool) {
 	if rec.ClusterID != 0 {
 		return "", true
 	}
-	if rec.Source == FromData && !r.SettleOnOwnRecord {
+	if rec.Source == FromData && r.dataGuard(asideNotForOwn) {
 		return fmt.Sprintf("this member recorded epoch %d as a recovery from data of token %s epoch %d, but holds token %s epoch %d: not setting it aside for a recovery it cannot carry out; an operator must choose", rec.Epoch, short(rec.LastConfirmedToken), rec.LastConfirmedEpoch, short(l.Token), l.Epoch), false
 	}
-	if q, live := quorumAnswers(o); live && !r.SettleOnOwnRecord {
+	if q, live := quorumAnswers(o); live && r.dataGuard(asideNotForOwn) {
 		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s: not setting its epoch %d data aside for it (Consul may have restored an old record); an operator must choose", rec.Epoch, sourceName(rec.Source), q, l.Epoch), false
 	}
 	return "", true
@@ -310,7 +215,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		return Decision{}, false
 	}
 	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data", rec.Epoch)
-	if r.ResumeBesideQuorum {
+	if !r.resumeGuard(resumeAsRecorded) {
 		if rec.Epoch != l.Epoch+1 {
 			return Decision{}, false
 		}
@@ -359,7 +264,7 @@ func recoverySource(rec *Record, l Local) bool {
 // recovery, which sets it aside itself).
 func (r rules) keepUntilNewerRuns(o Observation, name string) (Decision, bool) {
 	rec, l := o.Record, o.Local
-	if r.SetAsideBeforeNewerRuns || rec.ClusterID == 0 || rec.Epoch <= l.Epoch {
+	if !r.dataGuard(asideOnceNewerRuns) || rec.ClusterID == 0 || rec.Epoch <= l.Epoch {
 		return Decision{}, false
 	}
 	held := false
@@ -431,19 +336,19 @@ func newerPeer(o Observation, name string, epoch uint64) (Decision, bool) {
 // planEmpty: etcd is stopped and the data dir is empty.
 func (r rules) planEmpty(o Observation, name string) Decision {
 	rec := o.Record
-	if rec == nil || r.SeedDespiteRecord && !o.MembersKnown {
+	if rec == nil || !r.seedGuard(noSeedOverRecord) && !o.MembersKnown {
 		for _, p := range o.Peers {
-			if p.Token != "" && !r.SeedDespitePeerData {
+			if p.Token != "" && r.seedGuard(noSeedBesidePeerData) {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but peer %s holds data of epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch)}
 			}
 		}
-		if o.Unreachable > 0 && !r.SeedWhileSilent && !r.SeedDespitePeerData {
+		if o.Unreachable > 0 && r.seedGuard(noSeedWhileSilent) {
 			// Invariant 8: a silent instance may hold the cluster's data
 			// (Consul lost its state while a peer restarts): seeding now
 			// would start a second cluster whose record sets it aside.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but %d instance(s) do not answer: they may hold the cluster's data; not seeding until every instance answers", o.Unreachable)}
 		}
-		if s := o.LatestSnapshot; s != nil && !r.SeedDespitePeerData {
+		if s := o.LatestSnapshot; s != nil && r.seedGuard(restoreBeforeSeed) {
 			// Consul lost its state and every member its data, but the
 			// store holds the cluster's snapshots: seeding empty would
 			// abandon them. Restore the newest as the next epoch.
@@ -456,7 +361,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
-		if rec.Seeder == name && o.Unreachable > 0 && !r.ResumeWhileSilent {
+		if rec.Seeder == name && o.Unreachable > 0 && r.resumeGuard(resumeWhenAllAnswer) {
 			// This member recorded the seed (or restore) and has lost its
 			// disk since, or never started it: but it may have started it,
 			// and others joined, before the disk was lost (Consul then
@@ -465,7 +370,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// cluster of the same token and epoch.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d but holds no data of it, and %d instance(s) do not answer: they may run it; not starting it again until every instance answers", rec.Epoch, o.Unreachable)}
 		}
-		if rec.Seeder == name && rec.Source != FromData && !r.ResumeOverNewerSnapshot {
+		if rec.Seeder == name && rec.Source != FromData && r.resumeGuard(resumeNotOverNewerSnapshot) {
 			if d, ok := r.restoreOverOwnRecord(o, name); ok {
 				return d
 			}
@@ -522,12 +427,12 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		}
 		return Decision{Kind: Wait, Name: name, Reason: "cluster member list unreachable (no quorum or no running member): cannot join yet"}
 	}
-	if rec.ClusterID == 0 && !r.JoinUnconfirmed {
+	if rec.ClusterID == 0 && r.changeGuard(joinOnlyConfirmed) {
 		// The member list may come from any cluster that answers: only a
 		// confirmed cluster id lets it be checked.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record of epoch %d is not confirmed yet (seeder %s): not joining until it names its cluster id", rec.Epoch, rec.Seeder)}
 	}
-	if !r.JoinUnderNewer {
+	if r.changeGuard(joinNotUnderNewer) {
 		// Consul restored an older record of the same cluster id (a
 		// ForceNewCluster recovery keeps it), so the member list checks
 		// out, but a peer runs a newer epoch: joining now would label
@@ -561,10 +466,10 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			return Decision{Kind: ResumeJoin, Name: name, MemberID: m.ID, Reason: fmt.Sprintf("already added as member %x; starting it", m.ID)}
 		}
 	}
-	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.JoinWhileInFlight {
+	if inFlight := changeInFlight(o.Members); inFlight != "" && r.changeGuard(oneChangeAtATime) {
 		return Decision{Kind: Wait, Name: name, Reason: inFlight + ": one membership change at a time"}
 	}
-	if v := voters(o.Members); v >= o.DesiredSize && !r.JoinWhileInFlight {
+	if v := voters(o.Members); v >= o.DesiredSize && r.changeGuard(joinBelowSize) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("cluster has %d of %d voters: waiting for a stale member to be removed", v, o.DesiredSize)}
 	}
 	if !o.HoldsLock {
@@ -576,7 +481,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 // planRunning: this member's etcd runs.
 func (r rules) planRunning(o Observation, name string) Decision {
 	rec := o.Record
-	if rec == nil || rec.Epoch < o.Local.Epoch && !r.ObeyOlderRecord {
+	if rec == nil || rec.Epoch < o.Local.Epoch && r.dataGuard(epochsOnlyGrow) {
 		return r.rerecord(o, name)
 	}
 	if o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
@@ -714,10 +619,10 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if o.Local.Token == "" {
 		return Decision{Kind: Wait, Name: name, Reason: why + ", and this member's metadata names no incarnation: not re-recording"}
 	}
-	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && !r.ObeyOlderRecord {
+	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
 		return d
 	}
-	if !o.MembersKnown && o.Unreachable > 0 && !r.ObeyOlderRecord {
+	if !o.MembersKnown && o.Unreachable > 0 && r.dataGuard(epochsOnlyGrow) {
 		// Without a quorum the membership is unknown: only when every
 		// instance answers (none at a newer epoch, checked above) is this
 		// data known to be the newest there is. Then re-record, so that
@@ -752,13 +657,13 @@ func (r rules) replacement(o Observation, name string) (Decision, bool) {
 		return Decision{}, false
 	}
 	why := fmt.Sprintf("member %s has been unhealthy for %s", target.Name, target.UnhealthyFor)
-	if o.ReplacementInFlight && !r.ReplaceWhileInFlight {
+	if o.ReplacementInFlight && r.changeGuard(oneReplaceAtATime) {
 		return Decision{Kind: Wait, Name: name, Reason: why + "; but a replacement is already in flight"}, true
 	}
-	if inFlight := changeInFlight(o.Members); inFlight != "" && !r.ReplaceWhileInFlight {
+	if inFlight := changeInFlight(o.Members); inFlight != "" && r.changeGuard(oneReplaceAtATime) {
 		return Decision{Kind: Wait, Name: name, Reason: why + "; but " + inFlight}, true
 	}
-	if hv, v := healthyVoters(o.Members), voters(o.Members); hv < Quorum(v) && !r.SkipQuorumCheck {
+	if hv, v := healthyVoters(o.Members), voters(o.Members); hv < Quorum(v) && r.changeGuard(keepQuorum) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; but only %d of %d voters are healthy", why, hv, v)}, true
 	}
 	if !o.HoldsLock {
@@ -781,7 +686,7 @@ func (r rules) staleMembers(o Observation) []Member {
 	rank := func(m Member) int {
 		switch {
 		case m.ID == o.LeaderID:
-			if r.PreferLeader {
+			if !r.changeGuard(leaderRemovedLast) {
 				return -1
 			}
 			return 3
@@ -831,7 +736,7 @@ func actsForCluster(o Observation, cands []Member) bool {
 func (r rules) removal(o Observation, m Member, why string) Decision {
 	isVoter := !m.Learner
 	if isVoter {
-		if inFlight := changeInFlight(o.Members); inFlight != "" && !r.JoinWhileInFlight {
+		if inFlight := changeInFlight(o.Members); inFlight != "" && r.changeGuard(oneChangeAtATime) {
 			return Decision{Kind: Wait, Reason: why + "; but " + inFlight + ": one membership change at a time"}
 		}
 		after := voters(o.Members) - 1
@@ -839,7 +744,7 @@ func (r rules) removal(o Observation, m Member, why string) Decision {
 		if m.Healthy {
 			healthyAfter--
 		}
-		if after < 1 || healthyAfter < Quorum(after) && !r.SkipQuorumCheck {
+		if after < 1 || healthyAfter < Quorum(after) && r.changeGuard(keepQuorum) {
 			return Decision{Kind: Wait, Reason: fmt.Sprintf("%s; but removing it would leave %d healthy of %d voters, below quorum %d", why, healthyAfter, after, Quorum(after))}
 		}
 	}
@@ -1043,7 +948,7 @@ func sourceName(src string) string {
 // taker fails there).
 func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if r.NoSeedTakeover || rec.ClusterID != 0 || rec.Source != "" || rec.Seeder == name || o.MembersKnown || o.RecoveryGrace <= 0 ||
+	if !r.takeoverGuard(takeoverGoneSeed) || rec.ClusterID != 0 || rec.Source != "" || rec.Seeder == name || o.MembersKnown || o.RecoveryGrace <= 0 ||
 		o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, rec.Seeder) || !o.Local.Empty || o.Running {
 		return Decision{}, false
 	}

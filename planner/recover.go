@@ -26,13 +26,13 @@ type candidate struct {
 // ok is false when no recovery applies.
 func (r rules) recovery(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if rec == nil || o.MembersKnown || o.RecoveryGrace <= 0 || (o.QuorumLostFor < o.RecoveryGrace && !r.RecoverEarly) {
+	if rec == nil || o.MembersKnown || o.RecoveryGrace <= 0 || (o.QuorumLostFor < o.RecoveryGrace && r.recoveryGuard(recoverAfterGrace)) {
 		return Decision{}, false
 	}
 	if rec.ClusterID == 0 {
 		return Decision{}, false // an unconfirmed seed is not a lost quorum
 	}
-	if o.Unreachable > 0 && !r.RecoverEarly {
+	if o.Unreachable > 0 && r.recoveryGuard(recoverWhenAllAnswer) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("quorum lost for %s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not recovering", o.QuorumLostFor, o.Unreachable)}, true
 	}
 	for _, p := range o.Peers {
@@ -68,7 +68,7 @@ func newerThanRecord(o Observation, name string) (Decision, bool) {
 // it leaves no voter), but recovering from older data would drop writes
 // only it holds. An operator decides (snapshot its data, restore it).
 func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataToken string, src int64) (Decision, bool) {
-	if r.LearnerSource {
+	if !r.recoveryGuard(notBelowLearnerData) {
 		return Decision{}, false
 	}
 	holds := func(token string, epoch uint64) bool {
@@ -97,10 +97,10 @@ func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataTo
 func (r rules) takeover(o Observation, name string) (Decision, bool) {
 	rec := o.Record
 	if rec == nil || rec.ClusterID != 0 || rec.Source == "" && !anyData(o) || rec.Seeder == name || rec.Epoch < 2 || o.MembersKnown ||
-		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && !r.TakeoverEarly) {
+		o.RecoveryGrace <= 0 || (o.SeederGoneFor < o.RecoveryGrace && r.takeoverGuard(takeoverAfterGrace)) {
 		return Decision{}, false
 	}
-	if !r.TakeoverEarly && inInstances(o.Instances, rec.Seeder) {
+	if r.takeoverGuard(takeoverSeederUnlisted) && inInstances(o.Instances, rec.Seeder) {
 		return Decision{}, false
 	}
 	if o.Unreachable > 0 {
@@ -111,7 +111,7 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 			return Decision{}, false
 		}
 	}
-	if !r.TakeoverBesideNewer {
+	if r.takeoverGuard(takeoverNotBesideNewer) {
 		// Consul restored an older record whose seeder is gone, while
 		// a member holds a newer epoch (sim seeds 4976, 5861, 6319):
 		// taking over would record the newer epoch a second time. That
@@ -125,7 +125,7 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 	// lost since; records written before it was carried fall back to the
 	// epoch before.
 	dataToken, dataEpoch := rec.LastConfirmedToken, rec.LastConfirmedEpoch
-	if dataEpoch == 0 || r.TakeoverFromPrevEpoch {
+	if dataEpoch == 0 || !r.takeoverGuard(takeoverFromLastConfirmed) {
 		dataToken, dataEpoch = "", rec.Epoch-1
 	}
 	return r.pickRecovery(o, name, dataEpoch, dataToken, fmt.Sprintf("seeder %s of epoch %d gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor))
@@ -162,17 +162,17 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	// Invariant 4: a learner never seeds a recovery: it may lag, and
 	// ForceNewCluster on a learner's data leaves no voter (etcd panics
 	// "removed all voters" at every start).
-	selfData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch) && (!o.Local.Learner || r.LearnerSource)
+	selfData := !o.Local.Empty && o.Local.Cluster == o.ClusterName && holds(o.Local.Token, o.Local.Epoch) && (!o.Local.Learner || !r.recoveryGuard(learnerNeverSource))
 	cands = append(cands, candidate{name: name, revision: o.Local.Revision, data: selfData, self: true})
 	for _, p := range o.Peers {
-		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: holds(p.Token, p.Epoch) && (!p.Learner || r.LearnerSource)})
+		cands = append(cands, candidate{name: p.Name, revision: p.Revision, data: holds(p.Token, p.Epoch) && (!p.Learner || !r.recoveryGuard(learnerNeverSource))})
 	}
 	sort.SliceStable(cands, func(i, j int) bool {
 		if cands[i].data != cands[j].data {
 			return cands[i].data
 		}
 		if cands[i].revision != cands[j].revision {
-			return (cands[i].revision > cands[j].revision) != r.RecoverFromLowest
+			return (cands[i].revision > cands[j].revision) == r.recoveryGuard(recoverFromHighest)
 		}
 		if cands[i].name != cands[j].name {
 			return cands[i].name < cands[j].name
@@ -185,7 +185,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
-	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && !r.PreferOlderData) {
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
 		if o.LatestSnapshot == nil {
 			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
@@ -232,7 +232,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 // Snapshots carry only an epoch, so they cannot tell the two apart either.
 // An operator chooses.
 func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, dataToken, why string) (Decision, bool) {
-	if r.RecoverBesideOtherIncarnation {
+	if !r.recoveryGuard(notBesideOtherIncarnation) {
 		return Decision{}, false
 	}
 	rec := o.Record
@@ -263,11 +263,11 @@ func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, da
 // keeps them, a restore bumps them), so a higher revision means writes the
 // source lacks. Which copy is right is an operator's call.
 func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src int64, why string) (Decision, bool) {
-	if r.RecoverBelowOlderData {
+	if !r.recoveryGuard(notBelowOlderData) {
 		return Decision{}, false
 	}
 	older := func(token string, epoch uint64, rev int64) bool {
-		if r.RecoverBesideSkippedEpoch {
+		if !r.recoveryGuard(notBelowSkippedEpoch) {
 			return token != "" && epoch < dataEpoch && rev > src
 		}
 		return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && rev > src

@@ -1,0 +1,302 @@
+package planner
+
+// Faults switches safety rules off, one field per rule. Plan always uses the
+// zero value, which keeps every rule on; the planner's checker and the
+// whole-system simulation (sim/) flip them to prove that a broken rule is
+// caught. Never set one outside a test.
+type Faults struct {
+	SkipQuorumCheck      bool // remove members even below quorum
+	PreferLeader         bool // pick the leader first for removal
+	SeedDespiteRecord    bool // seed even when a record exists
+	RejoinForeign        bool // start data from another cluster as-is
+	IgnorePersisted      bool // run under the configured name, not the persisted one
+	JoinWhileInFlight    bool // add a learner while another change is in flight
+	SeedDespitePeerData  bool // seed while peers report data (lost record)
+	ReplaceWhileInFlight bool // replace a second instance while one is replaced
+	RecoverEarly         bool // recover before the grace period ends
+	PreferOlderData      bool // recover from data older than the snapshot
+	TakeoverEarly        bool // take over a recovery whose seeder may return
+	RecoverFromLowest    bool // recover from the lowest revision instead of the highest
+
+	// The safety review's defects (issue 10), each switch restoring the
+	// behaviour before its fix.
+
+	// SeedWhileSilent (defect 1): with no record, seed although some
+	// instances do not answer (they may hold the cluster's data).
+	SeedWhileSilent bool
+	// SetAsideOnUnconfirmed (defect 1): set data aside because of an
+	// unconfirmed record, or one of the same epoch with another token.
+	SetAsideOnUnconfirmed bool
+	// ObeyOlderRecord (defect 3): obey a record older than this member's
+	// own epoch (set the newer data aside, or re-record the older epoch).
+	ObeyOlderRecord bool
+	// LearnerSource (defect 4): a learner's data may seed a recovery.
+	LearnerSource bool
+	// TakeoverFromPrevEpoch (defect 7): a takeover recovers from data of
+	// the record's epoch-1, not the last confirmed incarnation.
+	TakeoverFromPrevEpoch bool
+	// JoinUnconfirmed (defect 9): join a cluster whose record is not
+	// confirmed yet.
+	JoinUnconfirmed bool
+	// ResumeWhileSilent: resume this member's own unconfirmed seed or
+	// restore, holding no data of it, although some instances do not
+	// answer (they may run the incarnation it started before it lost its
+	// disk).
+	ResumeWhileSilent bool
+	// JoinUnderNewer: join (or resume a join) under a record older than
+	// a peer's epoch (Consul restored an older record of the same
+	// cluster id).
+	JoinUnderNewer bool
+	// ResumeOverNewerSnapshot: resume this member's own unconfirmed seed
+	// (empty) or restore (of its recorded snapshot) although the store
+	// holds a newer snapshot.
+	ResumeOverNewerSnapshot bool
+	// RecoverBesideOtherIncarnation: recover although a member holds data
+	// of another incarnation of the source's or the record's epoch.
+	RecoverBesideOtherIncarnation bool
+	// NoSeedTakeover: never take over an unconfirmed empty seed whose
+	// seeder is gone for good (the cluster waits for it forever).
+	NoSeedTakeover bool
+	// SetAsideBeforeNewerRuns: set data of an older epoch aside as soon
+	// as a confirmed newer record names another incarnation, although
+	// no peer shows that incarnation running with a quorum (its every
+	// copy may be lost since: this data may be the best one left).
+	SetAsideBeforeNewerRuns bool
+	// RecoverBelowOlderData: recover from a source (data or snapshot)
+	// older than data of an older epoch a member still holds.
+	RecoverBelowOlderData bool
+	// TakeoverBesideNewer: take over a gone seeder's recovery although a
+	// member holds data of an epoch newer than the record's.
+	TakeoverBesideNewer bool
+	// ResumeBesideQuorum: resume this member's recorded recovery from
+	// data (ForceNewCluster) although a quorum answers, or with data of
+	// another incarnation than the one it was recorded from.
+	ResumeBesideQuorum bool
+	// SettleOnOwnRecord: this member's own unconfirmed recovery record
+	// sets its data aside although a quorum answers, or although the
+	// recovery is from data (this data is not its source).
+	SettleOnOwnRecord bool
+	// RecoverBesideSkippedEpoch: a takeover recovers from the last
+	// confirmed incarnation's source although a member holds data of an
+	// epoch between it and the record's at a higher revision.
+	RecoverBesideSkippedEpoch bool
+	// IgnorePause: act while an operator paused the cluster.
+	IgnorePause bool
+	// SetAsideLastGood: set data found corrupt aside although the
+	// healthy voters no CORRUPT alarm names, besides this member, are
+	// fewer than a quorum (the cluster would lose its quorum, or the
+	// last good copy).
+	SetAsideLastGood bool
+	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
+	// membership (its corrupt data would go on serving unnoticed).
+	DisarmPresent bool
+}
+
+// rules is the name the planner's code uses for Faults.
+type rules = Faults
+
+// The guards below are the only code that reads a Faults switch: each
+// answers, for one family of rules, whether a rule holds (with the zero
+// Faults, every rule holds). The planner asks a guard by the rule's name,
+// never a switch, so a rule reads the same wherever it applies and a
+// switch that restores the behaviour before a fix turns off every rule
+// the fix added. A rule that no case names holds.
+
+// seedRule names a rule that keeps an empty member from seeding a new
+// cluster beside existing data (invariants 1 and 8).
+type seedRule int
+
+const (
+	noSeedOverRecord     seedRule = iota // never seed while a record exists and the member list is unknown
+	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
+	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
+	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
+)
+
+// seedGuard reports whether rule holds.
+func (f Faults) seedGuard(rule seedRule) bool {
+	switch rule {
+	case noSeedOverRecord:
+		return !f.SeedDespiteRecord
+	case noSeedBesidePeerData, restoreBeforeSeed:
+		return !f.SeedDespitePeerData
+	case noSeedWhileSilent:
+		return !f.SeedWhileSilent && !f.SeedDespitePeerData
+	}
+	return true
+}
+
+// changeRule names a rule for membership changes: joins, removals and
+// replacements (invariants 2 and 3).
+type changeRule int
+
+const (
+	oneChangeAtATime  changeRule = iota // no join or voter removal while a member was added but has not started, or a learner catches up
+	joinBelowSize                       // join only while the voters are fewer than the desired size
+	joinOnlyConfirmed                   // join only a cluster whose record is confirmed (its id checks the member list)
+	joinNotUnderNewer                   // never join under a record older than a peer's epoch
+	keepQuorum                          // never remove or replace a voter below the quorum of healthy voters
+	leaderRemovedLast                   // the leader is the last choice for removal
+	oneReplaceAtATime                   // no replacement while another or a membership change is in flight
+)
+
+// changeGuard reports whether rule holds.
+func (f Faults) changeGuard(rule changeRule) bool {
+	switch rule {
+	case oneChangeAtATime, joinBelowSize:
+		return !f.JoinWhileInFlight
+	case joinOnlyConfirmed:
+		return !f.JoinUnconfirmed
+	case joinNotUnderNewer:
+		return !f.JoinUnderNewer
+	case keepQuorum:
+		return !f.SkipQuorumCheck
+	case leaderRemovedLast:
+		return !f.PreferLeader
+	case oneReplaceAtATime:
+		return !f.ReplaceWhileInFlight
+	}
+	return true
+}
+
+// recoveryRule names a rule of a quorum-loss recovery: when it runs and
+// what it starts from (invariants 4 and 10).
+type recoveryRule int
+
+const (
+	recoverAfterGrace         recoveryRule = iota // only once the quorum has been lost for RecoveryGrace
+	recoverWhenAllAnswer                          // only while every instance answers
+	recoverFromHighest                            // from the highest revision known
+	snapshotOnlyIfNewer                           // a snapshot beats a survivor's data only when newer
+	learnerNeverSource                            // a learner's data never seeds a recovery
+	notBelowLearnerData                           // never from data older than a learner holds
+	notBesideOtherIncarnation                     // never while a member holds another incarnation of the record's or the source's epoch
+	notBelowOlderData                             // never from a source older than data of an older epoch
+	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
+)
+
+// recoveryGuard reports whether rule holds.
+func (f Faults) recoveryGuard(rule recoveryRule) bool {
+	switch rule {
+	case recoverAfterGrace, recoverWhenAllAnswer:
+		return !f.RecoverEarly
+	case recoverFromHighest:
+		return !f.RecoverFromLowest
+	case snapshotOnlyIfNewer:
+		return !f.PreferOlderData
+	case learnerNeverSource, notBelowLearnerData:
+		return !f.LearnerSource
+	case notBesideOtherIncarnation:
+		return !f.RecoverBesideOtherIncarnation
+	case notBelowOlderData:
+		return !f.RecoverBelowOlderData
+	case notBelowSkippedEpoch:
+		return !f.RecoverBesideSkippedEpoch
+	}
+	return true
+}
+
+// takeoverRule names a rule for taking over an unconfirmed seed or
+// recovery whose seeder is gone (invariant 4).
+type takeoverRule int
+
+const (
+	takeoverAfterGrace        takeoverRule = iota // only once the seeder has been gone for RecoveryGrace
+	takeoverSeederUnlisted                        // never while the provider still lists the seeder
+	takeoverNotBesideNewer                        // never while a member holds an epoch newer than the record's
+	takeoverFromLastConfirmed                     // from the last confirmed incarnation the record carries
+	takeoverGoneSeed                              // an empty seed whose seeder is gone for good is taken over (else the cluster waits forever)
+)
+
+// takeoverGuard reports whether rule holds.
+func (f Faults) takeoverGuard(rule takeoverRule) bool {
+	switch rule {
+	case takeoverAfterGrace, takeoverSeederUnlisted:
+		return !f.TakeoverEarly
+	case takeoverNotBesideNewer:
+		return !f.TakeoverBesideNewer
+	case takeoverFromLastConfirmed:
+		return !f.TakeoverFromPrevEpoch
+	case takeoverGoneSeed:
+		return !f.NoSeedTakeover
+	}
+	return true
+}
+
+// resumeRule names a rule for resuming a seed, restore or recovery this
+// member recorded before it stopped (invariants 1, 4 and 10).
+type resumeRule int
+
+const (
+	resumeWhenAllAnswer        resumeRule = iota // a seed or restore whose data this member lost only while every instance answers
+	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot than the record starts from
+	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
+)
+
+// resumeGuard reports whether rule holds.
+func (f Faults) resumeGuard(rule resumeRule) bool {
+	switch rule {
+	case resumeWhenAllAnswer:
+		return !f.ResumeWhileSilent
+	case resumeNotOverNewerSnapshot:
+		return !f.ResumeOverNewerSnapshot
+	case resumeAsRecorded:
+		return !f.ResumeBesideQuorum
+	}
+	return true
+}
+
+// dataRule names a rule for whose data a stopped or running member holds
+// (invariants 5, 6 and 9).
+type dataRule int
+
+const (
+	persistedName      dataRule = iota // identity is the name persisted in the data dir
+	ownIncarnationOnly                 // data of another cluster, or another incarnation than the record's, is never started as-is
+	epochsOnlyGrow                     // a record older than this member's epoch is never obeyed: the data re-records it
+	asideForConfirmed                  // only a confirmed newer record sets data aside
+	asideOnceNewerRuns                 // ...and only once a peer shows it running with a quorum
+	asideNotForOwn                     // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+)
+
+// dataGuard reports whether rule holds.
+func (f Faults) dataGuard(rule dataRule) bool {
+	switch rule {
+	case persistedName:
+		return !f.IgnorePersisted
+	case ownIncarnationOnly:
+		return !f.RejoinForeign
+	case epochsOnlyGrow:
+		return !f.ObeyOlderRecord
+	case asideForConfirmed:
+		return !f.SetAsideOnUnconfirmed
+	case asideOnceNewerRuns:
+		return !f.SetAsideBeforeNewerRuns
+	case asideNotForOwn:
+		return !f.SettleOnOwnRecord
+	}
+	return true
+}
+
+// holdRule names a rule that holds a member back while an operator paused
+// the cluster or etcd's CORRUPT alarms are raised.
+type holdRule int
+
+const (
+	holdWhilePaused   holdRule = iota // act only as paused allows while an operator paused the cluster
+	keepLastGoodCopy                  // set corrupt data aside only while the good copies keep a quorum
+	disarmOnlyRemoved                 // disarm only the CORRUPT alarms of members no longer in the membership
+)
+
+// holdGuard reports whether rule holds.
+func (f Faults) holdGuard(rule holdRule) bool {
+	switch rule {
+	case holdWhilePaused:
+		return !f.IgnorePause
+	case keepLastGoodCopy:
+		return !f.SetAsideLastGood
+	case disarmOnlyRemoved:
+		return !f.DisarmPresent
+	}
+	return true
+}
