@@ -113,6 +113,7 @@ type Member struct {
 	client      *clientv3.Client
 
 	metrics           *metrics
+	renew             *renewal // certificates renewed while running (renew.go)
 	summary           []byte // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
@@ -178,6 +179,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
+	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -233,13 +235,8 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		}
 		m.ca = &ca
 		m.restoreCA(ctx)
-		host, _ := os.Hostname()
-		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
-		if err != nil {
-			return fmt.Errorf("issue member certificate: %w", err)
-		}
-		if m.tlsFiles, err = certs.Write(m.dir.tlsDir(), "member", ca.Cert, pair); err != nil {
-			return fmt.Errorf("write member certificate: %w", err)
+		if err := m.issueMember(ca, nil, time.Now()); err != nil {
+			return err
 		}
 	}
 	cfg, err := certs.ClientConfig(m.tlsFiles)
@@ -251,23 +248,16 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		// cluster's access rules on, membership changes, snapshots and the
 		// rules themselves need it (etcd names a certificate's user by its
 		// CN). Peers' /status accepts any certificate of the cluster CA.
-		root, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), rootCertValidity)
-		if err != nil {
-			return fmt.Errorf("issue root client certificate: %w", err)
+		// Renewed while running (renewOnce), like the member certificate.
+		if err := m.issueRoot(*m.ca, time.Now()); err != nil {
+			return err
 		}
-		kp, err := tls.X509KeyPair(root.Cert, root.Key)
-		if err != nil {
-			return fmt.Errorf("root client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
+		cfg.Certificates = nil
+		cfg.GetClientCertificate = m.rootCertificate
 	}
 	m.peerTLS = cfg
 	return nil
 }
-
-// rootCertValidity is the member's root client certificate's: issued at
-// every start, like the member certificate, and as long-lived.
-const rootCertValidity = 365 * 24 * time.Hour
 
 // ClusterCA returns the cluster's CA, key included, as the coordinator
 // holds it, for clients that need etcd access (`snapshot save`, tests):
@@ -331,6 +321,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
+	go m.renewLoop(m.bgCtx)
 	m.log.Info("supervising member", "data_dir", m.dir.root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
