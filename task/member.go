@@ -114,7 +114,7 @@ type Member struct {
 
 	metrics           *metrics
 	renew             *renewal // certificates renewed while running (renew.go)
-	summary           []byte // last cluster summary written
+	summary           []byte   // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
