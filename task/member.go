@@ -113,8 +113,9 @@ type Member struct {
 	client      *clientv3.Client
 
 	metrics           *metrics
-	renew             *renewal // certificates renewed while running (renew.go)
-	summary           []byte   // last cluster summary written
+	renew             *renewal      // certificates renewed while running (renew.go)
+	rot               rotationState // the CA rotation this member follows (rotate.go)
+	summary           []byte        // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -235,9 +236,11 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		}
 		m.ca = &ca
 		m.restoreCA(ctx)
-		if err := m.issueMember(ca, nil, time.Now()); err != nil {
+		m.followRotation(ctx)
+		if err := m.issueMember(time.Now()); err != nil {
 			return err
 		}
+		m.tlsFiles = m.dir.memberFiles()
 	}
 	cfg, err := certs.ClientConfig(m.tlsFiles)
 	if err != nil {
@@ -249,7 +252,7 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		// rules themselves need it (etcd names a certificate's user by its
 		// CN). Peers' /status accepts any certificate of the cluster CA.
 		// Renewed while running (renewOnce), like the member certificate.
-		if err := m.issueRoot(*m.ca, time.Now()); err != nil {
+		if err := m.issueRoot(time.Now()); err != nil {
 			return err
 		}
 		cfg.Certificates = nil
@@ -295,12 +298,17 @@ func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
 	}
-	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
+	cur := m.currentCA()
+	held, err := OfferCA(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !sameCA(held, *m.ca):
-		m.reportCAMismatch(*m.ca, held)
+	case !sameCA(held, *cur) && m.rotationCovers(held):
+		// A CA rotation moves the members and the coordinator's CA
+		// one after the other (rotate.go): not a mismatch.
+		m.clearCAMismatch()
+	case !sameCA(held, *cur):
+		m.reportCAMismatch(*cur, held)
 	default:
 		m.clearCAMismatch()
 		m.retirePlaintextCA(ctx, held)

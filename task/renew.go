@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,31 +93,29 @@ func (m *Member) memberHosts() []string {
 	return []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}
 }
 
-// issueMember issues and writes the member certificate from ca, and the
-// CA certificates to trust (trust: ca's alone when nil).
-func (m *Member) issueMember(ca certs.Pair, trust []byte, now time.Time) error {
-	pair, err := certs.IssueFor(ca, m.opts.Name, m.memberHosts(), now, m.certTTL())
+// issueMember issues the member certificate from the current CA and
+// writes it, with its chain (a CA rotation's cross certificate), and the
+// CA certificates to trust.
+func (m *Member) issueMember(now time.Time) error {
+	pair, err := certs.IssueFor(*m.currentCA(), m.opts.Name, m.memberHosts(), now, m.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue member certificate: %w", err)
 	}
-	if trust == nil {
-		trust = ca.Cert
-	}
-	f, err := certs.WriteMember(m.dir.tlsDir(), "member", trust, pair)
-	if err != nil {
+	// The same paths every time: m.tlsFiles, set at start, stays.
+	if _, err := certs.WriteMember(m.dir.tlsDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
 		return fmt.Errorf("write member certificate: %w", err)
 	}
-	m.tlsFiles = f
 	return nil
 }
 
-// issueRoot issues the member's root client certificate from ca and hands
-// it to every later handshake.
-func (m *Member) issueRoot(ca certs.Pair, now time.Time) error {
-	root, err := certs.IssueClient(ca, certs.RootUser, now, m.certTTL())
+// issueRoot issues the member's root client certificate from the current
+// CA and hands it, with its chain, to every later handshake.
+func (m *Member) issueRoot(now time.Time) error {
+	root, err := certs.IssueClient(*m.currentCA(), certs.RootUser, now, m.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue root client certificate: %w", err)
 	}
+	root = certs.WithChain(root, m.chain())
 	kp, err := tls.X509KeyPair(root.Cert, root.Key)
 	if err != nil {
 		return fmt.Errorf("root client certificate: %w", err)
@@ -147,7 +146,7 @@ func (m *Member) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, erro
 // renewLoop renews the certificates when due until ctx ends.
 func (m *Member) renewLoop(ctx context.Context) {
 	for {
-		next := m.renewOnce(time.Now())
+		next := m.renewOnce(time.Now(), m.followRotation(ctx))
 		wait := min(max(time.Until(next), 100*time.Millisecond), renewPoll)
 		select {
 		case <-ctx.Done():
@@ -157,9 +156,10 @@ func (m *Member) renewLoop(ctx context.Context) {
 	}
 }
 
-// renewOnce renews what is due at now, records every expiry, and returns
-// when the next renewal is due.
-func (m *Member) renewOnce(now time.Time) time.Time {
+// renewOnce renews what is due at now (everything when reissue: the CA
+// rotation moved), records every expiry, and returns when the next
+// renewal is due.
+func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
 	next := now.Add(renewPoll)
 	if m.scheme != "https" {
 		return next
@@ -178,9 +178,9 @@ func (m *Member) renewOnce(now time.Time) time.Time {
 		m.log.Warn("member certificate not readable", "error", err)
 		return next
 	}
-	ca := m.ca
-	if ca != nil && !now.Before(certs.RenewAt(leaf)) {
-		if err := m.issueMember(*ca, m.trustedCAs(), now); err != nil {
+	ca := m.currentCA()
+	if ca != nil && (reissue || !now.Before(certs.RenewAt(leaf))) {
+		if err := m.issueMember(now); err != nil {
 			m.log.Error("member certificate not renewed", "error", err, "expires", leaf.NotAfter)
 			return next
 		}
@@ -194,9 +194,9 @@ func (m *Member) renewOnce(now time.Time) time.Time {
 	m.renew.set(certMember, leaf.NotAfter)
 	next = earlier(next, certs.RenewAt(leaf))
 	if c := m.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
-		if !now.Before(certs.RenewAt(c.Leaf)) {
+		if reissue || !now.Before(certs.RenewAt(c.Leaf)) {
 			old := c.Leaf.NotAfter
-			if err := m.issueRoot(*ca, now); err != nil {
+			if err := m.issueRoot(now); err != nil {
 				m.log.Error("root client certificate not renewed", "error", err, "expires", old)
 				return next
 			}
@@ -268,4 +268,10 @@ func (m *Member) certWarning(now time.Time) string {
 		}
 	}
 	return strings.Join(warn, "; ")
+}
+
+// memberFiles are the paths certs.WriteMember writes in the tls dir.
+func (d dataDir) memberFiles() certs.Files {
+	pem := filepath.Join(d.tlsDir(), "member.pem")
+	return certs.Files{CA: filepath.Join(d.tlsDir(), "ca.crt"), Cert: pem, Key: pem}
 }

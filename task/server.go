@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -56,6 +57,9 @@ type Status struct {
 	// CertWarning names the certificates that expire within the warning
 	// window (certs.WarnBefore): the Consul check turns warning.
 	CertWarning string `json:"cert_warning,omitempty"`
+	// CA names the CA this member issues from and those it trusts (TLS
+	// auto), and the CA rotation phase it carried out.
+	CA *RotationView `json:"ca,omitempty"`
 }
 
 func (m *Member) setDecision(d planner.Decision) {
@@ -84,6 +88,7 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 		st.CertName, st.CertExpiry = name, at.UTC().Format(time.RFC3339)
 	}
 	st.CertWarning = m.certWarning(now)
+	st.CA = m.rotationView()
 	if meta, err := m.dir.readMeta(); err == nil {
 		if e != nil || starting || m.dir.hasEtcdData() {
 			// Metadata written before etcd created any data (a crash
@@ -230,6 +235,13 @@ func (m *Member) serveStatus() error {
 		if err != nil {
 			ln.Close()
 			return err
+		}
+		if m.ca != nil {
+			// The CAs accepted change with a CA rotation: built again
+			// at each handshake from what the member trusts now.
+			base := cfg
+			cfg = base.Clone()
+			cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return m.statusServerConfig(base), nil }
 		}
 		m.http.TLSConfig = cfg
 		go func() { _ = m.http.ServeTLS(ln, "", "") }()
