@@ -223,6 +223,52 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 	tc.waitHealthy(90 * time.Second)
 	w.finish()
 	t.Logf("after the restart of m1: %d puts, %d failed (a restart may fail puts in flight on it)", w.puts.Load(), w.fails.Load())
+
+	// A second rotation, interrupted in its first phase (the command
+	// gives up), with a member restarted in the middle, then resumed.
+	out, err = exec.Command(binary, "tls", "rotate-ca", "-config", tc.lay.Config(), "-timeout", "2s").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "run the command again to resume") {
+		t.Fatalf("a rotation cut short by -timeout 2s: err %v, output:\n%s", err, out)
+	}
+	prev := tc.sup.PID(memberName(2))
+	if err := tc.sup.Kill(memberName(2), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, time.Minute, "m2 restarted", func() (bool, string) {
+		pid := tc.sup.PID(memberName(2))
+		return pid != 0 && pid != prev, fmt.Sprint("pid ", pid)
+	})
+	rotStart = time.Now()
+	out, err = exec.Command(binary, "tls", "rotate-ca", "-config", tc.lay.Config(), "-timeout", "4m").CombinedOutput()
+	t.Logf("tls rotate-ca resumed after m2 restarted (%s):\n%s", time.Since(rotStart).Round(time.Millisecond), out)
+	if err != nil || !strings.Contains(string(out), "resuming the CA rotation") || !strings.Contains(string(out), "CA rotation done") {
+		t.Fatalf("resumed rotation: %v", err)
+	}
+	third, err := task.ClusterCA(ctx2(t), co, tc.opts.Name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if certs.Fingerprint(third.Cert) == certs.Fingerprint(newCA.Cert) {
+		t.Fatal("the resumed rotation left the CA in place")
+	}
+	st = tc.waitHealthy(90 * time.Second)
+	thirdPool, _ := certs.Pool(third.Cert)
+	for i, a := range addrs {
+		if _, err := served(a, thirdPool); err != nil {
+			t.Errorf("%s does not serve a certificate of the third CA: %v", memberName(i), err)
+		}
+	}
+	for _, m := range st.Members {
+		if m.CA == nil || m.CA.Issuer != certs.Fingerprint(third.Cert) || len(m.CA.Trusted) != 1 {
+			t.Errorf("%s reports CA %+v after the resumed rotation", m.Name, m.CA)
+		}
+	}
+}
+
+func ctx2(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func memberName(i int) string { return local.MemberName(i) }

@@ -66,7 +66,14 @@ type Rotation struct {
 	// (certs.Seal) when the cluster has one, else certs.Bundle.
 	New []byte `json:"new"`
 	// Cross is the new CA's certificate issued by the old CA.
-	Cross   []byte    `json:"cross"`
+	Cross []byte `json:"cross"`
+	// Chain is what members present after certificates of the new CA:
+	// Cross, then the chain of the rotation that made the old CA, and so
+	// on. A member whose etcd has not restarted since an earlier rotation
+	// still trusts only that rotation's old CA; the whole chain leads to
+	// it (a few hundred bytes per rotation; expired links are skipped by
+	// verifiers).
+	Chain   []byte    `json:"chain,omitempty"`
 	Started time.Time `json:"started"`
 	// Changed is when Phase was set.
 	Changed time.Time `json:"changed"`
@@ -93,6 +100,14 @@ func (r Rotation) OpenNew(kek []byte) (certs.Pair, error) {
 		return certs.OpenSealed(r.New, kek)
 	}
 	return certs.ParseBundle(r.New)
+}
+
+// chain is Chain, or Cross for records without one.
+func (r Rotation) chain() []byte {
+	if len(r.Chain) > 0 {
+		return append([]byte{}, r.Chain...)
+	}
+	return append([]byte{}, r.Cross...)
 }
 
 // LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
@@ -130,6 +145,8 @@ type rotationState struct {
 	// last record it could not follow.
 	phase  atomic.Pointer[string]
 	warned string
+	// step is the rotation (its start) and phase last carried out.
+	step atomic.Pointer[string]
 	// cas are the fingerprints of the rotation's old and new CA.
 	cas atomic.Pointer[[2]string]
 }
@@ -176,7 +193,8 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		m.warnRotation(err.Error())
 		return false
 	}
-	if p := m.rot.phase.Load(); p != nil && *p == r.Phase {
+	step := r.Started.UTC().Format(time.RFC3339Nano) + " " + r.Phase
+	if p := m.rot.step.Load(); p != nil && *p == step {
 		return false
 	}
 	newCert, err := r.NewCert()
@@ -209,21 +227,25 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	}
 	m.rot.statusCAs.Store(&st)
 	reissue := false
-	if r.Phase != PhaseTrust && curFP == oldFP {
+	issuingNew := r.Phase != PhaseTrust
+	if issuingNew && curFP == oldFP {
 		// Saved first: a restart from here on runs with the new CA.
 		if err := m.dir.writeCA(next); err != nil {
 			m.warnRotation("save the new CA: " + err.Error())
 			return false
 		}
-		cross := append([]byte{}, r.Cross...)
-		m.rot.chain.Store(&cross)
 		m.rot.issuer.Store(&next)
 		reissue = true
-	} else if r.Phase != PhaseTrust && m.rot.chain.Load() == nil {
-		// Started with the new CA already (restart mid-rotation): keep
-		// presenting the cross certificate.
-		cross := append([]byte{}, r.Cross...)
-		m.rot.chain.Store(&cross)
+	}
+	// Certificates of the new CA are presented with the whole chain;
+	// those of the old CA with the chain that leads from it (earlier
+	// rotations': peers may still have their CAs loaded).
+	want := r.chain()
+	if !issuingNew {
+		want = bytes.TrimPrefix(want, r.Cross)
+	}
+	if have := m.chain(); !bytes.Equal(have, want) {
+		m.rot.chain.Store(&want)
 		reissue = true
 	}
 	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) {
@@ -231,6 +253,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	}
 	phase := r.Phase
 	m.rot.phase.Store(&phase)
+	m.rot.step.Store(&step)
 	m.rot.warned = ""
 	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
 	return reissue
@@ -419,7 +442,15 @@ func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
 			return Rotation{}, err
 		}
 	}
-	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Started: now, Changed: now}
+	chain := cross
+	if last, err := LoadRotation(ctx, o.Coordinator); err == nil {
+		// The rotation that made the CA replaced now: its chain leads on
+		// to the CAs before, which members may still have loaded.
+		if c, err := last.NewCert(); err == nil && certs.Fingerprint(c) == certs.Fingerprint(prev.Cert) {
+			chain = append(append([]byte{}, cross...), last.chain()...)
+		}
+	}
+	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain, Started: now, Changed: now}
 	if err := o.Coordinator.Delete(ctx, rotationKey); err != nil {
 		return Rotation{}, fmt.Errorf("delete the finished CA rotation: %w", err)
 	}
