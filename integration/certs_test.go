@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -271,7 +271,7 @@ func ctx2(t *testing.T) context.Context {
 	return ctx
 }
 
-func memberName(i int) string { return local.MemberName(i) }
+func memberName(i int) string { return localcluster.MemberName(i) }
 
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()
