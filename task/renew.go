@@ -65,6 +65,18 @@ func (r *renewal) set(name string, notAfter time.Time) {
 	r.expiry.WithLabelValues(name).Set(float64(notAfter.Unix()))
 }
 
+// forgetCAs drops the CAs' expiries (set again from the trusted file).
+func (r *renewal) forgetCAs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.notAfter {
+		if strings.HasPrefix(n, certCA) {
+			delete(r.notAfter, n)
+			r.expiry.DeleteLabelValues(n)
+		}
+	}
+}
+
 // earliest returns the certificate that expires first and when; "" when
 // none is known.
 func (r *renewal) earliest() (string, time.Time) {
@@ -165,6 +177,7 @@ func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
 		return next
 	}
 	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
+		m.renew.forgetCAs() // a CA rotation retires one
 		for i, c := range parseCerts(b) {
 			name := certCA
 			if i > 0 {

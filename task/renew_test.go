@@ -270,6 +270,7 @@ func TestMemberRenewsCertificatesWhileRunning(t *testing.T) {
 			}
 			c := cli
 			if fresh {
+				var err error
 				if c, err = clientv3.New(clientv3.Config{Endpoints: []string{ep}, TLS: tlsConfig(pool, &user), DialTimeout: 3 * time.Second, Logger: zap.NewNop()}); err != nil {
 					fails.Add(1)
 					continue
