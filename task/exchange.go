@@ -107,12 +107,12 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 		return CertResponse{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
 	}
 	now := time.Now()
-	cert, err := certs.SignClientCSR(*m.ca, []byte(req.CSR), u.Name, now, a.CertificateTTL)
+	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, a.CertificateTTL)
 	if err != nil {
 		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
 	}
 	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", a.CertificateTTL)
-	return CertResponse{User: u.Name, Certificate: string(cert), CA: string(m.ca.Cert), NotAfter: now.Add(a.CertificateTTL)}, nil
+	return CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(a.CertificateTTL)}, nil
 }
 
 // caCertRepublish paces the leader's writes of the CA certificate: at
@@ -131,7 +131,7 @@ func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
 		return
 	}
-	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {
+	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}

@@ -113,7 +113,9 @@ type Member struct {
 	client      *clientv3.Client
 
 	metrics           *metrics
-	summary           []byte // last cluster summary written
+	renew             *renewal      // certificates renewed while running (renew.go)
+	rot               rotationState // the CA rotation this member follows (rotate.go)
+	summary           []byte        // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -185,6 +187,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
+	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -240,14 +243,11 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		}
 		m.ca = &ca
 		m.restoreCA(ctx)
-		host, _ := os.Hostname()
-		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
-		if err != nil {
-			return fmt.Errorf("issue member certificate: %w", err)
+		m.followRotation(ctx)
+		if err := m.issueMember(time.Now()); err != nil {
+			return err
 		}
-		if m.tlsFiles, err = certs.Write(m.dir.tlsDir(), "member", ca.Cert, pair); err != nil {
-			return fmt.Errorf("write member certificate: %w", err)
-		}
+		m.tlsFiles = m.dir.memberFiles()
 	}
 	cfg, err := certs.ClientConfig(m.tlsFiles)
 	if err != nil {
@@ -258,23 +258,16 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		// cluster's access rules on, membership changes, snapshots and the
 		// rules themselves need it (etcd names a certificate's user by its
 		// CN). Peers' /status accepts any certificate of the cluster CA.
-		root, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), rootCertValidity)
-		if err != nil {
-			return fmt.Errorf("issue root client certificate: %w", err)
+		// Renewed while running (renewOnce), like the member certificate.
+		if err := m.issueRoot(time.Now()); err != nil {
+			return err
 		}
-		kp, err := tls.X509KeyPair(root.Cert, root.Key)
-		if err != nil {
-			return fmt.Errorf("root client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
+		cfg.Certificates = nil
+		cfg.GetClientCertificate = m.rootCertificate
 	}
 	m.peerTLS = cfg
 	return nil
 }
-
-// rootCertValidity is the member's root client certificate's: issued at
-// every start, like the member certificate, and as long-lived.
-const rootCertValidity = 365 * 24 * time.Hour
 
 // ClusterCA returns the cluster's CA, key included, as the coordinator
 // holds it, for clients that need etcd access (`snapshot save`, tests):
@@ -312,12 +305,17 @@ func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
 	}
-	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
+	cur := m.currentCA()
+	held, err := OfferCA(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !sameCA(held, *m.ca):
-		m.reportCAMismatch(*m.ca, held)
+	case !sameCA(held, *cur) && m.rotationCovers(held):
+		// A CA rotation moves the members and the coordinator's CA
+		// one after the other (rotate.go): not a mismatch.
+		m.clearCAMismatch()
+	case !sameCA(held, *cur):
+		m.reportCAMismatch(*cur, held)
 	default:
 		m.clearCAMismatch()
 		m.retirePlaintextCA(ctx, held)
@@ -338,6 +336,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
+	go m.renewLoop(m.bgCtx)
 	m.log.Info("supervising member", "data_dir", m.dir.root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
