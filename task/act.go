@@ -128,7 +128,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	if existing == nil {
 		// The create-only write is the commit point of the seed: a second
 		// seeder fails here and joins instead (invariant 1).
-		created, err := m.opts.Coordinator.CreateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder})
+		created, err := m.opts.Coordinator.CreateRecord(ctx, l, StoredRecord(*rec, 0))
 		if err != nil {
 			return fmt.Errorf("create cluster record: %w", err)
 		}
@@ -137,7 +137,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 		// Taking over the empty seed of a seeder gone for good
 		// (planner.takeoverSeed): the next epoch replaces its record,
 		// compare-and-set on the record read, so a second taker fails.
-		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Index: existing.Index})
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, StoredRecord(*rec, existing.Index))
 		if err != nil {
 			return fmt.Errorf("take over the seed of %s: %w", existing.Seeder, err)
 		}
@@ -290,14 +290,11 @@ func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
 
 func (m *Member) setAside(d planner.Decision) error {
 	m.stopEtcd()
-	why := "foreign"
-	switch {
-	case strings.Contains(d.Reason, "removed"), strings.Contains(d.Reason, "no longer"):
-		why = "removed"
-	case strings.Contains(d.Reason, "unusable"):
-		why = "unreadable"
+	why := d.Aside
+	if why == "" {
+		why = planner.AsideForeign
 	}
-	dst, err := m.dir.setAside(time.Now(), why)
+	dst, err := m.dir.setAside(time.Now(), string(why))
 	if err != nil {
 		return err
 	}
@@ -313,7 +310,10 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 	m.mu.Lock()
 	cur := m.record
 	m.mu.Unlock()
-	r := coord.Record{ClusterID: d.Record.ClusterID, Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source}
+	// A confirmed record carries no recovery's bookkeeping.
+	rec := *d.Record
+	rec.LastConfirmedToken, rec.LastConfirmedEpoch, rec.Operator = "", 0, false
+	r := StoredRecord(rec, 0)
 	if cur == nil {
 		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
 	} else {

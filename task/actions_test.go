@@ -196,7 +196,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	before, _ := m.dir.readMeta()
 
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.FromSnapshot + ":" + snap.Name}}
+		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	fc.failUpdate = true
 	m.lockForTest(t)
 	if err := m.act(ctx, planner.Observation{}, d); !errors.Is(err, errInjected) {
@@ -234,7 +234,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	if err != nil || meta.Epoch != 2 || meta.Token != d.Record.Token || meta.Name != "m0" {
 		t.Fatalf("metadata after the install: %+v (%v), want epoch 2 of the new token", meta, err)
 	}
-	if rec, err := k.co.Record(ctx); err != nil || rec.Epoch != 2 || rec.Source != d.Record.Source {
+	if rec, err := k.co.Record(ctx); err != nil || rec.Epoch != 2 || planner.Source(rec.Source) != d.Record.Source {
 		t.Fatalf("record after the recovery: %+v (%v)", rec, err)
 	}
 

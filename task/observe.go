@@ -68,8 +68,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
-			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Operator: rec.Operator}
+		o.Record = PlannerRecord(rec)
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()

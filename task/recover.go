@@ -106,11 +106,11 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	if cur == nil && d.From != planner.FromSnapshot {
 		return fmt.Errorf("recovery from data without a cluster record")
 	}
-	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source,
-		LastConfirmedToken: d.Record.LastConfirmedToken, LastConfirmedEpoch: d.Record.LastConfirmedEpoch}
+	var index uint64
 	if cur != nil {
-		next.Index = cur.Index
+		index = cur.Index
 	}
+	next := StoredRecord(*d.Record, index)
 	if d.From == planner.FromSnapshot {
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -404,15 +405,15 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if res.Stopped != "" {
 		ui.Warn("the replay stopped early: " + res.Stopped)
 	}
-	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index,
+	newRec := planner.Record{Token: token, Epoch: epoch, Seeder: member, Source: planner.SnapshotSource(name),
 		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
 	if rec.ClusterID != 0 {
 		newRec.LastConfirmedToken, newRec.LastConfirmedEpoch = rec.Token, rec.Epoch
 	}
 	if exists {
-		_, err = co.UpdateRecord(ctx, l, newRec)
+		_, err = co.UpdateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
 	} else {
-		_, err = co.CreateRecord(ctx, l, newRec)
+		_, err = co.CreateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d: %w", epoch, err)
