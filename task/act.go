@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/client/pkg/v3/types"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -170,39 +171,62 @@ func (m *Member) initialCluster(self string, extra map[string][]string) string {
 	return strings.Join(parts, ",")
 }
 
-func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
+// membershipChangeTimeout bounds one membership change (with the checks
+// that go with it).
+const membershipChangeTimeout = 5 * time.Second
+
+// changeMembership makes one membership change: only while this member
+// holds the lock (invariants 2 and 3), through a client of endpoints,
+// within membershipChangeTimeout; a change that succeeds is counted.
+func (m *Member) changeMembership(ctx context.Context, endpoints []string, change func(context.Context, *clientv3.Client) error) error {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	cli, err := m.etcdClient(endpoints)
 	if err != nil {
 		return err
 	}
-	// Join only the recorded cluster (defect 9): the endpoints are the
-	// provider's instances, and any of them may serve another cluster (a
-	// recovery or restore in progress). Check before the add, and check
-	// the add's own answer.
-	want := o.Record.ClusterID
-	if want == 0 {
-		return fmt.Errorf("join refused: the record names no confirmed cluster id yet")
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, membershipChangeTimeout)
 	defer cancel()
-	if lr, err := cli.MemberList(actx); err != nil {
-		return fmt.Errorf("member list before adding a learner: %w", err)
-	} else if lr.Header.ClusterId != want {
-		return fmt.Errorf("join refused: the endpoint that answered serves cluster %x, the record names %x", lr.Header.ClusterId, want)
-	}
-	resp, err := cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
-	if err != nil {
-		return fmt.Errorf("add learner: %w", err)
+	if err := change(cctx, cli); err != nil {
+		return err
 	}
 	m.metrics.membershipChanges.Inc()
-	if resp.Header.ClusterId != want {
-		// Added to the wrong cluster after all: undo it there, never
-		// start under it.
-		_, rerr := cli.MemberRemove(actx, resp.Member.ID)
-		return fmt.Errorf("join refused: added as learner %x to cluster %x, but the record names %x (undo: %v)", resp.Member.ID, resp.Header.ClusterId, want, rerr)
+	return nil
+}
+
+func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	var resp *clientv3.MemberAddResponse
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(actx context.Context, cli *clientv3.Client) error {
+		// Join only the recorded cluster (defect 9): the endpoints are the
+		// provider's instances, and any of them may serve another cluster (a
+		// recovery or restore in progress). Check before the add, and check
+		// the add's own answer.
+		want := o.Record.ClusterID
+		if want == 0 {
+			return fmt.Errorf("join refused: the record names no confirmed cluster id yet")
+		}
+		if lr, err := cli.MemberList(actx); err != nil {
+			return fmt.Errorf("member list before adding a learner: %w", err)
+		} else if lr.Header.ClusterId != want {
+			return fmt.Errorf("join refused: the endpoint that answered serves cluster %x, the record names %x", lr.Header.ClusterId, want)
+		}
+		var err error
+		resp, err = cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
+		if err != nil {
+			return fmt.Errorf("add learner: %w", err)
+		}
+		if resp.Header.ClusterId != want {
+			// Added to the wrong cluster after all: undo it there, never
+			// start under it.
+			m.metrics.membershipChanges.Inc() // the add, undone here
+			_, rerr := cli.MemberRemove(actx, resp.Member.ID)
+			return fmt.Errorf("join refused: added as learner %x to cluster %x, but the record names %x (undo: %v)", resp.Member.ID, resp.Header.ClusterId, want, rerr)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	m.log.Info("added as learner", "member_id", types.ID(resp.Member.ID).String())
 	others := map[string][]string{}
@@ -251,39 +275,29 @@ func (m *Member) clientEndpoints() []string {
 }
 
 func (m *Member) promote(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberPromote(ctx, d.MemberID); err != nil {
+			return fmt.Errorf("promote %x (etcd promotes only a learner in sync with the leader): %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = cli.MemberPromote(pctx, d.MemberID)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("promote %x (etcd promotes only a learner in sync with the leader): %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("promoted to voter", "member_id", types.ID(d.MemberID).String())
 	return nil
 }
 
 func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberRemove(ctx, d.MemberID); err != nil {
+			return fmt.Errorf("remove member %x: %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = cli.MemberRemove(rctx, d.MemberID)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("remove member %x: %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("removed member", "member_id", types.ID(d.MemberID).String(), "reason", d.Reason)
 	return nil
 }
@@ -492,19 +506,15 @@ func (m *Member) memberClientURL(mem planner.Member) string {
 // updatePeerURL tells the cluster this member's new peer URL (its data was
 // adopted from a previous allocation with other ports).
 func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
-	cli, err := m.etcdClient([]string{m.clientURL(m.self)})
+	err := m.changeMembership(ctx, []string{m.clientURL(m.self)}, func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberUpdate(ctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
+			return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := cli.MemberUpdate(uctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
-		return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("peer URL updated", "member_id", types.ID(d.MemberID).String(), "peer_url", m.peerURL(m.self))
 	return nil
 }
