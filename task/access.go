@@ -253,16 +253,16 @@ func (m *Member) maybeReconcileAccess(ctx context.Context, o planner.Observation
 	if m.opts.Cluster.Access == nil || m.ca == nil || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID {
 		return
 	}
-	if time.Now().Before(m.nextAccessCheck) {
+	if m.now().Before(m.nextAccessCheck) {
 		return
 	}
 	n, err := m.reconcileAccess(ctx)
 	if err != nil {
-		m.nextAccessCheck = time.Now().Add(accessRetry)
+		m.nextAccessCheck = m.now().Add(accessRetry)
 		m.log.Warn("access rules not applied", "error", err)
 		return
 	}
-	m.nextAccessCheck = time.Now().Add(accessCheckEvery)
+	m.nextAccessCheck = m.now().Add(accessCheckEvery)
 	if n > 0 {
 		m.log.Info("access rules applied", "changes", n)
 	}

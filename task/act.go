@@ -482,10 +482,10 @@ const preChangeSnapshotEvery = time.Minute
 // quorum, and the joiner would spool a third copy of the database beside
 // the one it receives.
 func (m *Member) snapshotBeforeChange(o planner.Observation, why string) {
-	if m.opts.Snapshots == nil || time.Since(m.lastPreChange) < preChangeSnapshotEvery {
+	if m.opts.Snapshots == nil || m.now().Sub(m.lastPreChange) < preChangeSnapshotEvery {
 		return // a retried change needs no second backup
 	}
-	m.lastPreChange = time.Now()
+	m.lastPreChange = m.now()
 	m.startSnapshot(m.snapshotEndpoint(o), why, false)
 }
 

@@ -264,7 +264,7 @@ func TestSetAsideRenamesTheDataNeverDeletes(t *testing.T) {
 	put(t, cli, "k", "v")
 	before, _ := m.dir.readMeta()
 
-	d := planner.Decision{Kind: planner.SetAside, Name: "m0", Reason: "member 1234 is no longer in the cluster: stopping and setting its data aside"}
+	d := planner.Decision{Kind: planner.SetAside, Name: "m0", Aside: planner.AsideRemoved, Reason: "member 1234 is no longer in the cluster: stopping and setting its data aside"}
 	if err := m.act(context.Background(), planner.Observation{}, d); err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 		select {
 		case err := <-r.done:
 			m.deltas = nil
-			m.nextDeltaStart = time.Now().Add(deltaRetry)
+			m.nextDeltaStart = m.now().Add(deltaRetry)
 			if errors.Is(err, snapshot.ErrChainGap) {
 				m.wantFullSnapshot.Store(true)
 				m.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
@@ -58,10 +58,10 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 		}
 		return
 	}
-	if !lead || time.Now().Before(m.nextDeltaStart) {
+	if !lead || m.now().Before(m.nextDeltaStart) {
 		return
 	}
-	m.nextDeltaStart = time.Now().Add(deltaRetry)
+	m.nextDeltaStart = m.now().Add(deltaRetry)
 	m.mu.Lock()
 	rec := m.record
 	m.mu.Unlock()

@@ -128,12 +128,12 @@ func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
 		return
 	}
-	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
+	if o.Record != nil && m.now().Sub(m.caCertPublished) < caCertRepublish {
 		return
 	}
 	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.caCertPublished = time.Now()
+	m.caCertPublished = m.now()
 }

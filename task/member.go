@@ -81,6 +81,9 @@ type Options struct {
 	// Identities, optional, verifies Nomad workload identities: with it
 	// and an access block, the status port serves ExchangePath.
 	Identities *identity.Verifier
+	// Clock, optional, defaults to the system clock: the time the loop
+	// observes and paces itself by.
+	Clock Clock
 }
 
 // Member supervises one etcd member.
@@ -99,18 +102,18 @@ type Member struct {
 	// caMismatch (under mu): the coordinator holds another CA than ca.
 	caMismatch *CAMismatch
 
-	mu          sync.Mutex
-	etcd        *embed.Etcd
-	stopped     chan struct{} // closed when the running etcd stops on its own
-	status      Status
-	lock        coord.Lock
-	record      *coord.Record
-	absentAt    map[uint64]time.Time
-	unhealthyAt map[uint64]time.Time
-	departed    bool
-	left        bool // this member removed itself (leave)
-	starting    bool // an act that starts etcd is in progress
-	client      *clientv3.Client
+	mu      sync.Mutex
+	etcd    *embed.Etcd
+	stopped chan struct{} // closed when the running etcd stops on its own
+	status  Status
+	lock    coord.Lock
+	record  *coord.Record
+	// since: from when the timed conditions hold (loop only).
+	since    since
+	departed bool
+	left     bool // this member removed itself (leave)
+	starting bool // an act that starts etcd is in progress
+	client   *clientv3.Client
 
 	metrics           *metrics
 	summary           []byte // last cluster summary written
@@ -134,8 +137,6 @@ type Member struct {
 	bgCancel        context.CancelFunc
 	bg              sync.WaitGroup
 	lastPreChange   time.Time
-	quorumLostSince time.Time
-	seederGoneSince time.Time
 	snapshotListed  time.Time
 	latestSnapshot  *planner.SnapshotInfo
 	startFailures   int // consecutive failed etcd starts
@@ -168,13 +169,15 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if o.EtcdLogLevel == "" {
 		o.EtcdLogLevel = "warn"
 	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
 	m := &Member{
-		opts:        o,
-		log:         o.Logger.Named("member").With("member", o.Name),
-		dir:         dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
-		absentAt:    map[uint64]time.Time{},
-		unhealthyAt: map[uint64]time.Time{},
-		metrics:     newMetrics(o.Cluster.Name, o.Name),
+		opts:    o,
+		log:     o.Logger.Named("member").With("member", o.Name),
+		dir:     dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
+		since:   since{},
+		metrics: newMetrics(o.Cluster.Name, o.Name),
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
@@ -371,11 +374,11 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.releaseLock(ctx)
 		return false
 	}
-	if o.Running && (o.Record == nil || time.Since(m.caChecked) > caCheckEvery) {
+	if o.Running && (o.Record == nil || m.now().Sub(m.caChecked) > caCheckEvery) {
 		// At once when the record is gone (Consul lost its state), and
 		// every caCheckEvery otherwise: the CA alone may be lost, or
 		// replaced, while the record stays.
-		m.caChecked = time.Now()
+		m.caChecked = m.now()
 		m.restoreCA(ctx)
 	}
 	if o.Running {
@@ -413,7 +416,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	if d.Kind == planner.Maintain {
 		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
 		if err != nil {
-			m.maintainFailed, m.maintainFailedAt = err.Error(), time.Now()
+			m.maintainFailed, m.maintainFailedAt = err.Error(), m.now()
 		}
 	}
 	if err != nil {

@@ -21,7 +21,7 @@ import (
 // cluster are facts, not errors; only the provider and the coordinator
 // failing make the observation unusable.
 func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
-	now := time.Now()
+	now := m.opts.Clock.Now()
 	insts, err := m.opts.Provider.Instances(ctx)
 	if err != nil {
 		return planner.Observation{}, fmt.Errorf("list instances: %w", err)
@@ -290,14 +290,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 			}
 		}
 		seen[pm.ID] = true
-		if present {
-			delete(m.absentAt, pm.ID)
-		} else {
-			if _, ok := m.absentAt[pm.ID]; !ok {
-				m.absentAt[pm.ID] = now
-			}
-			mem.AbsentFor = now.Sub(m.absentAt[pm.ID])
-		}
+		mem.AbsentFor = m.since.hold(condition{condAbsent, pm.ID}, !present, now)
 		o.Members[i] = mem
 		if len(pm.ClientURLs) == 0 {
 			continue
@@ -322,20 +315,8 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	}
 	wg.Wait()
 	for i, mem := range o.Members {
-		if mem.Healthy {
-			delete(m.unhealthyAt, mem.ID)
-			continue
-		}
-		if _, ok := m.unhealthyAt[mem.ID]; !ok {
-			m.unhealthyAt[mem.ID] = now
-		}
-		o.Members[i].UnhealthyFor = now.Sub(m.unhealthyAt[mem.ID])
+		o.Members[i].UnhealthyFor = m.since.hold(condition{condUnhealthy, mem.ID}, !mem.Healthy, now)
 	}
-	for _, seenAt := range []map[uint64]time.Time{m.absentAt, m.unhealthyAt} {
-		for id := range seenAt {
-			if !seen[id] {
-				delete(seenAt, id)
-			}
-		}
-	}
+	m.since.keepOnly(condAbsent, seen)
+	m.since.keepOnly(condUnhealthy, seen)
 }

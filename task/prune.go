@@ -143,7 +143,7 @@ func mayPrune(o planner.Observation) bool {
 // maybePruneAsides applies the rule at most every asidePruneEvery, in the
 // background: deleting a large directory must not hold the loop.
 func (m *Member) maybePruneAsides(o planner.Observation) {
-	if time.Now().Before(m.nextAsidePrune) || !mayPrune(o) {
+	if m.now().Before(m.nextAsidePrune) || !mayPrune(o) {
 		return
 	}
 	m.mu.Lock()
@@ -154,7 +154,7 @@ func (m *Member) maybePruneAsides(o planner.Observation) {
 	m.pruning = true
 	m.bg.Add(1)
 	m.mu.Unlock()
-	m.nextAsidePrune = time.Now().Add(asidePruneEvery)
+	m.nextAsidePrune = m.now().Add(asidePruneEvery)
 	run := incarnationKey{m.opts.Cluster.Name, o.Record.Token, o.Record.Epoch}
 	members, live := map[uint64]bool{}, map[string]bool{}
 	for _, mem := range o.Members {

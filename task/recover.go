@@ -12,6 +12,9 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
+// quorumLost is timed while the confirmed cluster has no quorum.
+var quorumLost = condition{what: condQuorumLost}
+
 // snapshotListEvery bounds how often a member without quorum lists the
 // snapshot store.
 const snapshotListEvery = 15 * time.Second
@@ -24,7 +27,7 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	if o.Record == nil && !o.Running && o.Local.Empty {
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
@@ -32,19 +35,16 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// This member's own unconfirmed seed or restore, with no data of
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		return
 	}
 	if o.Record.ClusterID != 0 {
-		if m.quorumLostSince.IsZero() {
-			m.quorumLostSince = now
-		}
-		o.QuorumLostFor = now.Sub(m.quorumLostSince)
+		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
 	}
 	m.observeLatestSnapshot(ctx, o, now)
 }
@@ -82,14 +82,7 @@ func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	if rec == nil || rec.ClusterID != 0 || listed {
-		m.seederGoneSince = time.Time{}
-		return
-	}
-	if m.seederGoneSince.IsZero() {
-		m.seederGoneSince = now
-	}
-	o.SeederGoneFor = now.Sub(m.seederGoneSince)
+	o.SeederGoneFor = m.since.hold(condition{what: condSeederGone}, rec != nil && rec.ClusterID == 0 && !listed, now)
 }
 
 // recover carries out RecoverQuorum: the next epoch is recorded (fenced by

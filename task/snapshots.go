@@ -152,11 +152,11 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 // so the loop keeps its pace during an upload of any length.
 func (m *Member) maybeSnapshot(o planner.Observation) {
 	s := m.opts.Snapshots
-	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || time.Now().Before(m.nextSnapshotCheck) {
+	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || m.now().Before(m.nextSnapshotCheck) {
 		return
 	}
 	if m.startSnapshot(m.snapshotEndpoint(o), "scheduled", true) {
-		m.nextSnapshotCheck = time.Now().Add(min(snapshotCheckEvery, s.Interval/4))
+		m.nextSnapshotCheck = m.now().Add(min(snapshotCheckEvery, s.Interval/4))
 	}
 }
 
