@@ -7,6 +7,8 @@ import (
 
 // Observation is everything one supervisor loop saw.
 type Observation struct {
+	// Upkeep is what the loop observed of its upkeep jobs (PlanUpkeep).
+	Upkeep UpkeepState
 	// ClusterName is the name of the cluster definition.
 	ClusterName string
 	// Self is this member's configured identity and URLs.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // etcd's authorization follows the definition's access block. The etcd
@@ -247,15 +246,9 @@ func applyAccess(ctx context.Context, cli *clientv3.Client, op accessOp) error {
 	return nil
 }
 
-// maybeReconcileAccess runs on every loop: the leader of a running cluster
-// compares etcd's authorization with the access rules when it is due.
-func (m *Member) maybeReconcileAccess(ctx context.Context, o planner.Observation) {
-	if m.opts.Cluster.Access == nil || m.ca == nil || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID {
-		return
-	}
-	if m.now().Before(m.nextAccessCheck) {
-		return
-	}
+// applyAccess carries out Upkeep.ReconcileAccess: the leader of a running
+// cluster compares etcd's authorization with the access rules (when due).
+func (m *Member) applyAccess(ctx context.Context) {
 	n, err := m.reconcileAccess(ctx)
 	if err != nil {
 		m.nextAccessCheck = m.now().Add(accessRetry)

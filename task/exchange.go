@@ -120,15 +120,12 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 // lost its state meanwhile; one small write).
 const caCertRepublish = 5 * time.Minute
 
-// publishCACert writes the CA certificate to the coordinator from the
-// leader, when the definition lets workloads exchange identities for
-// certificates.
+// publishCACert carries out Upkeep.PublishCACert: the leader writes the CA
+// certificate to the coordinator when the definition lets workloads
+// exchange identities for certificates.
 func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
-		return
-	}
-	if o.Record != nil && m.now().Sub(m.caCertPublished) < caCertRepublish {
+	if !ok || m.ca == nil {
 		return
 	}
 	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {

@@ -367,29 +367,23 @@ func (m *Member) stoppedCh() <-chan struct{} {
 // loop runs one observe → plan → act cycle; it returns true when the next
 // cycle should start at once.
 func (m *Member) loop(ctx context.Context) bool {
-	m.departIfLeaving(ctx)
-	o, err := m.observe(ctx)
+	o, err := m.observeLoop(ctx)
 	if err != nil {
 		m.log.Warn("observation failed", "error", err)
 		m.releaseLock(ctx)
 		return false
 	}
-	if o.Running && (o.Record == nil || m.now().Sub(m.caChecked) > caCheckEvery) {
-		// At once when the record is gone (Consul lost its state), and
-		// every caCheckEvery otherwise: the CA alone may be lost, or
-		// replaced, while the record stays.
-		m.caChecked = m.now()
-		m.restoreCA(ctx)
+	if planner.PlanUpkeep(o).Depart {
+		// Leaving changes the membership: the rest of the loop works
+		// from what the cluster looks like afterwards.
+		m.depart(ctx, o)
+		if o, err = m.observeLoop(ctx); err != nil {
+			m.log.Warn("observation failed", "error", err)
+			m.releaseLock(ctx)
+			return false
+		}
 	}
-	if o.Running {
-		m.clearForceNew()
-	}
-	m.publishSummary(ctx, o)
-	m.maybeReconcileAccess(ctx, o)
-	m.publishCACert(ctx, o)
-	m.maybeSnapshot(o)
-	m.superviseDeltas(ctx, o)
-	m.maybePruneAsides(o)
+	m.upkeep(ctx, o, planner.PlanUpkeep(o))
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -697,11 +691,11 @@ type SummaryMember struct {
 	Healthy bool   `json:"healthy"`
 }
 
-// publishSummary writes the summary when this member leads and it changed:
-// an idle cluster writes nothing.
+// publishSummary writes the summary (Upkeep.PublishSummary: this member
+// leads) when it changed: an idle cluster writes nothing.
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || o.Record == nil {
+	if !ok {
 		return
 	}
 	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", o.Record.ClusterID), Epoch: o.Record.Epoch, Desired: o.DesiredSize}
@@ -745,14 +739,11 @@ type departer interface {
 	Depart(ctx context.Context) error
 }
 
-// departIfLeaving runs once per loop for departer providers.
-func (m *Member) departIfLeaving(ctx context.Context) {
+// depart carries out Upkeep.Depart for departer providers: the member
+// leaves the cluster, then tells the provider it may proceed.
+func (m *Member) depart(ctx context.Context, o planner.Observation) {
 	dp, ok := m.opts.Provider.(departer)
-	if !ok || m.departed {
-		return
-	}
-	leaving, err := dp.Leaving(ctx)
-	if err != nil || !leaving {
+	if !ok {
 		return
 	}
 	m.log.Info("this instance is being taken away: leaving the cluster")
@@ -765,8 +756,7 @@ func (m *Member) departIfLeaving(ctx context.Context) {
 	if !running {
 		// Stopped (removed, or crashed): go only once the member is out
 		// of the membership; the leader removes an absent member.
-		o, err := m.observe(ctx)
-		if err != nil || !o.MembersKnown {
+		if !o.MembersKnown {
 			return
 		}
 		if o.Local.MemberID != 0 && findMember(o.Members, o.Local.MemberID) >= 0 {

@@ -119,33 +119,11 @@ func readAsides(dir string) ([]aside, error) {
 	return out, nil
 }
 
-// mayPrune reports whether o shows this member as a healthy voter of the
-// confirmed incarnation the record names, with a healthy quorum.
-func mayPrune(o planner.Observation) bool {
-	r := o.Record
-	if !o.Running || !o.MembersKnown || r == nil || r.ClusterID == 0 || o.Local.Token != r.Token || o.Local.Epoch != r.Epoch {
-		return false
-	}
-	voters, healthy, selfOK := 0, 0, false
-	for _, mem := range o.Members {
-		if mem.Learner {
-			continue
-		}
-		voters++
-		if mem.Healthy {
-			healthy++
-			selfOK = selfOK || mem.ID == o.SelfID
-		}
-	}
-	return selfOK && healthy > voters/2
-}
-
-// maybePruneAsides applies the rule at most every asidePruneEvery, in the
-// background: deleting a large directory must not hold the loop.
-func (m *Member) maybePruneAsides(o planner.Observation) {
-	if m.now().Before(m.nextAsidePrune) || !mayPrune(o) {
-		return
-	}
+// startPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
+// healthy voter of the confirmed incarnation) in the background, at most
+// every asidePruneEvery: deleting a large directory must not hold the
+// loop.
+func (m *Member) startPruneAsides(o planner.Observation) {
 	m.mu.Lock()
 	if m.pruning || m.bgCtx.Err() != nil {
 		m.mu.Unlock()
@@ -177,7 +155,7 @@ func (m *Member) maybePruneAsides(o planner.Observation) {
 }
 
 // pruneAsides applies rules 1 and 2 for the running incarnation run; the
-// caller has checked mayPrune. live reports the provider's live instances
+// planner has allowed it (Upkeep.PruneAsides). live reports the provider's live instances
 // by name, member whether a member id is in the membership.
 func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
 	m.carrySiblingsAside(run, live, member)

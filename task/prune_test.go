@@ -12,6 +12,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // writeDataDir writes dir as a data dir set aside or carried: metadata
@@ -117,6 +119,10 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 	o, err := m0.observe(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	mayPrune := func(o planner.Observation) bool {
+		o.Upkeep.PruneDue = true
+		return planner.PlanUpkeep(o).PruneAsides
 	}
 	if !mayPrune(o) {
 		t.Fatalf("a healthy voter of the confirmed record may not prune: %+v", o)

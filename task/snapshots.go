@@ -146,13 +146,14 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	return nil
 }
 
-// maybeSnapshot starts the scheduled snapshot when this member leads, the
-// check is due and no save of this member runs. It only decides: the
-// listing, the lease and the upload run in the background (startSnapshot),
-// so the loop keeps its pace during an upload of any length.
-func (m *Member) maybeSnapshot(o planner.Observation) {
+// scheduledSnapshot carries out Upkeep.Snapshot (this member leads, the
+// check is due): it starts the scheduled snapshot unless a save of this
+// member runs. The listing, the lease and the upload run in the background
+// (startSnapshot), so the loop keeps its pace during an upload of any
+// length.
+func (m *Member) scheduledSnapshot(o planner.Observation) {
 	s := m.opts.Snapshots
-	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || m.now().Before(m.nextSnapshotCheck) {
+	if s == nil {
 		return
 	}
 	if m.startSnapshot(m.snapshotEndpoint(o), "scheduled", true) {
