@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -118,12 +119,12 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	// Consul's older state then let this seed start too (sim seed 30200).
 	// A seed that fails below removes it again (it names nothing once
 	// the act is over anyway: no etcd data).
-	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
+	if err := m.dir.WriteMeta(datadir.Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			m.dir.dropMetaWithoutData()
+			m.dir.DropMetaWithoutData()
 		}
 	}()
 	if existing == nil {
@@ -249,7 +250,7 @@ func (m *Member) resumeJoin(ctx context.Context, o planner.Observation, d planne
 }
 
 func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64, others map[string][]string) error {
-	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
+	if err := m.dir.WriteMeta(datadir.Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others))
@@ -308,7 +309,7 @@ func (m *Member) setAside(d planner.Decision) error {
 	if why == "" {
 		why = planner.AsideForeign
 	}
-	dst, err := m.dir.setAside(time.Now(), string(why))
+	dst, err := m.dir.SetAside(time.Now(), string(why))
 	if err != nil {
 		return err
 	}
@@ -346,7 +347,7 @@ func (m *Member) start(name, token, state, initial string) error {
 	c := m.opts.Cluster
 	cfg := embed.NewConfig()
 	cfg.Name = name
-	cfg.Dir = m.dir.etcdDir()
+	cfg.Dir = m.dir.EtcdDir()
 	peer, _ := url.Parse(m.peerURL(m.self))
 	client, _ := url.Parse(m.clientURL(m.self))
 	listenClient := *client
@@ -358,7 +359,7 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.ClusterState = state
 	if token != "" {
 		cfg.InitialClusterToken = token
-	} else if meta, err := m.dir.readMeta(); err == nil {
+	} else if meta, err := m.dir.ReadMeta(); err == nil {
 		cfg.InitialClusterToken = meta.Token
 		if meta.ForceNew {
 			if m.forceNewAllowed(meta) {
@@ -369,7 +370,7 @@ func (m *Member) start(name, token, state, initial string) error {
 				// confirmed, or names another incarnation) must not
 				// fork this member off its cluster: drop it.
 				meta.ForceNew = false
-				if err := m.dir.writeMeta(meta); err != nil {
+				if err := m.dir.WriteMeta(meta); err != nil {
 					return fmt.Errorf("clear a stale ForceNew flag: %w", err)
 				}
 				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally")
@@ -420,7 +421,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 	case <-e.Server.StopNotify():
 		return
 	}
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil {
 		m.log.Warn("read metadata", "error", err)
 		return
@@ -428,7 +429,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
 	meta.ForceNew = false
-	if err := m.dir.writeMeta(meta); err != nil {
+	if err := m.dir.WriteMeta(meta); err != nil {
 		m.log.Warn("write metadata", "error", err)
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
@@ -175,7 +176,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	m := &Member{
 		opts:    o,
 		log:     o.Logger.Named("member").With("member", o.Name),
-		dir:     dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
+		dir:     dataDir{datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)}},
 		since:   since{},
 		metrics: newMetrics(o.Cluster.Name, o.Name),
 	}
@@ -204,12 +205,12 @@ func New(ctx context.Context, o Options) (*Member, error) {
 			live[in.Name] = !in.Unknown
 		}
 	}
-	if from, err := adoptPrevious(m.dir.root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
+	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
 		m.log.Error("previous data not adopted", "error", err)
 	} else if from != "" {
-		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.root)
+		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.Root)
 	}
-	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
 	if err := m.setupTLS(ctx); err != nil {
@@ -241,7 +242,7 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("issue member certificate: %w", err)
 		}
-		if m.tlsFiles, err = certs.Write(m.dir.tlsDir(), "member", ca.Cert, pair); err != nil {
+		if m.tlsFiles, err = certs.Write(m.dir.TLSDir(), "member", ca.Cert, pair); err != nil {
 			return fmt.Errorf("write member certificate: %w", err)
 		}
 	}
@@ -334,7 +335,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
-	m.log.Info("supervising member", "data_dir", m.dir.root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
+	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -37,7 +37,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
-	local := m.dir.observe(running)
+	local := m.dir.Observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())
 		// The backend is etcd's while it runs: its revision comes from

@@ -114,7 +114,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	if rec != nil {
 		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
 	}
-	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
 	}
 	start := time.Now()
@@ -122,7 +122,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	defer cancel()
 	// Streamed from ep alone (not the shared client, which balances over
 	// every member) and spooled beside the member's data.
-	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.root}, s.Store, src, s.Encryption, nil)
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.Root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)

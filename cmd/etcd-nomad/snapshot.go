@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -377,14 +378,14 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	exists := err == nil
 	token := task.NewToken()
 	epoch := max(rec.Epoch, m.Epoch) + 1
-	var deltas task.Deltas
+	var deltas datadir.Deltas
 	if !noDeltas {
 		list, err := env.store.List(ctx)
 		if err != nil {
 			return fmt.Errorf("list the deltas after %s (or give -no-deltas): %w", name, err)
 		}
 		chain, gap := snapshot.Chain(list, m)
-		deltas = task.Deltas{Store: env.store, Chain: chain, Encryption: env.enc}
+		deltas = datadir.Deltas{Store: env.store, Chain: chain, Encryption: env.enc}
 		if len(chain) > 0 {
 			ui.Output(fmt.Sprintf("replaying %d deltas after it, to revision %d", len(chain), chain[len(chain)-1].Revision))
 		}
@@ -392,7 +393,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			ui.Warn("the delta chain has a gap: changes after it are not replayed")
 		}
 	}
-	aside, res, err := task.InstallSnapshot(ctx, root, plain, task.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, deltas, "restored-over")
+	aside, res, err := datadir.InstallSnapshot(ctx, root, plain, datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, deltas, "restored-over")
 	if aside != "" {
 		ui.Output("set aside the member's previous data: " + aside)
 	}
