@@ -129,21 +129,11 @@ func (d Dir) Observe(running bool) planner.Local {
 // the backend's meta bucket ("storageVersion", e.g. "3.6.0"); "" when
 // absent (etcd 3.5 wrote none) or unreadable.
 func (d Dir) StorageVersion() string {
-	p := filepath.Join(d.EtcdDir(), "member", "snap", "db")
-	if _, err := os.Stat(p); err != nil {
-		return ""
-	}
-	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
-	if err != nil {
-		return ""
-	}
-	defer db.Close()
 	var v string
-	_ = db.View(func(tx *bolt.Tx) error {
+	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
 		if b := tx.Bucket([]byte("meta")); b != nil {
 			v = string(b.Get([]byte("storageVersion")))
 		}
-		return nil
 	})
 	return v
 }
@@ -177,24 +167,15 @@ func (d Dir) Learner(id uint64) bool {
 	if id == 0 {
 		return false
 	}
-	p := filepath.Join(d.EtcdDir(), "member", "snap", "db")
-	if _, err := os.Stat(p); err != nil {
-		return false
-	}
-	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
-	if err != nil {
-		return false
-	}
-	defer db.Close()
 	var learner bool
-	_ = db.View(func(tx *bolt.Tx) error {
+	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
 		b := tx.Bucket([]byte("members"))
 		if b == nil {
-			return nil
+			return
 		}
 		v := b.Get([]byte(strconv.FormatUint(id, 16)))
 		if v == nil {
-			return nil
+			return
 		}
 		var m struct {
 			IsLearner bool `json:"isLearner"`
@@ -202,7 +183,6 @@ func (d Dir) Learner(id uint64) bool {
 		if json.Unmarshal(v, &m) == nil {
 			learner = m.IsLearner
 		}
-		return nil
 	})
 	return learner
 }
@@ -213,20 +193,11 @@ func (d Dir) Revision() int64 { return BackendRevision(d.EtcdDir()) }
 // BackendRevision reads the newest revision in the backend of the etcd
 // data dir etcdDir, 0 if unknown.
 func BackendRevision(etcdDir string) int64 {
-	p := filepath.Join(etcdDir, "member", "snap", "db")
-	if _, err := os.Stat(p); err != nil {
-		return 0
-	}
-	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
-	if err != nil {
-		return 0
-	}
-	defer db.Close()
 	var rev int64
-	_ = db.View(func(tx *bolt.Tx) error {
+	viewBackend(etcdDir, func(tx *bolt.Tx) {
 		b := tx.Bucket([]byte("key"))
 		if b == nil {
-			return nil
+			return
 		}
 		k, _ := b.Cursor().Last()
 		if len(k) >= 8 {
@@ -234,9 +205,27 @@ func BackendRevision(etcdDir string) int64 {
 				rev = rev<<8 | int64(c)
 			}
 		}
-		return nil
 	})
 	return rev
+}
+
+// viewBackend reads the stopped backend of the etcd data dir etcdDir
+// (read-only, giving up after 200 ms if another process holds it); a
+// missing or unreadable backend is not read.
+func viewBackend(etcdDir string, read func(*bolt.Tx)) {
+	p := filepath.Join(etcdDir, "member", "snap", "db")
+	if _, err := os.Stat(p); err != nil {
+		return
+	}
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		read(tx)
+		return nil
+	})
 }
 
 // SetAside renames current/ to aside/TIMESTAMP-WHY. Nothing is deleted.
