@@ -2,10 +2,34 @@ package planner
 
 import "fmt"
 
-// Check returns an error when d, decided for o, breaks one of the safety
-// invariants of DESIGN.md (1 to 9: those one decision can break; 10 to 12
-// and the whole-system properties are checked over time by sim/). It is a naive reference written
-// apart from Plan, so that a planner bug is not mirrored here.
+// refuse returns d, or a Wait naming the broken rule when d fails Check:
+// a planner bug Check sees costs progress (the member waits and says
+// why, in its log and status), never safety.
+func refuse(o Observation, d Decision) Decision {
+	if err := Check(o, d); err != nil {
+		return Decision{Kind: Wait, Name: d.Name, Reason: fmt.Sprintf("refused to %s (a planner bug: %v): %s", d.Kind, err, d.Reason)}
+	}
+	return d
+}
+
+// Check returns an error when d, decided for o, breaks a safety rule that
+// one decision can break: the invariants 1 to 10 of DESIGN.md (one seed
+// per epoch, quorum kept by removals and replacements, one membership
+// change in flight, recovery only after the grace and from the best
+// source, no foreign or stale data started, the persisted identity,
+// nothing set aside that is needed, the record as derived truth, epochs
+// only grow, no recovery while a quorum may answer), and beside them: a
+// decision that acts under the lock (seed, membership change, record
+// write, maintenance) holds it; an operator's pause holds back every
+// action but a wait, a rejoin and the operator's own recovery; an
+// instance is replaced only when unhealthy long enough and with a quorum
+// left, one at a time; a peer URL is updated only by the running member
+// for itself. Invariants 11 and 12 and the whole-system properties (one
+// cluster id, no acknowledged write lost) are checked over time by sim/.
+//
+// It is a naive reference written apart from Plan, so that a planner bug
+// is not mirrored here, and pure and cheap: Plan runs it on every
+// decision and refuses one that fails it (refuse).
 func Check(o Observation, d Decision) error {
 	name := o.Self.Name
 	if o.Local.Name != "" {

@@ -97,8 +97,9 @@ type Faults struct {
 type rules = Faults
 
 // Plan decides what this member does next. It is pure: the same
-// Observation always gives the same Decision.
-func Plan(o Observation) Decision { return rules{}.Plan(o) }
+// Observation always gives the same Decision. A decision that fails Check
+// is refused: Plan returns a Wait that names the broken rule instead.
+func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
 func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
@@ -907,6 +908,10 @@ func inInstances(ins []Instance, name string) bool {
 // removed: scale-down, replacement) does before it stops: remove itself
 // from the membership when that is safe, so that its replacement can join
 // at once and the cluster never counts a member that will not come back.
+// Unlike Plan, it does not run Check: Check reads a leaving member's
+// removal of itself while the record names another incarnation as keeping
+// that incarnation running (invariant 5), which it is not (sim/ found
+// it), and a refused departure would leave a voter that never returns.
 func PlanLeave(o Observation) Decision { return rules{}.PlanLeave(o) }
 
 func (r rules) planLeave(o Observation) Decision {
