@@ -120,20 +120,17 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 // lost its state meanwhile; one small write).
 const caCertRepublish = 5 * time.Minute
 
-// publishCACert writes the CA certificate to the coordinator from the
-// leader, when the definition lets workloads exchange identities for
-// certificates.
+// publishCACert carries out Upkeep.PublishCACert: the leader writes the CA
+// certificate to the coordinator when the definition lets workloads
+// exchange identities for certificates.
 func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
-		return
-	}
-	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
+	if !ok || m.ca == nil {
 		return
 	}
 	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.caCertPublished = time.Now()
+	m.caCertPublished = m.now()
 }

@@ -114,7 +114,7 @@ func (m *Member) issueMember(now time.Time) error {
 		return fmt.Errorf("issue member certificate: %w", err)
 	}
 	// The same paths every time: m.tlsFiles, set at start, stays.
-	if _, err := certs.WriteMember(m.dir.tlsDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
+	if _, err := certs.WriteMember(m.dir.TLSDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
 		return fmt.Errorf("write member certificate: %w", err)
 	}
 	return nil
@@ -285,6 +285,6 @@ func (m *Member) certWarning(now time.Time) string {
 
 // memberFiles are the paths certs.WriteMember writes in the tls dir.
 func (d dataDir) memberFiles() certs.Files {
-	pem := filepath.Join(d.tlsDir(), "member.pem")
-	return certs.Files{CA: filepath.Join(d.tlsDir(), "ca.crt"), Cert: pem, Key: pem}
+	pem := filepath.Join(d.TLSDir(), "member.pem")
+	return certs.Files{CA: filepath.Join(d.TLSDir(), "ca.crt"), Cert: pem, Key: pem}
 }

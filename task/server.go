@@ -93,8 +93,8 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	}
 	st.CertWarning = m.certWarning(now)
 	st.CA = m.rotationView()
-	if meta, err := m.dir.readMeta(); err == nil {
-		if e != nil || starting || m.dir.hasEtcdData() {
+	if meta, err := m.dir.ReadMeta(); err == nil {
+		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
 			// between the two) names an incarnation this member does not
 			// hold: peers must not wait for it to re-record (it sees
@@ -107,11 +107,11 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 		st.MemberID, st.ClusterID = meta.MemberID, meta.ClusterID
 	}
 	if e == nil {
-		if m.dir.hasEtcdData() {
-			st.Revision = m.dir.revision()
+		if m.dir.HasEtcdData() {
+			st.Revision = m.dir.Revision()
 			// Peers must know a stopped learner's data is a learner's:
 			// it never seeds a recovery (invariant 4).
-			st.Learner = m.dir.learner(st.MemberID)
+			st.Learner = m.dir.Learner(st.MemberID)
 		}
 		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
 	}
