@@ -142,7 +142,19 @@ type TLS struct {
 	CAFile   string
 	CertFile string
 	KeyFile  string
+	// CertificateTTL is how long the member and root client certificates
+	// of mode "auto" are valid; members renew them while running at two
+	// thirds of it (tls.certificate_ttl, default DefaultMemberCertTTL).
+	CertificateTTL time.Duration
 }
+
+// DefaultMemberCertTTL is the validity of the member certificates of TLS
+// mode "auto": renewed while running at two thirds of it.
+const DefaultMemberCertTTL = 365 * 24 * time.Hour
+
+// MinMemberCertTTL: shorter validities leave renewal no margin over the
+// clock skew members tolerate (certificates are backdated a tenth of it).
+const MinMemberCertTTL = 30 * time.Second
 
 // Provider says where members come from.
 type Provider struct {

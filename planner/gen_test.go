@@ -44,7 +44,7 @@ func genObservation(rng *rand.Rand) Observation {
 	case 0:
 	case 1:
 		// Unconfirmed: a seed, or a recovery (which a member may take over).
-		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []string{"", "", "data", "snapshot:snap"}[pick(4)]}
+		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []Source{"", "", "data", "snapshot:snap"}[pick(4)]}
 		if o.Record.Source != "" && pick(2) == 0 {
 			// A recovery record carrying the last confirmed incarnation.
 			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = tokens[pick(2)], uint64(1+pick(3))
@@ -201,7 +201,7 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 		// Takeover: epoch 3 recorded by a lost seeder m9; the last
 		// confirmed incarnation is epoch 1, or epoch 2 when the record
 		// does not carry it (older records).
-		o.Record = &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: []string{"data", "snapshot:snap"}[pick(2)]}
+		o.Record = &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: []Source{"data", "snapshot:snap"}[pick(2)]}
 		if pick(3) != 0 {
 			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = "tokA", 1
 		}
@@ -250,7 +250,7 @@ func genResume(rng *rand.Rand) Observation {
 	o := Observation{
 		ClusterName: "c", DesiredSize: 3, HoldsLock: pick(3) != 0, NewToken: "tokNew", RecoveryGrace: 30 * time.Second,
 		Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true},
-		Record:      &Record{Token: "tokA", Epoch: uint64(1 + pick(3)), Seeder: "m0", Source: []string{"", "snapshot:snap"}[pick(2)]},
+		Record:      &Record{Token: "tokA", Epoch: uint64(1 + pick(3)), Seeder: "m0", Source: []Source{"", "snapshot:snap"}[pick(2)]},
 		Unreachable: pick(2),
 	}
 	for i := 0; i < 3; i++ {

@@ -279,7 +279,7 @@ func Check(o Observation, d Decision) error {
 				}
 			}
 			if d.From == FromSnapshot {
-				if s := o.LatestSnapshot; s != nil && o.Record.Source != FromSnapshot+":"+s.Name {
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) {
 					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
 				}
 				if o.Unreachable > 0 {
@@ -319,7 +319,7 @@ func Check(o Observation, d Decision) error {
 			// epoch newer than both, with no data here or at any peer and
 			// every instance answering (invariants 1, 4, 8).
 			s := o.LatestSnapshot
-			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == FromSnapshot+":"+s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) {
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == SnapshotSource(s.Name) || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) {
 				return fmt.Errorf("invariant 4: recovery over this member's own unconfirmed record %+v other than a restore of the newest snapshot as a newer epoch", *r)
 			}
 			if !o.Local.Empty || o.Running || o.Unreachable > 0 {

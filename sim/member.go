@@ -556,7 +556,7 @@ func summary(o planner.Observation) string {
 	if r := o.Record; r != nil {
 		fmt.Fprintf(&b, " rec(e%d %s c%x by %s", r.Epoch, r.Token, r.ClusterID, r.Seeder)
 		if r.Source != "" {
-			b.WriteString(" from " + r.Source)
+			b.WriteString(" from " + string(r.Source))
 		}
 		b.WriteString(")")
 	} else {

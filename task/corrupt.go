@@ -92,7 +92,7 @@ func (m *Member) observeCorrupt(e *embed.Etcd, o *planner.Observation) {
 // does not hold the start back: the leader's compaction hash check
 // decides by majority once the member runs.
 func (m *Member) checkBeforeStart(ctx context.Context) (string, error) {
-	local, err := dataHash(filepath.Join(m.dir.etcdDir(), "member", "snap", "db"))
+	local, err := dataHash(filepath.Join(m.dir.EtcdDir(), "member", "snap", "db"))
 	if err != nil {
 		return "", fmt.Errorf("hash of this member's data: %w", err)
 	}

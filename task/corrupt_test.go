@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ import (
 // the same revisions, as a bit flip on disk would make it.
 func corruptValue(t *testing.T, m *Member, key, val string) {
 	t.Helper()
-	db, err := bolt.Open(filepath.Join(m.dir.etcdDir(), "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(filepath.Join(m.dir.EtcdDir(), "member", "snap", "db"), 0o600, &bolt.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +147,7 @@ func TestCorruptMemberIsFoundBeforeItStartsAndRejoins(t *testing.T) {
 		v, err := serializableGet(ms["m2"], "k/19")
 		return v == "v19", fmt.Sprint(v, err)
 	})
-	old := ms["m2"].waitMeta(t, func(m Meta) bool { return m.MemberID != 0 }).MemberID
+	old := ms["m2"].waitMeta(t, func(m datadir.Meta) bool { return m.MemberID != 0 }).MemberID
 	stops["m2"]()
 	ms["m2"].halt()
 	corruptValue(t, ms["m2"], "k/07", "rotten")
@@ -187,7 +188,7 @@ func TestCompactionHashCheckFindsACorruptMember(t *testing.T) {
 		v, err := serializableGet(ms["m2"], "k/19")
 		return v == "v19", fmt.Sprint(v, err)
 	})
-	old := ms["m2"].waitMeta(t, func(m Meta) bool { return m.MemberID != 0 }).MemberID
+	old := ms["m2"].waitMeta(t, func(m datadir.Meta) bool { return m.MemberID != 0 }).MemberID
 	for _, n := range []string{"m0", "m1", "m2"} {
 		stops[n]()
 		ms[n].halt()

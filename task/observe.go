@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -21,7 +22,7 @@ import (
 // cluster are facts, not errors; only the provider and the coordinator
 // failing make the observation unusable.
 func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
-	now := time.Now()
+	now := m.opts.Clock.Now()
 	insts, err := m.opts.Provider.Instances(ctx)
 	if err != nil {
 		return planner.Observation{}, fmt.Errorf("list instances: %w", err)
@@ -36,7 +37,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
-	local := m.dir.observe(running)
+	local := m.dir.Observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())
 		// The backend is etcd's while it runs: its revision comes from
@@ -69,8 +70,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
-			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Operator: rec.Operator}
+		o.Record = PlannerRecord(rec)
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -202,32 +202,9 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 }
 
 // observeMembers reads the member list (linearizable: it proves quorum)
-// and each member's health.
+// and each member's presence and health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
-	// A running member asks its own server: other endpoints may serve
-	// another incarnation (a restore or recovery in progress). A stopped
-	// member asks the others and checks the answer's cluster id below.
-	// A learner cannot answer a linearizable member list, so it asks the
-	// others like a stopped member; every answer's cluster id is checked.
-	var endpoints []string
-	var ownCluster uint64
-	learner := false
-	m.mu.Lock()
-	e := m.etcd
-	m.mu.Unlock()
-	if e != nil { // never call into etcd while holding m.mu
-		ownCluster = uint64(e.Server.Cluster().ID())
-		learner, _ = selfRole(e.Server)
-	}
-	if o.Running && !learner {
-		endpoints = append(endpoints, m.clientURL(m.self))
-	} else {
-		for _, in := range insts {
-			if in.Name != m.opts.Name && in.ClientPort != 0 {
-				endpoints = append(endpoints, m.clientURL(in))
-			}
-		}
-	}
+	endpoints, ownCluster := m.memberListEndpoints(insts, o)
 	anyPeer := false
 	for _, p := range o.Peers {
 		anyPeer = anyPeer || p.Running
@@ -257,6 +234,52 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	}
 	o.MembersKnown = true
 	o.MembersClusterID = resp.Header.ClusterId
+	present := m.presence(insts, o)
+	o.Members = make([]planner.Member, len(resp.Members))
+	seen := map[uint64]bool{}
+	for i, pm := range resp.Members {
+		seen[pm.ID] = true
+		o.Members[i] = planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner,
+			AbsentFor: m.since.hold(condition{condAbsent, pm.ID}, !present(pm.Name, pm.PeerURLs), now)}
+	}
+	m.probeHealth(ctx, cli, resp.Members, o)
+	for i, mem := range o.Members {
+		o.Members[i].UnhealthyFor = m.since.hold(condition{condUnhealthy, mem.ID}, !mem.Healthy, now)
+	}
+	m.since.keepOnly(condAbsent, seen)
+	m.since.keepOnly(condUnhealthy, seen)
+}
+
+// memberListEndpoints says whom to ask for the member list. A running
+// member asks its own server: other endpoints may serve another
+// incarnation (a restore or recovery in progress). A stopped member asks
+// the others and observeMembers checks the answer's cluster id. A learner
+// cannot answer a linearizable member list, so it asks the others like a
+// stopped member; every answer's cluster id is checked. ownCluster is the
+// running server's cluster id, 0 when none runs.
+func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Observation) (endpoints []string, ownCluster uint64) {
+	learner := false
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e != nil { // never call into etcd while holding m.mu
+		ownCluster = uint64(e.Server.Cluster().ID())
+		learner, _ = selfRole(e.Server)
+	}
+	if o.Running && !learner {
+		return []string{m.clientURL(m.self)}, ownCluster
+	}
+	for _, in := range insts {
+		if in.Name != m.opts.Name && in.ClientPort != 0 {
+			endpoints = append(endpoints, m.clientURL(in))
+		}
+	}
+	return endpoints, ownCluster
+}
+
+// presence returns whether a listed member (by name, or by peer URL for
+// one not started yet) has an instance.
+func (m *Member) presence(insts []provider.Instance, o *planner.Observation) func(name string, peerURLs []string) bool {
 	names := map[string]bool{}
 	peers := map[string]bool{}
 	for _, in := range insts {
@@ -275,32 +298,27 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 			names[o.Local.Name] = true
 		}
 	}
+	return func(name string, peerURLs []string) bool {
+		present := names[name]
+		if name == "" {
+			for _, u := range peerURLs {
+				present = present || peers[u]
+			}
+		}
+		return present
+	}
+}
+
+// probeHealth asks every listed member with a client URL for its status,
+// concurrently: one that answers is healthy, reports its database sizes,
+// and the answer with the highest term names the leader.
+func (m *Member) probeHealth(ctx context.Context, cli *clientv3.Client, listed []*etcdserverpb.Member, o *planner.Observation) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		term uint64
 	)
-	o.Members = make([]planner.Member, len(resp.Members))
-	seen := map[uint64]bool{}
-	for i, pm := range resp.Members {
-		pm := pm
-		mem := planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner}
-		present := names[pm.Name]
-		if pm.Name == "" {
-			for _, u := range pm.PeerURLs {
-				present = present || peers[u]
-			}
-		}
-		seen[pm.ID] = true
-		if present {
-			delete(m.absentAt, pm.ID)
-		} else {
-			if _, ok := m.absentAt[pm.ID]; !ok {
-				m.absentAt[pm.ID] = now
-			}
-			mem.AbsentFor = now.Sub(m.absentAt[pm.ID])
-		}
-		o.Members[i] = mem
+	for i, pm := range listed {
 		if len(pm.ClientURLs) == 0 {
 			continue
 		}
@@ -323,21 +341,4 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		}(i, pm.ClientURLs[0])
 	}
 	wg.Wait()
-	for i, mem := range o.Members {
-		if mem.Healthy {
-			delete(m.unhealthyAt, mem.ID)
-			continue
-		}
-		if _, ok := m.unhealthyAt[mem.ID]; !ok {
-			m.unhealthyAt[mem.ID] = now
-		}
-		o.Members[i].UnhealthyFor = now.Sub(m.unhealthyAt[mem.ID])
-	}
-	for _, seenAt := range []map[uint64]time.Time{m.absentAt, m.unhealthyAt} {
-		for id := range seenAt {
-			if !seen[id] {
-				delete(seenAt, id)
-			}
-		}
-	}
 }
