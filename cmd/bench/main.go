@@ -70,6 +70,9 @@ type options struct {
 	jsonOut       string
 	mdOut         string
 	keep          bool
+	deltaInterval time.Duration
+	rpoWrite      time.Duration
+	replayEvents  int
 }
 
 func run(args []string) error {
@@ -77,7 +80,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay); default all")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
@@ -88,6 +91,9 @@ func run(args []string) error {
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "JSON results file")
 	fs.StringVar(&o.mdOut, "markdown", "docs/benchmarks.md", "markdown results file (\"\" to skip)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	fs.DurationVar(&o.deltaInterval, "delta-interval", 5*time.Second, "delta_interval of the continuous backup figures (g)")
+	fs.DurationVar(&o.rpoWrite, "rpo-write", 20*time.Second, "how long the RPO figure writes before every data dir is lost")
+	fs.IntVar(&o.replayEvents, "replay-events", 1_000_000, "delta events after the full snapshot in the replay figure")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -144,6 +150,14 @@ func run(args []string) error {
 		res, notes, err := env.recoveryFigure(ctx)
 		if err != nil {
 			return fmt.Errorf("quorum-loss figure: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("g") {
+		res, notes, err := env.backupFigures(ctx)
+		if err != nil {
+			return fmt.Errorf("continuous backup figures: %w", err)
 		}
 		report.Results = append(report.Results, res...)
 		report.Notes = append(report.Notes, notes...)
