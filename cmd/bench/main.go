@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +39,8 @@ func main() {
 			err = runSnapshotSave(os.Args[2:])
 		case "snapshot-restore":
 			err = runSnapshotRestore(os.Args[2:])
+		case "snapshot-stages":
+			err = runSnapshotStages(os.Args[2:])
 		default:
 			handled = false
 		}
@@ -80,7 +83,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone); default all")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here (the in-process parts: g.replay's restore)")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
@@ -98,6 +102,17 @@ func run(args []string) error {
 		return err
 	}
 	o.snapshotBytes = *sizeMiB << 20
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	want := func(id string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+id+",") }
 
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Output: os.Stderr, Level: hclog.Info})
@@ -154,8 +169,8 @@ func run(args []string) error {
 		report.Results = append(report.Results, res...)
 		report.Notes = append(report.Notes, notes...)
 	}
-	if want("g") {
-		res, notes, err := env.backupFigures(ctx)
+	if want("g") || want("g.replay") {
+		res, notes, err := env.backupFigures(ctx, want("g"))
 		if err != nil {
 			return fmt.Errorf("continuous backup figures: %w", err)
 		}
