@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -137,45 +138,62 @@ func run(args []string) error {
 	env := &runEnv{opts: o, log: log, self: self}
 	report := bench.Report{Started: start, Machine: bench.Describe(), Commit: gitCommit(o.repo)}
 
+	// A group that fails is reported (its error under the table, and the
+	// run's exit status) without losing the figures of the others.
+	var failures []string
+	failed := func(group string, err error) {
+		msg := fmt.Sprintf("%s not measured: %v", group, err)
+		if len(msg) > 600 {
+			msg = msg[:600] + "…"
+		}
+		log.Error(msg)
+		failures = append(failures, msg)
+		report.Notes = append(report.Notes, "**"+msg+"**")
+	}
 	if want("e") {
 		res, notes, err := env.snapshotFigures(ctx)
 		if err != nil {
-			return fmt.Errorf("snapshot figures: %w", err)
+			failed("snapshot figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("a") || want("f") {
 		res, notes, err := env.kvFigures(ctx, want("a"), want("f"))
 		if err != nil {
-			return fmt.Errorf("KV figures: %w", err)
+			failed("KV figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("b") || want("c") {
 		res, notes, err := env.nomadFigures(ctx)
 		if err != nil {
-			return fmt.Errorf("Nomad figures: %w", err)
+			failed("Nomad figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("d") {
 		res, notes, err := env.recoveryFigure(ctx)
 		if err != nil {
-			return fmt.Errorf("quorum-loss figure: %w", err)
+			failed("quorum-loss figure", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("g") || want("g.replay") {
 		res, notes, err := env.backupFigures(ctx, want("g"))
 		if err != nil {
-			return fmt.Errorf("continuous backup figures: %w", err)
+			failed("continuous backup figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	for i := range report.Results {
 		report.Results[i].Judge()
@@ -201,6 +219,9 @@ func run(args []string) error {
 		}
 	}
 	log.Info("benchmarks done", "took", report.Took.Round(time.Second), "json", o.jsonOut, "markdown", o.mdOut)
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "; "))
+	}
 	return nil
 }
 
