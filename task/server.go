@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +42,9 @@ type Status struct {
 	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
 	// refuses writes until maintenance disarms it.
 	NoSpace bool `json:"nospace,omitempty"`
+	// Corrupt names the members (hex ids, 0: no majority) etcd's CORRUPT
+	// alarms name: the cluster refuses writes until they are handled.
+	Corrupt []string `json:"corrupt,omitempty"`
 	// Paused names the operator's pause when the cluster is paused.
 	Paused string `json:"paused,omitempty"`
 	Reason string `json:"reason"`
@@ -107,6 +111,9 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
 	st.NoSpace = noSpace(e)
+	for _, id := range corruptAlarms(e) {
+		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%x", id))
+	}
 	select {
 	case <-srv.ReadyNotify():
 	default:
@@ -157,6 +164,13 @@ func (m *Member) serveStatus() error {
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
+			return
+		}
+		if len(st.Corrupt) > 0 {
+			// A warning, not critical: the member serves reads; the
+			// corrupt member's data is set aside and its alarm disarmed.
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for member(s) %s: writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, strings.Join(st.Corrupt, ","), warn)
 			return
 		}
 		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
