@@ -95,9 +95,11 @@ chaos-hosts: tools
 	CHAOS_HOSTS=1 CHAOS_HOSTS_SERVERS=$(SERVERS) CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
 
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
-## its baseline from the same run (about 10 minutes; not part of `make
+## its baseline from the same run (about 15 minutes; not part of `make
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
-## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
+## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h): e snapshot
+## save/restore, a KV, f overhead, b/c Nomad, d quorum loss, g continuous
+## backup (cost, RPO, replay of -replay-events, 1 M by default).
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)

@@ -95,6 +95,9 @@ type Options struct {
 	SnapshotPassphraseEnv string
 	// CertificateTTL, optional, sets tls.certificate_ttl (TLS auto).
 	CertificateTTL time.Duration
+	// DeltaInterval, optional with SnapshotDir, sets the snapshot block's
+	// delta_interval ("0s": continuous backup off; "": the default).
+	DeltaInterval string
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -129,6 +132,9 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 			o.SnapshotInterval = 30 * time.Minute
 		}
 		fmt.Fprintf(&b, "\n  snapshot {\n    interval     = %q\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n", o.SnapshotInterval.String(), o.SnapshotDir)
+		if o.DeltaInterval != "" {
+			fmt.Fprintf(&b, "    delta_interval = %q\n", o.DeltaInterval)
+		}
 		if o.SnapshotPassphraseEnv != "" {
 			fmt.Fprintf(&b, "    encryption {\n      passphrase_env = %q\n    }\n", o.SnapshotPassphraseEnv)
 		}
