@@ -409,6 +409,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
 		return err
 	}
+	// A copy of this directory taken from now on, while etcd runs, must
+	// not look cleanly stopped (adoptPrevious).
+	if err := m.dir.MarkStopped(false); err != nil {
+		return fmt.Errorf("clear the clean-stop mark before starting etcd: %w", err)
+	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {

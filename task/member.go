@@ -462,6 +462,9 @@ func (m *Member) shutdown() {
 		select {
 		case <-done:
 			m.log.Info("etcd stopped")
+			if err := m.dir.MarkStopped(true); err != nil {
+				m.log.Warn("could not mark the data cleanly stopped (a replacement will not adopt it)", "error", err)
+			}
 		case <-time.After(m.opts.StopTimeout):
 			m.log.Warn("etcd did not stop in time", "timeout", m.opts.StopTimeout)
 		}
