@@ -495,7 +495,16 @@ func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}
-	cli, err := m.etcdClient([]string{m.clientURL(m.self)})
+	// Through the endpoints whose member list named the old URL: this
+	// server's own, or the others' when its own membership is stale too
+	// (observeMembers).
+	m.mu.Lock()
+	endpoints := m.membersFrom
+	m.mu.Unlock()
+	if len(endpoints) == 0 {
+		endpoints = []string{m.clientURL(m.self)}
+	}
+	cli, err := m.etcdClient(endpoints)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,9 @@ type Member struct {
 	left        bool // this member removed itself (leave)
 	starting    bool // an act that starts etcd is in progress
 	client      *clientv3.Client
+	// membersFrom (under mu): the endpoints whose member list the last
+	// observation holds (nil when it holds none).
+	membersFrom []string
 
 	metrics           *metrics
 	summary           []byte // last cluster summary written

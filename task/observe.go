@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -208,17 +209,27 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	// member asks the others and checks the answer's cluster id below.
 	// A learner cannot answer a linearizable member list, so it asks the
 	// others like a stopped member; every answer's cluster id is checked.
+	// So does a member whose own membership names another peer URL for
+	// it (its data came from a previous allocation at another address):
+	// until its peers learn the new URL it may never hear from the
+	// leader (when the leader moved too, each names the other's old
+	// address), so its own server cannot answer, and the update must go
+	// through the others (updatePeerURL uses the same endpoints).
 	var endpoints []string
 	var ownCluster uint64
-	learner := false
+	learner, moved := false, false
 	m.mu.Lock()
 	e := m.etcd
+	m.membersFrom = nil
 	m.mu.Unlock()
 	if e != nil { // never call into etcd while holding m.mu
 		ownCluster = uint64(e.Server.Cluster().ID())
 		learner, _ = selfRole(e.Server)
+		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
+			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
+		}
 	}
-	if o.Running && !learner {
+	if o.Running && !learner && !moved {
 		endpoints = append(endpoints, m.clientURL(m.self))
 	} else {
 		for _, in := range insts {
@@ -256,6 +267,9 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	}
 	o.MembersKnown = true
 	o.MembersClusterID = resp.Header.ClusterId
+	m.mu.Lock()
+	m.membersFrom = endpoints
+	m.mu.Unlock()
 	names := map[string]bool{}
 	peers := map[string]bool{}
 	for _, in := range insts {
