@@ -89,7 +89,8 @@ chaos: tools
 ## network namespaces, needs root): partitions between hosts, isolating the
 ## leader's host, cutting a host off from the servers, 2 | 1 | clients
 ## splits, host crashes, node drains, Nomad and Consul server outages.
-## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts.
+## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts;
+## CHAOS_FAULTS=unplug,two (words of fault names) keeps some kinds only.
 SERVERS ?= 1
 chaos-hosts: tools
 	CHAOS_HOSTS=1 CHAOS_HOSTS_SERVERS=$(SERVERS) CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
