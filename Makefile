@@ -88,7 +88,8 @@ chaos: tools
 ## chaos-hosts: the same on the multi-host testbed (devagents.StartHosts:
 ## network namespaces, needs root): partitions between hosts, isolating the
 ## leader's host, cutting a host off from the servers, 2 | 1 | clients
-## splits, host crashes, node drains, Nomad and Consul server outages.
+## splits, a host's link down, host crashes, node drains, Nomad and Consul
+## server outages, two allocations stopped at once, two faults at once.
 ## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts;
 ## CHAOS_FAULTS=unplug,two (words of fault names) keeps some kinds only.
 SERVERS ?= 1
