@@ -99,7 +99,9 @@ chaos-hosts: tools
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
 ## its baseline from the same run (about 10 minutes; not part of `make
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
-## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
+## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h); "h" (the
+## multi-host testbed: idle API calls, partition, heal, drain, host crash;
+## about 3 minutes) needs root.
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)

@@ -77,7 +77,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
@@ -144,6 +144,14 @@ func run(args []string) error {
 		res, notes, err := env.recoveryFigure(ctx)
 		if err != nil {
 			return fmt.Errorf("quorum-loss figure: %w", err)
+		}
+		report.Results = append(report.Results, res...)
+		report.Notes = append(report.Notes, notes...)
+	}
+	if want("h") {
+		res, notes, err := env.hostsFigures(ctx)
+		if err != nil {
+			return fmt.Errorf("multi-host figures: %w", err)
 		}
 		report.Results = append(report.Results, res...)
 		report.Notes = append(report.Notes, notes...)
