@@ -542,9 +542,20 @@ func (h *Host) nodeID(ctx context.Context) (string, error) {
 }
 
 // NodeID returns the Nomad node id of client host h, as its agent
-// reports it.
+// reports it, polling until the client is registered (it has heartbeated
+// within its TTL: just after a partition it may not have yet) or ctx ends.
 func (tb *Testbed) NodeID(ctx context.Context, h *Host) (string, error) {
-	return h.nodeID(ctx)
+	for {
+		id, err := h.nodeID(ctx)
+		if err == nil {
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // Close tears the testbed down even half built: every process in each

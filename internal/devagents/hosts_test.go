@@ -151,10 +151,42 @@ func TestTestbed(t *testing.T) {
 	if b := tb.Blocked(); len(b) != 0 {
 		t.Errorf("blocked after Heal: %v", b)
 	}
+	// A host plugged back in resolves its neighbours again first.
 	for _, p := range [][2]*Host{{c1, c2}, {c2, c1}, {c2, s1}, {c1, s1}, {s1, c1}} {
-		if err := canDial(p[0], consulOf(p[1])); err != nil {
-			t.Errorf("after Heal %s cannot reach %s: %v", p[0].Name, p[1].Name, err)
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			err := canDial(p[0], consulOf(p[1]))
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("after Heal %s cannot reach %s: %v", p[0].Name, p[1].Name, err)
+				break
+			}
 		}
+	}
+	if err := tb.CutFromServers(c2); err != nil {
+		t.Fatal(err)
+	}
+	// Cut off past its heartbeat TTL, c2's Nomad client is no longer
+	// registered; NodeID waits for its next heartbeat after the heal
+	// rather than failing (chaos-hosts drained a host just healed).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		if _, err := c2.nodeID(context.Background()); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("c2's Nomad client cut off from the servers for a minute, still registered")
+		}
+	}
+	healed := make(chan error, 1)
+	go func() { healed <- tb.Heal() }()
+	nctx, ncancel := context.WithTimeout(context.Background(), time.Minute)
+	if _, err := tb.NodeID(nctx, c2); err != nil {
+		t.Errorf("NodeID after the heal: %v", err)
+	}
+	ncancel()
+	if err := <-healed; err != nil {
+		t.Fatal(err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
