@@ -80,8 +80,8 @@ func Fingerprint(certPEM []byte) string {
 }
 
 // newLeaf makes a fresh key and a certificate template with a random
-// serial, the subject common name cn, valid from an hour before now for
-// validity.
+// serial, the subject common name cn, valid from backdate(validity)
+// before now until now+validity.
 func newLeaf(cn string, now time.Time, validity time.Duration) (*ecdsa.PrivateKey, *x509.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -94,7 +94,7 @@ func newLeaf(cn string, now time.Time, validity time.Duration) (*ecdsa.PrivateKe
 	return key, &x509.Certificate{
 		SerialNumber: sn,
 		Subject:      pkix.Name{CommonName: cn, Organization: []string{"etcd-nomad"}},
-		NotBefore:    now.Add(-time.Hour),
+		NotBefore:    now.Add(-backdate(validity)),
 		NotAfter:     now.Add(validity),
 	}, nil
 }
@@ -129,9 +129,16 @@ func NewCA(cluster string, now time.Time) (Pair, error) {
 // Issue signs a certificate for name, valid for both server and client
 // authentication, with the given host names and IP addresses as SANs.
 func Issue(ca Pair, name string, hosts []string, now time.Time) (Pair, error) {
-	caCert, signer, key, tmpl, err := prepare(ca, name, now, leafValidity)
+	return issue(ca, name, hosts, now, leafValidity)
+}
+
+func issue(ca Pair, name string, hosts []string, now time.Time, validity time.Duration) (Pair, error) {
+	caCert, signer, key, tmpl, err := prepare(ca, name, now, validity)
 	if err != nil {
 		return Pair{}, err
+	}
+	if tmpl.NotAfter.After(caCert.NotAfter) {
+		tmpl.NotAfter = caCert.NotAfter
 	}
 	tmpl.KeyUsage = x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment
 	tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}

@@ -297,3 +297,36 @@ func TestRecoveryGraceDefaultAndOff(t *testing.T) {
 		}
 	}
 }
+
+// tls.certificate_ttl: 365 days by default, at least MinMemberCertTTL,
+// and only with mode "auto" (the other modes issue no certificate).
+func TestCertificateTTL(t *testing.T) {
+	src := func(tls string) []byte {
+		return []byte(`cluster "x" {
+  tls {
+    ` + tls + `
+  }
+  provider "nomad" {}
+  coordination "consul" {}
+}`)
+	}
+	for tls, want := range map[string]time.Duration{"": DefaultMemberCertTTL, `certificate_ttl = "30s"`: 30 * time.Second, `certificate_ttl = "720h"`: 720 * time.Hour} {
+		c, _, diags := Load("x.hcl", src(tls))
+		if diags.HasErrors() {
+			t.Fatalf("%q: %v", tls, diags)
+		}
+		if c.TLS.CertificateTTL != want {
+			t.Errorf("%q: certificate ttl %s, want %s", tls, c.TLS.CertificateTTL, want)
+		}
+	}
+	for tls, summary := range map[string]string{
+		`certificate_ttl = "29s"`:                   "certificate_ttl too short",
+		`certificate_ttl = "soon"`:                  "Invalid duration",
+		"mode = \"off\"\n certificate_ttl = \"1h\"": "certificate_ttl with mode off",
+	} {
+		_, _, diags := Load("x.hcl", src(tls))
+		if !diags.HasErrors() || !strings.Contains(diags.Error(), summary) {
+			t.Errorf("%q: diagnostics %v, want %q", tls, diags, summary)
+		}
+	}
+}

@@ -56,6 +56,7 @@ type etcdSchema struct {
 	SnapshotCount           *int     `hcl:"snapshot_count,optional"`
 	DefragRatio             *float64 `hcl:"defrag_ratio,optional"`
 	DefragMinSize           *string  `hcl:"defrag_min_size,optional"`
+	CorruptCheckInterval    *string  `hcl:"corrupt_check_interval,optional"`
 }
 
 type tlsSchema struct {
@@ -63,6 +64,8 @@ type tlsSchema struct {
 	CAFile   *string `hcl:"ca_file,optional"`
 	CertFile *string `hcl:"cert_file,optional"`
 	KeyFile  *string `hcl:"key_file,optional"`
+	// CertificateTTL: mode "auto" only.
+	CertificateTTL *string `hcl:"certificate_ttl,optional"`
 }
 
 type providerSchema struct {
@@ -366,8 +369,9 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 			SnapshotCount:           DefaultSnapshotCount,
 			DefragRatio:             DefaultDefragRatio,
 			DefragMinSize:           DefaultDefragMinSize,
+			CorruptCheckInterval:    DefaultCorruptCheckInterval,
 		},
-		TLS: TLS{Mode: TLSAuto},
+		TLS: TLS{Mode: TLSAuto, CertificateTTL: DefaultMemberCertTTL},
 	}
 	d.sizeSet = s.Size != nil
 	c.RecoveryGrace = d.duration(s.RecoveryGrace, DefaultRecoveryGrace, "recovery_grace")
@@ -389,6 +393,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Etcd.AutoCompactionRetention = str(e.AutoCompactionRetention, c.Etcd.AutoCompactionRetention)
 		c.Etcd.HeartbeatInterval = d.duration(e.HeartbeatInterval, c.Etcd.HeartbeatInterval, "etcd", "heartbeat_interval")
 		c.Etcd.ElectionTimeout = d.duration(e.ElectionTimeout, c.Etcd.ElectionTimeout, "etcd", "election_timeout")
+		c.Etcd.CorruptCheckInterval = d.duration(e.CorruptCheckInterval, c.Etcd.CorruptCheckInterval, "etcd", "corrupt_check_interval")
 		if e.SnapshotCount != nil {
 			if *e.SnapshotCount <= 0 {
 				d.errorf(d.rangeOf("etcd", "snapshot_count"), "Invalid snapshot_count", "snapshot_count must be positive, got %d.", *e.SnapshotCount)
@@ -417,6 +422,12 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.TLS.CAFile = str(t.CAFile, "")
 		c.TLS.CertFile = str(t.CertFile, "")
 		c.TLS.KeyFile = str(t.KeyFile, "")
+		c.TLS.CertificateTTL = d.duration(t.CertificateTTL, DefaultMemberCertTTL, "tls", "certificate_ttl")
+		if t.CertificateTTL != nil && c.TLS.Mode != TLSAuto {
+			d.errorf(d.rangeOf("tls", "certificate_ttl"), "certificate_ttl with mode "+c.TLS.Mode, "certificate_ttl is the validity of the certificates members issue themselves in mode = \"auto\"; with mode %q they issue none: remove it.", c.TLS.Mode)
+		} else if c.TLS.CertificateTTL < MinMemberCertTTL {
+			d.errorf(d.rangeOf("tls", "certificate_ttl"), "certificate_ttl too short", "certificate_ttl %s is below %s: renewal at two thirds of it would leave no margin.", c.TLS.CertificateTTL, MinMemberCertTTL)
+		}
 	}
 	if s.Provider == nil {
 		d.errorf(d.rangeOf(), "Missing provider block", "A cluster needs a provider block: provider \"nomad\", provider \"asg\" or provider \"static\".")

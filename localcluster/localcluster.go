@@ -93,6 +93,8 @@ type Options struct {
 	// SnapshotPassphraseEnv, optional with SnapshotDir, encrypts the
 	// snapshots with the passphrase in this environment variable.
 	SnapshotPassphraseEnv string
+	// CertificateTTL, optional, sets tls.certificate_ttl (TLS auto).
+	CertificateTTL time.Duration
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -108,7 +110,11 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by etcd-nomad local up. Members re-read this file: edit the\n# member list to scale the cluster.\n")
-	fmt.Fprintf(&b, "cluster %q {\n  data_dir = %q\n\n  tls {\n    mode = %q\n  }\n\n", o.Name, l.DataDir(), o.TLSMode)
+	ttl := ""
+	if o.CertificateTTL > 0 {
+		ttl = fmt.Sprintf("\n    certificate_ttl = %q", o.CertificateTTL.String())
+	}
+	fmt.Fprintf(&b, "cluster %q {\n  data_dir = %q\n\n  tls {\n    mode = %q%s\n  }\n\n", o.Name, l.DataDir(), o.TLSMode, ttl)
 	if o.RecoveryGrace > 0 {
 		fmt.Fprintf(&b, "  recovery_grace = %q\n\n", o.RecoveryGrace.String())
 	}

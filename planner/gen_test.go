@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 )
@@ -43,7 +44,7 @@ func genObservation(rng *rand.Rand) Observation {
 	case 0:
 	case 1:
 		// Unconfirmed: a seed, or a recovery (which a member may take over).
-		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []string{"", "", "data", "snapshot:snap"}[pick(4)]}
+		o.Record = &Record{Token: tokens[pick(2)], Epoch: uint64(1 + pick(3)), Seeder: names[pick(4)], Source: []Source{"", "", "data", "snapshot:snap"}[pick(4)]}
 		if o.Record.Source != "" && pick(2) == 0 {
 			// A recovery record carrying the last confirmed incarnation.
 			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = tokens[pick(2)], uint64(1+pick(3))
@@ -107,7 +108,37 @@ func genObservation(rng *rand.Rand) Observation {
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(1000)), Epoch: 1}
 	}
+	genCorrupt(&o)
 	return o
+}
+
+// genCorrupt marks a third of the observations' data corrupt (a CORRUPT
+// alarm naming this member, or a failed initial check) and adds CORRUPT
+// alarms naming other members, present or gone.
+//
+// Its choices come from the observation itself, not the generator's
+// stream: drawing from the stream would change every later observation,
+// and with them which observation catches each broken planner.
+func genCorrupt(o *Observation) {
+	h := fnv.New64a()
+	fmt.Fprint(h, o.Self.Name, o.SelfID, o.LeaderID, len(o.Members), o.Local.MemberID, o.Local.Revision, o.StartFailures, o.QuorumLostFor, o.HoldsLock, o.Running)
+	for _, m := range o.Members {
+		fmt.Fprint(h, m.ID, m.Healthy, m.Learner, m.AbsentFor, m.UnhealthyFor)
+	}
+	rng := rand.New(rand.NewPCG(h.Sum64(), 3))
+	if rng.IntN(3) != 0 {
+		return
+	}
+	o.Corrupt = "CORRUPT alarm"
+	if o.Running {
+		o.CorruptAlarms = append(o.CorruptAlarms, o.SelfID)
+	}
+	for i := rng.IntN(3); i > 0; i-- {
+		o.CorruptAlarms = append(o.CorruptAlarms, uint64(rng.IntN(9)))
+	}
+	if rng.IntN(4) == 0 {
+		o.Corrupt = "" // only others named
+	}
 }
 
 func describe(o Observation) string { return fmt.Sprintf("%+v", o) }
@@ -147,6 +178,7 @@ func genRunningCluster(rng *rand.Rand) Observation {
 	} else {
 		o.LeaderID = o.Members[pick(n)].ID
 	}
+	genCorrupt(&o)
 	return o
 }
 
@@ -169,7 +201,7 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 		// Takeover: epoch 3 recorded by a lost seeder m9; the last
 		// confirmed incarnation is epoch 1, or epoch 2 when the record
 		// does not carry it (older records).
-		o.Record = &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: []string{"data", "snapshot:snap"}[pick(2)]}
+		o.Record = &Record{Token: "tokC", Epoch: 3, Seeder: "m9", Source: []Source{"data", "snapshot:snap"}[pick(2)]}
 		if pick(3) != 0 {
 			o.Record.LastConfirmedToken, o.Record.LastConfirmedEpoch = "tokA", 1
 		}
@@ -218,7 +250,7 @@ func genResume(rng *rand.Rand) Observation {
 	o := Observation{
 		ClusterName: "c", DesiredSize: 3, HoldsLock: pick(3) != 0, NewToken: "tokNew", RecoveryGrace: 30 * time.Second,
 		Self: Self{Name: "m0", PeerURL: "https://m0:2380"}, Local: Local{Empty: true},
-		Record:      &Record{Token: "tokA", Epoch: uint64(1 + pick(3)), Seeder: "m0", Source: []string{"", "snapshot:snap"}[pick(2)]},
+		Record:      &Record{Token: "tokA", Epoch: uint64(1 + pick(3)), Seeder: "m0", Source: []Source{"", "snapshot:snap"}[pick(2)]},
 		Unreachable: pick(2),
 	}
 	for i := 0; i < 3; i++ {

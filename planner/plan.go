@@ -3,7 +3,6 @@ package planner
 import (
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // MaxStartFailures is how many failed starts of an added-but-unstarted
@@ -92,14 +91,23 @@ type Faults struct {
 	RecoverBesideSkippedEpoch bool
 	// IgnorePause: act while an operator paused the cluster.
 	IgnorePause bool
+	// SetAsideLastGood: set data found corrupt aside although the
+	// healthy voters no CORRUPT alarm names, besides this member, are
+	// fewer than a quorum (the cluster would lose its quorum, or the
+	// last good copy).
+	SetAsideLastGood bool
+	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
+	// membership (its corrupt data would go on serving unnoticed).
+	DisarmPresent bool
 }
 
 // rules is the name the planner's code uses for Faults.
 type rules = Faults
 
 // Plan decides what this member does next. It is pure: the same
-// Observation always gives the same Decision.
-func Plan(o Observation) Decision { return rules{}.Plan(o) }
+// Observation always gives the same Decision. A decision that fails Check
+// is refused: Plan returns a Wait that names the broken rule instead.
+func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
 func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
@@ -147,7 +155,10 @@ func (r rules) plan(o Observation) Decision {
 		return Decision{Kind: Wait, Name: name, Reason: o.Local.NewerEtcd}
 	}
 	if o.Local.Unreadable != "" {
-		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideUnreadable, Reason: "data dir unusable: " + o.Local.Unreadable}
+	}
+	if d, ok := r.corrupt(o, name); ok {
+		return d
 	}
 	if !o.Local.Empty {
 		return r.planWithData(o, name)
@@ -159,16 +170,16 @@ func (r rules) plan(o Observation) Decision {
 func (r rules) planWithData(o Observation, name string) Decision {
 	l := o.Local
 	if l.Token == "" {
-		return Decision{Kind: SetAside, Name: name, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: "data dir holds etcd data without etcd-nomad metadata; its cluster cannot be verified"}
 	}
 	if l.Cluster != o.ClusterName && !r.RejoinForeign {
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
 	}
 	if o.Record == nil {
 		for _, p := range o.Peers {
 			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && !r.RejoinForeign {
 				if r.SetAsideOnUnconfirmed {
-					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
+					return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("no cluster record, and peer %s runs another incarnation (token %s epoch %d) than this data (token %s epoch %d)", p.Name, short(p.Token), p.Epoch, short(l.Token), l.Epoch)}
 				}
 				// Invariant 9: without a record nothing proves which
 				// incarnation is current; the peer re-records its own,
@@ -179,12 +190,12 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 && (o.MembersClusterID == l.ClusterID && l.ClusterID != 0 || r.SetAsideOnUnconfirmed) {
 			// The list is of this data's own cluster (checked by id: with
 			// no record, any cluster that answers could have sent it).
-			return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
+			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 		}
 		for _, p := range o.Peers {
 			if p.Token != "" && p.Epoch > l.Epoch {
 				if r.SetAsideOnUnconfirmed {
-					return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
+					return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data is from epoch %d but peer %s runs epoch %d", l.Epoch, p.Name, p.Epoch)}
 				}
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record; peer %s holds epoch %d, newer than this data's epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch, l.Epoch)}
 			}
@@ -227,10 +238,10 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if d, ok := r.keepUntilNewerRuns(o, name); ok {
 			return d
 		}
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
 }
@@ -458,7 +469,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				return d
 			}
 		}
-		if rec.Seeder == name && strings.HasPrefix(rec.Source, FromSnapshot+":") {
+		if snap, ok := rec.Source.Snapshot(); rec.Seeder == name && ok {
 			for _, p := range o.Peers {
 				if p.Token == rec.Token {
 					// The recovery ran on a disk this member has lost
@@ -471,8 +482,8 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
 			}
 			rc := *rec
-			return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: strings.TrimPrefix(rec.Source, FromSnapshot+":"), Record: &rc,
-				Reason: fmt.Sprintf("resuming the recovery of epoch %d from snapshot %s", rec.Epoch, strings.TrimPrefix(rec.Source, FromSnapshot+":"))}
+			return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: snap, Record: &rc,
+				Reason: fmt.Sprintf("resuming the recovery of epoch %d from snapshot %s", rec.Epoch, snap)}
 		}
 		if rec.Seeder == name && rec.Source == FromData {
 			return Decision{Kind: Wait, Name: name, Reason: "this member recorded a recovery from data it no longer holds: an operator must restore a snapshot"}
@@ -595,7 +606,7 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		}
 		// The cluster was re-seeded (restore, recovery): this incarnation
 		// is over. Invariant 5: stop, set the data aside, join the new one.
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("the record names epoch %d (token %s); this member runs epoch %d (token %s): stopping and setting its data aside", rec.Epoch, short(rec.Token), o.Local.Epoch, short(o.Local.Token))}
 	}
 	if !o.MembersKnown {
 		if rec.ClusterID == 0 && rec.Token == o.Local.Token && o.Local.ClusterID != 0 && o.Unreachable == 0 {
@@ -623,9 +634,12 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	}
 	i := findID(o.Members, o.SelfID)
 	if i < 0 {
-		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x is no longer in the cluster: stopping and setting its data aside", o.SelfID)}
+		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x is no longer in the cluster: stopping and setting its data aside", o.SelfID)}
 	}
 	self := o.Members[i]
+	if d, ok := r.corrupt(o, name); ok {
+		return d
+	}
 	if o.Self.PeerURL != "" && !contains(self.PeerURLs, o.Self.PeerURL) {
 		// Data adopted from a previous allocation (Nomad moved its disk):
 		// the member runs at a new address; peers must learn it.
@@ -663,6 +677,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "learner: taking the lock to promote"}
 		}
 		return Decision{Kind: Promote, Name: name, MemberID: self.ID, Reason: "learner: promoting once caught up with the leader"}
+	}
+	if d, ok := r.disarmCorrupt(o, name); ok {
+		return d
 	}
 	// Housekeeping is done by one voter: the leader, or the lowest-id
 	// healthy voter when the leader is itself stale.
@@ -908,6 +925,10 @@ func inInstances(ins []Instance, name string) bool {
 // removed: scale-down, replacement) does before it stops: remove itself
 // from the membership when that is safe, so that its replacement can join
 // at once and the cluster never counts a member that will not come back.
+// Unlike Plan, it does not run Check: Check reads a leaving member's
+// removal of itself while the record names another incarnation as keeping
+// that incarnation running (invariant 5), which it is not (sim/ found
+// it), and a refused departure would leave a voter that never returns.
 func PlanLeave(o Observation) Decision { return rules{}.PlanLeave(o) }
 
 func (r rules) planLeave(o Observation) Decision {
@@ -962,7 +983,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("no cluster record and no member holds data: taking the lock to restore snapshot %s", s.Name)}
 	}
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: SnapshotSource(s.Name)},
 		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
 }
 
@@ -977,7 +998,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 // record. ok is false when the recorded start stands.
 func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
 	rec, s := o.Record, o.LatestSnapshot
-	if s == nil || rec.Source == FromSnapshot+":"+s.Name {
+	if s == nil || rec.Source == SnapshotSource(s.Name) {
 		return Decision{}, false
 	}
 	for _, p := range o.Peers {
@@ -998,15 +1019,15 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
 	}
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
 		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, max(rec.Epoch, s.Epoch)+1)}, true
 }
 
-func sourceName(src string) string {
+func sourceName(src Source) string {
 	if src == "" {
 		return "an empty seed"
 	}
-	return "from " + src
+	return "from " + string(src)
 }
 
 // takeoverSeed re-decides an unconfirmed empty seed whose seeder is gone
@@ -1044,7 +1065,7 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	}
 	if s := o.LatestSnapshot; s != nil {
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-			Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: FromSnapshot + ":" + s.Name},
+			Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
 			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.Epoch, s.Epoch)+1)}, true
 	}
 	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name},

@@ -213,9 +213,9 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	}
 	lastToken, lastEpoch := rec.lastConfirmed()
 	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
-		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: from, LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
+		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
-		d.Record.Source = FromSnapshot + ":" + target
+		d.Record.Source = SnapshotSource(target)
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)
 	} else {
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)

@@ -1,9 +1,14 @@
 package planner
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Observation is everything one supervisor loop saw.
 type Observation struct {
+	// Upkeep is what the loop observed of its upkeep jobs (PlanUpkeep).
+	Upkeep UpkeepState
 	// ClusterName is the name of the cluster definition.
 	ClusterName string
 	// Self is this member's configured identity and URLs.
@@ -83,6 +88,14 @@ type Observation struct {
 	// MaintainFailed, when not empty, says why this member's last
 	// maintenance failed a short while ago: not again yet.
 	MaintainFailed string
+	// Corrupt, when not empty, says why this member's data is found
+	// corrupt: etcd's CORRUPT alarm names it (running), or its last
+	// start failed etcd's initial check of its data against its peers'
+	// (stopped).
+	Corrupt string
+	// CorruptAlarms are the member ids etcd's raised CORRUPT alarms name
+	// (running members; the alarm list is replicated).
+	CorruptAlarms []uint64
 }
 
 // Self is this member's configured identity.
@@ -149,8 +162,8 @@ type Record struct {
 	Epoch     uint64
 	Seeder    string
 	// Source says how the seeder starts this incarnation: "" (a new
-	// cluster), FromData, or FromSnapshot+":"+name.
-	Source string
+	// cluster), FromData, or SnapshotSource(name).
+	Source Source
 	// LastConfirmedToken and LastConfirmedEpoch name the last incarnation
 	// that was confirmed running, carried by a recovery record until the
 	// recovery is confirmed: a takeover recovers from that incarnation's
@@ -161,6 +174,19 @@ type Record struct {
 	// Operator is true for a recovery an operator recorded ('etcd-nomad
 	// recover'): its seeder carries it out even while paused.
 	Operator bool
+}
+
+// Source is a record's recovery source as the coordinator stores it: ""
+// (a new cluster), FromData (a member's data) or SnapshotSource(name).
+type Source string
+
+// SnapshotSource is the source of an incarnation restored from snapshot
+// name.
+func SnapshotSource(name string) Source { return Source(FromSnapshot + ":" + name) }
+
+// Snapshot returns the snapshot s restores; ok is false when s names none.
+func (s Source) Snapshot() (name string, ok bool) {
+	return strings.CutPrefix(string(s), FromSnapshot+":")
 }
 
 // lastConfirmed returns the incarnation a recovery recorded over r starts
@@ -233,6 +259,10 @@ const (
 	// (the leader, last, after handing leadership away), then disarm
 	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
 	Maintain Kind = "maintain"
+	// DisarmCorrupt: disarm the CORRUPT alarms of the members Alarms
+	// names, which have left the membership (their data set aside): while
+	// any CORRUPT alarm is raised etcd refuses reads and writes.
+	DisarmCorrupt Kind = "disarm-corrupt"
 )
 
 // Decision is what the supervisor should do next.
@@ -246,6 +276,9 @@ type Decision struct {
 	MemberID uint64
 	// Record is the record to create (Seed) or write (RecordCluster).
 	Record *Record
+	// Aside says why a SetAside sets the data aside: the set-aside
+	// folder is named for it.
+	Aside AsideReason
 	// Target is the member whose instance is to be replaced, or the
 	// snapshot to recover from.
 	Target string
@@ -256,10 +289,30 @@ type Decision struct {
 	Defrag      []uint64
 	Disarm      bool
 	DisarmBelow int64
+	// Alarms: the member ids whose CORRUPT alarms to disarm
+	// (DisarmCorrupt).
+	Alarms []uint64
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool
 }
+
+// AsideReason is why a SetAside sets the data dir aside; the set-aside
+// folder is named for it.
+type AsideReason string
+
+// Aside reasons.
+const (
+	// AsideForeign: the data is of another cluster or incarnation.
+	AsideForeign AsideReason = "foreign"
+	// AsideRemoved: this member was removed from its cluster.
+	AsideRemoved AsideReason = "removed"
+	// AsideUnreadable: the data dir cannot be read.
+	AsideUnreadable AsideReason = "unreadable"
+	// AsideCorrupt: the data was found corrupt (a CORRUPT alarm or a
+	// hash that a quorum of voters contradicts).
+	AsideCorrupt AsideReason = "corrupt"
+)
 
 // ChangesMembership reports whether d changes the etcd membership.
 func (d Decision) ChangesMembership() bool {

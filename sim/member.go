@@ -46,6 +46,7 @@ func (w *World) loop(n *node) {
 	}
 	n.lastFail = ""
 	d := w.cfg.Defects.Planner.Plan(o)
+	w.checkDecision(o, d)
 	if d.NeedsLock {
 		err := w.lock(n)
 		w.logf(n.name, "%s -> wait (%s) => lock: %s", summary(o), d.Reason, errOr(err, "taken"))
@@ -555,7 +556,7 @@ func summary(o planner.Observation) string {
 	if r := o.Record; r != nil {
 		fmt.Fprintf(&b, " rec(e%d %s c%x by %s", r.Epoch, r.Token, r.ClusterID, r.Seeder)
 		if r.Source != "" {
-			b.WriteString(" from " + r.Source)
+			b.WriteString(" from " + string(r.Source))
 		}
 		b.WriteString(")")
 	} else {

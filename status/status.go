@@ -192,7 +192,13 @@ func Format(st Cluster) string {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%v\t%s\n", m.Name, id, role, m.Revision, m.DBSize, m.Healthy, m.Learner, m.Decision)
 	}
 	tw.Flush()
+	if name, at, ok := earliestCert(st.Members); ok {
+		fmt.Fprintf(&b, "\ncertificates: the first to expire is %s's %s at %s (in %s)", name, at.name, at.when.Format(time.RFC3339), time.Until(at.when).Round(time.Second))
+	}
 	for _, m := range st.Members {
+		if m.CertWarning != "" {
+			fmt.Fprintf(&b, "\n%s: CERTIFICATE WARNING: %s", m.Name, m.CertWarning)
+		}
 		if m.CAMismatch != nil {
 			fmt.Fprintf(&b, "\n%s: CA MISMATCH: runs with %s, the coordinator holds %s (members that start without a saved CA cannot join)", m.Name, m.CAMismatch.Member, m.CAMismatch.Coordinator)
 		}
@@ -201,6 +207,28 @@ func Format(st Cluster) string {
 		fmt.Fprintf(&b, "\n%s", e)
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// certExpiry is one member's first certificate to expire.
+type certExpiry struct {
+	name string
+	when time.Time
+}
+
+// earliestCert returns the member whose certificate (or trusted CA)
+// expires first among members, which one and when; ok is false when no
+// member reported one.
+func earliestCert(members []task.Status) (member string, at certExpiry, ok bool) {
+	for _, m := range members {
+		when, err := time.Parse(time.RFC3339, m.CertExpiry)
+		if err != nil {
+			continue
+		}
+		if !ok || when.Before(at.when) {
+			member, at, ok = m.Name, certExpiry{name: m.CertName, when: when}, true
+		}
+	}
+	return member, at, ok
 }
 
 // ClientTLS returns the TLS config the CLI uses towards members' /status:

@@ -13,7 +13,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // etcd's authorization follows the definition's access block. The etcd
@@ -247,22 +246,16 @@ func applyAccess(ctx context.Context, cli *clientv3.Client, op accessOp) error {
 	return nil
 }
 
-// maybeReconcileAccess runs on every loop: the leader of a running cluster
-// compares etcd's authorization with the access rules when it is due.
-func (m *Member) maybeReconcileAccess(ctx context.Context, o planner.Observation) {
-	if m.opts.Cluster.Access == nil || m.ca == nil || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID {
-		return
-	}
-	if time.Now().Before(m.nextAccessCheck) {
-		return
-	}
+// applyAccess carries out Upkeep.ReconcileAccess: the leader of a running
+// cluster compares etcd's authorization with the access rules (when due).
+func (m *Member) applyAccess(ctx context.Context) {
 	n, err := m.reconcileAccess(ctx)
 	if err != nil {
-		m.nextAccessCheck = time.Now().Add(accessRetry)
+		m.nextAccessCheck = m.now().Add(accessRetry)
 		m.log.Warn("access rules not applied", "error", err)
 		return
 	}
-	m.nextAccessCheck = time.Now().Add(accessCheckEvery)
+	m.nextAccessCheck = m.now().Add(accessCheckEvery)
 	if n > 0 {
 		m.log.Info("access rules applied", "changes", n)
 	}

@@ -9,9 +9,11 @@ import (
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/client/pkg/v3/types"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -37,6 +39,19 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Seed:
 		return m.seed(ctx, d)
 	case planner.Rejoin:
+		// The data is compared with the peers' only where a quorum
+		// runs without this member: in a whole-cluster restart the
+		// first members up would compare with a minority.
+		if o.MembersKnown {
+			why, err := m.checkBeforeStart(ctx)
+			if err != nil {
+				m.log.Warn("cannot compare this member's data with its peers' before starting; starting", "error", err)
+			}
+			if why != "" {
+				m.startCorrupt = why
+				return fmt.Errorf("not starting: data found corrupt: %s", why)
+			}
+		}
 		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil))
 	case planner.JoinAsLearner:
 		return m.joinAsLearner(ctx, o, d)
@@ -57,6 +72,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.updatePeerURL(ctx, d)
 	case planner.Maintain:
 		return m.maintain(ctx, o, d)
+	case planner.DisarmCorrupt:
+		return m.disarmCorrupt(ctx, d)
 	case planner.ReplaceInstance:
 		r, ok := m.opts.Provider.(replacer)
 		if !ok {
@@ -117,18 +134,18 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	// Consul's older state then let this seed start too (sim seed 30200).
 	// A seed that fails below removes it again (it names nothing once
 	// the act is over anyway: no etcd data).
-	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
+	if err := m.dir.WriteMeta(datadir.Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	defer func() {
 		if err != nil {
-			m.dir.dropMetaWithoutData()
+			m.dir.DropMetaWithoutData()
 		}
 	}()
 	if existing == nil {
 		// The create-only write is the commit point of the seed: a second
 		// seeder fails here and joins instead (invariant 1).
-		created, err := m.opts.Coordinator.CreateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder})
+		created, err := m.opts.Coordinator.CreateRecord(ctx, l, StoredRecord(*rec, 0))
 		if err != nil {
 			return fmt.Errorf("create cluster record: %w", err)
 		}
@@ -137,7 +154,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 		// Taking over the empty seed of a seeder gone for good
 		// (planner.takeoverSeed): the next epoch replaces its record,
 		// compare-and-set on the record read, so a second taker fails.
-		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, coord.Record{Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Index: existing.Index})
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, StoredRecord(*rec, existing.Index))
 		if err != nil {
 			return fmt.Errorf("take over the seed of %s: %w", existing.Seeder, err)
 		}
@@ -170,39 +187,62 @@ func (m *Member) initialCluster(self string, extra map[string][]string) string {
 	return strings.Join(parts, ",")
 }
 
-func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
+// membershipChangeTimeout bounds one membership change (with the checks
+// that go with it).
+const membershipChangeTimeout = 5 * time.Second
+
+// changeMembership makes one membership change: only while this member
+// holds the lock (invariants 2 and 3), through a client of endpoints,
+// within membershipChangeTimeout; a change that succeeds is counted.
+func (m *Member) changeMembership(ctx context.Context, endpoints []string, change func(context.Context, *clientv3.Client) error) error {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	cli, err := m.etcdClient(endpoints)
 	if err != nil {
 		return err
 	}
-	// Join only the recorded cluster (defect 9): the endpoints are the
-	// provider's instances, and any of them may serve another cluster (a
-	// recovery or restore in progress). Check before the add, and check
-	// the add's own answer.
-	want := o.Record.ClusterID
-	if want == 0 {
-		return fmt.Errorf("join refused: the record names no confirmed cluster id yet")
-	}
-	actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, membershipChangeTimeout)
 	defer cancel()
-	if lr, err := cli.MemberList(actx); err != nil {
-		return fmt.Errorf("member list before adding a learner: %w", err)
-	} else if lr.Header.ClusterId != want {
-		return fmt.Errorf("join refused: the endpoint that answered serves cluster %x, the record names %x", lr.Header.ClusterId, want)
-	}
-	resp, err := cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
-	if err != nil {
-		return fmt.Errorf("add learner: %w", err)
+	if err := change(cctx, cli); err != nil {
+		return err
 	}
 	m.metrics.membershipChanges.Inc()
-	if resp.Header.ClusterId != want {
-		// Added to the wrong cluster after all: undo it there, never
-		// start under it.
-		_, rerr := cli.MemberRemove(actx, resp.Member.ID)
-		return fmt.Errorf("join refused: added as learner %x to cluster %x, but the record names %x (undo: %v)", resp.Member.ID, resp.Header.ClusterId, want, rerr)
+	return nil
+}
+
+func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	var resp *clientv3.MemberAddResponse
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(actx context.Context, cli *clientv3.Client) error {
+		// Join only the recorded cluster (defect 9): the endpoints are the
+		// provider's instances, and any of them may serve another cluster (a
+		// recovery or restore in progress). Check before the add, and check
+		// the add's own answer.
+		want := o.Record.ClusterID
+		if want == 0 {
+			return fmt.Errorf("join refused: the record names no confirmed cluster id yet")
+		}
+		if lr, err := cli.MemberList(actx); err != nil {
+			return fmt.Errorf("member list before adding a learner: %w", err)
+		} else if lr.Header.ClusterId != want {
+			return fmt.Errorf("join refused: the endpoint that answered serves cluster %x, the record names %x", lr.Header.ClusterId, want)
+		}
+		var err error
+		resp, err = cli.MemberAddAsLearner(actx, []string{m.peerURL(m.self)})
+		if err != nil {
+			return fmt.Errorf("add learner: %w", err)
+		}
+		if resp.Header.ClusterId != want {
+			// Added to the wrong cluster after all: undo it there, never
+			// start under it.
+			m.metrics.membershipChanges.Inc() // the add, undone here
+			_, rerr := cli.MemberRemove(actx, resp.Member.ID)
+			return fmt.Errorf("join refused: added as learner %x to cluster %x, but the record names %x (undo: %v)", resp.Member.ID, resp.Header.ClusterId, want, rerr)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	m.log.Info("added as learner", "member_id", types.ID(resp.Member.ID).String())
 	others := map[string][]string{}
@@ -225,7 +265,7 @@ func (m *Member) resumeJoin(ctx context.Context, o planner.Observation, d planne
 }
 
 func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64, others map[string][]string) error {
-	if err := m.dir.writeMeta(Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
+	if err := m.dir.WriteMeta(datadir.Meta{Cluster: m.opts.Cluster.Name, Name: d.Name, Token: rec.Token, Epoch: rec.Epoch, MemberID: id, ClusterID: rec.ClusterID}); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return m.start(d.Name, rec.Token, "existing", m.initialCluster(d.Name, others))
@@ -251,56 +291,44 @@ func (m *Member) clientEndpoints() []string {
 }
 
 func (m *Member) promote(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberPromote(ctx, d.MemberID); err != nil {
+			return fmt.Errorf("promote %x (etcd promotes only a learner in sync with the leader): %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = cli.MemberPromote(pctx, d.MemberID)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("promote %x (etcd promotes only a learner in sync with the leader): %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("promoted to voter", "member_id", types.ID(d.MemberID).String())
 	return nil
 }
 
 func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
-	cli, err := m.etcdClient(m.clientEndpoints())
+	err := m.changeMembership(ctx, m.clientEndpoints(), func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberRemove(ctx, d.MemberID); err != nil {
+			return fmt.Errorf("remove member %x: %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	_, err = cli.MemberRemove(rctx, d.MemberID)
-	cancel()
-	if err != nil {
-		return fmt.Errorf("remove member %x: %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("removed member", "member_id", types.ID(d.MemberID).String(), "reason", d.Reason)
 	return nil
 }
 
 func (m *Member) setAside(d planner.Decision) error {
 	m.stopEtcd()
-	why := "foreign"
-	switch {
-	case strings.Contains(d.Reason, "removed"), strings.Contains(d.Reason, "no longer"):
-		why = "removed"
-	case strings.Contains(d.Reason, "unusable"):
-		why = "unreadable"
+	why := d.Aside
+	if why == "" {
+		why = planner.AsideForeign
 	}
-	dst, err := m.dir.setAside(time.Now(), why)
+	dst, err := m.dir.SetAside(time.Now(), string(why))
 	if err != nil {
 		return err
 	}
+	m.startCorrupt = ""
 	m.log.Warn("data dir set aside (not deleted)", "to", dst, "reason", d.Reason)
 	return nil
 }
@@ -313,7 +341,10 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 	m.mu.Lock()
 	cur := m.record
 	m.mu.Unlock()
-	r := coord.Record{ClusterID: d.Record.ClusterID, Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source}
+	// A confirmed record carries no recovery's bookkeeping.
+	rec := *d.Record
+	rec.LastConfirmedToken, rec.LastConfirmedEpoch, rec.Operator = "", 0, false
+	r := StoredRecord(rec, 0)
 	if cur == nil {
 		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
 	} else {
@@ -332,7 +363,7 @@ func (m *Member) start(name, token, state, initial string) error {
 	c := m.opts.Cluster
 	cfg := embed.NewConfig()
 	cfg.Name = name
-	cfg.Dir = m.dir.etcdDir()
+	cfg.Dir = m.dir.EtcdDir()
 	peer, _ := url.Parse(m.peerURL(m.self))
 	client, _ := url.Parse(m.clientURL(m.self))
 	listenClient := *client
@@ -344,7 +375,7 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.ClusterState = state
 	if token != "" {
 		cfg.InitialClusterToken = token
-	} else if meta, err := m.dir.readMeta(); err == nil {
+	} else if meta, err := m.dir.ReadMeta(); err == nil {
 		cfg.InitialClusterToken = meta.Token
 		if meta.ForceNew {
 			if m.forceNewAllowed(meta) {
@@ -355,7 +386,7 @@ func (m *Member) start(name, token, state, initial string) error {
 				// confirmed, or names another incarnation) must not
 				// fork this member off its cluster: drop it.
 				meta.ForceNew = false
-				if err := m.dir.writeMeta(meta); err != nil {
+				if err := m.dir.WriteMeta(meta); err != nil {
 					return fmt.Errorf("clear a stale ForceNew flag: %w", err)
 				}
 				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally")
@@ -375,13 +406,16 @@ func (m *Member) start(name, token, state, initial string) error {
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
 	}
+	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
+		return err
+	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		m.startFailures++
 		return fmt.Errorf("start etcd (failure %d in a row): %w", m.startFailures, err)
 	}
-	m.startFailures = 0
+	m.startFailures, m.startCorrupt = 0, ""
 	stopped := make(chan struct{})
 	go func() {
 		select {
@@ -406,7 +440,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 	case <-e.Server.StopNotify():
 		return
 	}
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil {
 		m.log.Warn("read metadata", "error", err)
 		return
@@ -414,7 +448,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
 	meta.ForceNew = false
-	if err := m.dir.writeMeta(meta); err != nil {
+	if err := m.dir.WriteMeta(meta); err != nil {
 		m.log.Warn("write metadata", "error", err)
 		return
 	}
@@ -468,10 +502,10 @@ const preChangeSnapshotEvery = time.Minute
 // quorum, and the joiner would spool a third copy of the database beside
 // the one it receives.
 func (m *Member) snapshotBeforeChange(o planner.Observation, why string) {
-	if m.opts.Snapshots == nil || time.Since(m.lastPreChange) < preChangeSnapshotEvery {
+	if m.opts.Snapshots == nil || m.now().Sub(m.lastPreChange) < preChangeSnapshotEvery {
 		return // a retried change needs no second backup
 	}
-	m.lastPreChange = time.Now()
+	m.lastPreChange = m.now()
 	m.startSnapshot(m.snapshotEndpoint(o), why, false)
 }
 
@@ -492,9 +526,6 @@ func (m *Member) memberClientURL(mem planner.Member) string {
 // updatePeerURL tells the cluster this member's new peer URL (its data was
 // adopted from a previous allocation with other ports).
 func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
-	if _, err := m.heldLock(); err != nil {
-		return err
-	}
 	// Through the endpoints whose member list named the old URL: this
 	// server's own, or the others' when its own membership is stale too
 	// (observeMembers).
@@ -504,16 +535,15 @@ func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
 	if len(endpoints) == 0 {
 		endpoints = []string{m.clientURL(m.self)}
 	}
-	cli, err := m.etcdClient(endpoints)
+	err := m.changeMembership(ctx, endpoints, func(ctx context.Context, cli *clientv3.Client) error {
+		if _, err := cli.MemberUpdate(ctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
+			return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	uctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if _, err := cli.MemberUpdate(uctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
-		return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
-	}
-	m.metrics.membershipChanges.Inc()
 	m.log.Info("peer URL updated", "member_id", types.ID(d.MemberID).String(), "peer_url", m.peerURL(m.self))
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -38,7 +39,7 @@ func TestRecoveryRecordsTheNextEpochBeforeForceNewCluster(t *testing.T) {
 	m := k.member("m0", fc)
 	cli := k.seedForTest(m)
 	put(t, cli, "survivor", "kept")
-	before, err := m.dir.readMeta()
+	before, err := m.dir.ReadMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestRecoveryRecordsTheNextEpochBeforeForceNewCluster(t *testing.T) {
 	if _, force := m.running(); force {
 		t.Fatal("etcd was started with ForceNewCluster although the next epoch was not recorded")
 	}
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestRecoveryRecordsTheNextEpochBeforeForceNewCluster(t *testing.T) {
 		t.Fatalf("after the recovery etcd running=%v force_new_cluster=%v, want both", run, force)
 	}
 	m.waitReady(t)
-	meta = m.waitMeta(t, func(mt Meta) bool { return !mt.ForceNew })
+	meta = m.waitMeta(t, func(mt datadir.Meta) bool { return !mt.ForceNew })
 	if meta.Epoch != 2 || meta.Token != d.Record.Token || meta.ClusterID == 0 {
 		t.Fatalf("metadata after the recovery: %+v, want epoch 2 of the new token with its cluster id", meta)
 	}
@@ -116,7 +117,7 @@ func TestRecoveryCrashAfterRecordResumesFromTheData(t *testing.T) {
 	if err != nil || rec.Epoch != 2 || rec.ClusterID != 0 || rec.Seeder != "m0" {
 		t.Fatalf("record after the crash: %+v (%v), want epoch 2 recorded by m0, unconfirmed", rec, err)
 	}
-	if meta, err := m.dir.readMeta(); err != nil || meta.Epoch != 1 {
+	if meta, err := m.dir.ReadMeta(); err != nil || meta.Epoch != 1 {
 		t.Fatalf("metadata after the crash: %+v (%v), want epoch 1 (the restart has not happened)", meta, err)
 	}
 
@@ -193,10 +194,10 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	put(t, cli, "after", "only-in-data")
-	before, _ := m.dir.readMeta()
+	before, _ := m.dir.ReadMeta()
 
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.FromSnapshot + ":" + snap.Name}}
+		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	fc.failUpdate = true
 	m.lockForTest(t)
 	if err := m.act(ctx, planner.Observation{}, d); !errors.Is(err, errInjected) {
@@ -206,7 +207,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	if aside := m.asideEntries(t); len(aside) != 0 {
 		t.Fatalf("data set aside although the next epoch was not recorded: %v", aside)
 	}
-	if meta, err := m.dir.readMeta(); err != nil || meta != before {
+	if meta, err := m.dir.ReadMeta(); err != nil || meta != before {
 		t.Fatalf("metadata after the failed recovery: %+v (%v), want %+v", meta, err, before)
 	}
 
@@ -223,18 +224,18 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	if len(aside) != 1 || !strings.HasSuffix(aside[0], "-recovered-over") {
 		t.Fatalf("aside after the recovery: %v, want one recovered-over entry", aside)
 	}
-	old := filepath.Join(m.dir.asideDir(), aside[0])
-	if b, err := os.ReadFile(filepath.Join(old, metaFile)); err != nil || !strings.Contains(string(b), before.Token) {
+	old := filepath.Join(m.dir.AsideDir(), aside[0])
+	if b, err := os.ReadFile(filepath.Join(old, datadir.MetaFile)); err != nil || !strings.Contains(string(b), before.Token) {
 		t.Fatalf("the old data's metadata was not kept aside: %v", err)
 	}
 	if ents, err := os.ReadDir(filepath.Join(old, "etcd", "member", "wal")); err != nil || len(ents) == 0 {
 		t.Fatalf("the old data's WAL was not kept aside: %v", err)
 	}
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil || meta.Epoch != 2 || meta.Token != d.Record.Token || meta.Name != "m0" {
 		t.Fatalf("metadata after the install: %+v (%v), want epoch 2 of the new token", meta, err)
 	}
-	if rec, err := k.co.Record(ctx); err != nil || rec.Epoch != 2 || rec.Source != d.Record.Source {
+	if rec, err := k.co.Record(ctx); err != nil || rec.Epoch != 2 || planner.Source(rec.Source) != d.Record.Source {
 		t.Fatalf("record after the recovery: %+v (%v)", rec, err)
 	}
 
@@ -262,31 +263,31 @@ func TestSetAsideRenamesTheDataNeverDeletes(t *testing.T) {
 	m := k.member("m0", nil)
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
-	before, _ := m.dir.readMeta()
+	before, _ := m.dir.ReadMeta()
 
-	d := planner.Decision{Kind: planner.SetAside, Name: "m0", Reason: "member 1234 is no longer in the cluster: stopping and setting its data aside"}
+	d := planner.Decision{Kind: planner.SetAside, Name: "m0", Aside: planner.AsideRemoved, Reason: "member 1234 is no longer in the cluster: stopping and setting its data aside"}
 	if err := m.act(context.Background(), planner.Observation{}, d); err != nil {
 		t.Fatal(err)
 	}
 	if run, _ := m.running(); run {
 		t.Fatal("etcd still runs after its data was set aside")
 	}
-	if _, err := os.Stat(m.dir.current()); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(m.dir.Current()); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("current/ still exists after set aside: %v", err)
 	}
 	aside := m.asideEntries(t)
 	if len(aside) != 1 || !strings.HasSuffix(aside[0], "-removed") {
 		t.Fatalf("aside: %v, want one entry tagged removed", aside)
 	}
-	moved := dataDir{root: t.TempDir()}
-	if err := os.Rename(filepath.Join(m.dir.asideDir(), aside[0]), moved.current()); err != nil {
+	moved := dataDir{datadir.Dir{Root: t.TempDir()}}
+	if err := os.Rename(filepath.Join(m.dir.AsideDir(), aside[0]), moved.Current()); err != nil {
 		t.Fatal(err)
 	}
-	if meta, err := moved.readMeta(); err != nil || meta != before {
+	if meta, err := moved.ReadMeta(); err != nil || meta != before {
 		t.Fatalf("metadata set aside: %+v (%v), want %+v", meta, err, before)
 	}
-	if !moved.hasEtcdData() || moved.revision() < 2 {
-		t.Fatalf("the set-aside data lost etcd's WAL or backend (revision %d)", moved.revision())
+	if !moved.HasEtcdData() || moved.Revision() < 2 {
+		t.Fatalf("the set-aside data lost etcd's WAL or backend (revision %d)", moved.Revision())
 	}
 }
 
@@ -311,7 +312,7 @@ func TestSeedStartsNothingWhenTheRecordExists(t *testing.T) {
 	if run, _ := m1.running(); run {
 		t.Fatal("a second seeder started etcd")
 	}
-	if _, err := m1.dir.readMeta(); !errors.Is(err, os.ErrNotExist) {
+	if _, err := m1.dir.ReadMeta(); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the second seeder wrote metadata: %v", err)
 	}
 }
@@ -404,7 +405,7 @@ func TestJoinAddsALearnerThenPromotes(t *testing.T) {
 		t.Fatalf("m1 is not in the membership: %v", resp.Members)
 	}
 	m1.waitReady(t)
-	meta := m1.waitMeta(t, func(mt Meta) bool { return mt.MemberID != 0 })
+	meta := m1.waitMeta(t, func(mt datadir.Meta) bool { return mt.MemberID != 0 })
 	if meta.MemberID != learnerID || meta.Epoch != 1 {
 		t.Fatalf("m1's metadata %+v, want member %x of epoch 1", meta, learnerID)
 	}

@@ -1,6 +1,8 @@
 package task
 
 import (
+	"github.com/etcd-nomad/etcd-nomad/datadir"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,11 +48,11 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())
-		b, err := os.ReadFile(filepath.Join(dir, "current", metaFile))
+		b, err := os.ReadFile(filepath.Join(dir, "current", datadir.MetaFile))
 		if err != nil {
 			continue
 		}
-		var meta Meta
+		var meta datadir.Meta
 		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || walInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
 			continue
 		}

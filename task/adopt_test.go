@@ -1,6 +1,8 @@
 package task
 
 import (
+	"github.com/etcd-nomad/etcd-nomad/datadir"
+
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,8 +18,8 @@ import (
 func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 	mk := func(t *testing.T, root, name, cluster string) {
 		t.Helper()
-		d := dataDir{root: filepath.Join(root, name)}
-		if err := d.writeMeta(Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1}); err != nil {
+		d := dataDir{datadir.Dir{Root: filepath.Join(root, name)}}
+		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,7 +33,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		if err != nil || from != filepath.Join(dir, "etcd-old1") {
 			t.Fatalf("adopted %q, %v; want etcd-old1", from, err)
 		}
-		meta, err := dataDir{root: filepath.Join(dir, "etcd-new1")}.readMeta()
+		meta, err := dataDir{datadir.Dir{Root: filepath.Join(dir, "etcd-new1")}}.ReadMeta()
 		if err != nil || meta.Name != "etcd-old1" {
 			t.Fatalf("adopted metadata %+v, %v: the persisted name must stay the identity", meta, err)
 		}
@@ -48,7 +50,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 			t.Fatalf("adopted %q, %v; want an error and nothing adopted", from, err)
 		}
 		for _, n := range []string{"etcd-a", "etcd-b"} {
-			if _, err := os.Stat(filepath.Join(dir, n, "current", metaFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(dir, n, "current", datadir.MetaFile)); err != nil {
 				t.Fatalf("%s: %v", n, err)
 			}
 		}

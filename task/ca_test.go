@@ -122,7 +122,7 @@ func storedCA(t *testing.T, cl *config.Cluster) []byte {
 // dir was issued by ca.
 func verifiesWith(t *testing.T, cl *config.Cluster, ca certs.Pair) bool {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(cl.DataDir, "m0", "tls", "member.crt"))
+	b, err := os.ReadFile(filepath.Join(cl.DataDir, "m0", "tls", "member.pem"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
@@ -32,7 +31,8 @@ type deltaRun struct {
 // a full snapshot now, which starts a new chain. A recorder still running
 // on a former leader for a moment writes segments that overlap the new
 // leader's; a chain skips what it already covers (snapshot.Chain).
-func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
+// record (Upkeep.RecordDeltas) says whether it runs here.
+func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	s := m.opts.Snapshots
 	if s == nil || s.DeltaEvery <= 0 {
 		return
@@ -41,7 +41,7 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 		select {
 		case err := <-r.done:
 			m.deltas = nil
-			m.nextDeltaStart = time.Now().Add(deltaRetry)
+			m.nextDeltaStart = m.now().Add(deltaRetry)
 			if errors.Is(err, snapshot.ErrChainGap) {
 				m.wantFullSnapshot.Store(true)
 				m.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
@@ -51,17 +51,16 @@ func (m *Member) superviseDeltas(ctx context.Context, o planner.Observation) {
 		default:
 		}
 	}
-	lead := o.Running && o.MembersKnown && o.LeaderID == o.SelfID && !m.wantFullSnapshot.Load()
 	if m.deltas != nil {
-		if !lead {
+		if !record || m.wantFullSnapshot.Load() {
 			m.stopDeltas(false)
 		}
 		return
 	}
-	if !lead || time.Now().Before(m.nextDeltaStart) {
+	if !record || m.wantFullSnapshot.Load() || m.now().Before(m.nextDeltaStart) {
 		return
 	}
-	m.nextDeltaStart = time.Now().Add(deltaRetry)
+	m.nextDeltaStart = m.now().Add(deltaRetry)
 	m.mu.Lock()
 	rec := m.record
 	m.mu.Unlock()

@@ -107,12 +107,12 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 		return CertResponse{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
 	}
 	now := time.Now()
-	cert, err := certs.SignClientCSR(*m.ca, []byte(req.CSR), u.Name, now, a.CertificateTTL)
+	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, a.CertificateTTL)
 	if err != nil {
 		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
 	}
 	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", a.CertificateTTL)
-	return CertResponse{User: u.Name, Certificate: string(cert), CA: string(m.ca.Cert), NotAfter: now.Add(a.CertificateTTL)}, nil
+	return CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(a.CertificateTTL)}, nil
 }
 
 // caCertRepublish paces the leader's writes of the CA certificate: at
@@ -120,20 +120,17 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 // lost its state meanwhile; one small write).
 const caCertRepublish = 5 * time.Minute
 
-// publishCACert writes the CA certificate to the coordinator from the
-// leader, when the definition lets workloads exchange identities for
-// certificates.
+// publishCACert carries out Upkeep.PublishCACert: the leader writes the CA
+// certificate to the coordinator when the definition lets workloads
+// exchange identities for certificates.
 func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.ca == nil || m.opts.Cluster.Access == nil || !o.Running || o.LeaderID != o.SelfID {
+	if !ok || m.ca == nil {
 		return
 	}
-	if o.Record != nil && time.Since(m.caCertPublished) < caCertRepublish {
-		return
-	}
-	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.ca.Cert)); err != nil {
+	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.caCertPublished = time.Now()
+	m.caCertPublished = m.now()
 }

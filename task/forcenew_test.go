@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -33,16 +34,16 @@ func TestStaleForceNewFlagIsNeverHonoured(t *testing.T) {
 		}
 	}
 	m1.releaseLock(context.Background())
-	m1.waitMeta(t, func(mt Meta) bool { return mt.ClusterID != 0 })
+	m1.waitMeta(t, func(mt datadir.Meta) bool { return mt.ClusterID != 0 })
 
 	// m1 stops; its metadata carries a stale ForceNew flag.
 	m1.stopEtcd()
-	meta, err := m1.dir.readMeta()
+	meta, err := m1.dir.ReadMeta()
 	if err != nil {
 		t.Fatal(err)
 	}
 	meta.ForceNew = true
-	if err := m1.dir.writeMeta(meta); err != nil {
+	if err := m1.dir.WriteMeta(meta); err != nil {
 		t.Fatal(err)
 	}
 	m1.readRecord(t) // confirmed, epoch 1, seeded by m0
@@ -56,7 +57,7 @@ func TestStaleForceNewFlagIsNeverHonoured(t *testing.T) {
 	if n := len(e.Server.Cluster().Members()); n != 2 {
 		t.Fatalf("m1 restarted with a stale ForceNew flag sees %d members, want 2: it forked itself off the cluster", n)
 	}
-	if after, _ := m1.dir.readMeta(); after.ForceNew {
+	if after, _ := m1.dir.ReadMeta(); after.ForceNew {
 		t.Fatal("the stale ForceNew flag is still set")
 	}
 	if n := len(memberList(t, cli).Members); n != 2 {

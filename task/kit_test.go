@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 )
@@ -166,7 +167,7 @@ func (k *kit) seed(m *Member) {
 		k.t.Fatalf("seed: %v", err)
 	}
 	m.waitReady(k.t)
-	meta := m.waitMeta(k.t, func(mt Meta) bool { return mt.ClusterID != 0 })
+	meta := m.waitMeta(k.t, func(mt datadir.Meta) bool { return mt.ClusterID != 0 })
 	m.readRecord(k.t)
 	rc := planner.Record{ClusterID: meta.ClusterID, Token: d.Record.Token, Epoch: 1, Seeder: m.opts.Name}
 	if err := m.act(context.Background(), planner.Observation{}, planner.Decision{Kind: planner.RecordCluster, Record: &rc}); err != nil {
@@ -203,12 +204,12 @@ func (m *Member) waitReady(t *testing.T) {
 }
 
 // waitMeta polls m's metadata until ok holds, and returns it.
-func (m *Member) waitMeta(t *testing.T, ok func(Meta) bool) Meta {
+func (m *Member) waitMeta(t *testing.T, ok func(datadir.Meta) bool) datadir.Meta {
 	t.Helper()
-	var last Meta
+	var last datadir.Meta
 	var err error
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if last, err = m.dir.readMeta(); err == nil && ok(last) {
+		if last, err = m.dir.ReadMeta(); err == nil && ok(last) {
 			return last
 		}
 	}
@@ -298,7 +299,7 @@ func (f *faultyCoord) UpdateRecord(ctx context.Context, l coord.Lock, r coord.Re
 // asideEntries lists what was set aside under m's data dir.
 func (m *Member) asideEntries(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir(m.dir.asideDir())
+	ents, err := os.ReadDir(m.dir.AsideDir())
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
@@ -81,6 +82,9 @@ type Options struct {
 	// Identities, optional, verifies Nomad workload identities: with it
 	// and an access block, the status port serves ExchangePath.
 	Identities *identity.Verifier
+	// Clock, optional, defaults to the system clock: the time the loop
+	// observes and paces itself by.
+	Clock Clock
 }
 
 // Member supervises one etcd member.
@@ -99,24 +103,26 @@ type Member struct {
 	// caMismatch (under mu): the coordinator holds another CA than ca.
 	caMismatch *CAMismatch
 
-	mu          sync.Mutex
-	etcd        *embed.Etcd
-	stopped     chan struct{} // closed when the running etcd stops on its own
-	status      Status
-	lock        coord.Lock
-	record      *coord.Record
-	absentAt    map[uint64]time.Time
-	unhealthyAt map[uint64]time.Time
-	departed    bool
-	left        bool // this member removed itself (leave)
-	starting    bool // an act that starts etcd is in progress
-	client      *clientv3.Client
+	mu      sync.Mutex
+	etcd    *embed.Etcd
+	stopped chan struct{} // closed when the running etcd stops on its own
+	status  Status
+	lock    coord.Lock
+	record  *coord.Record
+	// since: from when the timed conditions hold (loop only).
+	since    since
+	departed bool
+	left     bool // this member removed itself (leave)
+	starting bool // an act that starts etcd is in progress
+	client   *clientv3.Client
 	// membersFrom (under mu): the endpoints whose member list the last
 	// observation holds (nil when it holds none).
 	membersFrom []string
 
 	metrics           *metrics
-	summary           []byte // last cluster summary written
+	renew             *renewal      // certificates renewed while running (renew.go)
+	rot               rotationState // the CA rotation this member follows (rotate.go)
+	summary           []byte        // last cluster summary written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -133,18 +139,23 @@ type Member struct {
 	pruning        bool
 	nextAsidePrune time.Time
 	// bgCtx ends when the member stops; bg counts background saves.
-	bgCtx           context.Context
-	bgCancel        context.CancelFunc
-	bg              sync.WaitGroup
-	lastPreChange   time.Time
-	quorumLostSince time.Time
-	seederGoneSince time.Time
-	snapshotListed  time.Time
-	latestSnapshot  *planner.SnapshotInfo
-	startFailures   int // consecutive failed etcd starts
-	caChecked       time.Time
-	nextAccessCheck time.Time // the leader's next comparison of etcd's auth with the access rules
-	caCertPublished time.Time // the leader's last write of the CA certificate (publishCACert)
+	bgCtx          context.Context
+	bgCancel       context.CancelFunc
+	bg             sync.WaitGroup
+	lastPreChange  time.Time
+	snapshotListed time.Time
+	latestSnapshot *planner.SnapshotInfo
+	startFailures  int // consecutive failed etcd starts
+	// startCorrupt: why the last start failed etcd's initial corruption
+	// check ("" otherwise); cleared by a start or a set-aside.
+	startCorrupt string
+	// checkAtStart: the next start runs etcd's initial corruption check;
+	// skipInitialCheck: the last one failed while the peers disagreed
+	// among themselves, so the next start goes without it.
+	checkAtStart, skipInitialCheck bool
+	caChecked                      time.Time
+	nextAccessCheck                time.Time // the leader's next comparison of etcd's auth with the access rules
+	caCertPublished                time.Time // the leader's last write of the CA certificate (publishCACert)
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time
@@ -171,16 +182,19 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if o.EtcdLogLevel == "" {
 		o.EtcdLogLevel = "warn"
 	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
 	m := &Member{
-		opts:        o,
-		log:         o.Logger.Named("member").With("member", o.Name),
-		dir:         dataDir{root: filepath.Join(o.Cluster.DataDir, o.Name)},
-		absentAt:    map[uint64]time.Time{},
-		unhealthyAt: map[uint64]time.Time{},
-		metrics:     newMetrics(o.Cluster.Name, o.Name),
+		opts:    o,
+		log:     o.Logger.Named("member").With("member", o.Name),
+		dir:     dataDir{datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)}},
+		since:   since{},
+		metrics: newMetrics(o.Cluster.Name, o.Name),
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
+	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -204,12 +218,12 @@ func New(ctx context.Context, o Options) (*Member, error) {
 			live[in.Name] = !in.Unknown
 		}
 	}
-	if from, err := adoptPrevious(m.dir.root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
+	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
 		m.log.Error("previous data not adopted", "error", err)
 	} else if from != "" {
-		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.root)
+		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.Root)
 	}
-	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
 	if err := m.setupTLS(ctx); err != nil {
@@ -236,14 +250,11 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		}
 		m.ca = &ca
 		m.restoreCA(ctx)
-		host, _ := os.Hostname()
-		pair, err := certs.Issue(ca, m.opts.Name, []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}, time.Now())
-		if err != nil {
-			return fmt.Errorf("issue member certificate: %w", err)
+		m.followRotation(ctx)
+		if err := m.issueMember(time.Now()); err != nil {
+			return err
 		}
-		if m.tlsFiles, err = certs.Write(m.dir.tlsDir(), "member", ca.Cert, pair); err != nil {
-			return fmt.Errorf("write member certificate: %w", err)
-		}
+		m.tlsFiles = m.dir.memberFiles()
 	}
 	cfg, err := certs.ClientConfig(m.tlsFiles)
 	if err != nil {
@@ -254,23 +265,16 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		// cluster's access rules on, membership changes, snapshots and the
 		// rules themselves need it (etcd names a certificate's user by its
 		// CN). Peers' /status accepts any certificate of the cluster CA.
-		root, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), rootCertValidity)
-		if err != nil {
-			return fmt.Errorf("issue root client certificate: %w", err)
+		// Renewed while running (renewOnce), like the member certificate.
+		if err := m.issueRoot(time.Now()); err != nil {
+			return err
 		}
-		kp, err := tls.X509KeyPair(root.Cert, root.Key)
-		if err != nil {
-			return fmt.Errorf("root client certificate: %w", err)
-		}
-		cfg.Certificates = []tls.Certificate{kp}
+		cfg.Certificates = nil
+		cfg.GetClientCertificate = m.rootCertificate
 	}
 	m.peerTLS = cfg
 	return nil
 }
-
-// rootCertValidity is the member's root client certificate's: issued at
-// every start, like the member certificate, and as long-lived.
-const rootCertValidity = 365 * 24 * time.Hour
 
 // ClusterCA returns the cluster's CA, key included, as the coordinator
 // holds it, for clients that need etcd access (`snapshot save`, tests):
@@ -308,12 +312,17 @@ func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
 	}
-	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
+	cur := m.currentCA()
+	held, err := OfferCA(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !sameCA(held, *m.ca):
-		m.reportCAMismatch(*m.ca, held)
+	case !sameCA(held, *cur) && m.rotationCovers(held):
+		// A CA rotation moves the members and the coordinator's CA
+		// one after the other (rotate.go): not a mismatch.
+		m.clearCAMismatch()
+	case !sameCA(held, *cur):
+		m.reportCAMismatch(*cur, held)
 	default:
 		m.clearCAMismatch()
 		m.retirePlaintextCA(ctx, held)
@@ -334,7 +343,8 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
-	m.log.Info("supervising member", "data_dir", m.dir.root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
+	go m.renewLoop(m.bgCtx)
+	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -367,29 +377,23 @@ func (m *Member) stoppedCh() <-chan struct{} {
 // loop runs one observe → plan → act cycle; it returns true when the next
 // cycle should start at once.
 func (m *Member) loop(ctx context.Context) bool {
-	m.departIfLeaving(ctx)
-	o, err := m.observe(ctx)
+	o, err := m.observeLoop(ctx)
 	if err != nil {
 		m.log.Warn("observation failed", "error", err)
 		m.releaseLock(ctx)
 		return false
 	}
-	if o.Running && (o.Record == nil || time.Since(m.caChecked) > caCheckEvery) {
-		// At once when the record is gone (Consul lost its state), and
-		// every caCheckEvery otherwise: the CA alone may be lost, or
-		// replaced, while the record stays.
-		m.caChecked = time.Now()
-		m.restoreCA(ctx)
+	if planner.PlanUpkeep(o).Depart {
+		// Leaving changes the membership: the rest of the loop works
+		// from what the cluster looks like afterwards.
+		m.depart(ctx, o)
+		if o, err = m.observeLoop(ctx); err != nil {
+			m.log.Warn("observation failed", "error", err)
+			m.releaseLock(ctx)
+			return false
+		}
 	}
-	if o.Running {
-		m.clearForceNew()
-	}
-	m.publishSummary(ctx, o)
-	m.maybeReconcileAccess(ctx, o)
-	m.publishCACert(ctx, o)
-	m.maybeSnapshot(o)
-	m.superviseDeltas(ctx, o)
-	m.maybePruneAsides(o)
+	m.upkeep(ctx, o, planner.PlanUpkeep(o))
 	d := planner.Plan(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -416,7 +420,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	if d.Kind == planner.Maintain {
 		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
 		if err != nil {
-			m.maintainFailed, m.maintainFailedAt = err.Error(), time.Now()
+			m.maintainFailed, m.maintainFailedAt = err.Error(), m.now()
 		}
 	}
 	if err != nil {
@@ -697,11 +701,11 @@ type SummaryMember struct {
 	Healthy bool   `json:"healthy"`
 }
 
-// publishSummary writes the summary when this member leads and it changed:
-// an idle cluster writes nothing.
+// publishSummary writes the summary (Upkeep.PublishSummary: this member
+// leads) when it changed: an idle cluster writes nothing.
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || o.Record == nil {
+	if !ok {
 		return
 	}
 	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", o.Record.ClusterID), Epoch: o.Record.Epoch, Desired: o.DesiredSize}
@@ -745,14 +749,11 @@ type departer interface {
 	Depart(ctx context.Context) error
 }
 
-// departIfLeaving runs once per loop for departer providers.
-func (m *Member) departIfLeaving(ctx context.Context) {
+// depart carries out Upkeep.Depart for departer providers: the member
+// leaves the cluster, then tells the provider it may proceed.
+func (m *Member) depart(ctx context.Context, o planner.Observation) {
 	dp, ok := m.opts.Provider.(departer)
-	if !ok || m.departed {
-		return
-	}
-	leaving, err := dp.Leaving(ctx)
-	if err != nil || !leaving {
+	if !ok {
 		return
 	}
 	m.log.Info("this instance is being taken away: leaving the cluster")
@@ -765,8 +766,7 @@ func (m *Member) departIfLeaving(ctx context.Context) {
 	if !running {
 		// Stopped (removed, or crashed): go only once the member is out
 		// of the membership; the leader removes an absent member.
-		o, err := m.observe(ctx)
-		if err != nil || !o.MembersKnown {
+		if !o.MembersKnown {
 			return
 		}
 		if o.Local.MemberID != 0 && findMember(o.Members, o.Local.MemberID) >= 0 {

@@ -54,7 +54,7 @@ func TestTwoMembersMovedAtOnceRejoin(t *testing.T) {
 	waitUntil(t, 60*time.Second, "3 voters", voters(3))
 	ids := map[string]uint64{}
 	for _, n := range []string{"m1", "m2"} {
-		meta, err := ms[n].dir.readMeta()
+		meta, err := ms[n].dir.ReadMeta()
 		if err != nil {
 			t.Fatal(err)
 		}

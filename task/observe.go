@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
@@ -22,7 +23,7 @@ import (
 // cluster are facts, not errors; only the provider and the coordinator
 // failing make the observation unusable.
 func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
-	now := time.Now()
+	now := m.opts.Clock.Now()
 	insts, err := m.opts.Provider.Instances(ctx)
 	if err != nil {
 		return planner.Observation{}, fmt.Errorf("list instances: %w", err)
@@ -37,7 +38,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
-	local := m.dir.observe(running)
+	local := m.dir.Observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())
 		// The backend is etcd's while it runs: its revision comes from
@@ -63,14 +64,14 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		DefragRatio:   c.Etcd.DefragRatio,
 		DefragMinSize: c.Etcd.DefragMinSize,
 	}
+	m.observeCorrupt(e, &o)
 	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
 		o.MaintainFailed = m.maintainFailed
 	}
 	rec, err := m.opts.Coordinator.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = &planner.Record{ClusterID: rec.ClusterID, Token: rec.Token, Epoch: rec.Epoch, Seeder: rec.Seeder, Source: rec.Source,
-			LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Operator: rec.Operator}
+		o.Record = PlannerRecord(rec)
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()
@@ -202,42 +203,12 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 }
 
 // observeMembers reads the member list (linearizable: it proves quorum)
-// and each member's health.
+// and each member's presence and health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
-	// A running member asks its own server: other endpoints may serve
-	// another incarnation (a restore or recovery in progress). A stopped
-	// member asks the others and checks the answer's cluster id below.
-	// A learner cannot answer a linearizable member list, so it asks the
-	// others like a stopped member; every answer's cluster id is checked.
-	// So does a member whose own membership names another peer URL for
-	// it (its data came from a previous allocation at another address):
-	// until its peers learn the new URL it may never hear from the
-	// leader (when the leader moved too, each names the other's old
-	// address), so its own server cannot answer, and the update must go
-	// through the others (updatePeerURL uses the same endpoints).
-	var endpoints []string
-	var ownCluster uint64
-	learner, moved := false, false
 	m.mu.Lock()
-	e := m.etcd
 	m.membersFrom = nil
 	m.mu.Unlock()
-	if e != nil { // never call into etcd while holding m.mu
-		ownCluster = uint64(e.Server.Cluster().ID())
-		learner, _ = selfRole(e.Server)
-		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
-			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
-		}
-	}
-	if o.Running && !learner && !moved {
-		endpoints = append(endpoints, m.clientURL(m.self))
-	} else {
-		for _, in := range insts {
-			if in.Name != m.opts.Name && in.ClientPort != 0 {
-				endpoints = append(endpoints, m.clientURL(in))
-			}
-		}
-	}
+	endpoints, ownCluster := m.memberListEndpoints(insts, o)
 	anyPeer := false
 	for _, p := range o.Peers {
 		anyPeer = anyPeer || p.Running
@@ -270,6 +241,61 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	m.mu.Lock()
 	m.membersFrom = endpoints
 	m.mu.Unlock()
+	present := m.presence(insts, o)
+	o.Members = make([]planner.Member, len(resp.Members))
+	seen := map[uint64]bool{}
+	for i, pm := range resp.Members {
+		seen[pm.ID] = true
+		o.Members[i] = planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner,
+			AbsentFor: m.since.hold(condition{condAbsent, pm.ID}, !present(pm.Name, pm.PeerURLs), now)}
+	}
+	m.probeHealth(ctx, cli, resp.Members, o)
+	for i, mem := range o.Members {
+		o.Members[i].UnhealthyFor = m.since.hold(condition{condUnhealthy, mem.ID}, !mem.Healthy, now)
+	}
+	m.since.keepOnly(condAbsent, seen)
+	m.since.keepOnly(condUnhealthy, seen)
+}
+
+// memberListEndpoints says whom to ask for the member list. A running
+// member asks its own server: other endpoints may serve another
+// incarnation (a restore or recovery in progress). A stopped member asks
+// the others and observeMembers checks the answer's cluster id. A learner
+// cannot answer a linearizable member list, so it asks the others like a
+// stopped member; every answer's cluster id is checked. So does a member
+// whose own membership names another peer URL for it (its data came from
+// a previous allocation at another address): until its peers learn the
+// new URL it may never hear from the leader (when the leader moved too,
+// each names the other's old address), so its own server cannot answer,
+// and the update goes through the others (updatePeerURL uses the
+// endpoints the member list came from). ownCluster is the running
+// server's cluster id, 0 when none runs.
+func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Observation) (endpoints []string, ownCluster uint64) {
+	learner, moved := false, false
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if e != nil { // never call into etcd while holding m.mu
+		ownCluster = uint64(e.Server.Cluster().ID())
+		learner, _ = selfRole(e.Server)
+		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
+			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
+		}
+	}
+	if o.Running && !learner && !moved {
+		return []string{m.clientURL(m.self)}, ownCluster
+	}
+	for _, in := range insts {
+		if in.Name != m.opts.Name && in.ClientPort != 0 {
+			endpoints = append(endpoints, m.clientURL(in))
+		}
+	}
+	return endpoints, ownCluster
+}
+
+// presence returns whether a listed member (by name, or by peer URL for
+// one not started yet) has an instance.
+func (m *Member) presence(insts []provider.Instance, o *planner.Observation) func(name string, peerURLs []string) bool {
 	names := map[string]bool{}
 	peers := map[string]bool{}
 	for _, in := range insts {
@@ -288,32 +314,27 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 			names[o.Local.Name] = true
 		}
 	}
+	return func(name string, peerURLs []string) bool {
+		present := names[name]
+		if name == "" {
+			for _, u := range peerURLs {
+				present = present || peers[u]
+			}
+		}
+		return present
+	}
+}
+
+// probeHealth asks every listed member with a client URL for its status,
+// concurrently: one that answers is healthy, reports its database sizes,
+// and the answer with the highest term names the leader.
+func (m *Member) probeHealth(ctx context.Context, cli *clientv3.Client, listed []*etcdserverpb.Member, o *planner.Observation) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
 		term uint64
 	)
-	o.Members = make([]planner.Member, len(resp.Members))
-	seen := map[uint64]bool{}
-	for i, pm := range resp.Members {
-		pm := pm
-		mem := planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner}
-		present := names[pm.Name]
-		if pm.Name == "" {
-			for _, u := range pm.PeerURLs {
-				present = present || peers[u]
-			}
-		}
-		seen[pm.ID] = true
-		if present {
-			delete(m.absentAt, pm.ID)
-		} else {
-			if _, ok := m.absentAt[pm.ID]; !ok {
-				m.absentAt[pm.ID] = now
-			}
-			mem.AbsentFor = now.Sub(m.absentAt[pm.ID])
-		}
-		o.Members[i] = mem
+	for i, pm := range listed {
 		if len(pm.ClientURLs) == 0 {
 			continue
 		}
@@ -336,21 +357,4 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 		}(i, pm.ClientURLs[0])
 	}
 	wg.Wait()
-	for i, mem := range o.Members {
-		if mem.Healthy {
-			delete(m.unhealthyAt, mem.ID)
-			continue
-		}
-		if _, ok := m.unhealthyAt[mem.ID]; !ok {
-			m.unhealthyAt[mem.ID] = now
-		}
-		o.Members[i].UnhealthyFor = now.Sub(m.unhealthyAt[mem.ID])
-	}
-	for _, seenAt := range []map[uint64]time.Time{m.absentAt, m.unhealthyAt} {
-		for id := range seenAt {
-			if !seen[id] {
-				delete(seenAt, id)
-			}
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -50,7 +51,7 @@ type aside struct {
 	Name string
 	// Meta is the incarnation its data belongs to; MetaOK false when it
 	// cannot be read (such an aside is kept).
-	Meta   Meta
+	Meta   datadir.Meta
 	MetaOK bool
 	// Revision is the backend's newest revision, 0 if unknown.
 	Revision int64
@@ -110,8 +111,8 @@ func readAsides(dir string) ([]aside, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		a := aside{Name: e.Name(), Revision: backendRevision(filepath.Join(p, "etcd"))}
-		if b, err := os.ReadFile(filepath.Join(p, metaFile)); err == nil && json.Unmarshal(b, &a.Meta) == nil && a.Meta.Cluster != "" {
+		a := aside{Name: e.Name(), Revision: datadir.BackendRevision(filepath.Join(p, "etcd"))}
+		if b, err := os.ReadFile(filepath.Join(p, datadir.MetaFile)); err == nil && json.Unmarshal(b, &a.Meta) == nil && a.Meta.Cluster != "" {
 			a.MetaOK = true
 		}
 		out = append(out, a)
@@ -119,33 +120,11 @@ func readAsides(dir string) ([]aside, error) {
 	return out, nil
 }
 
-// mayPrune reports whether o shows this member as a healthy voter of the
-// confirmed incarnation the record names, with a healthy quorum.
-func mayPrune(o planner.Observation) bool {
-	r := o.Record
-	if !o.Running || !o.MembersKnown || r == nil || r.ClusterID == 0 || o.Local.Token != r.Token || o.Local.Epoch != r.Epoch {
-		return false
-	}
-	voters, healthy, selfOK := 0, 0, false
-	for _, mem := range o.Members {
-		if mem.Learner {
-			continue
-		}
-		voters++
-		if mem.Healthy {
-			healthy++
-			selfOK = selfOK || mem.ID == o.SelfID
-		}
-	}
-	return selfOK && healthy > voters/2
-}
-
-// maybePruneAsides applies the rule at most every asidePruneEvery, in the
-// background: deleting a large directory must not hold the loop.
-func (m *Member) maybePruneAsides(o planner.Observation) {
-	if time.Now().Before(m.nextAsidePrune) || !mayPrune(o) {
-		return
-	}
+// startPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
+// healthy voter of the confirmed incarnation) in the background, at most
+// every asidePruneEvery: deleting a large directory must not hold the
+// loop.
+func (m *Member) startPruneAsides(o planner.Observation) {
 	m.mu.Lock()
 	if m.pruning || m.bgCtx.Err() != nil {
 		m.mu.Unlock()
@@ -154,7 +133,7 @@ func (m *Member) maybePruneAsides(o planner.Observation) {
 	m.pruning = true
 	m.bg.Add(1)
 	m.mu.Unlock()
-	m.nextAsidePrune = time.Now().Add(asidePruneEvery)
+	m.nextAsidePrune = m.now().Add(asidePruneEvery)
 	run := incarnationKey{m.opts.Cluster.Name, o.Record.Token, o.Record.Epoch}
 	members, live := map[uint64]bool{}, map[string]bool{}
 	for _, mem := range o.Members {
@@ -177,17 +156,17 @@ func (m *Member) maybePruneAsides(o planner.Observation) {
 }
 
 // pruneAsides applies rules 1 and 2 for the running incarnation run; the
-// caller has checked mayPrune. live reports the provider's live instances
+// planner has allowed it (Upkeep.PruneAsides). live reports the provider's live instances
 // by name, member whether a member id is in the membership.
 func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
 	m.carrySiblingsAside(run, live, member)
-	asides, err := readAsides(m.dir.asideDir())
+	asides, err := readAsides(m.dir.AsideDir())
 	if err != nil {
-		return fmt.Errorf("list %s: %w", m.dir.asideDir(), err)
+		return fmt.Errorf("list %s: %w", m.dir.AsideDir(), err)
 	}
 	var errs []error
 	for _, name := range expendableAsides(asides, run) {
-		p := filepath.Join(m.dir.asideDir(), name)
+		p := filepath.Join(m.dir.AsideDir(), name)
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)
 			continue
@@ -203,41 +182,41 @@ func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member 
 // carrySiblingsAside is rule 1: the data of earlier members of this
 // cluster, carried along beside this member's directory, goes into aside/.
 func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, member func(uint64) bool) {
-	parent := filepath.Dir(m.dir.root)
+	parent := filepath.Dir(m.dir.Root)
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || name == filepath.Base(m.dir.root) || live(name) {
+		if !e.IsDir() || name == filepath.Base(m.dir.Root) || live(name) {
 			continue
 		}
-		sib := dataDir{root: filepath.Join(parent, name)}
-		meta, err := sib.readMeta()
-		if err != nil || meta.Cluster != run.cluster || walInUse(filepath.Join(sib.etcdDir(), "member", "wal")) {
+		sib := dataDir{datadir.Dir{Root: filepath.Join(parent, name)}}
+		meta, err := sib.ReadMeta()
+		if err != nil || meta.Cluster != run.cluster || walInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
 			continue // not ours to judge, or in use
 		}
 		if (incarnationKey{meta.Cluster, meta.Token, meta.Epoch}) == run && (meta.MemberID == 0 || member(meta.MemberID)) {
 			continue // a member of the running cluster: the leader removes it first
 		}
-		if err := os.MkdirAll(m.dir.asideDir(), 0o700); err != nil {
+		if err := os.MkdirAll(m.dir.AsideDir(), 0o700); err != nil {
 			return
 		}
-		dst := filepath.Join(m.dir.asideDir(), time.Now().UTC().Format("20060102T150405.000000000Z")+"-carried-"+name)
-		if err := os.Rename(sib.current(), dst); err != nil {
-			m.log.Warn("carried data not set aside", "dir", sib.current(), "error", err)
+		dst := filepath.Join(m.dir.AsideDir(), time.Now().UTC().Format("20060102T150405.000000000Z")+"-carried-"+name)
+		if err := os.Rename(sib.Current(), dst); err != nil {
+			m.log.Warn("carried data not set aside", "dir", sib.Current(), "error", err)
 			continue
 		}
-		m.log.Info("data carried from an earlier allocation set aside", "from", sib.root, "to", dst)
+		m.log.Info("data carried from an earlier allocation set aside", "from", sib.Root, "to", dst)
 		// Its own asides join this member's, under the same rule.
-		olds, _ := os.ReadDir(sib.asideDir())
+		olds, _ := os.ReadDir(sib.AsideDir())
 		for _, old := range olds {
-			if err := os.Rename(filepath.Join(sib.asideDir(), old.Name()), filepath.Join(m.dir.asideDir(), old.Name())); err != nil {
+			if err := os.Rename(filepath.Join(sib.AsideDir(), old.Name()), filepath.Join(m.dir.AsideDir(), old.Name())); err != nil {
 				m.log.Warn("carried aside not moved", "dir", old.Name(), "error", err)
 			}
 		}
-		_ = os.Remove(sib.asideDir())
+		_ = os.Remove(sib.AsideDir())
 		m.dropCarriedTLS(sib)
 	}
 }
@@ -250,13 +229,13 @@ func (m *Member) dropCarriedTLS(sib dataDir) {
 	theirs, err := os.ReadFile(sib.caFile())
 	ours, oerr := os.ReadFile(m.dir.caFile())
 	if err == nil && (oerr != nil || string(theirs) != string(ours)) {
-		m.log.Warn("carried directory kept: it holds another cluster CA", "dir", sib.root)
+		m.log.Warn("carried directory kept: it holds another cluster CA", "dir", sib.Root)
 		return
 	}
-	if err := os.RemoveAll(sib.tlsDir()); err != nil {
+	if err := os.RemoveAll(sib.TLSDir()); err != nil {
 		return
 	}
-	if err := os.Remove(sib.root); err != nil {
-		m.log.Warn("carried directory not removed", "dir", sib.root, "error", err)
+	if err := os.Remove(sib.Root); err != nil {
+		m.log.Warn("carried directory not removed", "dir", sib.Root, "error", err)
 	}
 }

@@ -12,19 +12,22 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // writeDataDir writes dir as a data dir set aside or carried: metadata
 // meta (none when nil) and a real bbolt backend whose newest key is at
 // revision rev (none when 0).
-func writeDataDir(t *testing.T, dir string, meta *Meta, rev int64) {
+func writeDataDir(t *testing.T, dir string, meta *datadir.Meta, rev int64) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Join(dir, "etcd", "member", "snap"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	if meta != nil {
 		b, _ := json.Marshal(meta)
-		if err := os.WriteFile(filepath.Join(dir, metaFile), b, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, datadir.MetaFile), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,31 +85,33 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := m0.dir.readMeta()
+	self, err := m0.dir.ReadMeta()
 	if err != nil || self.MemberID == 0 {
 		t.Fatalf("m0's metadata: %+v %v", self, err)
 	}
-	old := func() *Meta { return &Meta{Cluster: "kit", Name: "m9", Token: "old-token", Epoch: 0} }
-	running := func() *Meta { return &Meta{Cluster: "kit", Name: "m0", Token: rec.Token, Epoch: rec.Epoch} }
-	asides := m0.dir.asideDir()
+	old := func() *datadir.Meta { return &datadir.Meta{Cluster: "kit", Name: "m9", Token: "old-token", Epoch: 0} }
+	running := func() *datadir.Meta {
+		return &datadir.Meta{Cluster: "kit", Name: "m0", Token: rec.Token, Epoch: rec.Epoch}
+	}
+	asides := m0.dir.AsideDir()
 	for _, a := range []struct {
 		name string
-		meta *Meta
+		meta *datadir.Meta
 		rev  int64
 	}{
-		{"20200101T000000.000000000Z-foreign", &Meta{Cluster: "other", Token: "x", Epoch: 1}, 10},
+		{"20200101T000000.000000000Z-foreign", &datadir.Meta{Cluster: "other", Token: "x", Epoch: 1}, 10},
 		{"20200102T000000.000000000Z-removed", old(), 100},
 		{"20200103T000000.000000000Z-removed", old(), 300}, // the newest copy of the old incarnation
 		{"20200104T000000.000000000Z-removed", old(), 200},
-		{"20200105T000000.000000000Z-removed", running(), 50},                                                   // m0's own data is newer
-		{"20200105T120000.000000000Z-foreign", &Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 5}, // an epoch the record has not reached: never
-		{"20200106T000000.000000000Z-foreign", &Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 10},
+		{"20200105T000000.000000000Z-removed", running(), 50},                                                           // m0's own data is newer
+		{"20200105T120000.000000000Z-foreign", &datadir.Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 5}, // an epoch the record has not reached: never
+		{"20200106T000000.000000000Z-foreign", &datadir.Meta{Cluster: "kit", Token: "future", Epoch: rec.Epoch + 4}, 10},
 		{"20200107T000000.000000000Z-unreadable", nil, 0},
 		{"20200108T000000.000000000Z-removed", running(), 60},
 	} {
 		writeDataDir(t, filepath.Join(asides, a.name), a.meta, a.rev)
 	}
-	data := filepath.Dir(m0.dir.root)
+	data := filepath.Dir(m0.dir.Root)
 	writeDataDir(t, filepath.Join(data, "m-gone", "current"), old(), 250)
 	current := running()
 	current.Name, current.MemberID = "m-member", self.MemberID // listed in the membership
@@ -117,6 +122,10 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 	o, err := m0.observe(context.Background())
 	if err != nil {
 		t.Fatal(err)
+	}
+	mayPrune := func(o planner.Observation) bool {
+		o.Upkeep.PruneDue = true
+		return planner.PlanUpkeep(o).PruneAsides
 	}
 	if !mayPrune(o) {
 		t.Fatalf("a healthy voter of the confirmed record may not prune: %+v", o)
@@ -156,7 +165,7 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 	if !slices.Equal(got[:len(want)], want) || !strings.HasSuffix(carried, "-carried-m-gone") {
 		t.Fatalf("asides left %v, want %v and the carried m-gone", got, want)
 	}
-	if rev := backendRevision(filepath.Join(asides, carried, "etcd")); rev != 250 {
+	if rev := datadir.BackendRevision(filepath.Join(asides, carried, "etcd")); rev != 250 {
 		t.Fatalf("carried data's revision %d, want 250 (moved, not rewritten)", rev)
 	}
 	if entries := ls(t, data); !slices.Equal(entries, []string{"m-member", "m0", "m1"}) {

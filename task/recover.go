@@ -3,14 +3,16 @@ package task
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
+
+// quorumLost is timed while the confirmed cluster has no quorum.
+var quorumLost = condition{what: condQuorumLost}
 
 // snapshotListEvery bounds how often a member without quorum lists the
 // snapshot store.
@@ -24,7 +26,7 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	if o.Record == nil && !o.Running && o.Local.Empty {
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
@@ -32,19 +34,16 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// This member's own unconfirmed seed or restore, with no data of
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
-		m.quorumLostSince = time.Time{}
+		m.since.hold(quorumLost, false, now)
 		return
 	}
 	if o.Record.ClusterID != 0 {
-		if m.quorumLostSince.IsZero() {
-			m.quorumLostSince = now
-		}
-		o.QuorumLostFor = now.Sub(m.quorumLostSince)
+		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
 	}
 	m.observeLatestSnapshot(ctx, o, now)
 }
@@ -82,14 +81,7 @@ func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	if rec == nil || rec.ClusterID != 0 || listed {
-		m.seederGoneSince = time.Time{}
-		return
-	}
-	if m.seederGoneSince.IsZero() {
-		m.seederGoneSince = now
-	}
-	o.SeederGoneFor = now.Sub(m.seederGoneSince)
+	o.SeederGoneFor = m.since.hold(condition{what: condSeederGone}, rec != nil && rec.ClusterID == 0 && !listed, now)
 }
 
 // recover carries out RecoverQuorum: the next epoch is recorded (fenced by
@@ -106,11 +98,11 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	if cur == nil && d.From != planner.FromSnapshot {
 		return fmt.Errorf("recovery from data without a cluster record")
 	}
-	next := coord.Record{Token: d.Record.Token, Epoch: d.Record.Epoch, Seeder: d.Record.Seeder, Source: d.Record.Source,
-		LastConfirmedToken: d.Record.LastConfirmedToken, LastConfirmedEpoch: d.Record.LastConfirmedEpoch}
+	var index uint64
 	if cur != nil {
-		next.Index = cur.Index
+		index = cur.Index
 	}
+	next := StoredRecord(*d.Record, index)
 	if d.From == planner.FromSnapshot {
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
 	}
@@ -123,12 +115,12 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", "this member's data")
 	}
 	m.stopEtcd()
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil {
 		return fmt.Errorf("read metadata: %w", err)
 	}
 	meta.Token, meta.Epoch, meta.ForceNew, meta.ClusterID = next.Token, next.Epoch, true, 0
-	if err := m.dir.writeMeta(meta); err != nil {
+	if err := m.dir.WriteMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	return m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil))
@@ -139,45 +131,35 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if s == nil {
 		return fmt.Errorf("recovery from snapshot %s without a snapshot store", name)
 	}
-	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
-		return err
-	}
-	plain := filepath.Join(m.dir.root, ".recover.db")
-	defer os.Remove(plain)
-	meta, err := snapshot.Fetch(ctx, s.Store, name, plain, s.Encryption, nil)
-	if err != nil {
-		return fmt.Errorf("fetch snapshot %s: %w", name, err)
-	}
-	if cur == nil || cur.Token != next.Token {
-		// The next epoch is recorded before anything starts (invariant
-		// 4); with no record at all (Consul lost its state, every member
-		// its data) it is created, so a second restorer fails here.
-		write := m.opts.Coordinator.UpdateRecord
-		if cur == nil {
-			write = m.opts.Coordinator.CreateRecord
+	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name}
+	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
+		if cur == nil || cur.Token != next.Token {
+			// The next epoch is recorded before anything starts (invariant
+			// 4); with no record at all (Consul lost its state, every member
+			// its data) it is created, so a second restorer fails here.
+			write := m.opts.Coordinator.UpdateRecord
+			if cur == nil {
+				write = m.opts.Coordinator.CreateRecord
+			}
+			written, err := write(ctx, l, next)
+			if err != nil {
+				return datadir.Incarnation{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
+			}
+			m.setRecord(written)
+			m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
 		}
-		written, err := write(ctx, l, next)
-		if err != nil {
-			return fmt.Errorf("record epoch %d: %w", next.Epoch, err)
-		}
-		m.setRecord(written)
-		m.log.Warn("recovery recorded", "epoch", next.Epoch, "from", name, "revision", meta.Revision)
+		m.stopEtcd()
+		return datadir.Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
+			Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, nil
+	}, "recovered-over")
+	if got.Gap {
+		m.log.Warn("the delta chain after the snapshot has a gap: changes after it are not replayed", "snapshot", name, "deltas", len(got.Chain))
 	}
-	list, err := s.Store.List(ctx)
-	if err != nil {
-		return fmt.Errorf("list the deltas after snapshot %s: %w", name, err)
+	if got.Aside != "" {
+		m.log.Warn("data dir set aside (not deleted) before restoring", "to", got.Aside)
 	}
-	chain, gap := snapshot.Chain(list, meta)
-	if gap {
-		m.log.Warn("the delta chain after the snapshot has a gap: changes after it are not replayed", "snapshot", name, "deltas", len(chain))
-	}
-	m.stopEtcd()
-	aside, res, err := InstallSnapshot(ctx, m.dir.root, plain, Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
-		Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, Deltas{Store: s.Store, Chain: chain, Encryption: s.Encryption}, "recovered-over")
-	if aside != "" {
-		m.log.Warn("data dir set aside (not deleted) before restoring", "to", aside)
-	}
-	if len(chain) > 0 {
+	if len(got.Chain) > 0 {
+		res := got.Replay
 		m.log.Warn("deltas replayed over the snapshot", "segments", res.Segments, "events", res.Events, "last_revision", res.Last, "stopped", res.Stopped)
 	}
 	return err
@@ -194,7 +176,7 @@ func (m *Member) setRecord(r coord.Record) {
 // its own data and that is not confirmed yet. Once the record is confirmed
 // (or names another incarnation) a ForceNewCluster start would cut this
 // member out of a cluster that has other members: it is refused.
-func (m *Member) forceNewAllowed(meta Meta) bool {
+func (m *Member) forceNewAllowed(meta datadir.Meta) bool {
 	m.mu.Lock()
 	rec := m.record
 	m.mu.Unlock()
@@ -216,12 +198,12 @@ func (m *Member) clearForceNew() {
 	default:
 		return
 	}
-	meta, err := m.dir.readMeta()
+	meta, err := m.dir.ReadMeta()
 	if err != nil || !meta.ForceNew {
 		return
 	}
 	meta.ForceNew = false
-	if err := m.dir.writeMeta(meta); err != nil {
+	if err := m.dir.WriteMeta(meta); err != nil {
 		m.log.Warn("clearing the ForceNew flag failed; retrying next loop", "error", err)
 		return
 	}

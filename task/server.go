@@ -2,11 +2,13 @@ package task
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,6 +43,9 @@ type Status struct {
 	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
 	// refuses writes until maintenance disarms it.
 	NoSpace bool `json:"nospace,omitempty"`
+	// Corrupt names the members (hex ids, 0: no majority) etcd's CORRUPT
+	// alarms name: the cluster refuses writes until they are handled.
+	Corrupt []string `json:"corrupt,omitempty"`
 	// Paused names the operator's pause when the cluster is paused.
 	Paused string `json:"paused,omitempty"`
 	Reason string `json:"reason"`
@@ -49,6 +54,16 @@ type Status struct {
 	// different one the coordinator holds (TLS auto): members that start
 	// without a saved CA take the coordinator's and cannot join.
 	CAMismatch *CAMismatch `json:"ca_mismatch,omitempty"`
+	// CertExpiry is when the first of this member's certificates and
+	// trusted CAs expires (RFC 3339), CertName which one it is.
+	CertExpiry string `json:"cert_expiry,omitempty"`
+	CertName   string `json:"cert_name,omitempty"`
+	// CertWarning names the certificates that expire within the warning
+	// window (certs.WarnBefore): the Consul check turns warning.
+	CertWarning string `json:"cert_warning,omitempty"`
+	// CA names the CA this member issues from and those it trusts (TLS
+	// auto), and the CA rotation phase it carried out.
+	CA *RotationView `json:"ca,omitempty"`
 }
 
 func (m *Member) setDecision(d planner.Decision) {
@@ -71,9 +86,15 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	starting := m.starting
 	st.CAMismatch = m.caMismatch
 	m.mu.Unlock()
-	st.Time = time.Now().UTC().Format(time.RFC3339)
-	if meta, err := m.dir.readMeta(); err == nil {
-		if e != nil || starting || m.dir.hasEtcdData() {
+	now := time.Now()
+	st.Time = now.UTC().Format(time.RFC3339)
+	if name, at := m.renew.earliest(); name != "" {
+		st.CertName, st.CertExpiry = name, at.UTC().Format(time.RFC3339)
+	}
+	st.CertWarning = m.certWarning(now)
+	st.CA = m.rotationView()
+	if meta, err := m.dir.ReadMeta(); err == nil {
+		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
 			// between the two) names an incarnation this member does not
 			// hold: peers must not wait for it to re-record (it sees
@@ -86,11 +107,11 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 		st.MemberID, st.ClusterID = meta.MemberID, meta.ClusterID
 	}
 	if e == nil {
-		if m.dir.hasEtcdData() {
-			st.Revision = m.dir.revision()
+		if m.dir.HasEtcdData() {
+			st.Revision = m.dir.Revision()
 			// Peers must know a stopped learner's data is a learner's:
 			// it never seeds a recovery (invariant 4).
-			st.Learner = m.dir.learner(st.MemberID)
+			st.Learner = m.dir.Learner(st.MemberID)
 		}
 		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
 	}
@@ -107,6 +128,9 @@ func (m *Member) health(ctx context.Context) (Status, error) {
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
 	st.NoSpace = noSpace(e)
+	for _, id := range corruptAlarms(e) {
+		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%x", id))
+	}
 	select {
 	case <-srv.ReadyNotify():
 	default:
@@ -159,6 +183,16 @@ func (m *Member) serveStatus() error {
 			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
 			return
 		}
+		if st.CertWarning != "" {
+			warn += " WARNING " + st.CertWarning
+		}
+		if len(st.Corrupt) > 0 {
+			// A warning, not critical: the member serves reads; the
+			// corrupt member's data is set aside and its alarm disarmed.
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for member(s) %s: writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, strings.Join(st.Corrupt, ","), warn)
+			return
+		}
 		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
 			// Consul shows 429 as a warning: the member serves, but
 			// writes stop (NOSPACE) or will soon.
@@ -167,6 +201,13 @@ func (m *Member) serveStatus() error {
 			}
 			w.WriteHeader(http.StatusTooManyRequests)
 			fmt.Fprintf(w, "warning: %s role=%s db_size=%d is %.0f%% of quota_backend_bytes %d (warning above %.0f%%)%s\n", st.Name, role, st.DBSize, 100*float64(st.DBSize)/float64(quota), quota, QuotaWarnShare*100, warn)
+			return
+		}
+		if st.CertWarning != "" {
+			// Consul shows 429 as a warning: renewal is late (or the
+			// CA near its end); the member serves.
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "warning: %s role=%s%s\n", st.Name, role, warn)
 			return
 		}
 		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d%s\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch, warn)
@@ -192,6 +233,11 @@ func (m *Member) serveStatus() error {
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
+		if err == nil {
+			// Read at each handshake, as etcd does: renewal replaces
+			// the file.
+			cfg.Certificates, cfg.GetCertificate = nil, m.serverCertificate
+		}
 		if err == nil && m.ca != nil {
 			// /status also takes the status CA's clients (read-only
 			// clients, certs.StatusCA); etcd's ports never do.
@@ -203,6 +249,13 @@ func (m *Member) serveStatus() error {
 		if err != nil {
 			ln.Close()
 			return err
+		}
+		if m.ca != nil {
+			// The CAs accepted change with a CA rotation: built again
+			// at each handshake from what the member trusts now.
+			base := cfg
+			cfg = base.Clone()
+			cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return m.statusServerConfig(base), nil }
 		}
 		m.http.TLSConfig = cfg
 		go func() { _ = m.http.ServeTLS(ln, "", "") }()

@@ -114,7 +114,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	if rec != nil {
 		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
 	}
-	if err := os.MkdirAll(m.dir.root, 0o700); err != nil {
+	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
 	}
 	start := time.Now()
@@ -122,7 +122,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	defer cancel()
 	// Streamed from ep alone (not the shared client, which balances over
 	// every member) and spooled beside the member's data.
-	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.root}, s.Store, src, s.Encryption, nil)
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.peerTLS, SpoolDir: m.dir.Root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)
@@ -146,17 +146,18 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	return nil
 }
 
-// maybeSnapshot starts the scheduled snapshot when this member leads, the
-// check is due and no save of this member runs. It only decides: the
-// listing, the lease and the upload run in the background (startSnapshot),
-// so the loop keeps its pace during an upload of any length.
-func (m *Member) maybeSnapshot(o planner.Observation) {
+// scheduledSnapshot carries out Upkeep.Snapshot (this member leads, the
+// check is due): it starts the scheduled snapshot unless a save of this
+// member runs. The listing, the lease and the upload run in the background
+// (startSnapshot), so the loop keeps its pace during an upload of any
+// length.
+func (m *Member) scheduledSnapshot(o planner.Observation) {
 	s := m.opts.Snapshots
-	if s == nil || s.Interval <= 0 || !o.Running || !o.MembersKnown || o.LeaderID != o.SelfID || time.Now().Before(m.nextSnapshotCheck) {
+	if s == nil {
 		return
 	}
 	if m.startSnapshot(m.snapshotEndpoint(o), "scheduled", true) {
-		m.nextSnapshotCheck = time.Now().Add(min(snapshotCheckEvery, s.Interval/4))
+		m.nextSnapshotCheck = m.now().Add(min(snapshotCheckEvery, s.Interval/4))
 	}
 }
 

@@ -20,8 +20,8 @@ func TestNewerStorageVersionIsRefused(t *testing.T) {
 	m := k.member("m0", nil)
 	put(t, k.seedForTest(m), "kept", "v")
 	m.halt()
-	db := filepath.Join(m.dir.etcdDir(), "member", "snap", "db")
-	if got := m.dir.storageVersion(); got == "" || !strings.HasPrefix(version.Version, strings.TrimSuffix(got, ".0")) {
+	db := filepath.Join(m.dir.EtcdDir(), "member", "snap", "db")
+	if got := m.dir.StorageVersion(); got == "" || !strings.HasPrefix(version.Version, strings.TrimSuffix(got, ".0")) {
 		t.Fatalf("etcd %s recorded storage version %q", version.Version, got)
 	}
 	setStorageVersion(t, db, "3.99.0")
@@ -59,19 +59,5 @@ func setStorageVersion(t *testing.T, path, v string) {
 		return tx.Bucket([]byte("meta")).Put([]byte("storageVersion"), []byte(v))
 	}); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestNewerEtcd(t *testing.T) {
-	for _, c := range []struct {
-		stored, embedded string
-		refused          bool
-	}{
-		{"3.6.0", "3.6.16", false}, {"3.5.0", "3.6.16", false}, {"", "3.6.16", false}, {"junk", "3.6.16", false},
-		{"3.7.0", "3.6.16", true}, {"4.0.0", "3.6.16", true}, {"3.6.0", "3.7.3", false},
-	} {
-		if got := newerEtcd(c.stored, c.embedded, "/d") != ""; got != c.refused {
-			t.Errorf("stored %q embedded %s: refused %v, want %v", c.stored, c.embedded, got, c.refused)
-		}
 	}
 }

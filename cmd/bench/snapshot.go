@@ -22,6 +22,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -282,7 +283,7 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 				bestOurs.Round(time.Millisecond), bestCtl.Round(time.Millisecond), e.opts.snapshotRound, keyspace)},
 		{ID: "e.restore", Name: "snapshot restore throughput (plaintext MiB/s)", Unit: "MiB/s",
 			Value: mibps(meta.Size, bestRestore), Baseline: mibps(plainSize, bestUtl), GoalKind: bench.RatioAtLeast, Goal: 1.0,
-			Notes: fmt.Sprintf("etcd-nomad fetch + decrypt + decompress + sha256/etcd-hash verify + `task.InstallSnapshot` (etcdutl restore, revision bump 1000000 + mark compacted) %s (fetch and verify %.1fs, then etcd's restore %.1fs) vs `etcdutl snapshot restore` of the plaintext file with the same bump %s, best of %d. Ours cannot pass while it is fetch + etcdutl's restore in sequence: etcdutl's restore needs a seekable file (it reads the trailing hash first), so decoding cannot be overlapped with it.",
+			Notes: fmt.Sprintf("etcd-nomad fetch + decrypt + decompress + sha256/etcd-hash verify + `datadir.InstallSnapshot` (etcdutl restore, revision bump 1000000 + mark compacted) %s (fetch and verify %.1fs, then etcd's restore %.1fs) vs `etcdutl snapshot restore` of the plaintext file with the same bump %s, best of %d. Ours cannot pass while it is fetch + etcdutl's restore in sequence: etcdutl's restore needs a seekable file (it reads the trailing hash first), so decoding cannot be overlapped with it.",
 				bestRestore.Round(time.Millisecond), bestSteps.Fetch, bestSteps.Install, bestUtl.Round(time.Millisecond), e.opts.snapshotRound)},
 	}
 	return res, nil, nil
@@ -382,7 +383,7 @@ func runSnapshotSave(args []string) error {
 
 // runSnapshotRestore is the "snapshot-restore" helper: what `etcd-nomad
 // snapshot restore` does on the member's disk (fetch and verify, then
-// task.InstallSnapshot), without the coordinator's lock and record.
+// datadir.InstallSnapshot), without the coordinator's lock and record.
 func runSnapshotRestore(args []string) error {
 	fs := flag.NewFlagSet("snapshot-restore", flag.ContinueOnError)
 	storeDir := fs.String("store", "", "")
@@ -415,7 +416,7 @@ func runSnapshotRestore(args []string) error {
 		return err
 	}
 	fetched := time.Now()
-	_, _, err = task.InstallSnapshot(ctx, *root, plain, task.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, task.Deltas{}, "restored-over")
+	_, _, err = datadir.InstallSnapshot(ctx, *root, plain, datadir.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, datadir.Deltas{}, "restored-over")
 	if err != nil {
 		return err
 	}

@@ -89,8 +89,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coor
 	var rec *planner.Record
 	switch {
 	case err == nil:
-		rec = &planner.Record{ClusterID: cur.ClusterID, Token: cur.Token, Epoch: cur.Epoch, Seeder: cur.Seeder, Source: cur.Source,
-			LastConfirmedToken: cur.LastConfirmedToken, LastConfirmedEpoch: cur.LastConfirmedEpoch, Operator: cur.Operator}
+		rec = task.PlannerRecord(cur)
 	case !errors.Is(err, coord.ErrNoRecord):
 		return coord.Record{}, err
 	}
@@ -111,8 +110,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coor
 	if err != nil {
 		return coord.Record{}, err
 	}
-	written, err := co.UpdateRecord(ctx, l, coord.Record{Token: next.Token, Epoch: next.Epoch, Seeder: next.Seeder, Source: next.Source,
-		LastConfirmedToken: next.LastConfirmedToken, LastConfirmedEpoch: next.LastConfirmedEpoch, Operator: true, Index: cur.Index})
+	written, err := co.UpdateRecord(ctx, l, task.StoredRecord(next, cur.Index))
 	if err != nil {
 		return coord.Record{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 	}

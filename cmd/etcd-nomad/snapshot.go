@@ -20,7 +20,9 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -334,85 +336,83 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
-	root := filepath.Join(cl.DataDir, member)
-	if err := os.MkdirAll(root, 0o700); err != nil {
-		return err
-	}
-	plain := filepath.Join(root, ".restore-"+name+".db")
-	defer os.Remove(plain)
-	ui.Output("fetching and verifying " + name)
-	m, err := snapshot.Fetch(ctx, env.store, name, plain, env.enc, progressPrinter(ui, "fetched"))
-	if err != nil {
-		return err
-	}
-	if bump == 0 {
-		list, err := env.store.List(ctx)
-		if err != nil {
-			return fmt.Errorf("list snapshots to derive the revision bump (or give -revision-bump): %w", err)
-		}
-		bump = snapshot.RevisionBump(m, list, time.Now())
-		rate, measured := snapshot.WriteRate(list)
-		how := fmt.Sprintf("%.0f writes/s measured between snapshots", rate)
-		if !measured {
-			how = fmt.Sprintf("no rate measurable from the store, %.0f writes/s assumed", snapshot.AssumedWriteRate)
-		}
-		ui.Output(fmt.Sprintf("revision bump %d: snapshot %s old, %s", bump, time.Since(m.Created).Round(time.Second), how))
-	}
 	co, err := status.Coordinator(cl)
 	if err != nil {
 		return err
 	}
-	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
-	defer lcancel()
-	l, err := co.Lock(lctx, "etcd-nomad-restore")
-	if err != nil {
-		return fmt.Errorf("take the cluster lock: %w", err)
+	var (
+		l      coord.Lock
+		rec    coord.Record
+		exists bool
+		token  = task.NewToken()
+		epoch  uint64
+	)
+	defer func() {
+		if l != nil {
+			l.Unlock(context.Background())
+		}
+	}()
+	// Once the snapshot is fetched and verified: the revision bump, then
+	// the next epoch under the lock, which holds until it is recorded.
+	next := func(m snapshot.Meta) (datadir.Incarnation, error) {
+		if bump == 0 {
+			list, err := env.store.List(ctx)
+			if err != nil {
+				return datadir.Incarnation{}, fmt.Errorf("list snapshots to derive the revision bump (or give -revision-bump): %w", err)
+			}
+			bump = snapshot.RevisionBump(m, list, time.Now())
+			rate, measured := snapshot.WriteRate(list)
+			how := fmt.Sprintf("%.0f writes/s measured between snapshots", rate)
+			if !measured {
+				how = fmt.Sprintf("no rate measurable from the store, %.0f writes/s assumed", snapshot.AssumedWriteRate)
+			}
+			ui.Output(fmt.Sprintf("revision bump %d: snapshot %s old, %s", bump, time.Since(m.Created).Round(time.Second), how))
+		}
+		lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
+		defer lcancel()
+		var err error
+		if l, err = co.Lock(lctx, "etcd-nomad-restore"); err != nil {
+			return datadir.Incarnation{}, fmt.Errorf("take the cluster lock: %w", err)
+		}
+		rec, err = co.Record(ctx)
+		if err != nil && !errors.Is(err, coord.ErrNoRecord) {
+			return datadir.Incarnation{}, err
+		}
+		exists = err == nil
+		epoch = max(rec.Epoch, m.Epoch) + 1
+		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}
-	defer l.Unlock(context.Background())
-	rec, err := co.Record(ctx)
-	if err != nil && !errors.Is(err, coord.ErrNoRecord) {
+	ui.Output("fetching and verifying " + name)
+	src := datadir.Source{Store: env.store, Encryption: env.enc, Name: name, NoDeltas: noDeltas, Progress: progressPrinter(ui, "fetched")}
+	got, err := datadir.InstallNextEpoch(ctx, filepath.Join(cl.DataDir, member), src, next, "restored-over")
+	if n := len(got.Chain); n > 0 {
+		ui.Output(fmt.Sprintf("%d deltas after it, to revision %d", n, got.Chain[n-1].Revision))
+	}
+	if got.Gap {
+		ui.Warn("the delta chain has a gap: changes after it are not replayed")
+	}
+	if got.Aside != "" {
+		ui.Output("set aside the member's previous data: " + got.Aside)
+	}
+	if err != nil {
 		return err
 	}
-	exists := err == nil
-	token := task.NewToken()
-	epoch := max(rec.Epoch, m.Epoch) + 1
-	var deltas task.Deltas
-	if !noDeltas {
-		list, err := env.store.List(ctx)
-		if err != nil {
-			return fmt.Errorf("list the deltas after %s (or give -no-deltas): %w", name, err)
-		}
-		chain, gap := snapshot.Chain(list, m)
-		deltas = task.Deltas{Store: env.store, Chain: chain, Encryption: env.enc}
-		if len(chain) > 0 {
-			ui.Output(fmt.Sprintf("replaying %d deltas after it, to revision %d", len(chain), chain[len(chain)-1].Revision))
-		}
-		if gap {
-			ui.Warn("the delta chain has a gap: changes after it are not replayed")
-		}
-	}
-	aside, res, err := task.InstallSnapshot(ctx, root, plain, task.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, deltas, "restored-over")
-	if aside != "" {
-		ui.Output("set aside the member's previous data: " + aside)
-	}
-	if err != nil {
-		return err
-	}
+	res, m := got.Replay, got.Snapshot
 	if res.Segments > 0 {
 		ui.Output(fmt.Sprintf("replayed %d deltas: %d events in %d transactions, %d keys read back, to revision %d", res.Segments, res.Events, res.Txns, res.Keys, res.Last))
 	}
 	if res.Stopped != "" {
 		ui.Warn("the replay stopped early: " + res.Stopped)
 	}
-	newRec := coord.Record{Token: token, Epoch: epoch, Seeder: member, Source: "snapshot:" + name, Index: rec.Index,
+	newRec := planner.Record{Token: token, Epoch: epoch, Seeder: member, Source: planner.SnapshotSource(name),
 		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
 	if rec.ClusterID != 0 {
 		newRec.LastConfirmedToken, newRec.LastConfirmedEpoch = rec.Token, rec.Epoch
 	}
 	if exists {
-		_, err = co.UpdateRecord(ctx, l, newRec)
+		_, err = co.UpdateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
 	} else {
-		_, err = co.CreateRecord(ctx, l, newRec)
+		_, err = co.CreateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d: %w", epoch, err)

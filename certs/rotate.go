@@ -1,0 +1,57 @@
+package certs
+
+import (
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+)
+
+// CA rotation without restarting etcd. etcd loads the CA it trusts once,
+// when it starts (transport.TLSInfo's ClientCAs and RootCAs), while it
+// reads its own certificate at every handshake. So a running member keeps
+// trusting the old CA until it restarts, and a new CA can be introduced
+// without a restart only through the old one: CrossSign certifies the new
+// CA's key and name under the old CA, and certificates issued by the new
+// CA are presented with that cross certificate as their chain (leaf,
+// cross). A verifier that trusts only the old CA builds leaf → cross →
+// old; one that trusts the new CA builds leaf → new directly and ignores
+// the cross certificate.
+
+// CrossSign returns, PEM, a certificate for next's subject and public key
+// issued by prev: an intermediate that makes next's certificates verify
+// under prev. It is valid as long as both CAs are.
+func CrossSign(prev, next Pair) ([]byte, error) {
+	nextCert, err := Leaf(next.Cert)
+	if err != nil {
+		return nil, fmt.Errorf("new CA: %w", err)
+	}
+	prevCert, signer, _, _, err := prepare(prev, "cross", nextCert.NotBefore, 0)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber:          nextCert.SerialNumber,
+		Subject:               nextCert.Subject,
+		SubjectKeyId:          nextCert.SubjectKeyId,
+		NotBefore:             nextCert.NotBefore,
+		NotAfter:              nextCert.NotAfter,
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              nextCert.KeyUsage,
+	}
+	if tmpl.NotAfter.After(prevCert.NotAfter) {
+		tmpl.NotAfter = prevCert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, prevCert, nextCert.PublicKey, signer)
+	if err != nil {
+		return nil, fmt.Errorf("cross-sign the new CA: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), nil
+}
+
+// WithChain returns p with the PEM certificates chain appended to its
+// certificate: what a TLS peer presents after the leaf.
+func WithChain(p Pair, chain []byte) Pair {
+	return Pair{Cert: append(append([]byte{}, p.Cert...), chain...), Key: p.Key}
+}

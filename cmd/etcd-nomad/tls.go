@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/cli"
+
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task"
+)
+
+type tlsCommand struct{}
+
+func (c *tlsCommand) Synopsis() string { return "Certificate operations (rotate-ca)" }
+func (c *tlsCommand) Help() string {
+	return "Usage: etcd-nomad tls rotate-ca -config FILE\n\n  Subcommands: rotate-ca"
+}
+func (c *tlsCommand) Run([]string) int { return cli.RunResultHelp }
+
+type rotateCACommand struct{ ui cli.Ui }
+
+func (c *rotateCACommand) Synopsis() string {
+	return "Replace the cluster CA without restarting a member"
+}
+
+func (c *rotateCACommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad tls rotate-ca -config FILE [-retire-after DURATION] [-timeout DURATION]
+
+  Replaces the cluster CA (TLS auto) while the members run, in phases that
+  every member carries out on its own within seconds and reports in its
+  /status; the command moves to the next phase once every member of the
+  definition reports the current one:
+
+    trust   members trust the new CA beside the old one
+    issue   members issue their certificates from the new CA, presented
+            with a certificate of the new CA signed by the old one, so
+            that etcd processes that loaded only the old CA accept them
+    retire  the new CA becomes the cluster CA, the old CA's key is
+            deleted, members trust the new CA alone
+    done
+
+  The state is kept in the coordinator (key ca-rotation): interrupt the
+  command, lose the lock or restart members at any point and run it again
+  to resume. Needs the cluster's key encryption key in ETCD_NOMAD_CA_KEK
+  (nomad var get -item ca_kek nomad/jobs/JOB) with Consul coordination.
+
+Options:
+  -config FILE             cluster definition
+  -retire-after DURATION   keep the old CA trusted at least this long after
+                           the members issue from the new one (default:
+                           access.certificate_ttl with an access block, so
+                           workloads renew their certificates first; else 0)
+  -timeout DURATION        give up (resumable) after this long (default 30m)`)
+}
+
+func (c *rotateCACommand) Run(args []string) int {
+	fs := flag.NewFlagSet("tls rotate-ca", flag.ContinueOnError)
+	path := fs.String("config", "", "")
+	retire := fs.Duration("retire-after", -1, "")
+	timeout := fs.Duration("timeout", 30*time.Minute, "")
+	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
+		c.ui.Error(c.Help())
+		return 1
+	}
+	cl := loadConfig(c.ui, *path)
+	if cl == nil {
+		return 1
+	}
+	if cl.TLS.Mode != config.TLSAuto {
+		c.ui.Error("tls rotate-ca: the cluster's CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files")
+		return 1
+	}
+	if *retire < 0 {
+		*retire = 0
+		if cl.Access != nil {
+			*retire = cl.Access.CertificateTTL
+		}
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer cancel()
+	ctx, cancelT := context.WithTimeout(ctx, *timeout)
+	defer cancelT()
+	co, err := status.Coordinator(cl)
+	if err != nil {
+		c.ui.Error("tls rotate-ca: " + err.Error())
+		return 1
+	}
+	kek, err := task.KEKFromEnv()
+	if err != nil {
+		c.ui.Error("tls rotate-ca: " + err.Error())
+		return 1
+	}
+	start := time.Now()
+	err = task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, RetireAfter: *retire,
+		Members: func(ctx context.Context) ([]task.Status, error) {
+			gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			st, err := status.Gather(gctx, cl)
+			return st.Members, err
+		},
+		Progress: func(s string) { c.ui.Output(time.Since(start).Round(100*time.Millisecond).String() + " " + s) },
+	})
+	if err != nil {
+		c.ui.Error("tls rotate-ca: " + err.Error())
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,288 @@
+package datadir
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/coreos/go-semver/semver"
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/version"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+)
+
+// MetaFile is the metadata etcd-nomad keeps beside etcd's own data.
+const MetaFile = "etcd-nomad.json"
+
+// Meta identifies the cluster incarnation a data dir belongs to.
+type Meta struct {
+	Cluster   string `json:"cluster"`
+	Name      string `json:"name"`
+	Token     string `json:"token"`
+	Epoch     uint64 `json:"epoch"`
+	MemberID  uint64 `json:"member_id,omitempty"`
+	ClusterID uint64 `json:"cluster_id,omitempty"`
+	// ForceNew asks the next start to use ForceNewCluster (a recovery from
+	// this member's data); cleared once the server is ready.
+	ForceNew bool `json:"force_new,omitempty"`
+}
+
+// Dir is one member's directory (Root): current/ holds the data in use,
+// aside/ the data that was set aside, tls/ the member's certificates.
+type Dir struct {
+	Root string
+}
+
+// Current holds the data in use: etcd's and its metadata.
+func (d Dir) Current() string { return filepath.Join(d.Root, "current") }
+
+// EtcdDir is etcd's data dir.
+func (d Dir) EtcdDir() string { return filepath.Join(d.Current(), "etcd") }
+
+// TLSDir holds the member's certificates.
+func (d Dir) TLSDir() string { return filepath.Join(d.Root, "tls") }
+
+// AsideDir holds the data set aside.
+func (d Dir) AsideDir() string {
+	return filepath.Join(d.Root, "aside")
+}
+
+// ReadMeta reads the metadata of the data in use.
+func (d Dir) ReadMeta() (Meta, error) {
+	var m Meta
+	b, err := os.ReadFile(filepath.Join(d.Current(), MetaFile))
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("decode %s: %w", MetaFile, err)
+	}
+	return m, nil
+}
+
+// WriteMeta replaces the metadata of the data in use (atomically).
+func (d Dir) WriteMeta(m Meta) error {
+	if err := os.MkdirAll(d.Current(), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	p := filepath.Join(d.Current(), MetaFile)
+	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(p+".tmp", p)
+}
+
+// DropMetaWithoutData removes metadata that no etcd data goes with: what a
+// seed wrote before it failed. It names no incarnation this member holds
+// and is written again by the next start; metadata beside etcd data is
+// never touched.
+func (d Dir) DropMetaWithoutData() {
+	if !d.HasEtcdData() {
+		_ = os.Remove(filepath.Join(d.Current(), MetaFile))
+	}
+}
+
+// HasEtcdData reports whether etcd data (a WAL) exists.
+func (d Dir) HasEtcdData() bool {
+	ents, err := os.ReadDir(filepath.Join(d.EtcdDir(), "member", "wal"))
+	return err == nil && len(ents) > 0
+}
+
+// Observe describes the data dir for the planner. Revision is read from
+// the backend only when etcd is not running (bbolt is single-writer).
+func (d Dir) Observe(running bool) planner.Local {
+	meta, merr := d.ReadMeta()
+	data := d.HasEtcdData()
+	if !data {
+		if merr == nil && running {
+			return planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+		}
+		return planner.Local{Empty: true}
+	}
+	if merr != nil {
+		if errors.Is(merr, os.ErrNotExist) {
+			return planner.Local{} // data without metadata: foreign
+		}
+		return planner.Local{Unreadable: merr.Error()}
+	}
+	l := planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
+	if !running {
+		l.Revision = d.Revision()
+		l.Learner = d.Learner(meta.MemberID)
+		l.NewerEtcd = newerEtcd(d.StorageVersion(), version.Version, d.EtcdDir())
+	}
+	return l
+}
+
+// StorageVersion reads the storage version etcd 3.6 and later record in
+// the backend's meta bucket ("storageVersion", e.g. "3.6.0"); "" when
+// absent (etcd 3.5 wrote none) or unreadable.
+func (d Dir) StorageVersion() string {
+	var v string
+	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
+		if b := tx.Bucket([]byte("meta")); b != nil {
+			v = string(b.Get([]byte("storageVersion")))
+		}
+	})
+	return v
+}
+
+// newerEtcd returns why data of storage version stored cannot be started by
+// the embedded etcd version, and how to downgrade it; "" when it can.
+// Versions compare by major.minor: etcd records the storage version as
+// MAJOR.MINOR.0, and patch releases share one schema.
+func newerEtcd(stored, embedded, dir string) string {
+	sv, err1 := semver.NewVersion(stored)
+	ev, err2 := semver.NewVersion(embedded)
+	if err1 != nil || err2 != nil {
+		return ""
+	}
+	if sv.Major < ev.Major || sv.Major == ev.Major && sv.Minor <= ev.Minor {
+		return ""
+	}
+	want := fmt.Sprintf("%d.%d", ev.Major, ev.Minor)
+	return fmt.Sprintf("data dir %s was written by etcd %d.%d (storage version %s), newer than the etcd %s this etcd-nomad embeds: not starting it (etcd cannot read a newer schema) and not setting it aside. "+
+		"Run the etcd-nomad release that embeds etcd %d.%d, or downgrade the data first: on the running newer cluster 'etcdctl downgrade validate %s' then 'etcdctl downgrade enable %s', and roll the members back one at a time; "+
+		"for a stopped data dir, 'etcdutl migrate --data-dir %s --target-version %s'",
+		dir, sv.Major, sv.Minor, stored, embedded, sv.Major, sv.Minor, want, want, dir, want)
+}
+
+// Learner reads from the stopped backend's membership whether member id
+// was a learner when the data was last written. Unknown reads as a
+// Learner when the metadata says the member joined and was never seen
+// as a voter; a member id etcd does not list reads as not a learner (the
+// planner's other rules handle removed members).
+func (d Dir) Learner(id uint64) bool {
+	if id == 0 {
+		return false
+	}
+	var learner bool
+	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
+		b := tx.Bucket([]byte("members"))
+		if b == nil {
+			return
+		}
+		v := b.Get([]byte(strconv.FormatUint(id, 16)))
+		if v == nil {
+			return
+		}
+		var m struct {
+			IsLearner bool `json:"isLearner"`
+		}
+		if json.Unmarshal(v, &m) == nil {
+			learner = m.IsLearner
+		}
+	})
+	return learner
+}
+
+// Revision reads the newest revision in the backend, 0 if unknown.
+func (d Dir) Revision() int64 { return BackendRevision(d.EtcdDir()) }
+
+// BackendRevision reads the newest revision in the backend of the etcd
+// data dir etcdDir, 0 if unknown.
+func BackendRevision(etcdDir string) int64 {
+	var rev int64
+	viewBackend(etcdDir, func(tx *bolt.Tx) {
+		b := tx.Bucket([]byte("key"))
+		if b == nil {
+			return
+		}
+		k, _ := b.Cursor().Last()
+		if len(k) >= 8 {
+			for _, c := range k[:8] {
+				rev = rev<<8 | int64(c)
+			}
+		}
+	})
+	return rev
+}
+
+// viewBackend reads the stopped backend of the etcd data dir etcdDir
+// (read-only, giving up after 200 ms if another process holds it); a
+// missing or unreadable backend is not read.
+func viewBackend(etcdDir string, read func(*bolt.Tx)) {
+	p := filepath.Join(etcdDir, "member", "snap", "db")
+	if _, err := os.Stat(p); err != nil {
+		return
+	}
+	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err != nil {
+		return
+	}
+	defer db.Close()
+	_ = db.View(func(tx *bolt.Tx) error {
+		read(tx)
+		return nil
+	})
+}
+
+// SetAside renames current/ to aside/TIMESTAMP-WHY. Nothing is deleted.
+func (d Dir) SetAside(now time.Time, why string) (string, error) {
+	if _, err := os.Stat(d.Current()); errors.Is(err, os.ErrNotExist) {
+		return "", nil
+	}
+	if err := os.MkdirAll(d.AsideDir(), 0o700); err != nil {
+		return "", err
+	}
+	dst := filepath.Join(d.AsideDir(), now.UTC().Format("20060102T150405.000000000Z")+"-"+why)
+	if err := os.Rename(d.Current(), dst); err != nil {
+		return "", fmt.Errorf("set aside %s: %w", d.Current(), err)
+	}
+	return dst, nil
+}
+
+// Incarnation describes the cluster a restored data dir starts.
+type Incarnation struct {
+	Cluster, Name, PeerURL, Token string
+	Epoch                         uint64
+	// RevisionBump is added to every revision (and marked compacted).
+	RevisionBump uint64
+}
+
+// Deltas are the changes recorded after a full snapshot (its chain,
+// snapshot.Chain), replayed over it when it is installed.
+type Deltas struct {
+	Store      snapshot.Store
+	Chain      []snapshot.Meta
+	Encryption snapshot.Encryption
+}
+
+// InstallSnapshot seeds a member's data dir (root) from a plaintext
+// snapshot file verified by snapshot.Fetch as a new incarnation: the current data is set
+// aside (renamed, never deleted, tagged why), etcd's restore writes the
+// new data, the deltas are replayed over it (snapshot.Replay: a damaged
+// segment ends the replay there, as the result's Stopped says), and only
+// then the metadata names the incarnation, so a failure leaves a dir a
+// retry sets aside again. It returns where the old data went ("" if there
+// was none). The member must be stopped.
+func InstallSnapshot(ctx context.Context, root, plain string, in Incarnation, deltas Deltas, why string) (string, snapshot.ReplayResult, error) {
+	d := Dir{Root: root}
+	aside, err := d.SetAside(time.Now(), why)
+	if err != nil {
+		return "", snapshot.ReplayResult{}, err
+	}
+	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.EtcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump, Verified: true})
+	if err != nil {
+		return aside, snapshot.ReplayResult{}, err
+	}
+	var res snapshot.ReplayResult
+	if len(deltas.Chain) > 0 {
+		res, err = snapshot.Replay(ctx, deltas.Store, deltas.Chain, deltas.Encryption, d.EtcdDir(), in.Name)
+		if err != nil {
+			return aside, res, fmt.Errorf("replay %d deltas: %w", len(deltas.Chain), err)
+		}
+	}
+	return aside, res, d.WriteMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
+}

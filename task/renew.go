@@ -1,0 +1,290 @@
+package task
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/config"
+)
+
+// Certificates renewed while the member runs (TLS auto). The member
+// certificate (etcd's server and peer-client certificate, and /status's)
+// is one file that etcd reads at every handshake (certs.WritePair), so
+// replacing it renews without a restart; established connections keep the
+// certificate they verified. The member's root client certificate (its own
+// etcd clients and peers' /status) is held in memory and handed out per
+// handshake (GetClientCertificate). Both are renewed at two thirds of
+// their life (certs.RenewAt), checked every renewPoll at most.
+
+// renewPoll bounds the wait between two renewal checks: a renewal is due
+// at a time known in advance, but the CA may change (tls rotate-ca).
+const renewPoll = 5 * time.Second
+
+// Names of the certificates in the expiry gauge and in status.
+const (
+	certMember = "member"
+	certRoot   = "root_client"
+	certCA     = "ca"
+)
+
+// renewal is the renewable TLS state of a running member.
+type renewal struct {
+	// root is the member's root client certificate, swapped on renewal.
+	root atomic.Pointer[tls.Certificate]
+	// mu guards notAfter: each certificate's expiry ("ca", "ca:2", ...
+	// for every CA the member trusts).
+	mu       sync.Mutex
+	notAfter map[string]time.Time
+	expiry   *prometheus.GaugeVec
+}
+
+func newRenewal(reg prometheus.Registerer, labels prometheus.Labels) *renewal {
+	r := &renewal{notAfter: map[string]time.Time{}, expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_nomad_certificate_expiry_timestamp_seconds", Help: "When each certificate this member uses expires (Unix seconds): member, root_client, and each trusted CA.", ConstLabels: labels,
+	}, []string{"certificate"})}
+	reg.MustRegister(r.expiry)
+	return r
+}
+
+func (r *renewal) set(name string, notAfter time.Time) {
+	r.mu.Lock()
+	r.notAfter[name] = notAfter
+	r.mu.Unlock()
+	r.expiry.WithLabelValues(name).Set(float64(notAfter.Unix()))
+}
+
+// forgetCAs drops the CAs' expiries (set again from the trusted file).
+func (r *renewal) forgetCAs() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n := range r.notAfter {
+		if strings.HasPrefix(n, certCA) {
+			delete(r.notAfter, n)
+			r.expiry.DeleteLabelValues(n)
+		}
+	}
+}
+
+// earliest returns the certificate that expires first and when; "" when
+// none is known.
+func (r *renewal) earliest() (string, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first string
+	for _, n := range sortedKeys(r.notAfter) {
+		if first == "" || r.notAfter[n].Before(r.notAfter[first]) {
+			first = n
+		}
+	}
+	return first, r.notAfter[first]
+}
+
+// certTTL is the validity of the certificates this member issues itself.
+func (m *Member) certTTL() time.Duration {
+	if d := m.opts.Cluster.TLS.CertificateTTL; d > 0 {
+		return d
+	}
+	return config.DefaultMemberCertTTL
+}
+
+// memberHosts are the member certificate's SANs.
+func (m *Member) memberHosts() []string {
+	host, _ := os.Hostname()
+	return []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}
+}
+
+// issueMember issues the member certificate from the current CA and
+// writes it, with its chain (a CA rotation's cross certificate), and the
+// CA certificates to trust.
+func (m *Member) issueMember(now time.Time) error {
+	pair, err := certs.IssueFor(*m.currentCA(), m.opts.Name, m.memberHosts(), now, m.certTTL())
+	if err != nil {
+		return fmt.Errorf("issue member certificate: %w", err)
+	}
+	// The same paths every time: m.tlsFiles, set at start, stays.
+	if _, err := certs.WriteMember(m.dir.TLSDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
+		return fmt.Errorf("write member certificate: %w", err)
+	}
+	return nil
+}
+
+// issueRoot issues the member's root client certificate from the current
+// CA and hands it, with its chain, to every later handshake.
+func (m *Member) issueRoot(now time.Time) error {
+	root, err := certs.IssueClient(*m.currentCA(), certs.RootUser, now, m.certTTL())
+	if err != nil {
+		return fmt.Errorf("issue root client certificate: %w", err)
+	}
+	root = certs.WithChain(root, m.chain())
+	kp, err := tls.X509KeyPair(root.Cert, root.Key)
+	if err != nil {
+		return fmt.Errorf("root client certificate: %w", err)
+	}
+	m.renew.root.Store(&kp)
+	return nil
+}
+
+// rootCertificate hands out the current root client certificate
+// (tls.Config.GetClientCertificate).
+func (m *Member) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if c := m.renew.root.Load(); c != nil {
+		return c, nil
+	}
+	return &tls.Certificate{}, nil
+}
+
+// serverCertificate reads the member certificate file at each handshake,
+// as etcd does (tls.Config.GetCertificate of the status server).
+func (m *Member) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	kp, err := tls.LoadX509KeyPair(m.tlsFiles.Cert, m.tlsFiles.Key)
+	if err != nil {
+		return nil, fmt.Errorf("member certificate %s: %w", m.tlsFiles.Cert, err)
+	}
+	return &kp, nil
+}
+
+// renewLoop renews the certificates when due until ctx ends.
+func (m *Member) renewLoop(ctx context.Context) {
+	for {
+		next := m.renewOnce(time.Now(), m.followRotation(ctx))
+		wait := min(max(time.Until(next), 100*time.Millisecond), renewPoll)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
+}
+
+// renewOnce renews what is due at now (everything when reissue: the CA
+// rotation moved), records every expiry, and returns when the next
+// renewal is due.
+func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
+	next := now.Add(renewPoll)
+	if m.scheme != "https" {
+		return next
+	}
+	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
+		m.renew.forgetCAs() // a CA rotation retires one
+		for i, c := range parseCerts(b) {
+			name := certCA
+			if i > 0 {
+				name = fmt.Sprintf("%s:%d", certCA, i+1)
+			}
+			m.renew.set(name, c.NotAfter)
+		}
+	}
+	leaf, err := m.memberLeaf()
+	if err != nil {
+		m.log.Warn("member certificate not readable", "error", err)
+		return next
+	}
+	ca := m.currentCA()
+	if ca != nil && (reissue || !now.Before(certs.RenewAt(leaf))) {
+		if err := m.issueMember(now); err != nil {
+			m.log.Error("member certificate not renewed", "error", err, "expires", leaf.NotAfter)
+			return next
+		}
+		old := leaf.NotAfter
+		if leaf, err = m.memberLeaf(); err != nil {
+			m.log.Error("renewed member certificate not readable", "error", err)
+			return next
+		}
+		m.log.Info("renewed the member certificate", "was_valid_until", old.UTC().Format(time.RFC3339), "valid_until", leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	m.renew.set(certMember, leaf.NotAfter)
+	next = earlier(next, certs.RenewAt(leaf))
+	if c := m.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
+		if reissue || !now.Before(certs.RenewAt(c.Leaf)) {
+			old := c.Leaf.NotAfter
+			if err := m.issueRoot(now); err != nil {
+				m.log.Error("root client certificate not renewed", "error", err, "expires", old)
+				return next
+			}
+			c = m.renew.root.Load()
+			m.log.Info("renewed the root client certificate", "valid_until", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
+		}
+		m.renew.set(certRoot, c.Leaf.NotAfter)
+		next = earlier(next, certs.RenewAt(c.Leaf))
+	}
+	return next
+}
+
+// trustedCAs are the CA certificates the member's files trust now.
+func (m *Member) trustedCAs() []byte {
+	b, err := os.ReadFile(m.tlsFiles.CA)
+	if err != nil || len(parseCerts(b)) == 0 {
+		return nil
+	}
+	return b
+}
+
+func (m *Member) memberLeaf() (*x509.Certificate, error) {
+	b, err := os.ReadFile(m.tlsFiles.Cert)
+	if err != nil {
+		return nil, err
+	}
+	return certs.Leaf(b)
+}
+
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// parseCerts returns the certificates of a PEM blob, skipping what does
+// not parse.
+func parseCerts(b []byte) []*x509.Certificate {
+	var out []*x509.Certificate
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return out
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); blk.Type == "CERTIFICATE" && err == nil {
+			out = append(out, c)
+		}
+	}
+}
+
+// certWarning says which certificate expires within the warning window,
+// "" when none does.
+// The CAs' window is 30 days; the member's and root's is
+// certs.WarnBefore of the configured validity.
+func (m *Member) certWarning(now time.Time) string {
+	m.renew.mu.Lock()
+	defer m.renew.mu.Unlock()
+	var warn []string
+	for _, name := range sortedKeys(m.renew.notAfter) {
+		at := m.renew.notAfter[name]
+		window := certs.WarnBefore(m.certTTL())
+		if strings.HasPrefix(name, certCA) {
+			window = certs.WarnBefore(config.DefaultMemberCertTTL)
+		}
+		if at.Sub(now) < window {
+			warn = append(warn, fmt.Sprintf("certificate %s expires %s (in %s, warning below %s)", name, at.UTC().Format(time.RFC3339), at.Sub(now).Round(time.Second), window))
+		}
+	}
+	return strings.Join(warn, "; ")
+}
+
+// memberFiles are the paths certs.WriteMember writes in the tls dir.
+func (d dataDir) memberFiles() certs.Files {
+	pem := filepath.Join(d.TLSDir(), "member.pem")
+	return certs.Files{CA: filepath.Join(d.TLSDir(), "ca.crt"), Cert: pem, Key: pem}
+}

@@ -1,0 +1,590 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+)
+
+// CA rotation (`etcd-nomad tls rotate-ca`). The operator's command moves a
+// record in the coordinator through phases; every member follows it on
+// its own, from its renewal loop, and reports in /status what it trusts
+// and which CA issued its certificates; the command moves to the next
+// phase only once every member reports the current one done.
+//
+//	trust   members add the new CA to the CAs they trust (ca.crt, read by
+//	        etcd when it starts, by /status at each handshake) and keep
+//	        issuing from the old one.
+//	issue   members issue their certificates from the new CA, presented
+//	        with the cross certificate (certs.CrossSign) so that members
+//	        whose etcd loaded only the old CA verify them; they save the
+//	        new CA as theirs (tls/ca.bundle).
+//	retire  the command has stored the new CA as the cluster CA (and its
+//	        status CA); members trust the new CA alone. The old one's
+//	        key is gone from the coordinator: nothing issues from it.
+//	done    the rotation is over; the record stays so that members keep
+//	        presenting the cross certificate to peers whose etcd still
+//	        runs with the old CA loaded (until they restart).
+//
+// Members only ever move forward: a record they cannot read, or missing
+// for a moment while the command replaces it, changes nothing. A member
+// that restarts mid-rotation settles its CA as usual (chooseCA) and then
+// catches up from the record; one created during it trusts both CAs from
+// its first start.
+
+// Phases of a CA rotation.
+const (
+	PhaseTrust  = "trust"
+	PhaseIssue  = "issue"
+	PhaseRetire = "retire"
+	PhaseDone   = "done"
+)
+
+// rotationKey is the coordinator key of the CA rotation record.
+const rotationKey = "ca-rotation"
+
+// Rotation is the CA rotation record in the coordinator.
+type Rotation struct {
+	Phase string `json:"phase"`
+	// OldCert is the certificate of the CA being replaced.
+	OldCert []byte `json:"old_cert"`
+	// New is the new CA: sealed with the cluster's key encryption key
+	// (certs.Seal) when the cluster has one, else certs.Bundle.
+	New []byte `json:"new"`
+	// Cross is the new CA's certificate issued by the old CA.
+	Cross []byte `json:"cross"`
+	// Chain is what members present after certificates of the new CA:
+	// Cross, then the chain of the rotation that made the old CA, and so
+	// on. A member whose etcd has not restarted since an earlier rotation
+	// still trusts only that rotation's old CA; the whole chain leads to
+	// it (a few hundred bytes per rotation; expired links are skipped by
+	// verifiers).
+	Chain   []byte    `json:"chain,omitempty"`
+	Started time.Time `json:"started"`
+	// Changed is when Phase was set.
+	Changed time.Time `json:"changed"`
+}
+
+// NewCert returns the new CA's certificate (no key needed).
+func (r Rotation) NewCert() ([]byte, error) {
+	if c, err := certs.SealedCert(r.New); err == nil {
+		return c, nil
+	}
+	p, err := certs.ParseBundle(r.New)
+	if err != nil {
+		return nil, fmt.Errorf("rotation record: new CA: %w", err)
+	}
+	return p.Cert, nil
+}
+
+// OpenNew returns the new CA with its key (kek for a sealed one).
+func (r Rotation) OpenNew(kek []byte) (certs.Pair, error) {
+	if _, err := certs.SealedCert(r.New); err == nil {
+		if kek == nil {
+			return certs.Pair{}, ErrCASealed
+		}
+		return certs.OpenSealed(r.New, kek)
+	}
+	return certs.ParseBundle(r.New)
+}
+
+// chain is Chain, or Cross for records without one.
+func (r Rotation) chain() []byte {
+	if len(r.Chain) > 0 {
+		return append([]byte{}, r.Chain...)
+	}
+	return append([]byte{}, r.Cross...)
+}
+
+// LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
+// when there is none.
+func LoadRotation(ctx context.Context, c coord.Coordinator) (Rotation, error) {
+	b, err := c.Load(ctx, rotationKey)
+	if err != nil {
+		return Rotation{}, fmt.Errorf("read CA rotation: %w", err)
+	}
+	var r Rotation
+	if err := json.Unmarshal(b, &r); err != nil {
+		return Rotation{}, fmt.Errorf("CA rotation record: %w", err)
+	}
+	switch r.Phase {
+	case PhaseTrust, PhaseIssue, PhaseRetire, PhaseDone:
+	default:
+		return Rotation{}, fmt.Errorf("CA rotation record: unknown phase %q", r.Phase)
+	}
+	return r, nil
+}
+
+// rotationState is what a member follows of a rotation.
+type rotationState struct {
+	// issuer is the CA this member issues from once it moved to the new
+	// one (nil: m.ca, the CA settled at start).
+	issuer atomic.Pointer[certs.Pair]
+	// chain is presented after this member's certificates: the cross
+	// certificate once they come from the new CA.
+	chain atomic.Pointer[[]byte]
+	// trust is every CA certificate this member trusts (PEM), and
+	// statusCAs the status CAs it accepts on /status besides.
+	trust     atomic.Pointer[[]byte]
+	statusCAs atomic.Pointer[[]byte]
+	// phase is the last phase this member carried out; warned the
+	// last record it could not follow.
+	phase  atomic.Pointer[string]
+	warned string
+	// step is the rotation (its start) and phase last carried out.
+	step atomic.Pointer[string]
+	// cas are the fingerprints of the rotation's old and new CA.
+	cas atomic.Pointer[[2]string]
+}
+
+// rotationCovers reports whether ca is the old or the new CA of the
+// rotation this member follows.
+func (m *Member) rotationCovers(ca certs.Pair) bool {
+	p := m.rot.cas.Load()
+	fp := certs.Fingerprint(ca.Cert)
+	return p != nil && (fp == p[0] || fp == p[1])
+}
+
+func pemCert(der []byte) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// currentCA is the CA this member issues from.
+func (m *Member) currentCA() *certs.Pair {
+	if p := m.rot.issuer.Load(); p != nil {
+		return p
+	}
+	return m.ca
+}
+
+// chain is what this member presents after its certificates.
+func (m *Member) chain() []byte {
+	if c := m.rot.chain.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// followRotation carries out the rotation record's phase on this member
+// (TLS auto only); it returns whether certificates must be issued again.
+func (m *Member) followRotation(ctx context.Context) bool {
+	if m.ca == nil {
+		return false
+	}
+	r, err := LoadRotation(ctx, m.opts.Coordinator)
+	if errors.Is(err, coord.ErrNotStored) {
+		return false
+	}
+	if err != nil {
+		m.warnRotation(err.Error())
+		return false
+	}
+	step := r.Started.UTC().Format(time.RFC3339Nano) + " " + r.Phase
+	if p := m.rot.step.Load(); p != nil && *p == step {
+		return false
+	}
+	newCert, err := r.NewCert()
+	if err != nil {
+		m.warnRotation(err.Error())
+		return false
+	}
+	cur := m.currentCA()
+	oldFP, newFP, curFP := certs.Fingerprint(r.OldCert), certs.Fingerprint(newCert), certs.Fingerprint(cur.Cert)
+	if curFP != oldFP && curFP != newFP {
+		m.warnRotation(fmt.Sprintf("the CA rotation record replaces %s by %s, but this member's CA is %s: not following it", oldFP, newFP, curFP))
+		return false
+	}
+	m.rot.cas.Store(&[2]string{oldFP, newFP})
+	next, err := r.OpenNew(m.opts.CAKEK)
+	if err != nil {
+		m.warnRotation("open the new CA: " + err.Error())
+		return false
+	}
+	trust := append(append([]byte{}, r.OldCert...), newCert...)
+	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
+		trust = append([]byte{}, newCert...)
+	}
+	m.rot.trust.Store(&trust)
+	var st []byte
+	for _, ca := range []certs.Pair{*cur, next} {
+		if s, err := certs.StatusCA(ca); err == nil {
+			st = append(st, s.Cert...)
+		}
+	}
+	m.rot.statusCAs.Store(&st)
+	reissue := false
+	issuingNew := r.Phase != PhaseTrust
+	if issuingNew && curFP == oldFP {
+		// Saved first: a restart from here on runs with the new CA.
+		if err := m.dir.writeCA(next); err != nil {
+			m.warnRotation("save the new CA: " + err.Error())
+			return false
+		}
+		m.rot.issuer.Store(&next)
+		reissue = true
+	}
+	// Certificates of the new CA are presented with the whole chain;
+	// those of the old CA with the chain that leads from it (earlier
+	// rotations': peers may still have their CAs loaded).
+	want := r.chain()
+	if !issuingNew {
+		want = bytes.TrimPrefix(want, r.Cross)
+	}
+	if have := m.chain(); !bytes.Equal(have, want) {
+		m.rot.chain.Store(&want)
+		reissue = true
+	}
+	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) {
+		reissue = true // writes ca.crt with the trust
+	}
+	phase := r.Phase
+	m.rot.phase.Store(&phase)
+	m.rot.step.Store(&step)
+	m.rot.warned = ""
+	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
+	return reissue
+}
+
+func (m *Member) warnRotation(msg string) {
+	if m.rot.warned == msg {
+		return
+	}
+	m.rot.warned = msg
+	m.log.Warn("CA rotation not followed", "reason", msg)
+}
+
+// rotationTrust is the CA certificates to trust: the rotation's when
+// this member follows one, else the current CA's.
+func (m *Member) rotationTrust() []byte {
+	if t := m.rot.trust.Load(); t != nil {
+		return *t
+	}
+	return m.currentCA().Cert
+}
+
+// RotationView is what /status reports of the CAs (TLS auto).
+type RotationView struct {
+	// Issuer is the fingerprint of the CA this member issues from.
+	Issuer string `json:"issuer"`
+	// Trusted are the fingerprints of the CAs this member trusts now
+	// (its ca.crt).
+	Trusted []string `json:"trusted"`
+	// Phase is the last rotation phase this member carried out.
+	Phase string `json:"phase,omitempty"`
+}
+
+func (m *Member) rotationView() *RotationView {
+	ca := m.currentCA()
+	if ca == nil {
+		return nil
+	}
+	v := &RotationView{Issuer: certs.Fingerprint(ca.Cert)}
+	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
+		for _, c := range parseCerts(b) {
+			v.Trusted = append(v.Trusted, certs.Fingerprint(pemCert(c.Raw)))
+		}
+	}
+	if p := m.rot.phase.Load(); p != nil {
+		v.Phase = *p
+	}
+	return v
+}
+
+// statusServerConfig is base accepting on /status client certificates of
+// every CA this member trusts now and of their status CAs (a CA rotation
+// adds and removes them while the member runs).
+func (m *Member) statusServerConfig(base *tls.Config) *tls.Config {
+	t := m.rot.trust.Load()
+	if t == nil {
+		return base
+	}
+	cfg := base.Clone()
+	cfg.GetConfigForClient = nil
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(*t)
+	if s := m.rot.statusCAs.Load(); s != nil {
+		pool.AppendCertsFromPEM(*s)
+	}
+	cfg.ClientCAs = pool
+	return cfg
+}
+
+// RotateOptions drive a CA rotation (RotateCA).
+type RotateOptions struct {
+	Cluster     *config.Cluster
+	Coordinator coord.Coordinator
+	// KEK opens the sealed cluster CA; nil for the local coordinator's.
+	KEK []byte
+	// Members reports every member of the definition (status.Gather).
+	Members func(ctx context.Context) ([]Status, error)
+	// Progress receives one line per step and per change of progress.
+	Progress func(string)
+	// Poll paces the checks of the members (default 2s).
+	Poll time.Duration
+	// RetireAfter: the old CA stays trusted at least this long after the
+	// members issue from the new one, so that client certificates issued
+	// from it before (workloads', access.certificate_ttl) are renewed
+	// from the new one first.
+	RetireAfter time.Duration
+}
+
+// RotateCA replaces the cluster CA without restarting a member: it starts
+// a rotation, or resumes the one the coordinator holds, and moves it
+// through its phases (see the top of this file) as the members report
+// each one done, until it is done. It may be interrupted anywhere and run
+// again: every step is re-derived from the record and the members.
+func RotateCA(ctx context.Context, o RotateOptions) error {
+	if o.Poll <= 0 {
+		o.Poll = 2 * time.Second
+	}
+	say := o.Progress
+	if say == nil {
+		say = func(string) {}
+	}
+	r, err := LoadRotation(ctx, o.Coordinator)
+	switch {
+	case errors.Is(err, coord.ErrNotStored) || err == nil && r.Phase == PhaseDone:
+		if r, err = startRotation(ctx, o); err != nil {
+			return err
+		}
+	case err != nil:
+		return err
+	default:
+		say(fmt.Sprintf("resuming the CA rotation started %s, at phase %s", r.Started.UTC().Format(time.RFC3339), r.Phase))
+	}
+	newCert, err := r.NewCert()
+	if err != nil {
+		return err
+	}
+	newFP := certs.Fingerprint(newCert)
+	for {
+		switch r.Phase {
+		case PhaseTrust:
+			say(fmt.Sprintf("phase trust: every member adds the new CA %s to the CAs it trusts", newFP))
+			if err := waitMembers(ctx, o, "trust the new CA", func(s Status) bool { return s.CA != nil && slices.Contains(s.CA.Trusted, newFP) }); err != nil {
+				return err
+			}
+			r, err = setPhase(ctx, o, r, PhaseIssue)
+		case PhaseIssue:
+			say("phase issue: every member issues its certificates from the new CA (presented with the old CA's cross certificate)")
+			if err := waitMembers(ctx, o, "issue from the new CA", func(s Status) bool { return s.CA != nil && s.CA.Issuer == newFP }); err != nil {
+				return err
+			}
+			if wait := time.Until(r.Changed.Add(o.RetireAfter)); wait > 0 {
+				say(fmt.Sprintf("waiting %s (retire_after: client certificates of the old CA are renewed first)", wait.Round(time.Second)))
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+			next, err := r.OpenNew(o.KEK)
+			if err != nil {
+				return fmt.Errorf("open the new CA: %w", err)
+			}
+			if err := replaceClusterCA(ctx, o, next); err != nil {
+				return err
+			}
+			say("stored the new CA as the cluster CA; the old CA's key is deleted")
+			r, err = setPhase(ctx, o, r, PhaseRetire)
+		case PhaseRetire:
+			say("phase retire: every member trusts the new CA alone")
+			if err := waitMembers(ctx, o, "trust the new CA alone", func(s Status) bool {
+				return s.CA != nil && len(s.CA.Trusted) == 1 && s.CA.Trusted[0] == newFP
+			}); err != nil {
+				return err
+			}
+			r, err = setPhase(ctx, o, r, PhaseDone)
+		case PhaseDone:
+			say(fmt.Sprintf("CA rotation done in %s: the cluster CA is %s", time.Since(r.Started).Round(time.Millisecond), newFP))
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// startRotation creates the new CA and its cross certificate and stores
+// the rotation record at phase trust (or returns the record another
+// command stored first).
+func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
+	prev, err := loadCA(ctx, o.Coordinator, o.KEK)
+	if err != nil {
+		return Rotation{}, explainNoCA(o.Cluster.Name, err)
+	}
+	now := time.Now()
+	next, err := certs.NewCA(o.Cluster.Name, now)
+	if err != nil {
+		return Rotation{}, err
+	}
+	cross, err := certs.CrossSign(prev, next)
+	if err != nil {
+		return Rotation{}, err
+	}
+	blob := next.Bundle()
+	if o.KEK != nil {
+		if blob, err = certs.Seal(next, o.KEK); err != nil {
+			return Rotation{}, err
+		}
+	}
+	chain := cross
+	if last, err := LoadRotation(ctx, o.Coordinator); err == nil {
+		// The rotation that made the CA replaced now: its chain leads on
+		// to the CAs before, which members may still have loaded.
+		if c, err := last.NewCert(); err == nil && certs.Fingerprint(c) == certs.Fingerprint(prev.Cert) {
+			chain = append(append([]byte{}, cross...), last.chain()...)
+		}
+	}
+	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain, Started: now, Changed: now}
+	if err := o.Coordinator.Delete(ctx, rotationKey); err != nil {
+		return Rotation{}, fmt.Errorf("delete the finished CA rotation: %w", err)
+	}
+	b, _ := json.Marshal(r)
+	got, err := o.Coordinator.LoadOrStore(ctx, rotationKey, b)
+	if err != nil {
+		return Rotation{}, fmt.Errorf("store the CA rotation: %w", err)
+	}
+	if !bytes.Equal(got, b) {
+		return LoadRotation(ctx, o.Coordinator)
+	}
+	o.progress(fmt.Sprintf("started a CA rotation: %s replaces %s", certs.Fingerprint(next.Cert), certs.Fingerprint(prev.Cert)))
+	return r, nil
+}
+
+func (o RotateOptions) progress(s string) {
+	if o.Progress != nil {
+		o.Progress(s)
+	}
+}
+
+// setPhase writes the record at phase under the coordination lock. The
+// record is briefly absent between the delete and the store: members
+// read that as no change.
+func setPhase(ctx context.Context, o RotateOptions, r Rotation, phase string) (Rotation, error) {
+	r.Phase, r.Changed = phase, time.Now()
+	b, _ := json.Marshal(r)
+	err := underLock(ctx, o, func() error {
+		if err := o.Coordinator.Delete(ctx, rotationKey); err != nil {
+			return err
+		}
+		_, err := o.Coordinator.LoadOrStore(ctx, rotationKey, b)
+		return err
+	})
+	if err != nil {
+		return Rotation{}, fmt.Errorf("set the CA rotation to phase %s: %w", phase, err)
+	}
+	return r, nil
+}
+
+// replaceClusterCA stores next as the cluster CA (sealed with the KEK, or
+// in the clear without) and its status CA. Between the delete and the
+// store a member may store the CA it issues from (restoreCA): by now that
+// is next too, and anything else is replaced again.
+func replaceClusterCA(ctx context.Context, o RotateOptions, next certs.Pair) error {
+	key, blob := caKey, next.Bundle()
+	if o.KEK != nil {
+		sealed, err := certs.Seal(next, o.KEK)
+		if err != nil {
+			return err
+		}
+		key, blob = sealedCAKey, sealed
+	}
+	st, err := certs.StatusCA(next)
+	if err != nil {
+		return err
+	}
+	return underLock(ctx, o, func() error {
+		for _, kv := range []struct {
+			key  string
+			blob []byte
+			same func([]byte) bool
+		}{
+			{key, blob, func(b []byte) bool {
+				held, err := loadCA(ctx, o.Coordinator, o.KEK)
+				return err == nil && sameCA(held, next)
+			}},
+			{statusCAKey, st.Bundle(), func(b []byte) bool { return bytes.Equal(b, st.Bundle()) }},
+		} {
+			for try := 0; ; try++ {
+				if try == 5 {
+					return fmt.Errorf("replace %s: another value keeps being stored", kv.key)
+				}
+				if err := o.Coordinator.Delete(ctx, kv.key); err != nil {
+					return fmt.Errorf("replace %s: %w", kv.key, err)
+				}
+				got, err := o.Coordinator.LoadOrStore(ctx, kv.key, kv.blob)
+				if err != nil {
+					return fmt.Errorf("replace %s: %w", kv.key, err)
+				}
+				if kv.same(got) {
+					break
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// underLock runs f holding the coordination lock, so that no member
+// changes the membership meanwhile.
+func underLock(ctx context.Context, o RotateOptions, f func() error) error {
+	lctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	l, err := o.Coordinator.Lock(lctx, "tls rotate-ca")
+	if err != nil {
+		return fmt.Errorf("take the coordination lock: %w", err)
+	}
+	defer l.Unlock(context.WithoutCancel(ctx))
+	return f()
+}
+
+// waitMembers waits until every member of the definition reports done.
+func waitMembers(ctx context.Context, o RotateOptions, what string, done func(Status) bool) error {
+	last := ""
+	for {
+		sts, err := o.Members(ctx)
+		var waiting []string
+		if err != nil {
+			waiting = append(waiting, err.Error())
+		}
+		n := 0
+		for _, s := range sts {
+			if !s.Unreachable && done(s) {
+				n++
+			} else {
+				waiting = append(waiting, s.Name)
+			}
+		}
+		line := fmt.Sprintf("  %d/%d members %s", n, len(sts), what)
+		if len(waiting) > 0 {
+			line += "; waiting for " + strings.Join(waiting, ", ")
+		}
+		if line != last {
+			o.progress(line)
+			last = line
+		}
+		if err == nil && len(sts) > 0 && n == len(sts) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for members to %s: %w (run the command again to resume)", what, ctx.Err())
+		case <-time.After(o.Poll):
+		}
+	}
+}

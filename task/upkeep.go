@@ -1,0 +1,73 @@
+package task
+
+import (
+	"context"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// observeLoop is the loop's observation: the member's (observe) with the
+// state of its upkeep jobs, for planner.PlanUpkeep.
+func (m *Member) observeLoop(ctx context.Context) (planner.Observation, error) {
+	o, err := m.observe(ctx)
+	if err != nil {
+		return o, err
+	}
+	now := m.now()
+	s := m.opts.Snapshots
+	_, summary := m.opts.Coordinator.(summaryWriter)
+	o.Upkeep = planner.UpkeepState{
+		Leaving:          m.observeLeaving(ctx),
+		CA:               m.ca != nil,
+		CACheckDue:       now.Sub(m.caChecked) > caCheckEvery,
+		Summary:          summary,
+		Access:           m.opts.Cluster.Access != nil,
+		AccessDue:        !now.Before(m.nextAccessCheck),
+		CACertDue:        now.Sub(m.caCertPublished) >= caCertRepublish,
+		Snapshots:        s != nil && s.Interval > 0,
+		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
+		Deltas:           s != nil && s.DeltaEvery > 0,
+		WantFullSnapshot: m.wantFullSnapshot.Load(),
+		PruneDue:         !now.Before(m.nextAsidePrune),
+	}
+	return o, nil
+}
+
+// observeLeaving reports whether a departer provider is taking this
+// instance away and has not been told yet that it left.
+func (m *Member) observeLeaving(ctx context.Context) bool {
+	dp, ok := m.opts.Provider.(departer)
+	if !ok || m.departed {
+		return false
+	}
+	leaving, err := dp.Leaving(ctx)
+	return err == nil && leaving
+}
+
+// upkeep carries out the upkeep the planner decided (planner.PlanUpkeep),
+// in this order; Depart is carried out by the loop before it.
+func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Upkeep) {
+	if u.CheckCA {
+		m.caChecked = m.now()
+		m.restoreCA(ctx)
+	}
+	if u.ClearForceNew {
+		m.clearForceNew()
+	}
+	if u.PublishSummary {
+		m.publishSummary(ctx, o)
+	}
+	if u.ReconcileAccess {
+		m.applyAccess(ctx)
+	}
+	if u.PublishCACert {
+		m.publishCACert(ctx, o)
+	}
+	if u.Snapshot {
+		m.scheduledSnapshot(o)
+	}
+	m.superviseDeltas(ctx, u.RecordDeltas)
+	if u.PruneAsides {
+		m.startPruneAsides(o)
+	}
+}
