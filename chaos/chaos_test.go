@@ -220,6 +220,7 @@ func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs [
 	})
 	t.Logf("cluster healthy after %s", time.Since(start).Round(time.Millisecond))
 
+	t.Cleanup(e.followEndpoints(cli))
 	hist := NewHistory()
 	ld := startLoad(cli, hist, 4, seed)
 	ids := startSampler(e)

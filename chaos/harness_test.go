@@ -257,6 +257,35 @@ func (e *env) client() *clientv3.Client {
 	return cli
 }
 
+// followEndpoints keeps cli's endpoints those of the members Nomad lists
+// now, as a client that resolves the service (Consul DNS) would: members
+// move to new ports and hosts (drains, stopped allocations, lost hosts),
+// and after enough rounds none is left at a first endpoint. It returns a
+// function that stops following.
+func (e *env) followEndpoints(cli *clientv3.Client) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := strings.Join(cli.Endpoints(), " ")
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			if eps := e.endpoints(); len(eps) == 3 && strings.Join(eps, " ") != last {
+				cli.SetEndpoints(eps...)
+				last = strings.Join(eps, " ")
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
+}
+
 // healthy holds when Nomad lists 3 member slots, each member runs as a
 // healthy voter of one cluster id, etcd lists 3 voters, the cluster
 // record in Consul names that cluster id, and Consul shows 3 passing

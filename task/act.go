@@ -531,7 +531,16 @@ func (m *Member) memberClientURL(mem planner.Member) string {
 // updatePeerURL tells the cluster this member's new peer URL (its data was
 // adopted from a previous allocation with other ports).
 func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
-	err := m.changeMembership(ctx, []string{m.clientURL(m.self)}, func(ctx context.Context, cli *clientv3.Client) error {
+	// Through the endpoints whose member list named the old URL: this
+	// server's own, or the others' when its own membership is stale too
+	// (observeMembers).
+	m.mu.Lock()
+	endpoints := m.membersFrom
+	m.mu.Unlock()
+	if len(endpoints) == 0 {
+		endpoints = []string{m.clientURL(m.self)}
+	}
+	err := m.changeMembership(ctx, endpoints, func(ctx context.Context, cli *clientv3.Client) error {
 		if _, err := cli.MemberUpdate(ctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
 			return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
 		}

@@ -115,6 +115,9 @@ type Member struct {
 	left     bool // this member removed itself (leave)
 	starting bool // an act that starts etcd is in progress
 	client   *clientv3.Client
+	// membersFrom (under mu): the endpoints whose member list the last
+	// observation holds (nil when it holds none).
+	membersFrom []string
 
 	metrics           *metrics
 	renew             *renewal      // certificates renewed while running (renew.go)

@@ -84,7 +84,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here (the in-process parts: g.replay's restore)")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
@@ -190,6 +190,15 @@ func run(args []string) error {
 		res, notes, err := env.backupFigures(ctx, want("g"))
 		if err != nil {
 			failed("continuous backup figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
+		}
+	}
+	if want("h") {
+		res, notes, err := env.hostsFigures(ctx)
+		if err != nil {
+			failed("multi-host figures", err)
 		} else {
 			report.Results = append(report.Results, res...)
 			report.Notes = append(report.Notes, notes...)
