@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +16,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 func putN(t *testing.T, c *cluster, prefix string, n int) {
@@ -77,7 +77,7 @@ func TestDeployKillAndReplace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := task.ClusterCA(context.Background(), co, c.name, c.kek)
+	ca, err := clusterca.Read(context.Background(), co, c.name, c.kek)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net"
 	"os"
 	"os/exec"
@@ -23,7 +24,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // restartDelay is the pause before a dead member is restarted; Nomad's
@@ -150,7 +150,7 @@ func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, e
 	if err != nil {
 		return certs.Files{}, err
 	}
-	ca, err := task.ClusterCA(ctx, c, cluster, nil)
+	ca, err := clusterca.Read(ctx, c, cluster, nil)
 	if err != nil {
 		return certs.Files{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net"
 	"net/http"
 	"sort"
@@ -205,14 +206,14 @@ func Format(st Cluster) string {
 
 // ClientTLS returns the TLS config the CLI uses towards members' /status:
 // it trusts the cluster CA and presents a certificate from the status CA
-// (task.StatusCA), which members accept on /status and etcd never does.
+// (clusterca.StatusIssuer), which members accept on /status and etcd never does.
 // It needs no sealed key and only reads the coordinator: when the CA is not
-// there it fails with task.ErrNoClusterCA (wrapped) and never stores one.
+// there it fails with clusterca.ErrNoClusterCA (wrapped) and never stores one.
 func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*tls.Config, string, error) {
 	if cfg, scheme, ok, err := notAutoTLS(cl); ok {
 		return cfg, scheme, err
 	}
-	st, caCert, err := task.StatusCA(ctx, co, cl.Name)
+	st, caCert, err := clusterca.StatusIssuer(ctx, co, cl.Name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -223,12 +224,12 @@ func ClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator) (*
 // EtcdClientTLS returns the TLS config for etcd's client port (and
 // /status): a client certificate from the cluster CA itself, which the
 // coordinator keeps sealed with the cluster's key encryption key kek
-// (task.ErrCASealed without it; the local coordinator's needs none).
+// (clusterca.ErrCASealed without it; the local coordinator's needs none).
 func EtcdClientTLS(ctx context.Context, cl *config.Cluster, co coord.Coordinator, kek []byte) (*tls.Config, string, error) {
 	if cfg, scheme, ok, err := notAutoTLS(cl); ok {
 		return cfg, scheme, err
 	}
-	ca, err := task.ClusterCA(ctx, co, cl.Name, kek)
+	ca, err := clusterca.Read(ctx, co, cl.Name, kek)
 	if err != nil {
 		return nil, "", err
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // Defect 6: `etcd-nomad status` created a new cluster CA when none was in
@@ -39,7 +39,7 @@ func TestDefect6StatusDoesNotCreateTheClusterCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = status.ClientTLS(context.Background(), cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) {
+	if !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS without a CA in the coordinator: %v, want ErrNoClusterCA", err)
 	}
 	for _, want := range []string{"not in the coordinator", "lost its state", "ca.bundle"} {
@@ -95,7 +95,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 
 	// No CA yet: the read-only token reads nothing, and is told so (not
 	// refused for lacking write).
-	if _, _, err := status.ClientTLS(ctx, cl, co); !errors.Is(err, task.ErrNoClusterCA) {
+	if _, _, err := status.ClientTLS(ctx, cl, co); !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS with no CA stored: %v, want ErrNoClusterCA", err)
 	}
 
@@ -126,7 +126,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	kek := bytes.Repeat([]byte{5}, certs.KEKSize)
-	if _, err := task.OfferCA(ctx, wco, ca, kek); err != nil {
+	if _, err := clusterca.Offer(ctx, wco, ca, kek); err != nil {
 		t.Fatal(err)
 	}
 	tc, _, err = status.ClientTLS(ctx, cl, co)
@@ -144,7 +144,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if pool, _ := certs.Pool(st.Cert); !verifies(leaf, pool) {
 		t.Fatal("status's certificate is not issued by the status CA")
 	}
-	if _, _, err := status.EtcdClientTLS(ctx, cl, co, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, _, err := status.EtcdClientTLS(ctx, cl, co, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("EtcdClientTLS without the KEK: %v, want ErrCASealed", err)
 	}
 	if _, _, err := status.EtcdClientTLS(ctx, cl, co, kek); err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net"
 	"net/http"
 	"os"
@@ -234,7 +235,7 @@ func TestDefect6FreshMemberNoCAWhereAClusterIsRecorded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
 	_, err = newCAMember(ctx, t, cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) || !strings.Contains(err.Error(), "cluster record") {
+	if !errors.Is(err, clusterca.ErrNoClusterCA) || !strings.Contains(err.Error(), "cluster record") {
 		t.Fatalf("New: %v, want ErrNoClusterCA naming the record", err)
 	}
 	if b := storedCA(t, cl); b != nil {
@@ -272,7 +273,7 @@ func TestDefect6FreshMemberNoCAWhileAPeerListens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err = newCAMember(ctx, t, cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) || !strings.Contains(err.Error(), "m1 is listening") {
+	if !errors.Is(err, clusterca.ErrNoClusterCA) || !strings.Contains(err.Error(), "m1 is listening") {
 		t.Fatalf("New: %v, want ErrNoClusterCA naming m1", err)
 	}
 	if b := storedCA(t, cl); b != nil {

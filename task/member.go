@@ -25,6 +25,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/identity"
@@ -269,27 +270,6 @@ func (m *Member) setupTLS(ctx context.Context) error {
 // every start, like the member certificate, and as long-lived.
 const rootCertValidity = 365 * 24 * time.Hour
 
-// ClusterCA returns the cluster's CA, key included, as the coordinator
-// holds it, for clients that need etcd access (`snapshot save`, tests):
-// the sealed CA opens with kek only (ErrCASealed without one). It only
-// reads: a missing CA is an error (ErrNoClusterCA) saying what to do, never
-// a reason to create one — a CA created by a client would be adopted by
-// the members that start next and trusted by no running one.
-func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string, kek []byte) (certs.Pair, error) {
-	ca, err := loadCA(ctx, c, kek)
-	return ca, explainNoCA(cluster, err)
-}
-
-// explainNoCA says what to do about ErrNoClusterCA; other errors pass.
-func explainNoCA(cluster string, err error) error {
-	if !errors.Is(err, ErrNoClusterCA) {
-		return err
-	}
-	return fmt.Errorf("cluster %s: %w: no member has started yet, or the coordinator lost its state "+
-		"(running members store the CA again within seconds of seeing the cluster record gone, a member that starts with "+
-		"its saved <data_dir>/<member>/tls/ca.bundle stores it at once)", cluster, err)
-}
-
 // caCheckEvery paces a running member's check of the cluster CA in the
 // coordinator (one read).
 const caCheckEvery = 30 * time.Second
@@ -305,11 +285,11 @@ func (m *Member) restoreCA(ctx context.Context) {
 	if m.ca == nil {
 		return
 	}
-	held, err := OfferCA(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
+	held, err := clusterca.Offer(ctx, m.opts.Coordinator, *m.ca, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !sameCA(held, *m.ca):
+	case !clusterca.Same(held, *m.ca):
 		m.reportCAMismatch(*m.ca, held)
 	default:
 		m.clearCAMismatch()

@@ -3,6 +3,7 @@ package task_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestMemberLifecycle(t *testing.T) {
 	ports := pp[0]
 	stop := runMember(t, dir, ports)
 	co, _ := local.New(filepath.Join(dir, "coord"))
-	ca, err := task.ClusterCA(context.Background(), co, "unit", nil)
+	ca, err := clusterca.Read(context.Background(), co, "unit", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

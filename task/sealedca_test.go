@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -61,10 +62,10 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	if got, err := certs.OpenSealed(sealed, kek); err != nil || !bytes.Equal(got.Cert, ca.Cert) || !bytes.Equal(got.Key, ca.Key) {
 		t.Fatalf("the sealed CA is not the saved one: %v", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, err := clusterca.Read(bg, co, cl.Name, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("ClusterCA without the KEK: %v, want ErrCASealed", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, bytes.Repeat([]byte{2}, certs.KEKSize)); !errors.Is(err, certs.ErrWrongKEK) {
+	if _, err := clusterca.Read(bg, co, cl.Name, bytes.Repeat([]byte{2}, certs.KEKSize)); !errors.Is(err, certs.ErrWrongKEK) {
 		t.Fatalf("ClusterCA with another KEK: %v, want ErrWrongKEK", err)
 	}
 
@@ -184,10 +185,10 @@ func TestSealedCAMigrationOnConsul(t *testing.T) {
 		t.Fatal("the member's certificate is not from the cluster's CA")
 	}
 	clustertest.NoCAKeyInKV(t, cc.KV(), prefix+"/", ca.Cert, prefix+"/kv/ca")
-	if got, err := task.ClusterCA(bg, co, cl.Name, kek); err != nil || !bytes.Equal(got.Key, ca.Key) {
+	if got, err := clusterca.Read(bg, co, cl.Name, kek); err != nil || !bytes.Equal(got.Key, ca.Key) {
 		t.Fatalf("the sealed CA with the KEK: %v", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, err := clusterca.Read(bg, co, cl.Name, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("the sealed CA without the KEK: %v, want ErrCASealed", err)
 	}
 }
@@ -237,7 +238,7 @@ func TestWrongKEKStopsOnlyMembersWithoutASavedCA(t *testing.T) {
 	cl, co := localCACluster(t, 1)
 	bg := context.Background()
 	ca := newCA(t)
-	if _, err := task.OfferCA(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
+	if _, err := clusterca.Offer(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
 		t.Fatal(err)
 	}
 	opts := caOptions(t, cl, co, bytes.Repeat([]byte{2}, certs.KEKSize))

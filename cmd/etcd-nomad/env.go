@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 type envCommand struct {
@@ -131,7 +131,7 @@ func envLine(ctx context.Context, cl *config.Cluster, o envOptions) (line, note 
 
 // operatorCert issues a client certificate for o.User and writes it with
 // the CA certificate into the env directory. The CA comes from
-// task.ClusterCA, the one place the CLI obtains the cluster CA's signer.
+// clusterca.Read, the one place the CLI obtains the cluster CA's signer.
 func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.Files, time.Time, error) {
 	if o.TTL <= 0 {
 		return certs.Files{}, time.Time{}, fmt.Errorf("-ttl %s: must be positive", o.TTL)
@@ -144,8 +144,8 @@ func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.
 	if err != nil {
 		return certs.Files{}, time.Time{}, err
 	}
-	ca, err := task.ClusterCA(ctx, co, cl.Name, kek)
-	if errors.Is(err, task.ErrCASealed) {
+	ca, err := clusterca.Read(ctx, co, cl.Name, kek)
+	if errors.Is(err, clusterca.ErrCASealed) {
 		err = fmt.Errorf("%w: an operator certificate is issued from the cluster CA, whose key Consul keeps sealed: "+
 			"set %s to the cluster's key, or give this shell a Nomad token that may read the variable %s (item %s)",
 			err, certs.KEKEnv, jobs.TokenVariable(cl.Nomad.Job), jobs.CAKEKKey)
@@ -244,7 +244,7 @@ func shellQuote(s string) string {
 // members read it. nil when neither has one (a local coordinator keeps
 // the CA unsealed).
 func operatorKEK(ctx context.Context, cl *config.Cluster) ([]byte, error) {
-	kek, err := task.KEKFromEnv()
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil || kek != nil || cl.Provider.Kind != config.ProviderNomad {
 		return kek, err
 	}

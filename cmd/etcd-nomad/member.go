@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"os/signal"
 	"strings"
@@ -69,7 +70,7 @@ func (c *memberCommand) Run(args []string) int {
 		return 1
 	}
 	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
-	if opts.CAKEK, err = task.KEKFromEnv(); err != nil {
+	if opts.CAKEK, err = clusterca.KEKFromEnv(); err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -166,12 +167,12 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 	}
 	// The stream is the whole database: it takes a certificate from the
 	// cluster CA itself, whose key Consul keeps sealed (ETCD_NOMAD_CA_KEK).
-	kek, err := task.KEKFromEnv()
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
 	tc, _, err := status.EtcdClientTLS(ctx, cl, co, kek)
-	if errors.Is(err, task.ErrCASealed) {
+	if errors.Is(err, clusterca.ErrCASealed) {
 		err = fmt.Errorf("%w: snapshot save streams the whole database from etcd's client port, which takes a certificate from the cluster CA; "+
 			"set %s to the cluster's key (nomad var get -item %s nomad/jobs/<job>)", err, certs.KEKEnv, jobs.CAKEKKey)
 	}
