@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -19,7 +20,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // Tunables of a run, from the environment (`make chaos ROUNDS=.. SEED=..`).
@@ -507,7 +507,7 @@ type sampler struct {
 // cluster record.
 type sampleSource struct {
 	instances func() []provider.Instance
-	status    func(provider.Instance) (task.Status, error)
+	status    func(provider.Instance) (status.Member, error)
 	record    func() (coord.Record, error)
 }
 

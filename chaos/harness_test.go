@@ -33,7 +33,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 )
@@ -313,10 +312,10 @@ func (e *env) statusBase(in provider.Instance) string {
 	return e.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
 }
 
-func (e *env) memberStatus(in provider.Instance) (task.Status, error) {
+func (e *env) memberStatus(in provider.Instance) (status.Member, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return task.FetchStatus(ctx, e.hc, e.statusBase(in))
+	return status.Fetch(ctx, e.hc, e.statusBase(in))
 }
 
 func (e *env) endpoints() []string {

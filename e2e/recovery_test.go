@@ -21,7 +21,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // allocDataDir is where a running member keeps its data: the data_dir
@@ -29,7 +28,7 @@ import (
 // allocation (data adopted from a previous allocation is moved there; the
 // member's own name stays the one persisted in it), read from the
 // process's own environment.
-func allocDataDir(t *testing.T, m task.Status) string {
+func allocDataDir(t *testing.T, m status.Member) string {
 	t.Helper()
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.PID))
 	if err != nil {
@@ -51,7 +50,7 @@ func allocDataDir(t *testing.T, m task.Status) string {
 // loseMembers takes members away for good, as lost hosts: each process is
 // frozen, its data dir is moved out of the allocation, then it is killed.
 // Nomad restarts the tasks in place, with empty data dirs.
-func loseMembers(t *testing.T, members ...task.Status) {
+func loseMembers(t *testing.T, members ...status.Member) {
 	t.Helper()
 	dirs := make([]string, len(members))
 	for i, m := range members {
@@ -332,7 +331,7 @@ func TestRecoveryLockHolderKilled(t *testing.T) {
 		}
 		i := rng.Intn(len(st.Members))
 		survivor := st.Members[i]
-		others := append(append([]task.Status{}, st.Members[:i]...), st.Members[i+1:]...)
+		others := append(append([]status.Member{}, st.Members[:i]...), st.Members[i+1:]...)
 		start := time.Now()
 		loseMembers(t, others...)
 

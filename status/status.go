@@ -27,7 +27,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
-	"github.com/etcd-nomad/etcd-nomad/task"
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 )
@@ -38,9 +37,9 @@ type Cluster struct {
 	ClusterID string `json:"cluster_id"`
 	Epoch     uint64 `json:"epoch"`
 	// Paused names the operator's pause ('etcd-nomad pause'), if any.
-	Paused  string        `json:"paused,omitempty"`
-	Members []task.Status `json:"members"`
-	Errors  []string      `json:"errors,omitempty"`
+	Paused  string   `json:"paused,omitempty"`
+	Members []Member `json:"members"`
+	Errors  []string `json:"errors,omitempty"`
 }
 
 // Coordinator opens the cluster's coordinator.
@@ -146,17 +145,17 @@ func GatherWithCA(ctx context.Context, cl *config.Cluster, ca *certs.Pair) (Clus
 	defer hc.CloseIdleConnections()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	out.Members = make([]task.Status, len(insts))
+	out.Members = make([]Member, len(insts))
 	for i, m := range insts {
 		wg.Add(1)
 		go func(i int, m provider.Instance) {
 			defer wg.Done()
 			base := scheme + "://" + net.JoinHostPort(m.Address, strconv.Itoa(m.StatusPort))
-			st, err := task.FetchStatus(ctx, hc, base)
+			st, err := Fetch(ctx, hc, base)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
-				st = task.Status{Name: m.Name, Reason: "unreachable", Unreachable: true}
+				st = Member{Name: m.Name, Reason: "unreachable", Unreachable: true}
 				out.Errors = append(out.Errors, fmt.Sprintf("%s: %v", m.Name, err))
 			}
 			out.Members[i] = st

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"net"
 	"os"
 	"strconv"
@@ -32,21 +33,6 @@ const (
 	caPoll        = 2 * time.Second
 	caWaitLog     = 30 * time.Second
 )
-
-// CAMismatch is reported (log, /status, /health) by a member that runs with
-// the CA it saved while the coordinator holds another one. Members that
-// start without a saved CA take the coordinator's and cannot join it.
-type CAMismatch struct {
-	// Member is the fingerprint of the CA this member runs with (its saved
-	// tls/ca.bundle, trusted by its peers).
-	Member string `json:"member"`
-	// Coordinator is the fingerprint of the CA the coordinator holds.
-	Coordinator string `json:"coordinator"`
-}
-
-func (c *CAMismatch) String() string {
-	return fmt.Sprintf("member_ca=%s coordinator_ca=%s", c.Member, c.Coordinator)
-}
 
 // retirePlaintextCA deletes the plaintext cluster CA (clusterca.PlainKey) that earlier
 // versions stored, once the sealed one holds the same CA: the migration of
@@ -253,7 +239,7 @@ func (m *Member) clusterExists(ctx context.Context) (string, error) {
 // reportCAMismatch records and logs (once per pair) that the coordinator
 // holds another CA than the one this member runs with.
 func (m *Member) reportCAMismatch(mine, held certs.Pair) {
-	mm := &CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
+	mm := &status.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
 	m.mu.Lock()
 	same := m.caMismatch != nil && *m.caMismatch == *mm
 	m.caMismatch = mm

@@ -8,6 +8,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"net"
 	"net/http"
 	"os"
@@ -175,7 +176,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}
 	defer hc.CloseIdleConnections()
 	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)
-	want := task.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(other.Cert)}
+	want := status.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(other.Cert)}
 	var code int
 	var body string
 	deadline := time.Now().Add(30 * time.Second)
@@ -195,7 +196,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 		}
 	}
 	code, body = get(t, hc, base+"/status")
-	var st task.Status
+	var st status.Member
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
 		t.Fatalf("/status: %d %s", code, body)
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"net"
 	"net/http"
 	"os"
@@ -98,12 +99,12 @@ type Member struct {
 	hc       *http.Client // peers' /status (httpClient)
 	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
 	// caMismatch (under mu): the coordinator holds another CA than ca.
-	caMismatch *CAMismatch
+	caMismatch *status.CAMismatch
 
 	mu          sync.Mutex
 	etcd        *embed.Etcd
 	stopped     chan struct{} // closed when the running etcd stops on its own
-	status      Status
+	status      status.Member
 	lock        coord.Lock
 	record      *coord.Record
 	absentAt    map[uint64]time.Time
@@ -213,7 +214,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := m.setupTLS(ctx); err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	m.status = Status{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
+	m.status = status.Member{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
 }
 

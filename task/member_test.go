@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -110,7 +111,7 @@ func TestMemberLifecycle(t *testing.T) {
 		t.Errorf("/status without a client certificate: %d, want 401", code)
 	}
 	code, body = get(t, withCert, base+"/status")
-	var st task.Status
+	var st status.Member
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || !st.Healthy || st.MemberID == 0 || st.Epoch != 1 {
 		t.Fatalf("/status: %d %s", code, body)
 	}
@@ -132,7 +133,7 @@ func TestMemberLifecycle(t *testing.T) {
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		code, body = get(t, withCert, base+"/status")
-		var again task.Status
+		var again status.Member
 		if code == http.StatusOK && json.Unmarshal([]byte(body), &again) == nil && again.Healthy {
 			if again.MemberID != st.MemberID || again.ClusterID != st.ClusterID {
 				t.Fatalf("restarted as member %x of %x, want %x of %x", again.MemberID, again.ClusterID, st.MemberID, st.ClusterID)
