@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Tunables of a run, from the environment (`make chaos ROUNDS=.. SEED=..`).

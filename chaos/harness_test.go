@@ -25,6 +25,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
@@ -168,7 +169,7 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	}
 	e.cl = cl
 	var err error
-	if e.co, err = status.Coordinator(cl); err != nil {
+	if e.co, err = backends.Coordinator(cl); err != nil {
 		t.Fatal(err)
 	}
 	out, err := exec.Command(e.binary, "job", "render", "-binary", e.binary, file).Output()
@@ -205,7 +206,7 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	}
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer tcancel()
-	if e.tls, e.scheme, err = status.EtcdClientTLS(tctx, cl, e.co, kek); err != nil {
+	if e.tls, e.scheme, err = backends.EtcdTLS(tctx, cl, e.co, kek); err != nil {
 		t.Fatal(err)
 	}
 	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
@@ -297,7 +298,7 @@ func (e *env) instances() []provider.Instance {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	insts, err := status.Instances(ctx, e.cl)
+	insts, err := backends.Instances(ctx, e.cl)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err == nil {

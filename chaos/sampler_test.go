@@ -2,11 +2,11 @@ package chaos
 
 import (
 	"errors"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"testing"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // The job review's item 10: the sampler polled the instance list captured

@@ -15,11 +15,11 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	nomadprovider "github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -186,7 +186,7 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}, "\n        "))
 	c.waitPassing(3, 3*time.Minute)
 	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
-	store, err := open.Store(ctx, c.config())
+	store, err := backends.Store(ctx, c.config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,10 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 // called (at the latest when the test ends), which returns each epoch's
 // cluster ids as seen by members.
 func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]string) {
-	cl := c.config()
+	bc, err := backends.OpenClient(c.config())
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	seen := map[uint64]map[uint64][]string{}
 	var wg sync.WaitGroup
@@ -268,7 +271,7 @@ func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]s
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			st, err := status.Gather(ctx, cl)
+			st, err := status.Gather(ctx, bc)
 			cancel()
 			if err != nil {
 				continue

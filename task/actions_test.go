@@ -3,7 +3,6 @@ package task
 import (
 	"context"
 	"errors"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"io"
 	"net/http"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // recoverFromData is the decision a lone survivor of epoch 1 acts on.

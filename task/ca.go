@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // The cluster CA (TLS auto) is kept in the coordinator by certs/clusterca;

@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"net"
 	"net/http"
 	"os"
@@ -20,11 +18,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	localmode "github.com/etcd-nomad/etcd-nomad/local"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 

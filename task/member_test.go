@@ -3,8 +3,6 @@ package task_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -15,10 +13,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	localmode "github.com/etcd-nomad/etcd-nomad/local"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 

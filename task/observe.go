@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"net/http"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // observe gathers one Observation. Unreachable peers and an unreachable

@@ -7,7 +7,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,12 +19,13 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -71,7 +71,7 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 
 	runUntilEnd(ctx, t, cancel, m)
 	// Read-only: the status CA, no KEK.
-	stTLS, _, err := status.ClientTLS(bg, cl, co)
+	stTLS, _, err := backends.StatusTLS(bg, cl, co)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	if err := client(stTLS); err == nil {
 		t.Fatal("etcd's client port accepted a status CA certificate")
 	}
-	etcdTLS, _, err := status.EtcdClientTLS(bg, cl, co, kek)
+	etcdTLS, _, err := backends.EtcdTLS(bg, cl, co, kek)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestSealedCAMigrationOnConsul(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUntilEnd(ctx, t, cancel, m)
-	stTLS, _, err := status.ClientTLS(bg, cl, co)
+	stTLS, _, err := backends.StatusTLS(bg, cl, co)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/bench"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
@@ -141,10 +142,14 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		}
 		return ch.Passing == 3 && ch.Total == 3, fmt.Sprintf("%d/%d passing: %s", ch.Passing, ch.Total, strings.Join(ch.Lines, ", "))
 	}
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return nil, nil, err
+	}
 	gather := func() (status.Cluster, error) {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return status.Gather(sctx, cl)
+		return status.Gather(sctx, bc)
 	}
 
 	// What `etcd-nomad job run` does first (not timed): the key that

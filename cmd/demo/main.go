@@ -21,6 +21,7 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
@@ -203,7 +204,11 @@ func up(dir, bin string) error {
 	fmt.Printf("\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
 	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 	defer scancel()
-	cs, err := status.Gather(sctx, cl)
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return err
+	}
+	cs, err := status.Gather(sctx, bc)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,10 +15,11 @@ import (
 	"github.com/hashicorp/cli"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 type envCommand struct {
@@ -101,7 +101,7 @@ type envOptions struct {
 
 // envLine returns the export line and a note for the operator.
 func envLine(ctx context.Context, cl *config.Cluster, o envOptions) (line, note string, err error) {
-	eps, err := status.ClientEndpoints(ctx, cl)
+	eps, err := backends.ClientEndpoints(ctx, cl)
 	if err != nil {
 		return "", "", err
 	}
@@ -136,7 +136,7 @@ func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.
 	if o.TTL <= 0 {
 		return certs.Files{}, time.Time{}, fmt.Errorf("-ttl %s: must be positive", o.TTL)
 	}
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return certs.Files{}, time.Time{}, err
 	}

@@ -11,9 +11,9 @@ import (
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 type pauseCommand struct {
@@ -82,7 +82,7 @@ func (c *pauseCommand) Run(args []string) int {
 }
 
 func setPause(ctx context.Context, cl *config.Cluster, on bool, reason string) error {
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
 	}

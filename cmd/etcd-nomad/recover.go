@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -73,7 +74,7 @@ func (c *recoverCommand) Run(args []string) int {
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
 func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coord.Record, error) {
-	co, err := status.Coordinator(cl)
+	co, err := backends.OpenClient(cl)
 	if err != nil {
 		return coord.Record{}, err
 	}
@@ -94,7 +95,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coor
 	case !errors.Is(err, coord.ErrNoRecord):
 		return coord.Record{}, err
 	}
-	st, err := status.Gather(ctx, cl)
+	st, err := status.Gather(ctx, co)
 	if err != nil {
 		return coord.Record{}, err
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,12 +17,13 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -54,12 +54,12 @@ func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []st
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
-	store, err := open.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
+	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
 	}
-	enc, err := open.Encryption(cl)
+	enc, err := backends.Encryption(cl)
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
@@ -147,7 +147,11 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 // (the first the status lists) and what the snapshot is of.
 func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, snapshot.Source, error) {
 	src := snapshot.Source{Cluster: cl.Name}
-	st, err := status.Gather(ctx, cl)
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return snapshot.From{}, src, err
+	}
+	st, err := status.Gather(ctx, bc)
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
@@ -161,7 +165,7 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 		return snapshot.From{}, src, errors.New("no healthy member to take a snapshot from")
 	}
 	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
@@ -171,7 +175,7 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
-	tc, _, err := status.EtcdClientTLS(ctx, cl, co, kek)
+	tc, _, err := backends.EtcdTLS(ctx, cl, co, kek)
 	if errors.Is(err, clusterca.ErrCASealed) {
 		err = fmt.Errorf("%w: snapshot save streams the whole database from etcd's client port, which takes a certificate from the cluster CA; "+
 			"set %s to the cluster's key (nomad var get -item %s nomad/jobs/<job>)", err, certs.KEKEnv, jobs.CAKEKKey)
@@ -307,7 +311,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 
 func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
 	cl := env.cl
-	insts, err := status.Instances(ctx, cl)
+	insts, err := backends.Instances(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -324,7 +328,11 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if peerURL == "" {
 		return fmt.Errorf("member %q is not among the provider's instances", member)
 	}
-	if st, err := status.Gather(ctx, cl); err == nil {
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return err
+	}
+	if st, err := status.Gather(ctx, bc); err == nil {
 		for _, m := range st.Members {
 			if m.Name == member && m.Running {
 				return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
@@ -359,7 +367,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		}
 		ui.Output(fmt.Sprintf("revision bump %d: snapshot %s old, %s", bump, time.Since(m.Created).Round(time.Second), how))
 	}
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
 	}

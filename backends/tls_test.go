@@ -1,11 +1,10 @@
-package status_test
+package backends_test
 
 import (
 	"bytes"
 	"context"
 	"crypto/x509"
 	"errors"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,12 +13,13 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Defect 6: `etcd-nomad status` created a new cluster CA when none was in
@@ -38,7 +38,7 @@ func TestDefect6StatusDoesNotCreateTheClusterCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = status.ClientTLS(context.Background(), cl, co)
+	_, _, err = backends.StatusTLS(context.Background(), cl, co)
 	if !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS without a CA in the coordinator: %v, want ErrNoClusterCA", err)
 	}
@@ -95,7 +95,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 
 	// No CA yet: the read-only token reads nothing, and is told so (not
 	// refused for lacking write).
-	if _, _, err := status.ClientTLS(ctx, cl, co); !errors.Is(err, clusterca.ErrNoClusterCA) {
+	if _, _, err := backends.StatusTLS(ctx, cl, co); !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS with no CA stored: %v, want ErrNoClusterCA", err)
 	}
 
@@ -106,7 +106,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if _, err := mgmt.KV().Put(&consulapi.KVPair{Key: "etcd-nomad/main/kv/ca", Value: ca.Bundle()}, nil); err != nil {
 		t.Fatal(err)
 	}
-	tc, scheme, err := status.ClientTLS(ctx, cl, co)
+	tc, scheme, err := backends.StatusTLS(ctx, cl, co)
 	if err != nil {
 		t.Fatalf("ClientTLS with a key-read token: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if _, err := clusterca.Offer(ctx, wco, ca, kek); err != nil {
 		t.Fatal(err)
 	}
-	tc, _, err = status.ClientTLS(ctx, cl, co)
+	tc, _, err = backends.StatusTLS(ctx, cl, co)
 	if err != nil {
 		t.Fatalf("ClientTLS with a key-read token, sealed CA: %v", err)
 	}
@@ -144,10 +144,10 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if pool, _ := certs.Pool(st.Cert); !verifies(leaf, pool) {
 		t.Fatal("status's certificate is not issued by the status CA")
 	}
-	if _, _, err := status.EtcdClientTLS(ctx, cl, co, nil); !errors.Is(err, clusterca.ErrCASealed) {
+	if _, _, err := backends.EtcdTLS(ctx, cl, co, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("EtcdClientTLS without the KEK: %v, want ErrCASealed", err)
 	}
-	if _, _, err := status.EtcdClientTLS(ctx, cl, co, kek); err != nil {
+	if _, _, err := backends.EtcdTLS(ctx, cl, co, kek); err != nil {
 		t.Fatalf("EtcdClientTLS with the KEK and a key-read token: %v", err)
 	}
 }
