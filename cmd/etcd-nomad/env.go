@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -64,16 +63,11 @@ Options:
 }
 
 func (c *envCommand) Run(args []string) int {
-	fs := flag.NewFlagSet("env", flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags("env")
 	user := fs.String("user", certs.RootUser, "")
 	ttl := fs.Duration("ttl", defaultEnvTTL, "")
 	dir := fs.String("dir", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
 		return 1
 	}

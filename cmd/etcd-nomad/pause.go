@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/user"
@@ -56,14 +55,9 @@ func (c *pauseCommand) Run(args []string) int {
 	if c.resume {
 		name = "resume"
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags(name)
 	reason := fs.String("reason", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
 		return 1
 	}
@@ -76,7 +70,7 @@ func (c *pauseCommand) Run(args []string) int {
 	if c.resume {
 		c.ui.Output(fmt.Sprintf("cluster %s resumed: members act again at their next loop", cl.Name))
 	} else {
-		c.ui.Output(fmt.Sprintf("cluster %s paused: members hold every change from their next loop; 'etcd-nomad resume -config %s' lifts it", cl.Name, *path))
+		c.ui.Output(fmt.Sprintf("cluster %s paused: members hold every change from their next loop; 'etcd-nomad resume -config %s' lifts it", cl.Name, *fs.path))
 	}
 	return 0
 }

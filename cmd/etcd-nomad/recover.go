@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -48,14 +47,9 @@ Options:
 }
 
 func (c *recoverCommand) Run(args []string) int {
-	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags("recover")
 	from := fs.String("from", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || *from == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
 	}

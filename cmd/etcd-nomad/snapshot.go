@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -43,13 +42,8 @@ type snapshotEnv struct {
 	enc   snapshot.Encryption
 }
 
-func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []string, help string) (*snapshotEnv, *flag.FlagSet, bool) {
-	path := fs.String("config", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" {
-		ui.Error(help)
-		return nil, fs, false
-	}
-	cl := loadConfig(ui, *path)
+func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs clusterFlags, args []string, help string) (*snapshotEnv, clusterFlags, bool) {
+	cl := fs.load(ui, help, args, true)
 	if cl == nil {
 		return nil, fs, false
 	}
@@ -115,7 +109,7 @@ Usage: etcd-nomad snapshot save -config FILE
 func (c *snapshotSaveCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot save", flag.ContinueOnError), args, c.Help())
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot save"), args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -196,7 +190,7 @@ func (c *snapshotListCommand) Help() string {
 func (c *snapshotListCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot list", flag.ContinueOnError), args, c.Help())
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot list"), args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -238,7 +232,7 @@ Usage: etcd-nomad snapshot verify -config FILE NAME|latest
 func (c *snapshotVerifyCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, fs, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot verify", flag.ContinueOnError), args, c.Help())
+	env, fs, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot verify"), args, c.Help())
 	if !ok || fs.NArg() != 1 {
 		if ok {
 			c.ui.Error(c.Help())
@@ -291,7 +285,7 @@ Options:
 func (c *snapshotRestoreCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
+	fs := newClusterFlags("snapshot restore")
 	member := fs.String("member", "", "")
 	bump := fs.Uint64("revision-bump", 0, "")
 	noDeltas := fs.Bool("no-deltas", false, "")
