@@ -9,6 +9,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/identity"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -55,7 +56,7 @@ func OpenMember(ctx context.Context, cl *config.Cluster, name string, log hclog.
 	if s.nomad != nil {
 		// Workloads trade their identity for a client certificate
 		// (access block): verified against this Nomad cluster's keys.
-		m.Identities = &identity.Verifier{Keys: identity.NomadJWKS{Client: s.nomad}}
+		m.Identities = &identity.Verifier{Keys: nomadglue.JWKS{Client: s.nomad}}
 	}
 	if m.Self != nil && (m.Name == "" || cl.Provider.Kind == config.ProviderASG) {
 		// An ASG member's name is its instance id as the group reports it.

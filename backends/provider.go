@@ -8,6 +8,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
@@ -91,15 +92,15 @@ func openNomad(ctx context.Context, cl *config.Cluster, o opener) (slots, error)
 	var alloc string
 	if o.member {
 		env = o.getenv
-		self, a, err := nomad.SelfFromEnv()
+		self, a, err := nomadglue.SelfFromEnv()
 		if err != nil {
 			return slots{}, err
 		}
 		out.self, alloc = &self, a
 	}
-	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	cli, err := nomadglue.Client()
 	if err != nil {
-		return slots{}, fmt.Errorf("nomad client: %w", err)
+		return slots{}, err
 	}
 	pn := cl.Provider.Nomad
 	opts := nomad.Options{

@@ -18,7 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
-	nomadprovider "github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -44,7 +44,7 @@ func allocDataDir(t *testing.T, m status.Member) string {
 	if dir == "" || alloc == "" || group == "" {
 		t.Fatalf("member %s (pid %d) lacks NOMAD_ALLOC_DIR, NOMAD_ALLOC_ID or NOMAD_GROUP_NAME", m.Name, m.PID)
 	}
-	return filepath.Join(dir, "data", nomadprovider.MemberName(group, alloc))
+	return filepath.Join(dir, "data", nomadglue.MemberName(group, alloc))
 }
 
 // loseMembers takes members away for good, as lost hosts: each process is

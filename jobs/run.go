@@ -8,7 +8,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 // Run registers the jobspec with Nomad and follows the deployment it

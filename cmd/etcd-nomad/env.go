@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/cli"
-	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 type envCommand struct {
@@ -242,7 +242,7 @@ func operatorKEK(ctx context.Context, cl *config.Cluster) ([]byte, error) {
 	if err != nil || kek != nil || cl.Provider.Kind != config.ProviderNomad {
 		return kek, err
 	}
-	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	cli, err := nomadglue.Client()
 	if err != nil {
 		return nil, err
 	}
