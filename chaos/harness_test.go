@@ -32,6 +32,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
 
@@ -234,7 +235,7 @@ func (e *env) stopJob() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := jobs.WaitStopped(ctx, e.nomadClient(), clusterName, ""); err != nil {
+	if err := nomadglue.WaitStopped(ctx, e.nomadClient(), clusterName, ""); err != nil {
 		e.t.Error(err)
 	}
 	// Garbage-collect the stopped allocations on the client: that unmounts

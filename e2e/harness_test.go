@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -355,7 +356,7 @@ func stopJob(t *testing.T, name string) {
 func waitNoAllocs(t *testing.T, name string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	if err := jobs.WaitStopped(ctx, nomadClient(t), name, ""); err != nil {
+	if err := nomadglue.WaitStopped(ctx, nomadClient(t), name, ""); err != nil {
 		t.Error(err)
 	}
 }

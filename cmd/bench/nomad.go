@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -129,7 +130,7 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-yes", "-address", nomad.Addr, nomadJob).Run()
 		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		if err := jobs.WaitStopped(sctx, ncli, nomadJob, ""); err != nil {
+		if err := nomadglue.WaitStopped(sctx, ncli, nomadJob, ""); err != nil {
 			e.log.Warn("job did not stop", "error", err)
 		}
 		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-purge", "-yes", "-address", nomad.Addr, nomadJob).Run()

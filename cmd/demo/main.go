@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -181,7 +182,7 @@ func up(dir, bin string) error {
 	if err := run.Run(); err != nil {
 		return fmt.Errorf("nomad job run: %w", err)
 	}
-	if err := jobs.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
+	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
 		return err
 	}
 	step("waiting for 3 passing Consul checks")
