@@ -92,11 +92,12 @@ func openNomad(ctx context.Context, cl *config.Cluster, o opener) (slots, error)
 	var alloc string
 	if o.member {
 		env = o.getenv
-		self, a, err := nomadglue.SelfFromEnv()
+		s, err := nomadglue.SelfFromEnv()
 		if err != nil {
 			return slots{}, err
 		}
-		out.self, alloc = &self, a
+		out.self = &provider.Instance{Name: s.Name, Address: s.Address, ClientPort: s.ClientPort, PeerPort: s.PeerPort, StatusPort: s.StatusPort}
+		alloc = s.Alloc
 	}
 	cli, err := nomadglue.Client()
 	if err != nil {

@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	nomadapi "github.com/hashicorp/nomad/api"
-
-	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
 // Client is a Nomad API client from the standard environment: NOMAD_ADDR,
@@ -38,16 +36,29 @@ func MemberName(group, allocID string) string {
 	return group + "-" + allocID
 }
 
-// SelfFromEnv builds this member's instance from the variables Nomad sets
+// Self is this member's allocation as the variables Nomad sets in the task
+// describe it.
+type Self struct {
+	// Name is the name a fresh member of this allocation takes
+	// (MemberName).
+	Name string
+	// Alloc is the allocation's id (NOMAD_ALLOC_ID).
+	Alloc string
+	// Address is the peer port's address (NOMAD_IP_peer).
+	Address                          string
+	ClientPort, PeerPort, StatusPort int
+}
+
+// SelfFromEnv reads this member's allocation from the variables Nomad sets
 // in the task: NOMAD_ALLOC_ID, NOMAD_GROUP_NAME, NOMAD_IP_<label>,
 // NOMAD_PORT_<label>.
-func SelfFromEnv() (provider.Instance, string, error) {
+func SelfFromEnv() (Self, error) {
 	alloc := os.Getenv("NOMAD_ALLOC_ID")
 	group := os.Getenv("NOMAD_GROUP_NAME")
 	if alloc == "" || group == "" {
-		return provider.Instance{}, "", errors.New("NOMAD_ALLOC_ID and NOMAD_GROUP_NAME are not set: the nomad provider runs inside a Nomad allocation")
+		return Self{}, errors.New("NOMAD_ALLOC_ID and NOMAD_GROUP_NAME are not set: the nomad provider runs inside a Nomad allocation")
 	}
-	in := provider.Instance{Name: MemberName(group, alloc), Address: os.Getenv("NOMAD_IP_" + PortPeer)}
+	in := Self{Name: MemberName(group, alloc), Alloc: alloc, Address: os.Getenv("NOMAD_IP_" + PortPeer)}
 	var err error
 	for label, dst := range map[string]*int{PortClient: &in.ClientPort, PortPeer: &in.PeerPort, PortStatus: &in.StatusPort} {
 		v := os.Getenv("NOMAD_PORT_" + label)
@@ -60,5 +71,5 @@ func SelfFromEnv() (provider.Instance, string, error) {
 	if in.Address == "" {
 		err = errors.Join(err, errors.New("NOMAD_IP_peer is not set"))
 	}
-	return in, alloc, err
+	return in, err
 }
