@@ -104,13 +104,8 @@ func openNomad(ctx context.Context, cl *config.Cluster, o opener) (slots, error)
 		return slots{}, err
 	}
 	pn := cl.Provider.Nomad
-	opts := nomad.Options{
-		Client:    cli,
-		Namespace: firstOf(pn.Namespace, env("NOMAD_NAMESPACE")),
-		Job:       firstOf(pn.Job, env("NOMAD_JOB_ID"), cl.Nomad.Job),
-		Group:     firstOf(env("NOMAD_GROUP_NAME"), pn.Group),
-		SelfAlloc: alloc,
-	}
+	opts := nomadOptions(cl, env)
+	opts.Client, opts.SelfAlloc = cli, alloc
 	if o.log != nil {
 		opts.Logger = o.log.Named("nomad")
 	}
@@ -124,6 +119,18 @@ func openNomad(ctx context.Context, cl *config.Cluster, o opener) (slots, error)
 		out.Provider = &asg.OnNomad{Allocs: p, Group: group, Nodes: &asg.NomadNodes{Client: cli, Attribute: pn.NodeAttribute}}
 	}
 	return out, nil
+}
+
+// nomadOptions are the nomad provider's job, group and namespace: the
+// definition's, and where it leaves them out, those env (the allocation's
+// NOMAD_* variables; none for a client) names.
+func nomadOptions(cl *config.Cluster, env func(string) string) nomad.Options {
+	pn := cl.Provider.Nomad
+	return nomad.Options{
+		Namespace: firstOf(pn.Namespace, env("NOMAD_NAMESPACE")),
+		Job:       firstOf(pn.Job, env("NOMAD_JOB_ID"), cl.Nomad.Job),
+		Group:     firstOf(env("NOMAD_GROUP_NAME"), pn.Group),
+	}
 }
 
 // asgOptions are the options of cl's auto-scaling group a (provider asg,
