@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // Defect 6: `etcd-nomad status` created a new cluster CA when none was in

@@ -16,8 +16,8 @@ import (
 	"github.com/anishathalye/porcupine"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )

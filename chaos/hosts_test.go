@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // TestChaosHosts is chaos on the multi-host testbed (`make chaos-hosts`):

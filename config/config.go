@@ -280,9 +280,14 @@ type NomadConsul struct {
 	// TLSServerName, optional: the name checked in the agent's certificate
 	// when it differs from the address's host.
 	TLSServerName string
+	// CertFile and KeyFile, optional (both or neither): the client
+	// certificate the members present to an agent that verifies HTTPS
+	// clients (Consul's tls { https { verify_incoming = true } }), paths
+	// on the clients.
+	CertFile, KeyFile string
 }
 
 // TLS reports whether the members talk to Consul over HTTPS.
 func (c NomadConsul) TLS() bool {
-	return c.CAFile != "" || c.TLSServerName != "" || strings.HasPrefix(c.Address, "https://")
+	return c.CAFile != "" || c.TLSServerName != "" || c.CertFile != "" || strings.HasPrefix(c.Address, "https://")
 }

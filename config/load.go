@@ -177,6 +177,8 @@ type nomadConsulSchema struct {
 	Address       *string `hcl:"address,optional"`
 	CAFile        *string `hcl:"ca_file,optional"`
 	TLSServerName *string `hcl:"tls_server_name,optional"`
+	CertFile      *string `hcl:"cert_file,optional"`
+	KeyFile       *string `hcl:"key_file,optional"`
 }
 
 // Result is what Load returns besides the cluster: the parser's files, for
@@ -451,7 +453,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 		c.Nomad.DistinctHosts = n.DistinctHosts == nil || *n.DistinctHosts
 		if cs := n.Consul; cs != nil {
-			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, "")}
+			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, ""), CertFile: str(cs.CertFile, ""), KeyFile: str(cs.KeyFile, "")}
 		}
 	}
 	if s.Access != nil {

@@ -424,11 +424,16 @@ func (d *decoder) validateNomadConsul(c NomadConsul) {
 			d.errorf(d.rangeOf("nomad", "consul", "address"), "Invalid Consul address", "address = %q is not host:port (optionally after http:// or https://), as in \"127.0.0.1:8500\".", c.Address)
 		}
 	}
-	if strings.HasPrefix(c.Address, "http://") && (c.CAFile != "" || c.TLSServerName != "") {
-		d.errorf(d.rangeOf("nomad", "consul", "address"), "TLS settings with an http:// Consul address", "ca_file and tls_server_name are for an HTTPS agent, but address = %q says http://: write https:// (or host:port alone) if the agent serves HTTPS, or remove them.", c.Address)
+	if strings.HasPrefix(c.Address, "http://") && (c.CAFile != "" || c.TLSServerName != "" || c.CertFile != "") {
+		d.errorf(d.rangeOf("nomad", "consul", "address"), "TLS settings with an http:// Consul address", "ca_file, tls_server_name, cert_file and key_file are for an HTTPS agent, but address = %q says http://: write https:// (or host:port alone) if the agent serves HTTPS, or remove them.", c.Address)
 	}
-	if c.CAFile != "" && !filepath.IsAbs(c.CAFile) {
-		d.errorf(d.rangeOf("nomad", "consul", "ca_file"), "Relative Consul ca_file", "ca_file = %q is read by the members on the Nomad clients, where a relative path would name a file in the task's directory: give its absolute path on the clients.", c.CAFile)
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		d.errorf(d.rangeOf("nomad", "consul"), "Consul client certificate without its key", "cert_file = %q, key_file = %q: an agent that verifies HTTPS clients needs both, the certificate and its key.", c.CertFile, c.KeyFile)
+	}
+	for _, f := range []struct{ attr, path string }{{"ca_file", c.CAFile}, {"cert_file", c.CertFile}, {"key_file", c.KeyFile}} {
+		if f.path != "" && !filepath.IsAbs(f.path) {
+			d.errorf(d.rangeOf("nomad", "consul", f.attr), "Relative Consul "+f.attr, "%s = %q is read by the members on the Nomad clients, where a relative path would name a file in the task's directory: give its absolute path on the clients.", f.attr, f.path)
+		}
 	}
 }
 

@@ -160,6 +160,8 @@ func TestNomadConsulAddressIsASetting(t *testing.T) {
       ca_file = "/ca.pem"
     }`, "TLS settings with an http:// Consul address"},
 		{`consul { ca_file = "ca.pem" }`, "Relative Consul ca_file"},
+		{`consul { cert_file = "/etc/consul.d/client.pem" }`, "Consul client certificate without its key"},
+		{`consul { key_file = "client-key.pem" }`, "Relative Consul key_file"},
 	} {
 		_, _, diags := Load("x.hcl", src(bad.block))
 		line := 5

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // appJob is an application's job as its README section tells users to

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 )
 
 // releaseArchive returns a .tar.gz holding the etcd-nomad binary (0755) and

@@ -14,7 +14,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 )
 

@@ -18,10 +18,10 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"

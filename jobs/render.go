@@ -365,7 +365,7 @@ job "{{.C.Nomad.Job}}" {
       # Nomad: the client's task API socket, which needs no address, no
       # TLS settings and no agent port; NOMAD_UNIX_ADDR ("unix://...") is
       # set because the identity below is in the environment. Consul: the
-      # definition's nomad { consul { } }, all four set so that nothing is
+      # definition's nomad { consul { } }, all six set so that nothing is
       # inherited from the client agent's environment.
       env {
         NOMAD_ADDR             = "${NOMAD_UNIX_ADDR}"
@@ -373,6 +373,8 @@ job "{{.C.Nomad.Job}}" {
         CONSUL_HTTP_SSL        = "{{.Consul.TLS}}"
         CONSUL_CACERT          = "{{.Consul.CAFile}}"
         CONSUL_TLS_SERVER_NAME = "{{.Consul.TLSServerName}}"
+        CONSUL_CLIENT_CERT     = "{{.Consul.CertFile}}"
+        CONSUL_CLIENT_KEY      = "{{.Consul.KeyFile}}"
       }
 
       # The member reads its job's allocations with its workload identity

@@ -115,6 +115,8 @@ func TestRenderedConsulAddrFromTheDefinitionNotTheShell(t *testing.T) {
 		"CONSUL_HTTP_SSL":        `"false"`,
 		"CONSUL_CACERT":          `""`,
 		"CONSUL_TLS_SERVER_NAME": `""`,
+		"CONSUL_CLIENT_CERT":     `""`,
+		"CONSUL_CLIENT_KEY":      `""`,
 	} {
 		if got := j.attr(k, env...); got != want {
 			t.Errorf("default: %s = %s, want %s", k, got, want)
@@ -125,6 +127,8 @@ func TestRenderedConsulAddrFromTheDefinitionNotTheShell(t *testing.T) {
       address         = "10.0.0.5:8501"
       ca_file         = "/etc/consul.d/ca.pem"
       tls_server_name = "server.dc1.consul"
+      cert_file       = "/etc/consul.d/client.pem"
+      key_file        = "/etc/consul.d/client-key.pem"
     }
   }`)
 	for k, want := range map[string]string{
@@ -132,6 +136,8 @@ func TestRenderedConsulAddrFromTheDefinitionNotTheShell(t *testing.T) {
 		"CONSUL_HTTP_SSL":        `"true"`,
 		"CONSUL_CACERT":          `"/etc/consul.d/ca.pem"`,
 		"CONSUL_TLS_SERVER_NAME": `"server.dc1.consul"`,
+		"CONSUL_CLIENT_CERT":     `"/etc/consul.d/client.pem"`,
+		"CONSUL_CLIENT_KEY":      `"/etc/consul.d/client-key.pem"`,
 	} {
 		if got := j.attr(k, env...); got != want {
 			t.Errorf("with TLS: %s = %s, want %s", k, got, want)

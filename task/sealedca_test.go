@@ -22,10 +22,10 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 

@@ -17,10 +17,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/etcd-nomad/etcd-nomad/bench"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/local"
-	"github.com/etcd-nomad/etcd-nomad/procstat"
+	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // KV workload shape.
@@ -41,10 +41,10 @@ type cluster struct {
 }
 
 // plainCluster starts 3 plain embedded etcd member processes.
-func (e *runEnv) plainCluster(ctx context.Context, ports []local.MemberPorts) (*cluster, error) {
+func (e *runEnv) plainCluster(ctx context.Context, ports []localcluster.MemberPorts) (*cluster, error) {
 	var peers []string
 	for i, p := range ports {
-		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", local.MemberName(i), p.Peer))
+		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", localcluster.MemberName(i), p.Peer))
 	}
 	var children []*child
 	c := &cluster{name: "plain etcd"}
@@ -62,7 +62,7 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []local.MemberPorts) (*
 	}
 	for i, p := range ports {
 		f := defaultEtcdFlags()
-		f.Name = local.MemberName(i)
+		f.Name = localcluster.MemberName(i)
 		f.Dir = filepath.Join(e.opts.work, "kv-plain", f.Name)
 		f.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", p.Client)
 		f.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", p.Peer)
@@ -80,16 +80,16 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []local.MemberPorts) (*
 
 // managedCluster starts 3 etcd-nomad member processes (local package:
 // static provider, file-lock coordinator), TLS off like the plain side.
-func (e *runEnv) managedCluster(ctx context.Context, ports []local.MemberPorts) (*cluster, error) {
+func (e *runEnv) managedCluster(ctx context.Context, ports []localcluster.MemberPorts) (*cluster, error) {
 	bin, err := e.etcdNomad(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lay := local.Layout{Dir: filepath.Join(e.opts.work, "kv-managed")}
-	if err := lay.WriteConfig(local.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute}, ports); err != nil {
+	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, "kv-managed")}
+	if err := lay.WriteConfig(localcluster.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute}, ports); err != nil {
 		return nil, err
 	}
-	sup := &local.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
+	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
 	c := &cluster{name: "etcd-nomad"}
 	c.stop = func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
@@ -99,12 +99,12 @@ func (e *runEnv) managedCluster(ctx context.Context, ports []local.MemberPorts) 
 	c.pids = func() []int {
 		var out []int
 		for i := range ports {
-			out = append(out, sup.PID(local.MemberName(i)))
+			out = append(out, sup.PID(localcluster.MemberName(i)))
 		}
 		return out
 	}
 	for i, p := range ports {
-		if err := sup.Start(local.MemberName(i)); err != nil {
+		if err := sup.Start(localcluster.MemberName(i)); err != nil {
 			c.stop()
 			return nil, err
 		}
@@ -244,7 +244,7 @@ func median(rounds []loadResult) loadResult {
 // one, both up at the same time, with the workloads alternating between
 // them so that the machine's other load falls on both alike.
 func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Result, []string, error) {
-	ports, err := local.AllocatePorts(6)
+	ports, err := localcluster.AllocatePorts(6)
 	if err != nil {
 		return nil, nil, err
 	}

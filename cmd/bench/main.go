@@ -24,7 +24,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/etcd-nomad/etcd-nomad/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 )
 
 func main() {

@@ -14,9 +14,9 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/bench"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"

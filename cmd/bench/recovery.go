@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/bench"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // recoveryGrace is the recovery_grace of the quorum-loss figure: the
@@ -29,27 +29,27 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	ports, err := local.AllocatePorts(3)
+	ports, err := localcluster.AllocatePorts(3)
 	if err != nil {
 		return nil, nil, err
 	}
-	lay := local.Layout{Dir: filepath.Join(e.opts.work, "recovery")}
-	opts := local.Options{Name: "bench-recovery", TLSMode: config.TLSOff, StaleAfter: 2 * time.Second, RecoveryGrace: recoveryGrace}
+	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, "recovery")}
+	opts := localcluster.Options{Name: "bench-recovery", TLSMode: config.TLSOff, StaleAfter: 2 * time.Second, RecoveryGrace: recoveryGrace}
 	if err := lay.WriteConfig(opts, ports); err != nil {
 		return nil, nil, err
 	}
-	sup := &local.Supervisor{Bin: bin, Layout: lay, Restart: true, Log: e.log.Named("supervisor")}
+	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Restart: true, Log: e.log.Named("supervisor")}
 	defer func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
 			e.log.Warn("stop recovery members", "error", err)
 		}
 	}()
 	for i := range ports {
-		if err := sup.Start(local.MemberName(i)); err != nil {
+		if err := sup.Start(localcluster.MemberName(i)); err != nil {
 			return nil, nil, err
 		}
 	}
-	eps := func(ps []local.MemberPorts) []string {
+	eps := func(ps []localcluster.MemberPorts) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, fmt.Sprintf("http://127.0.0.1:%d", p.Client))
@@ -100,11 +100,11 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	}
 	// The lost slots come back as new, empty members on new ports, as
 	// replacements on other hosts would.
-	fresh, err := local.AllocatePorts(2)
+	fresh, err := localcluster.AllocatePorts(2)
 	if err != nil {
 		return nil, nil, err
 	}
-	ports = []local.MemberPorts{ports[0], fresh[0], fresh[1]}
+	ports = []localcluster.MemberPorts{ports[0], fresh[0], fresh[1]}
 	if err := lay.WriteConfig(opts, ports); err != nil {
 		return nil, nil, err
 	}

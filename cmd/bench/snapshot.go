@@ -22,8 +22,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/etcd-nomad/etcd-nomad/bench"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/task"
@@ -149,7 +149,7 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 	if !e.opts.keep {
 		defer os.RemoveAll(dir)
 	}
-	ports, err := local.AllocatePorts(2)
+	ports, err := localcluster.AllocatePorts(2)
 	if err != nil {
 		return nil, nil, err
 	}

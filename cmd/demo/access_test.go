@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // checkOperatorAccess runs the eval line `up` printed, in a POSIX shell,

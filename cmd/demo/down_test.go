@@ -16,7 +16,7 @@ import (
 
 	nomadapi "github.com/hashicorp/nomad/api"
 
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // tempDir is an absolute, symlink-free test directory: processes report

@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -66,7 +66,7 @@ func (c *localUpCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	lay := local.Layout{Dir: abs}
+	lay := localcluster.Layout{Dir: abs}
 	if pid := readPID(lay); pid > 0 && syscall.Kill(pid, 0) == nil {
 		c.ui.Error(fmt.Sprintf("a local cluster already runs in %s (pid %d); stop it with: etcd-nomad local down -dir %s", abs, pid, *dir))
 		return 1
@@ -81,7 +81,7 @@ func (c *localUpCommand) Run(args []string) int {
 		return 1
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "local", Output: os.Stderr, Level: hclog.Info})
-	sup := &local.Supervisor{Bin: bin, Layout: lay, Log: log, Restart: true}
+	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Log: log, Restart: true}
 	if err := os.WriteFile(lay.PIDFile(), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -112,7 +112,7 @@ func (c *localUpCommand) Run(args []string) int {
 }
 
 // prepare writes the definition on first use and returns the cluster name.
-func (c *localUpCommand) prepare(lay local.Layout, size int) string {
+func (c *localUpCommand) prepare(lay localcluster.Layout, size int) string {
 	if _, err := os.Stat(lay.Config()); err == nil {
 		cl := loadConfig(c.ui, lay.Config())
 		if cl == nil {
@@ -123,12 +123,12 @@ func (c *localUpCommand) prepare(lay local.Layout, size int) string {
 		}
 		return cl.Name
 	}
-	ports, err := local.AllocatePorts(size)
+	ports, err := localcluster.AllocatePorts(size)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return ""
 	}
-	if err := lay.WriteConfig(local.Options{Name: "local"}, ports); err != nil {
+	if err := lay.WriteConfig(localcluster.Options{Name: "local"}, ports); err != nil {
 		c.ui.Error(fmt.Sprintf("write %s: %v", lay.Config(), err))
 		return ""
 	}
@@ -136,7 +136,7 @@ func (c *localUpCommand) prepare(lay local.Layout, size int) string {
 	return "local"
 }
 
-func memberNames(lay local.Layout) []string {
+func memberNames(lay localcluster.Layout) []string {
 	cl, _, diags := loadConfigQuiet(lay.Config())
 	if diags != nil {
 		return nil
@@ -148,7 +148,7 @@ func memberNames(lay local.Layout) []string {
 	return out
 }
 
-func (c *localUpCommand) waitHealthy(ctx context.Context, lay local.Layout, cluster string, timeout time.Duration) int {
+func (c *localUpCommand) waitHealthy(ctx context.Context, lay localcluster.Layout, cluster string, timeout time.Duration) int {
 	cl := loadConfig(c.ui, lay.Config())
 	if cl == nil {
 		return 1
@@ -234,7 +234,7 @@ func (c *localDownCommand) Run(args []string) int {
 		return 1
 	}
 	abs, _ := filepath.Abs(*dir)
-	lay := local.Layout{Dir: abs}
+	lay := localcluster.Layout{Dir: abs}
 	pid := readPID(lay)
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		c.ui.Output("no local cluster runs in " + abs)
@@ -256,7 +256,7 @@ func (c *localDownCommand) Run(args []string) int {
 	return 0
 }
 
-func readPID(lay local.Layout) int {
+func readPID(lay localcluster.Layout) int {
 	b, err := os.ReadFile(lay.PIDFile())
 	if err != nil {
 		return 0

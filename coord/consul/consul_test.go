@@ -16,7 +16,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // When run with this variable set, the test binary is a lock holder

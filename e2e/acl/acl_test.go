@@ -18,11 +18,11 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 var (
@@ -272,7 +272,7 @@ func allocLogs(t *testing.T, job string) string {
 // missing instead of raw HTTP errors, and keeps retrying.
 func TestMemberWithoutTokenSaysSo(t *testing.T) {
 	dir := t.TempDir()
-	ports, err := local.FreePorts(3)
+	ports, err := localcluster.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}

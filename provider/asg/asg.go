@@ -26,7 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/smithy-go"
 
-	"github.com/etcd-nomad/etcd-nomad/awsconf"
+	"github.com/etcd-nomad/etcd-nomad/internal/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 

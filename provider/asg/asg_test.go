@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
 )

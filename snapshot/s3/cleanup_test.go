@@ -20,9 +20,9 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
-	"github.com/etcd-nomad/etcd-nomad/awsconf"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/awsconf"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )

@@ -33,7 +33,7 @@ import (
 	s3types "github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/etcd-nomad/etcd-nomad/awsconf"
+	"github.com/etcd-nomad/etcd-nomad/internal/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 

@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -35,12 +35,12 @@ func TestASGProviderLifecycle(t *testing.T) {
 	}
 	defer fake.Close()
 
-	ports, err := local.AllocatePorts(1)
+	ports, err := localcluster.AllocatePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	lay := local.Layout{Dir: dir}
+	lay := localcluster.Layout{Dir: dir}
 	def := fmt.Sprintf(`cluster "asgtest" {
   data_dir = %q
   ports {
@@ -68,7 +68,7 @@ func TestASGProviderLifecycle(t *testing.T) {
 	if err := os.WriteFile(lay.Config(), []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sup := &local.Supervisor{Bin: binary, Layout: lay, Restart: false, Log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})}
+	sup := &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: false, Log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
 			t.Error(err)

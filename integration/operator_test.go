@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -68,11 +68,11 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 		t.Fatalf("recover while instances are silent: exit %d: %s", code, out)
 	}
 	// Their slots come back empty at new ports (lost hosts, replaced).
-	fresh, err := local.AllocatePorts(2)
+	fresh, err := localcluster.AllocatePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.ports = []local.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
+	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"io/fs"

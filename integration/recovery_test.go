@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // Two of three members stopped for good and replaced by empty ones: after
@@ -35,11 +35,11 @@ func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Their slots are replaced by new, empty members (as Nomad would).
-	fresh, err := local.AllocatePorts(2)
+	fresh, err := localcluster.AllocatePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc.ports = []local.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
+	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
 		t.Fatal(err)
 	}

@@ -100,6 +100,8 @@ type Agent struct {
 	AllocDir string
 	cmd      *exec.Cmd
 	done     chan struct{}
+	// httpc reaches an HTTPS API (Options.TLS); nil: plain HTTP.
+	httpc *http.Client
 
 	// Set by launch (Consul and Nomad), for Restart: the same binary, arguments and
 	// readiness check on the same ports and data dir.
@@ -279,8 +281,9 @@ func (a *Agent) spawn(mode int) error {
 
 // launch writes an agent's HCL config to dir/NAME.hcl (and creates
 // dir/data), starts bin with args followed by cfgFlag and that file, and
-// waits until ready holds; its HTTP API is on 127.0.0.1:httpPort.
-func launch(ctx context.Context, name, bin, dir, cfg string, httpPort int, ready func(*Agent, context.Context) error, cfgFlag string, args ...string) (*Agent, error) {
+// waits until ready holds; its HTTP API is on 127.0.0.1:httpPort, over
+// HTTPS through httpc when that is not nil.
+func launch(ctx context.Context, name, bin, dir, cfg string, httpPort int, httpc *http.Client, ready func(*Agent, context.Context) error, cfgFlag string, args ...string) (*Agent, error) {
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		return nil, err
 	}
@@ -293,6 +296,9 @@ func launch(ctx context.Context, name, bin, dir, cfg string, httpPort int, ready
 		return nil, err
 	}
 	a.Addr = "http://127.0.0.1:" + strconv.Itoa(httpPort)
+	if httpc != nil {
+		a.Addr, a.httpc = "https://127.0.0.1:"+strconv.Itoa(httpPort), httpc
+	}
 	a.ready = func(ctx context.Context) error { return ready(a, ctx) }
 	if err := a.waitReady(ctx, a.ready); err != nil {
 		return nil, err
@@ -325,6 +331,11 @@ func getJSON(ctx context.Context, url string, out any) error {
 // getJSONToken is getJSON with an ACL token (sent as X-Consul-Token and
 // X-Nomad-Token) unless token is empty.
 func getJSONToken(ctx context.Context, url, token string, out any) error {
+	return getJSONWith(ctx, http.DefaultClient, url, token, out)
+}
+
+// getJSONWith is getJSONToken through the HTTP client c.
+func getJSONWith(ctx context.Context, c *http.Client, url, token string, out any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -333,7 +344,7 @@ func getJSONToken(ctx context.Context, url, token string, out any) error {
 		req.Header.Set("X-Consul-Token", token)
 		req.Header.Set("X-Nomad-Token", token)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
@@ -352,6 +363,12 @@ type Options struct {
 	// ConsulToken is the token Nomad uses for Consul (StartNomadWith);
 	// needed when the Consul agent runs with ACLs.
 	ConsulToken string
+	// TLS serves the agent's HTTP API over HTTPS only, with
+	// TLS.CertFile, requiring client certificates of TLS.CAFile
+	// (Agent.Addr is then https://). For Nomad it also puts RPC on TLS
+	// and makes the agent talk to Consul over HTTPS with the same
+	// certificate (the Consul agent must be started with the same TLS).
+	TLS *TLS
 }
 
 // StartConsul starts `consul agent -dev` with its state in dir.
@@ -367,9 +384,13 @@ func StartConsulWith(ctx context.Context, dir string, o Options) (*Agent, error)
 	if err != nil {
 		return nil, err
 	}
+	httpPort := fmt.Sprintf("http = %d", p[0])
+	if o.TLS != nil {
+		httpPort = fmt.Sprintf("http = -1\n  https = %d", p[0])
+	}
 	cfg := fmt.Sprintf(`
 ports {
-  http = %d
+  %s
   serf_lan = %d
   serf_wan = %d
   server = %d
@@ -381,7 +402,7 @@ ports {
 limits {
   http_max_conns_per_client = 4000
 }
-`, p[0], p[1], p[2], p[3], p[4])
+`, httpPort, p[1], p[2], p[3], p[4])
 	var token string
 	if o.ACL {
 		if token, err = newUUID(); err != nil {
@@ -399,9 +420,16 @@ acl {
 }
 `, token, token)
 	}
-	a, err := launch(ctx, "consul", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
+	httpc, err := withTLSClient(o.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if o.TLS != nil {
+		cfg += consulTLSConfig(o.TLS)
+	}
+	a, err := launch(ctx, "consul", bin, dir, cfg, p[0], httpc, func(a *Agent, ctx context.Context) error {
 		var leader string
-		if err := getJSON(ctx, a.Addr+"/v1/status/leader", &leader); err != nil {
+		if err := getJSONWith(ctx, a.httpClient(), a.Addr+"/v1/status/leader", "", &leader); err != nil {
 			return err
 		}
 		if leader == "" {
@@ -410,7 +438,7 @@ acl {
 		if token != "" {
 			// ACLs are usable once the management token resolves.
 			var self map[string]any
-			if err := getJSONToken(ctx, a.Addr+"/v1/acl/token/self", token, &self); err != nil {
+			if err := getJSONWith(ctx, a.httpClient(), a.Addr+"/v1/acl/token/self", token, &self); err != nil {
 				return err
 			}
 		}
@@ -444,7 +472,11 @@ func StartNomadWith(ctx context.Context, dir, consulAddr string, o Options) (*Ag
 		return nil, err
 	}
 	cfg := nomadConfig(filepath.Join(dir, "data"), allocDir, p, consulAddr, o, false)
-	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], func(a *Agent, ctx context.Context) error {
+	httpc, err := withTLSClient(o.TLS)
+	if err != nil {
+		return nil, err
+	}
+	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], httpc, func(a *Agent, ctx context.Context) error {
 		if o.ACL && a.Token == "" {
 			tok, err := nomadBootstrap(ctx, a.Addr)
 			if err != nil {
@@ -620,7 +652,7 @@ limits {
   http_max_conns_per_client = 4000
 }
 `, data, p[0], p[1], p[2], p[3])
-	return launch(ctx, "consul", bin, dir, cfg, p[0], (*Agent).consulReady, "-config-file",
+	return launch(ctx, "consul", bin, dir, cfg, p[0], nil, (*Agent).consulReady, "-config-file",
 		"agent", "-server", "-bootstrap-expect=1", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "server")
 }
 
@@ -659,7 +691,7 @@ func StartNomadServer(ctx context.Context, dir, consulAddr string) (*Agent, erro
 		return nil, err
 	}
 	cfg := nomadConfig(filepath.Join(dir, "data"), allocDir, p, consulAddr, Options{}, true)
-	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], (*Agent).nomadReady, "-config", "agent"))
+	return withAllocDir(allocDir)(launch(ctx, "nomad", bin, dir, cfg, p[0], nil, (*Agent).nomadReady, "-config", "agent"))
 }
 
 // nomadConfig is a Nomad agent's configuration: server and client on
@@ -714,19 +746,22 @@ plugin "raw_exec" {
 }
 consul {
   address = %q
-  token   = %q
+  token   = %q%s
 }
 acl {
   enabled = %t
 }
-`, client, trimScheme(consulAddr), o.ConsulToken, o.ACL)
+`, client, trimScheme(consulAddr), o.ConsulToken, consulClientTLS(o.TLS), o.ACL)
+	if o.TLS != nil {
+		b.WriteString(nomadTLSConfig(o.TLS))
+	}
 	return b.String()
 }
 
 // nomadReady holds once a client node is ready.
 func (a *Agent) nomadReady(ctx context.Context) error {
 	var nodes []struct{ Status string }
-	if err := getJSONToken(ctx, a.Addr+"/v1/nodes?resources=false", a.Token, &nodes); err != nil {
+	if err := getJSONWith(ctx, a.httpClient(), a.Addr+"/v1/nodes?resources=false", a.Token, &nodes); err != nil {
 		return err
 	}
 	for _, n := range nodes {

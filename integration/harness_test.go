@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -43,24 +43,24 @@ func TestMain(m *testing.M) {
 // testCluster is a local cluster of member processes owned by one test.
 type testCluster struct {
 	t     *testing.T
-	lay   local.Layout
-	sup   *local.Supervisor
-	ports []local.MemberPorts
-	opts  local.Options
+	lay   localcluster.Layout
+	sup   *localcluster.Supervisor
+	ports []localcluster.MemberPorts
+	opts  localcluster.Options
 }
 
 func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCluster {
 	t.Helper()
-	ports, err := local.AllocatePorts(size)
+	ports, err := localcluster.AllocatePorts(size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay := local.Layout{Dir: dir}
-	tc := &testCluster{t: t, lay: lay, ports: ports, opts: local.Options{Name: "test", StaleAfter: stale}}
+	lay := localcluster.Layout{Dir: dir}
+	tc := &testCluster{t: t, lay: lay, ports: ports, opts: localcluster.Options{Name: "test", StaleAfter: stale}}
 	if err := lay.WriteConfig(tc.opts, ports); err != nil {
 		t.Fatal(err)
 	}
-	tc.sup = &local.Supervisor{Bin: binary, Layout: lay, Restart: true,
+	tc.sup = &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: true,
 		Log: hclog.New(&hclog.LoggerOptions{Name: "supervisor", Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
 		if err := tc.sup.StopAll(20 * time.Second); err != nil {
@@ -83,7 +83,7 @@ func (tc *testCluster) dumpLogs() {
 
 func (tc *testCluster) startAll() {
 	for i := range tc.ports {
-		if err := tc.sup.Start(local.MemberName(i)); err != nil {
+		if err := tc.sup.Start(localcluster.MemberName(i)); err != nil {
 			tc.t.Fatal(err)
 		}
 	}
@@ -184,7 +184,7 @@ func memberList(cli *clientv3.Client) (voters, learners int, names map[string]ui
 	return m.Voters, m.Learners, m.Names, err
 }
 
-func logOf(t *testing.T, lay local.Layout, name string) string {
+func logOf(t *testing.T, lay localcluster.Layout, name string) string {
 	b, err := os.ReadFile(filepath.Join(lay.LogDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"fmt"
@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/clustertest"
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // (a) Three members started at the same moment bootstrap exactly one
@@ -28,7 +28,7 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 			st, rec := tc.waitConfirmed(30 * time.Second)
 			seeds := 0
 			for i := 0; i < 3; i++ {
-				seeds += strings.Count(logOf(t, tc.lay, local.MemberName(i)), "state=new")
+				seeds += strings.Count(logOf(t, tc.lay, localcluster.MemberName(i)), "state=new")
 			}
 			if seeds != 1 {
 				t.Fatalf("%d members started a new cluster, want exactly 1", seeds)
@@ -124,7 +124,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	// Watch the membership throughout.
 	watch := clustertest.WatchMembership(cli)
 
-	more, err := local.AllocatePorts(2)
+	more, err := localcluster.AllocatePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

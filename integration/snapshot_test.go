@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/local"
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 func cli(t *testing.T, args ...string) string {
@@ -147,7 +147,7 @@ func TestScheduledSnapshots(t *testing.T) {
 func logs(t *testing.T, tc *testCluster) []string {
 	var out []string
 	for i := range tc.ports {
-		out = append(out, logOf(t, tc.lay, local.MemberName(i)))
+		out = append(out, logOf(t, tc.lay, localcluster.MemberName(i)))
 	}
 	return out
 }

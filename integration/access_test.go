@@ -1,4 +1,4 @@
-package local_test
+package integration_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 const accessRules = `

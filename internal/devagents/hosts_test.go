@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/procstat"
+	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
 )
 
 // startTestbed starts a testbed for t and closes it when t ends; the test
