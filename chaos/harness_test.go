@@ -6,11 +6,9 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -30,9 +28,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	"github.com/etcd-nomad/etcd-nomad/jobs"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
 
@@ -103,7 +100,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	e.nomadAddr, e.consulAddr, e.allocDirs = e.nomad.Addr, e.consul.Addr, []string{e.nomad.AllocDir}
 	t.Cleanup(e.stopJob)
 	// One Nomad client: every member on it, all using its Consul agent.
-	e.deploy(tlsMode, "10s", fmt.Sprintf("distinct_hosts = false\n    consul {\n      address = %q\n    }", strings.TrimPrefix(e.consul.Addr, "http://")))
+	e.deploy(tlsMode, "10s", nomadjob.SingleClient(e.consul.Addr))
 	return e
 }
 
@@ -111,11 +108,10 @@ func newEnv(t *testing.T, tlsMode string) *env {
 func buildEnv(t *testing.T) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir()}
-	e.binary = filepath.Join(e.dir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", e.binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
-	}
 	var err error
+	if e.binary, err = nomadjob.Build(e.dir); err != nil {
+		t.Fatal(err)
+	}
 	if e.nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
 		t.Fatal(err)
 	}
@@ -131,39 +127,10 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	t.Setenv("NOMAD_ADDR", e.nomadAddr)
 
 	file := filepath.Join(e.dir, "cluster.hcl")
-	def := fmt.Sprintf(`cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  tls {
-    mode = %q
-  }
-
-  provider "nomad" {
-    group       = "etcd"
-    stale_after = %q
-  }
-
-  coordination "consul" {
-    prefix      = "etcd-nomad-chaos"
-    session_ttl = "10s"
-  }
-
-  nomad {
-    cpu          = 100
-    memory_mb    = 128
-    kill_timeout = "20s"
-    %s
-  }
-}
-`, clusterName, tlsMode, staleAfter, nomadExtra)
-	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	nomadjob.Definition{
+		Name: clusterName, Size: 3, TLSMode: tlsMode, StaleAfter: staleAfter,
+		Prefix: "etcd-nomad-chaos", SessionTTL: "10s", Nomad: nomadExtra,
+	}.Write(t, file)
 	cl, _, diags := config.LoadFile(file)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())
@@ -173,29 +140,9 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	if e.co, err = backends.Coordinator(cl); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(e.binary, "job", "render", "-binary", e.binary, file).Output()
-	if err != nil {
-		t.Fatalf("job render: %v", err)
-	}
-	spec := filepath.Join(e.dir, "etcd.nomad.hcl")
-	if err := os.WriteFile(spec, out, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	spec := e.job().Render(t, file, "")
 	t.Cleanup(e.stopJob)
-	// What `etcd-nomad job run` does first: the members' CA key
-	// encryption key in the job's variable; the clients' etcd
-	// certificates need it too.
-	kekText, err := jobs.EnsureCAKEK(context.Background(), e.nomadClient(), clusterName, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kek, err := certs.ParseKEK(kekText)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(e.nomadBin, "job", "run", "-detach", "-address", e.nomadAddr, spec).CombinedOutput(); err != nil {
-		t.Fatalf("nomad job run: %v\n%s", err, out)
-	}
+	kek := e.job().Submit(t, spec)
 	// The client certificate is issued once, from the CA the first member
 	// creates: the CLI only reads it, and after Consul lost its state the
 	// CA is missing until a member stores it again.
@@ -213,14 +160,11 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
 }
 
-func (e *env) nomadClient() *nomadapi.Client {
-	cfg := nomadapi.DefaultConfig()
-	cfg.Address = e.nomadAddr
-	cli, err := nomadapi.NewClient(cfg)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return cli
+func (e *env) nomadClient() *nomadapi.Client { return nomadjob.NomadClient(e.t, e.nomadAddr) }
+
+// job is the run's Nomad job, for the shared kit.
+func (e *env) job() nomadjob.Job {
+	return nomadjob.Job{Name: clusterName, Binary: e.binary, NomadBin: e.nomadBin, Nomad: e.nomadAddr, API: e.nomadClient(), AllocDirs: e.allocDirs}
 }
 
 // stopJob stops the job and waits until no member process runs, so that
@@ -230,27 +174,9 @@ func (e *env) stopJob() {
 	if e.t.Failed() {
 		e.dumpLogs()
 	}
-	if out, err := exec.Command(e.nomadBin, "job", "stop", "-detach", "-yes", "-address", e.nomadAddr, clusterName).CombinedOutput(); err != nil {
-		e.t.Logf("nomad job stop: %v\n%s", err, out)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if err := nomadglue.WaitStopped(ctx, e.nomadClient(), clusterName, ""); err != nil {
-		e.t.Error(err)
-	}
-	// Garbage-collect the stopped allocations on the client: that unmounts
-	// their secrets dirs, so that the test's directory can be removed.
-	nodes, _, err := e.nomadClient().Nodes().List(nil)
-	if err != nil {
-		e.t.Logf("list nodes: %v", err)
-	}
-	for _, n := range nodes {
-		// The endpoint answers with an empty body, which the API client
-		// reports as EOF.
-		if err := e.nomadClient().Nodes().GC(n.ID, nil); err != nil && !errors.Is(err, io.EOF) {
-			e.t.Logf("client gc on %s: %v", n.ID, err)
-		}
-	}
+	j := e.job()
+	j.Stop(e.t, 2*time.Minute)
+	j.CollectGarbage(e.t)
 }
 
 // unmountLeftovers unmounts what Nomad left mounted under the test's
@@ -270,20 +196,7 @@ func (e *env) unmountLeftovers() {
 	}
 }
 
-func (e *env) dumpLogs() {
-	var paths []string
-	for _, d := range e.allocDirs {
-		m, _ := filepath.Glob(filepath.Join(d, "*", "alloc", "logs", "etcd.stderr.*"))
-		paths = append(paths, m...)
-	}
-	for _, p := range paths {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		e.t.Logf("=== %s\n%s", p, clustertest.SupervisorLines(string(b), 60))
-	}
-}
+func (e *env) dumpLogs() { e.job().DumpLogs(e.t, 60) }
 
 // instances reads the member slots from Nomad, at most every 5s (each
 // read opens a Nomad client); while Nomad is away it returns the last ones
@@ -392,13 +305,7 @@ func (e *env) consulClient() *consulapi.Client {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.consulCli == nil {
-		cfg := consulapi.DefaultConfig()
-		cfg.Address = strings.TrimPrefix(e.consulAddr, "http://")
-		cli, err := consulapi.NewClient(cfg)
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		e.consulCli = cli
+		e.consulCli = nomadjob.ConsulClient(e.t, e.consulAddr)
 	}
 	return e.consulCli
 }
@@ -418,11 +325,7 @@ func (e *env) storedCA() ([]byte, error) {
 }
 
 func (e *env) checks() (passing, total int, desc string) {
-	ch, err := status.ConsulChecks(context.Background(), e.consulClient(), clusterName)
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	return ch.Passing, ch.Total, strings.Join(ch.Lines, "\n")
+	return nomadjob.Checks(e.consulClient(), clusterName)
 }
 
 // memberPID returns the PID a member reports, after checking that it is

@@ -35,13 +35,17 @@ const (
 	DefaultQuotaBackendBytes = 2 << 30 // etcd's default
 	// DefaultDefragRatio and DefaultDefragMinSize: defragment a member
 	// when half of a database of at least 64 MiB is free pages.
-	DefaultDefragRatio      = 0.5
-	DefaultDefragMinSize    = 64 << 20
-	DefaultHeartbeat        = 100 * time.Millisecond
-	DefaultElection         = time.Second
-	DefaultCompactionMode   = "periodic"
-	DefaultCompactionRetain = "1h"
-	DefaultSnapshotCount    = 10000
+	DefaultDefragRatio   = 0.5
+	DefaultDefragMinSize = 64 << 20
+	// DefaultCorruptCheckInterval: the leader compares the members'
+	// database hashes this often (etcd's periodic and compaction hash
+	// checks).
+	DefaultCorruptCheckInterval = 5 * time.Minute
+	DefaultHeartbeat            = 100 * time.Millisecond
+	DefaultElection             = time.Second
+	DefaultCompactionMode       = "periodic"
+	DefaultCompactionRetain     = "1h"
+	DefaultSnapshotCount        = 10000
 	// DefaultDeltaInterval and, with a passphrase (one scrypt per
 	// segment), DefaultDeltaIntervalScrypt: how often continuous backup
 	// flushes, which bounds what a loss of every data dir costs.
@@ -124,6 +128,11 @@ type Etcd struct {
 	// 0 turns fragmentation-based defragmentation off.
 	DefragRatio   float64
 	DefragMinSize int64
+	// CorruptCheckInterval is how often the leader compares every
+	// member's database hash with its own (etcd's periodic corruption
+	// check and compaction hash check); 0 turns both off. A member also
+	// checks its data against its peers' at every start.
+	CorruptCheckInterval time.Duration
 }
 
 // TLS selects how members and clients are secured.

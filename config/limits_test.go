@@ -131,6 +131,11 @@ func TestLimitsBoundaries(t *testing.T) {
 		{"defrag_min_size 0", def{etcd: `defrag_min_size = "0"`}, "defrag_min_size", ok},
 		{"defrag_min_size junk", def{etcd: `defrag_min_size = "lots"`}, "defrag_min_size", refused("Invalid size")},
 
+		// corrupt_check_interval: a duration, "0s" is off.
+		{"corrupt_check_interval 0s", def{etcd: `corrupt_check_interval = "0s"`}, "corrupt_check_interval", ok},
+		{"corrupt_check_interval 1m", def{etcd: `corrupt_check_interval = "1m"`}, "corrupt_check_interval", ok},
+		{"corrupt_check_interval -1m", def{etcd: `corrupt_check_interval = "-1m"`}, "corrupt_check_interval", refused("Invalid duration")},
+
 		// recovery_grace: "0s" is off; otherwise a restart (10s) plus 3
 		// elections of up to 2 election timeouts.
 		{"recovery_grace 0s", def{top: `recovery_grace = "0s"`}, "recovery_grace", ok},

@@ -56,6 +56,7 @@ type etcdSchema struct {
 	SnapshotCount           *int     `hcl:"snapshot_count,optional"`
 	DefragRatio             *float64 `hcl:"defrag_ratio,optional"`
 	DefragMinSize           *string  `hcl:"defrag_min_size,optional"`
+	CorruptCheckInterval    *string  `hcl:"corrupt_check_interval,optional"`
 }
 
 type tlsSchema struct {
@@ -366,6 +367,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 			SnapshotCount:           DefaultSnapshotCount,
 			DefragRatio:             DefaultDefragRatio,
 			DefragMinSize:           DefaultDefragMinSize,
+			CorruptCheckInterval:    DefaultCorruptCheckInterval,
 		},
 		TLS: TLS{Mode: TLSAuto},
 	}
@@ -389,6 +391,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Etcd.AutoCompactionRetention = str(e.AutoCompactionRetention, c.Etcd.AutoCompactionRetention)
 		c.Etcd.HeartbeatInterval = d.duration(e.HeartbeatInterval, c.Etcd.HeartbeatInterval, "etcd", "heartbeat_interval")
 		c.Etcd.ElectionTimeout = d.duration(e.ElectionTimeout, c.Etcd.ElectionTimeout, "etcd", "election_timeout")
+		c.Etcd.CorruptCheckInterval = d.duration(e.CorruptCheckInterval, c.Etcd.CorruptCheckInterval, "etcd", "corrupt_check_interval")
 		if e.SnapshotCount != nil {
 			if *e.SnapshotCount <= 0 {
 				d.errorf(d.rangeOf("etcd", "snapshot_count"), "Invalid snapshot_count", "snapshot_count must be positive, got %d.", *e.SnapshotCount)

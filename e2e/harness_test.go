@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,13 +16,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	"github.com/etcd-nomad/etcd-nomad/jobs"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -49,9 +46,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	binary = filepath.Join(workDir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", binary, "../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
+	if binary, err = nomadjob.Build(workDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if nomadBin, err = devagents.Bin("nomad", devagents.NomadVersion); err != nil {
@@ -107,71 +103,23 @@ func newCluster(t *testing.T, name string, size int) *cluster {
 func (c *cluster) writeDefinition(size int, extraEnv string) {
 	c.t.Helper()
 	c.size = size
-	def := fmt.Sprintf(`cluster %q {
-  size = %d
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group       = "etcd"
-    stale_after = "5s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-e2e"
-  }
-
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    cpu       = 100
-    memory_mb = 128
-    kill_timeout = "20s"
-    consul {
-      address = %q
-    }
-  }
-%s
+	nomadjob.Definition{
+		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e",
+		Nomad: nomadjob.SingleClient(consul.Addr), Extra: c.extra, Comment: extraEnv,
+	}.Write(c.t, c.file)
 }
-# %s
-`, c.name, size, strings.TrimPrefix(consul.Addr, "http://"), c.extra, extraEnv)
-	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
+
+// job is the cluster's Nomad job, for the shared kit.
+func (c *cluster) job() nomadjob.Job { return job(c.t, c.name) }
+
+func job(t *testing.T, name string) nomadjob.Job {
+	return nomadjob.Job{Name: name, Binary: binary, NomadBin: nomadBin, Nomad: nomad.Addr, API: nomadClient(t), AllocDirs: []string{nomad.AllocDir}}
 }
 
 // render runs `etcd-nomad job render`; extra lines go into the task's env.
 func (c *cluster) render(envLine string) string {
 	c.t.Helper()
-	out, err := exec.Command(binary, "job", "render", "-binary", binary, c.file).Output()
-	if err != nil {
-		c.t.Fatalf("job render: %v", err)
-	}
-	spec := string(out)
-	if envLine != "" {
-		spec = strings.Replace(spec, "      env {\n", "      env {\n        "+envLine+"\n", 1)
-	}
-	path := filepath.Join(c.dir, "etcd.nomad.hcl")
-	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
-		c.t.Fatal(err)
-	}
-	return path
-}
-
-// ensureKEK does what `etcd-nomad job run` does first: the members' CA
-// key encryption key in the job's variable (also kept in c.kek).
-func (c *cluster) ensureKEK() {
-	c.t.Helper()
-	kek, err := jobs.EnsureCAKEK(context.Background(), nomadClient(c.t), c.name, "")
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	if c.kek, err = certs.ParseKEK(kek); err != nil {
-		c.t.Fatal(err)
-	}
+	return c.job().Render(c.t, c.file, envLine)
 }
 
 // nomadRun submits the rendered job with the real `nomad job run`.
@@ -181,15 +129,11 @@ func (c *cluster) nomadRun(envLine string) {
 }
 
 // submit does what `etcd-nomad job run` does first (the members' CA key
-// encryption key in the job's variable), then submits the job file at
-// path with the real `nomad job run`.
+// encryption key in the job's variable, also kept in c.kek), then submits
+// the job file at path with the real `nomad job run`.
 func (c *cluster) submit(path string) {
 	c.t.Helper()
-	c.ensureKEK()
-	out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput()
-	if err != nil {
-		c.t.Fatalf("nomad job run: %v\n%s", err, out)
-	}
+	c.kek = c.job().Submit(c.t, path)
 }
 
 func (c *cluster) config() *config.Cluster {
@@ -241,33 +185,13 @@ func initClients(t *testing.T) {
 	sharedNomad = newNomadClient(t)
 }
 
-func newConsulClient(t *testing.T) *consulapi.Client {
-	cfg := consulapi.DefaultConfig()
-	cfg.Address = strings.TrimPrefix(consul.Addr, "http://")
-	cli, err := consulapi.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cli
-}
+func newConsulClient(t *testing.T) *consulapi.Client { return nomadjob.ConsulClient(t, consul.Addr) }
 
-func newNomadClient(t *testing.T) *nomadapi.Client {
-	cfg := nomadapi.DefaultConfig()
-	cfg.Address = nomad.Addr
-	cli, err := nomadapi.NewClient(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cli
-}
+func newNomadClient(t *testing.T) *nomadapi.Client { return nomadjob.NomadClient(t, nomad.Addr) }
 
 // checks returns the passing and total Consul checks of the service.
 func (c *cluster) checks() (passing, total int, desc string) {
-	ch, err := status.ConsulChecks(context.Background(), consulClient(c.t), c.name)
-	if err != nil {
-		return 0, 0, err.Error()
-	}
-	return ch.Passing, ch.Total, strings.Join(ch.Lines, "\n")
+	return nomadjob.Checks(consulClient(c.t), c.name)
 }
 
 // waitPassing waits until exactly want checks exist and all pass.
@@ -326,61 +250,17 @@ func (c *cluster) client() *clientv3.Client {
 }
 
 // allocs lists the job's allocations that Nomad wants running.
-func (c *cluster) allocs() []*nomadapi.AllocationListStub {
-	list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, false, nil)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	var out []*nomadapi.AllocationListStub
-	for _, a := range list {
-		if a.DesiredStatus == nomadapi.AllocDesiredStatusRun {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (c *cluster) allocs() []*nomadapi.AllocationListStub { return c.job().Running(c.t) }
 
 // stopJob stops a job, waits until none of its member processes runs, then
 // purges it: stopping the agent afterwards leaves no task behind.
 func stopJob(t *testing.T, name string) {
-	out, err := exec.Command(nomadBin, "job", "stop", "-detach", "-yes", "-address", nomad.Addr, name).CombinedOutput()
-	if err != nil {
-		t.Logf("nomad job stop %s: %v\n%s", name, err, out)
-	}
-	waitNoAllocs(t, name)
-	if out, err := exec.Command(nomadBin, "job", "stop", "-detach", "-purge", "-yes", "-address", nomad.Addr, name).CombinedOutput(); err != nil {
-		t.Logf("nomad job stop -purge %s: %v\n%s", name, err, out)
-	}
+	j := job(t, name)
+	j.Stop(t, 90*time.Second)
+	j.Purge(t)
 }
 
-func waitNoAllocs(t *testing.T, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if err := nomadglue.WaitStopped(ctx, nomadClient(t), name, ""); err != nil {
-		t.Error(err)
-	}
-}
-
-func (c *cluster) dumpLogs() {
-	list, _, err := nomadClient(c.t).Jobs().Allocations(c.name, true, nil)
-	if err != nil {
-		return
-	}
-	for _, a := range list {
-		path := filepath.Join(nomad.AllocDir, a.ID, "alloc", "logs", "etcd.stderr.0")
-		b, err := os.ReadFile(path)
-		if err != nil {
-			continue
-		}
-		var events []string
-		if ts := a.TaskStates["etcd"]; ts != nil {
-			for _, e := range ts.Events {
-				events = append(events, fmt.Sprintf("%s %s: %s", time.Unix(0, e.Time).UTC().Format("15:04:05"), e.Type, e.DisplayMessage))
-			}
-		}
-		c.t.Logf("=== alloc %s (%s, %s)\ntask events:\n  %s\n%s", a.ID[:8], a.ClientStatus, a.DesiredStatus, strings.Join(events, "\n  "), clustertest.SupervisorLines(string(b), 40))
-	}
-}
+func (c *cluster) dumpLogs() { c.job().DumpLogs(c.t, 40) }
 
 func memberList(cli *clientv3.Client) (voters, learners int, ids map[uint64]string, err error) {
 	m, err := clustertest.MemberList(cli)

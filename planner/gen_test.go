@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"time"
 )
@@ -107,7 +108,37 @@ func genObservation(rng *rand.Rand) Observation {
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(1000)), Epoch: 1}
 	}
+	genCorrupt(&o)
 	return o
+}
+
+// genCorrupt marks a third of the observations' data corrupt (a CORRUPT
+// alarm naming this member, or a failed initial check) and adds CORRUPT
+// alarms naming other members, present or gone.
+//
+// Its choices come from the observation itself, not the generator's
+// stream: drawing from the stream would change every later observation,
+// and with them which observation catches each broken planner.
+func genCorrupt(o *Observation) {
+	h := fnv.New64a()
+	fmt.Fprint(h, o.Self.Name, o.SelfID, o.LeaderID, len(o.Members), o.Local.MemberID, o.Local.Revision, o.StartFailures, o.QuorumLostFor, o.HoldsLock, o.Running)
+	for _, m := range o.Members {
+		fmt.Fprint(h, m.ID, m.Healthy, m.Learner, m.AbsentFor, m.UnhealthyFor)
+	}
+	rng := rand.New(rand.NewPCG(h.Sum64(), 3))
+	if rng.IntN(3) != 0 {
+		return
+	}
+	o.Corrupt = "CORRUPT alarm"
+	if o.Running {
+		o.CorruptAlarms = append(o.CorruptAlarms, o.SelfID)
+	}
+	for i := rng.IntN(3); i > 0; i-- {
+		o.CorruptAlarms = append(o.CorruptAlarms, uint64(rng.IntN(9)))
+	}
+	if rng.IntN(4) == 0 {
+		o.Corrupt = "" // only others named
+	}
 }
 
 func describe(o Observation) string { return fmt.Sprintf("%+v", o) }
@@ -147,6 +178,7 @@ func genRunningCluster(rng *rand.Rand) Observation {
 	} else {
 		o.LeaderID = o.Members[pick(n)].ID
 	}
+	genCorrupt(&o)
 	return o
 }
 

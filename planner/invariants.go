@@ -2,10 +2,34 @@ package planner
 
 import "fmt"
 
-// Check returns an error when d, decided for o, breaks one of the safety
-// invariants of DESIGN.md (1 to 9: those one decision can break; 10 to 12
-// and the whole-system properties are checked over time by sim/). It is a naive reference written
-// apart from Plan, so that a planner bug is not mirrored here.
+// refuse returns d, or a Wait naming the broken rule when d fails Check:
+// a planner bug Check sees costs progress (the member waits and says
+// why, in its log and status), never safety.
+func refuse(o Observation, d Decision) Decision {
+	if err := Check(o, d); err != nil {
+		return Decision{Kind: Wait, Name: d.Name, Reason: fmt.Sprintf("refused to %s (a planner bug: %v): %s", d.Kind, err, d.Reason)}
+	}
+	return d
+}
+
+// Check returns an error when d, decided for o, breaks a safety rule that
+// one decision can break: the invariants 1 to 10 of DESIGN.md (one seed
+// per epoch, quorum kept by removals and replacements, one membership
+// change in flight, recovery only after the grace and from the best
+// source, no foreign or stale data started, the persisted identity,
+// nothing set aside that is needed, the record as derived truth, epochs
+// only grow, no recovery while a quorum may answer), and beside them: a
+// decision that acts under the lock (seed, membership change, record
+// write, maintenance) holds it; an operator's pause holds back every
+// action but a wait, a rejoin and the operator's own recovery; an
+// instance is replaced only when unhealthy long enough and with a quorum
+// left, one at a time; a peer URL is updated only by the running member
+// for itself. Invariants 11 and 12 and the whole-system properties (one
+// cluster id, no acknowledged write lost) are checked over time by sim/.
+//
+// It is a naive reference written apart from Plan, so that a planner bug
+// is not mirrored here, and pure and cheap: Plan runs it on every
+// decision and refuses one that fails it (refuse).
 func Check(o Observation, d Decision) error {
 	name := o.Self.Name
 	if o.Local.Name != "" {
@@ -37,6 +61,14 @@ func Check(o Observation, d Decision) error {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
 	switch d.Kind {
+	case DisarmCorrupt:
+		// A member's CORRUPT alarm is disarmed only once it has left the
+		// membership: its corrupt data never serves unnoticed.
+		for _, id := range d.Alarms {
+			if !o.MembersKnown || id == 0 || findID(o.Members, id) >= 0 {
+				return fmt.Errorf("invariant 7: disarmed the CORRUPT alarm of member %x, still in the membership", id)
+			}
+		}
 	case Seed:
 		// Invariant 1: one seed per epoch. Only with no record (or resuming
 		// our own unconfirmed one), no data here or at any peer.
@@ -416,6 +448,9 @@ func Check(o Observation, d Decision) error {
 		if o.Local.Empty && !o.Running {
 			return fmt.Errorf("invariant 7: set aside an empty data dir")
 		}
+		if err := checkCorruptSetAside(o); err != nil {
+			return err
+		}
 		// Invariant 9: data of this cluster is set aside because of the
 		// record only when a confirmed newer epoch (or this member's own
 		// recovery) names another incarnation; never for an unconfirmed,
@@ -467,10 +502,49 @@ func Check(o Observation, d Decision) error {
 						return fmt.Errorf("invariant 7: set aside data of epoch %d for record epoch %d while no peer shows it running with a quorum", l.Epoch, r.Epoch)
 					}
 				}
-			case r != nil && !removed:
+			case r != nil && !removed && o.Corrupt == "":
+				// Data found corrupt is the one exception, under
+				// checkCorruptSetAside's quorum rule.
 				return fmt.Errorf("set aside data of the recorded incarnation that was not removed")
 			}
 		}
+	}
+	return nil
+}
+
+// checkCorruptSetAside: data of the incarnation the record names, of a
+// member still in the membership, readable and of this cluster, is set
+// aside only while a quorum of the voters, healthy, besides this member
+// and named by no CORRUPT alarm, holds good copies (invariant 2: the
+// quorum stays; invariant 7: never the last good copy).
+func checkCorruptSetAside(o Observation) error {
+	l, r := o.Local, o.Record
+	if l.Empty || l.Unreadable != "" || l.Token == "" || l.Cluster != o.ClusterName || r == nil || r.Token != l.Token || r.Epoch != l.Epoch || !o.MembersKnown {
+		return nil
+	}
+	id := l.MemberID
+	if o.Running {
+		id = o.SelfID
+	}
+	if id == 0 || findID(o.Members, id) < 0 {
+		return nil // removed: nothing of the quorum to keep
+	}
+	good, v := 0, 0
+	for _, m := range o.Members {
+		if m.Learner {
+			continue
+		}
+		v++
+		accused := false
+		for _, a := range o.CorruptAlarms {
+			accused = accused || a == m.ID
+		}
+		if m.Healthy && m.ID != id && !accused {
+			good++
+		}
+	}
+	if good < v/2+1 {
+		return fmt.Errorf("invariant 7: set aside the current incarnation's data while %d good healthy voter(s) besides this member are below the quorum of %d voters", good, v)
 	}
 	return nil
 }

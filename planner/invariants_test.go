@@ -35,7 +35,7 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		for i := 0; i < generated; i++ {
 			o := genObservation(rng)
-			d := Plan(o)
+			d := unguarded.Plan(o)
 			kinds[d.Kind]++
 			if err := Check(o, d); err != nil {
 				t.Fatalf("seed %d observation %d: %v\nobservation: %s\ndecision: %+v", seed, i, err, describe(o), d)
@@ -43,14 +43,14 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 			if d.Reason == "" {
 				t.Fatalf("decision without a reason: %+v for %s", d, describe(o))
 			}
-			if !reflect.DeepEqual(Plan(o), d) {
+			if !reflect.DeepEqual(unguarded.Plan(o), d) {
 				t.Fatalf("Plan is not deterministic for %s", describe(o))
 			}
 		}
 	}
 	// The generator must reach every decision, or the invariants were
 	// checked against too little.
-	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum, UpdatePeerURL} {
+	for _, k := range []Kind{Wait, Seed, Rejoin, JoinAsLearner, ResumeJoin, Promote, RemoveMember, SetAside, RecordCluster, ReplaceInstance, RecoverQuorum, UpdatePeerURL, DisarmCorrupt} {
 		if kinds[k] == 0 {
 			t.Errorf("no generated observation led to %s; counts: %v", k, kinds)
 		}
@@ -58,41 +58,46 @@ func TestInvariantsHoldOnRandomObservations(t *testing.T) {
 	t.Logf("decisions over %d seeds of %d observations: %v", len(checkerSeeds)+1, generated, kinds)
 }
 
+// brokenPlanners are the planners with one safety rule switched off, by
+// what the checker sees them break.
+var brokenPlanners = map[string]Faults{
+	"invariant 1: seed despite record":                  {SeedDespiteRecord: true},
+	"invariant 1: seed despite peer data":               {SeedDespitePeerData: true},
+	"invariant 2: skip quorum check":                    {SkipQuorumCheck: true},
+	"invariant 3: leader removed first":                 {PreferLeader: true},
+	"invariant 3: join while in flight":                 {JoinWhileInFlight: true},
+	"invariant 5: rejoin foreign data":                  {RejoinForeign: true},
+	"invariant 6: ignore persisted name":                {IgnorePersisted: true},
+	"replacement while one is in flight":                {ReplaceWhileInFlight: true},
+	"invariant 4: recover before grace":                 {RecoverEarly: true},
+	"invariant 4: recover from older data":              {PreferOlderData: true},
+	"invariant 4: take over early":                      {TakeoverEarly: true},
+	"invariant 4: recover from the lowest revision":     {RecoverFromLowest: true},
+	"invariant 4: a learner seeds a recovery":           {LearnerSource: true},
+	"invariant 4: take over from epoch-1":               {TakeoverFromPrevEpoch: true},
+	"invariant 8: seed while instances are silent":      {SeedWhileSilent: true},
+	"invariant 9: set aside for an unconfirmed record":  {SetAsideOnUnconfirmed: true},
+	"invariant 9: obey an older record":                 {ObeyOlderRecord: true},
+	"invariant 5: join an unconfirmed cluster":          {JoinUnconfirmed: true},
+	"invariant 1: resume a seed while silent":           {ResumeWhileSilent: true},
+	"invariant 9: join under an older record":           {JoinUnderNewer: true},
+	"invariant 4: resume over a newer snapshot":         {ResumeOverNewerSnapshot: true},
+	"invariant 4: recover beside another incarnation":   {RecoverBesideOtherIncarnation: true},
+	"invariant 7: set aside before the newer runs":      {SetAsideBeforeNewerRuns: true},
+	"invariant 4: recover below older data":             {RecoverBelowOlderData: true},
+	"invariant 10: resume a recovery beside a quorum":   {ResumeBesideQuorum: true},
+	"invariant 9: own record sets data aside":           {SettleOnOwnRecord: true},
+	"invariant 4: recover below a skipped epoch's data": {RecoverBesideSkippedEpoch: true},
+	"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
+	"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
+}
+
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a
 // planner with one safety rule switched off must be caught.
 func TestCheckerCatchesBrokenPlanners(t *testing.T) {
-	broken := map[string]Faults{
-		"invariant 1: seed despite record":                  {SeedDespiteRecord: true},
-		"invariant 1: seed despite peer data":               {SeedDespitePeerData: true},
-		"invariant 2: skip quorum check":                    {SkipQuorumCheck: true},
-		"invariant 3: leader removed first":                 {PreferLeader: true},
-		"invariant 3: join while in flight":                 {JoinWhileInFlight: true},
-		"invariant 5: rejoin foreign data":                  {RejoinForeign: true},
-		"invariant 6: ignore persisted name":                {IgnorePersisted: true},
-		"replacement while one is in flight":                {ReplaceWhileInFlight: true},
-		"invariant 4: recover before grace":                 {RecoverEarly: true},
-		"invariant 4: recover from older data":              {PreferOlderData: true},
-		"invariant 4: take over early":                      {TakeoverEarly: true},
-		"invariant 4: recover from the lowest revision":     {RecoverFromLowest: true},
-		"invariant 4: a learner seeds a recovery":           {LearnerSource: true},
-		"invariant 4: take over from epoch-1":               {TakeoverFromPrevEpoch: true},
-		"invariant 8: seed while instances are silent":      {SeedWhileSilent: true},
-		"invariant 9: set aside for an unconfirmed record":  {SetAsideOnUnconfirmed: true},
-		"invariant 9: obey an older record":                 {ObeyOlderRecord: true},
-		"invariant 5: join an unconfirmed cluster":          {JoinUnconfirmed: true},
-		"invariant 1: resume a seed while silent":           {ResumeWhileSilent: true},
-		"invariant 9: join under an older record":           {JoinUnderNewer: true},
-		"invariant 4: resume over a newer snapshot":         {ResumeOverNewerSnapshot: true},
-		"invariant 4: recover beside another incarnation":   {RecoverBesideOtherIncarnation: true},
-		"invariant 7: set aside before the newer runs":      {SetAsideBeforeNewerRuns: true},
-		"invariant 4: recover below older data":             {RecoverBelowOlderData: true},
-		"invariant 10: resume a recovery beside a quorum":   {ResumeBesideQuorum: true},
-		"invariant 9: own record sets data aside":           {SettleOnOwnRecord: true},
-		"invariant 4: recover below a skipped epoch's data": {RecoverBesideSkippedEpoch: true},
-	}
 	// Every fixed seed must catch every broken planner: a catch that
 	// depends on the seed is luck, not a test.
-	for name, r := range broken {
+	for name, r := range brokenPlanners {
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range checkerSeeds {
 				rng := rand.New(rand.NewPCG(seed, 7))
@@ -124,7 +129,7 @@ func TestPauseHoldsEveryChange(t *testing.T) {
 		for i := 0; i < generated; i++ {
 			o := genObservation(rng)
 			o.Paused = "paused by ops since 2026-11-01T00:00:00Z"
-			d := Plan(o)
+			d := unguarded.Plan(o)
 			if err := Check(o, d); err != nil {
 				t.Fatalf("seed %d observation %d: %v\nobservation: %s\ndecision: %+v", seed, i, err, describe(o), d)
 			}

@@ -56,7 +56,7 @@ func TestMaintenance(t *testing.T) {
 	for _, c := range cases {
 		o := base()
 		c.edit(&o)
-		d := Plan(o)
+		d := unguarded.Plan(o)
 		if d.Kind != c.kind || !strings.Contains(d.Reason, c.reason) || c.check != nil && !c.check(d) {
 			t.Errorf("%s: got %s %+v (%s)", c.name, d.Kind, d, d.Reason)
 		}

@@ -15,29 +15,29 @@ func TestPauseLetsOnlyTheOperatorsRecoveryThrough(t *testing.T) {
 		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, RecoveryGrace: 1, QuorumLostFor: 2, Local: m1,
 		Record: &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 1, Seeder: "m0"},
 		Peers:  []PeerStatus{{Name: "m0", Token: "tokA", Epoch: 1, Revision: 400}, {Name: "m2"}}}
-	if d := Plan(lost); d.Kind != RecoverQuorum {
+	if d := unguarded.Plan(lost); d.Kind != RecoverQuorum {
 		t.Fatalf("unpaused: %s (%s), want an automatic recovery", d.Kind, d.Reason)
 	}
 	lost.Paused = pause
-	if d := Plan(lost); d.Kind != Wait || !strings.Contains(d.Reason, "paused (") || !strings.Contains(d.Reason, "recover-quorum") {
+	if d := unguarded.Plan(lost); d.Kind != Wait || !strings.Contains(d.Reason, "paused (") || !strings.Contains(d.Reason, "recover-quorum") {
 		t.Fatalf("paused: %s (%s), want a wait naming the held recovery", d.Kind, d.Reason)
 	}
 
 	op := &Record{Token: "tokOp", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 1, Operator: true}
 	source := lost
 	source.Record = op
-	if d := Plan(source); d.Kind != RecoverQuorum || d.From != FromData || d.Record.Token != "tokOp" {
+	if d := unguarded.Plan(source); d.Kind != RecoverQuorum || d.From != FromData || d.Record.Token != "tokOp" {
 		t.Fatalf("the operator's source, paused: %s (%s), want it to resume the recorded recovery", d.Kind, d.Reason)
 	}
 	source.HoldsLock = false
-	if d := Plan(source); !d.NeedsLock {
+	if d := unguarded.Plan(source); !d.NeedsLock {
 		t.Fatalf("the operator's source without the lock: %s (%s), want it to take the lock", d.Kind, d.Reason)
 	}
 	// The same record, written by a member (not an operator), waits.
 	auto := *op
 	auto.Operator = false
 	source.HoldsLock, source.Record = true, &auto
-	if d := Plan(source); d.Kind != Wait {
+	if d := unguarded.Plan(source); d.Kind != Wait {
 		t.Fatalf("a member's recorded recovery, paused: %s (%s), want a wait", d.Kind, d.Reason)
 	}
 	// Another member never acts on the operator's record while paused.
@@ -45,7 +45,7 @@ func TestPauseLetsOnlyTheOperatorsRecoveryThrough(t *testing.T) {
 	other.Self, other.Local, other.SelfID = Self{Name: "m0"}, Local{Cluster: "c", Name: "m0", MemberID: 1, ClusterID: 0xc1, Token: "tokA", Epoch: 1, Revision: 400}, 1
 	other.Record = op
 	other.Peers = []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 1, Revision: 500}, {Name: "m2"}}
-	if d := Plan(other); d.Kind != Wait {
+	if d := unguarded.Plan(other); d.Kind != Wait {
 		t.Fatalf("another member under the operator's record, paused: %s (%s), want a wait", d.Kind, d.Reason)
 	}
 }
@@ -93,7 +93,7 @@ func TestOperatorRecoveryRefusals(t *testing.T) {
 			Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: &got,
 			Local: Local{Cluster: "c", Name: "m1", MemberID: 2, ClusterID: 0xc1, Token: "tokA", Epoch: 2, Revision: 9},
 			Peers: []PeerStatus{a("m2", 8), {Name: "m0"}}}
-		if d := Plan(o); d.Kind != RecoverQuorum || d.Record.Token != "tokN" {
+		if d := unguarded.Plan(o); d.Kind != RecoverQuorum || d.Record.Token != "tokN" {
 			t.Fatalf("the source under the operator's record: %s (%s)", d.Kind, d.Reason)
 		}
 	}

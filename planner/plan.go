@@ -92,14 +92,23 @@ type Faults struct {
 	RecoverBesideSkippedEpoch bool
 	// IgnorePause: act while an operator paused the cluster.
 	IgnorePause bool
+	// SetAsideLastGood: set data found corrupt aside although the
+	// healthy voters no CORRUPT alarm names, besides this member, are
+	// fewer than a quorum (the cluster would lose its quorum, or the
+	// last good copy).
+	SetAsideLastGood bool
+	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
+	// membership (its corrupt data would go on serving unnoticed).
+	DisarmPresent bool
 }
 
 // rules is the name the planner's code uses for Faults.
 type rules = Faults
 
 // Plan decides what this member does next. It is pure: the same
-// Observation always gives the same Decision.
-func Plan(o Observation) Decision { return rules{}.Plan(o) }
+// Observation always gives the same Decision. A decision that fails Check
+// is refused: Plan returns a Wait that names the broken rule instead.
+func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
 func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
@@ -148,6 +157,9 @@ func (r rules) plan(o Observation) Decision {
 	}
 	if o.Local.Unreadable != "" {
 		return Decision{Kind: SetAside, Name: name, Reason: "data dir unusable: " + o.Local.Unreadable}
+	}
+	if d, ok := r.corrupt(o, name); ok {
+		return d
 	}
 	if !o.Local.Empty {
 		return r.planWithData(o, name)
@@ -626,6 +638,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Reason: fmt.Sprintf("member %x is no longer in the cluster: stopping and setting its data aside", o.SelfID)}
 	}
 	self := o.Members[i]
+	if d, ok := r.corrupt(o, name); ok {
+		return d
+	}
 	if o.Self.PeerURL != "" && !contains(self.PeerURLs, o.Self.PeerURL) {
 		// Data adopted from a previous allocation (Nomad moved its disk):
 		// the member runs at a new address; peers must learn it.
@@ -663,6 +678,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "learner: taking the lock to promote"}
 		}
 		return Decision{Kind: Promote, Name: name, MemberID: self.ID, Reason: "learner: promoting once caught up with the leader"}
+	}
+	if d, ok := r.disarmCorrupt(o, name); ok {
+		return d
 	}
 	// Housekeeping is done by one voter: the leader, or the lowest-id
 	// healthy voter when the leader is itself stale.
@@ -908,6 +926,10 @@ func inInstances(ins []Instance, name string) bool {
 // removed: scale-down, replacement) does before it stops: remove itself
 // from the membership when that is safe, so that its replacement can join
 // at once and the cluster never counts a member that will not come back.
+// Unlike Plan, it does not run Check: Check reads a leaving member's
+// removal of itself while the record names another incarnation as keeping
+// that incarnation running (invariant 5), which it is not (sim/ found
+// it), and a refused departure would leave a voter that never returns.
 func PlanLeave(o Observation) Decision { return rules{}.PlanLeave(o) }
 
 func (r rules) planLeave(o Observation) Decision {

@@ -253,7 +253,7 @@ func TestSafetyReviewDefects(t *testing.T) {
 			if c.o.Instances == nil {
 				c.o.Instances = insts
 			}
-			d := Plan(c.o)
+			d := unguarded.Plan(c.o)
 			if d.Kind != c.good || !strings.Contains(d.Reason, c.reason) {
 				t.Fatalf("fixed planner: got %s %q; want %s with %q", d.Kind, d.Reason, c.good, c.reason)
 			}
@@ -274,17 +274,17 @@ func TestLeaveKeepsMembershipOnlyWithQuorum(t *testing.T) {
 	base := Observation{Self: Self{Name: "m0"}, Running: true, SelfID: 1, MembersKnown: true, HoldsLock: true, DataInherited: true, DesiredSize: 3}
 	healthy := base
 	healthy.Members = members(voter(1, "m0", true), voter(2, "m1", true), voter(3, "m2", true))
-	if d := PlanLeave(healthy); d.Kind != KeepMembership {
+	if d := unguarded.PlanLeave(healthy); d.Kind != KeepMembership {
 		t.Fatalf("3 healthy voters, data inherited: got %s %q, want %s", d.Kind, d.Reason, KeepMembership)
 	}
 	oneDown := base
 	oneDown.Members = members(voter(1, "m0", true), voter(2, "m1", false), voter(3, "m2", true))
-	if d := PlanLeave(oneDown); d.Kind == KeepMembership || d.Kind == RemoveMember {
+	if d := unguarded.PlanLeave(oneDown); d.Kind == KeepMembership || d.Kind == RemoveMember {
 		t.Fatalf("another voter down, data inherited: got %s %q; stopping now would cost quorum", d.Kind, d.Reason)
 	}
 	notInherited := healthy
 	notInherited.DataInherited = false
-	if d := PlanLeave(notInherited); d.Kind != RemoveMember {
+	if d := unguarded.PlanLeave(notInherited); d.Kind != RemoveMember {
 		t.Fatalf("data not inherited: got %s %q, want %s", d.Kind, d.Reason, RemoveMember)
 	}
 }

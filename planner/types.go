@@ -83,6 +83,14 @@ type Observation struct {
 	// MaintainFailed, when not empty, says why this member's last
 	// maintenance failed a short while ago: not again yet.
 	MaintainFailed string
+	// Corrupt, when not empty, says why this member's data is found
+	// corrupt: etcd's CORRUPT alarm names it (running), or its last
+	// start failed etcd's initial check of its data against its peers'
+	// (stopped).
+	Corrupt string
+	// CorruptAlarms are the member ids etcd's raised CORRUPT alarms name
+	// (running members; the alarm list is replicated).
+	CorruptAlarms []uint64
 }
 
 // Self is this member's configured identity.
@@ -233,6 +241,10 @@ const (
 	// (the leader, last, after handing leadership away), then disarm
 	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
 	Maintain Kind = "maintain"
+	// DisarmCorrupt: disarm the CORRUPT alarms of the members Alarms
+	// names, which have left the membership (their data set aside): while
+	// any CORRUPT alarm is raised etcd refuses reads and writes.
+	DisarmCorrupt Kind = "disarm-corrupt"
 )
 
 // Decision is what the supervisor should do next.
@@ -256,6 +268,9 @@ type Decision struct {
 	Defrag      []uint64
 	Disarm      bool
 	DisarmBelow int64
+	// Alarms: the member ids whose CORRUPT alarms to disarm
+	// (DisarmCorrupt).
+	Alarms []uint64
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool

@@ -18,6 +18,7 @@ const (
 	InvNoVoter     = "cluster started without a voter"
 	InvLeave       = "graceful departure left a removable voter"
 	InvLiveness    = "not healthy after faults stopped"
+	InvRefused     = "the correct planner's decision fails planner.Check"
 )
 
 func (w *World) violate(inv, format string, args ...any) {
@@ -27,6 +28,20 @@ func (w *World) violate(inv, format string, args ...any) {
 	w.failure = &Violation{Step: w.step, Time: w.now, Invariant: inv, Detail: fmt.Sprintf(format, args...)}
 	w.logf("VIOLATION", "%s: %s", inv, w.failure.Detail)
 	w.failState = w.State()
+}
+
+// checkDecision fails the run when the correct planner (no planner
+// defect) decides something planner.Check rejects: planner.Plan runs
+// Check on every decision and refuses to act on a violation, so a false
+// alarm of the checker would stall a real cluster. (PlanLeave does not
+// run Check: see there.)
+func (w *World) checkDecision(o planner.Observation, d planner.Decision) {
+	if w.cfg.Defects.Planner != (planner.Faults{}) {
+		return
+	}
+	if err := planner.Check(o, d); err != nil {
+		w.violate(InvRefused, "%s -> %s (%s): %v", summary(o), d.Kind, d.Reason, err)
+	}
 }
 
 // check runs the invariants over the whole world after a step.

@@ -46,6 +46,7 @@ func (w *World) loop(n *node) {
 	}
 	n.lastFail = ""
 	d := w.cfg.Defects.Planner.Plan(o)
+	w.checkDecision(o, d)
 	if d.NeedsLock {
 		err := w.lock(n)
 		w.logf(n.name, "%s -> wait (%s) => lock: %s", summary(o), d.Reason, errOr(err, "taken"))

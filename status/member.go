@@ -31,6 +31,9 @@ type Member struct {
 	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
 	// refuses writes until maintenance disarms it.
 	NoSpace bool `json:"nospace,omitempty"`
+	// Corrupt names the members (hex ids, 0: no majority) etcd's CORRUPT
+	// alarms name: the cluster refuses writes until they are handled.
+	Corrupt []string `json:"corrupt,omitempty"`
 	// Paused names the operator's pause when the cluster is paused.
 	Paused string `json:"paused,omitempty"`
 	Reason string `json:"reason"`

@@ -37,6 +37,19 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Seed:
 		return m.seed(ctx, d)
 	case planner.Rejoin:
+		// The data is compared with the peers' only where a quorum
+		// runs without this member: in a whole-cluster restart the
+		// first members up would compare with a minority.
+		if o.MembersKnown {
+			why, err := m.checkBeforeStart(ctx)
+			if err != nil {
+				m.log.Warn("cannot compare this member's data with its peers' before starting; starting", "error", err)
+			}
+			if why != "" {
+				m.startCorrupt = why
+				return fmt.Errorf("not starting: data found corrupt: %s", why)
+			}
+		}
 		return m.start(d.Name, "", "existing", m.initialCluster(d.Name, nil))
 	case planner.JoinAsLearner:
 		return m.joinAsLearner(ctx, o, d)
@@ -57,6 +70,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.updatePeerURL(ctx, d)
 	case planner.Maintain:
 		return m.maintain(ctx, o, d)
+	case planner.DisarmCorrupt:
+		return m.disarmCorrupt(ctx, d)
 	case planner.ReplaceInstance:
 		r, ok := m.opts.Provider.(replacer)
 		if !ok {
@@ -296,11 +311,14 @@ func (m *Member) setAside(d planner.Decision) error {
 		why = "removed"
 	case strings.Contains(d.Reason, "unusable"):
 		why = "unreadable"
+	case strings.Contains(d.Reason, "found corrupt"):
+		why = "corrupt"
 	}
 	dst, err := m.dir.setAside(time.Now(), why)
 	if err != nil {
 		return err
 	}
+	m.startCorrupt = ""
 	m.log.Warn("data dir set aside (not deleted)", "to", dst, "reason", d.Reason)
 	return nil
 }
@@ -375,13 +393,16 @@ func (m *Member) start(name, token, state, initial string) error {
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
 	}
+	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
+		return err
+	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		m.startFailures++
 		return fmt.Errorf("start etcd (failure %d in a row): %w", m.startFailures, err)
 	}
-	m.startFailures = 0
+	m.startFailures, m.startCorrupt = 0, ""
 	stopped := make(chan struct{})
 	go func() {
 		select {

@@ -20,21 +20,29 @@ import (
 // the members and a client on all of them once every one is a voter.
 func startLoops(t *testing.T, k *kit) (map[string]*Member, *clientv3.Client) {
 	t.Helper()
+	ms, cli, _ := startLoopsStops(t, k)
+	return ms, cli
+}
+
+// startLoopsStops is startLoops that also returns each member's loop stop.
+func startLoopsStops(t *testing.T, k *kit) (map[string]*Member, *clientv3.Client, map[string]func()) {
+	t.Helper()
 	all := k.cl.Provider.Static
 	ms := map[string]*Member{}
+	stops := map[string]func(){}
 	var eps []string
 	for _, s := range all {
 		ms[s.Name] = k.member(s.Name, nil)
 		eps = append(eps, ms[s.Name].clientURL(ms[s.Name].self))
 	}
 	k.prov.Set(all[:1])
-	t.Cleanup(runLoop(t, ms[all[0].Name]))
+	stops[all[0].Name] = runLoop(t, ms[all[0].Name])
 	waitUntil(t, 20*time.Second, "the first member seeds", func() (bool, string) {
 		return ms[all[0].Name].etcdServerLeader() != 0, ms[all[0].Name].reason()
 	})
 	k.prov.Set(all)
 	for _, s := range all[1:] {
-		t.Cleanup(runLoop(t, ms[s.Name]))
+		stops[s.Name] = runLoop(t, ms[s.Name])
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
@@ -56,7 +64,7 @@ func startLoops(t *testing.T, k *kit) (map[string]*Member, *clientv3.Client) {
 		}
 		return voters == len(all), fmt.Sprintf("%d voters of %d", voters, len(all))
 	})
-	return ms, cli
+	return ms, cli, stops
 }
 
 // waitUntil polls cond until it holds or timeout, then fails with what it

@@ -141,9 +141,16 @@ type Member struct {
 	snapshotListed  time.Time
 	latestSnapshot  *planner.SnapshotInfo
 	startFailures   int // consecutive failed etcd starts
-	caChecked       time.Time
-	nextAccessCheck time.Time // the leader's next comparison of etcd's auth with the access rules
-	caCertPublished time.Time // the leader's last write of the CA certificate (publishCACert)
+	// startCorrupt: why the last start failed etcd's initial corruption
+	// check ("" otherwise); cleared by a start or a set-aside.
+	startCorrupt string
+	// checkAtStart: the next start runs etcd's initial corruption check;
+	// skipInitialCheck: the last one failed while the peers disagreed
+	// among themselves, so the next start goes without it.
+	checkAtStart, skipInitialCheck bool
+	caChecked                      time.Time
+	nextAccessCheck                time.Time // the leader's next comparison of etcd's auth with the access rules
+	caCertPublished                time.Time // the leader's last write of the CA certificate (publishCACert)
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time

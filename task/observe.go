@@ -62,6 +62,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 		DefragRatio:   c.Etcd.DefragRatio,
 		DefragMinSize: c.Etcd.DefragMinSize,
 	}
+	m.observeCorrupt(e, &o)
 	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
 		o.MaintainFailed = m.maintainFailed
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -74,6 +75,9 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
 	st.NoSpace = noSpace(e)
+	for _, id := range corruptAlarms(e) {
+		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%x", id))
+	}
 	select {
 	case <-srv.ReadyNotify():
 	default:
@@ -124,6 +128,13 @@ func (m *Member) serveStatus() error {
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
+			return
+		}
+		if len(st.Corrupt) > 0 {
+			// A warning, not critical: the member serves reads; the
+			// corrupt member's data is set aside and its alarm disarmed.
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for member(s) %s: writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, strings.Join(st.Corrupt, ","), warn)
 			return
 		}
 		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {

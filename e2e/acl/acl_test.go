@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
@@ -44,9 +45,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(workDir)
-	binary = filepath.Join(workDir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
+	if binary, err = nomadjob.Build(workDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

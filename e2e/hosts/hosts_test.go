@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -81,9 +82,9 @@ func startBed(t *testing.T) *bed {
 		t.Skip("the testbed's network namespaces need root")
 	}
 	dir := t.TempDir()
-	binary := filepath.Join(dir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", binary, "../../cmd/etcd-nomad").CombinedOutput(); err != nil {
-		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
+	binary, err := nomadjob.Build(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion)
 	if err != nil {

@@ -147,6 +147,9 @@ func (c *countReader) Read(p []byte) (int, error) {
 
 // PutMeta writes the metadata object.
 func (s *Store) PutMeta(ctx context.Context, m snapshot.Meta) error {
+	if err := snapshot.ValidName(m.Name); err != nil {
+		return err
+	}
 	b, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err

@@ -1,0 +1,33 @@
+package s3_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/storetest"
+)
+
+// TestConformance runs the store suite against a real S3 server
+// (versitygw, built by tools/build.sh), one fresh key prefix per case.
+func TestConformance(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	agent, err := devagents.StartS3(ctx, t.TempDir(), bucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Stop(10 * time.Second)
+	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
+	storetest.Run(t, func(t *testing.T) snapshot.Store {
+		store, err := s3.New(ctx, s3.Options{Bucket: bucket, Prefix: t.Name() + "/", Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return store
+	})
+}
