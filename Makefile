@@ -2,7 +2,7 @@ GO      ?= go
 BIN     ?= bin/etcd-nomad
 DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
-RACE_PKGS = ./task/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
+RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 
 .PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
 

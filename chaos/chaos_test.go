@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Tunables of a run, from the environment (`make chaos ROUNDS=.. SEED=..`).
@@ -508,7 +508,7 @@ type sampler struct {
 // cluster record.
 type sampleSource struct {
 	instances func() []provider.Instance
-	status    func(provider.Instance) (task.Status, error)
+	status    func(provider.Instance) (status.Member, error)
 	record    func() (coord.Record, error)
 }
 

@@ -21,9 +21,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // restartDelay is the pause before a dead member is restarted; Nomad's
@@ -162,7 +162,7 @@ func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, e
 	if err != nil {
 		return certs.Files{}, err
 	}
-	ca, err := task.ClusterCA(ctx, c, cluster, nil)
+	ca, err := clusterca.Read(ctx, c, cluster, nil)
 	if err != nil {
 		return certs.Files{}, err
 	}

@@ -2,7 +2,6 @@ package task
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // observe gathers one Observation. Unreachable peers and an unreachable
@@ -130,7 +130,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		wg.Add(1)
 		go func(in provider.Instance) {
 			defer wg.Done()
-			st, err := FetchStatus(ctx, hc, m.statusURL(in))
+			st, err := status.Fetch(ctx, hc, m.statusURL(in))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -156,27 +156,6 @@ func (m *Member) httpClient() *http.Client {
 		}}
 	})
 	return m.hc
-}
-
-// FetchStatus reads a member's /status.
-func FetchStatus(ctx context.Context, hc *http.Client, base string) (Status, error) {
-	var st Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET %s/status: %s", base, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("decode %s/status: %w", base, err)
-	}
-	return st, nil
 }
 
 // etcdClient returns a client on the given endpoints, reusing one client.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/backends"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"net"
 	"net/url"
 	"os"
@@ -308,7 +310,7 @@ func (b *hostsBed) close(e *runEnv) {
 	if b.cl != nil {
 		_ = exec.Command(b.nomadBin, "job", "stop", "-detach", "-yes", "-address", b.tb.NomadAddr(), hostsJob).Run()
 		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		if err := jobs.WaitStopped(sctx, b.nomad, hostsJob, ""); err != nil {
+		if err := nomadglue.WaitStopped(sctx, b.nomad, hostsJob, ""); err != nil {
 			e.log.Warn("hosts job did not stop", "error", err)
 		}
 		cancel()
@@ -324,7 +326,11 @@ func (b *hostsBed) close(e *runEnv) {
 func (b *hostsBed) members(ctx context.Context) (status.Cluster, error) {
 	gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return status.Gather(gctx, b.cl)
+	bc, err := backends.OpenClient(b.cl)
+	if err != nil {
+		return status.Cluster{}, err
+	}
+	return status.Gather(gctx, bc)
 }
 
 // hostOf is the testbed host whose address a member's peer URL names.
@@ -410,13 +416,13 @@ func (b *hostsBed) clientOn(ctx context.Context, h *devagents.Host) (*clientv3.C
 	if err != nil {
 		return nil, err
 	}
-	co, err := status.Coordinator(b.cl)
+	co, err := backends.Coordinator(b.cl)
 	if err != nil {
 		return nil, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	tc, _, err := status.EtcdClientTLS(tctx, b.cl, co, b.kek)
+	tc, _, err := backends.EtcdTLS(tctx, b.cl, co, b.kek)
 	if err != nil {
 		return nil, err
 	}
