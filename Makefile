@@ -2,7 +2,7 @@ GO      ?= go
 BIN     ?= bin/etcd-nomad
 DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
-RACE_PKGS = ./task/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
+RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 
 .PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
 
@@ -88,16 +88,22 @@ chaos: tools
 ## chaos-hosts: the same on the multi-host testbed (devagents.StartHosts:
 ## network namespaces, needs root): partitions between hosts, isolating the
 ## leader's host, cutting a host off from the servers, 2 | 1 | clients
-## splits, host crashes, node drains, Nomad and Consul server outages.
-## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts.
+## splits, a host's link down, host crashes, node drains, Nomad and Consul
+## server outages, two allocations stopped at once, two faults at once.
+## `make chaos-hosts ROUNDS=100 SEED=7`; SERVERS=3 for three server hosts;
+## CHAOS_FAULTS=unplug,two (words of fault names) keeps some kinds only.
 SERVERS ?= 1
 chaos-hosts: tools
 	CHAOS_HOSTS=1 CHAOS_HOSTS_SERVERS=$(SERVERS) CHAOS_ROUNDS=$(ROUNDS) CHAOS_SEED=$(SEED) $(GO) test -count=1 -timeout $$(( 30 + $(ROUNDS) * 6 ))m -v -run 'TestChaosHosts$$' ./chaos
 
 ## bench: etcd-nomad against plain etcd on this machine, each figure with
-## its baseline from the same run (about 10 minutes; not part of `make
+## its baseline from the same run (about 15 minutes; not part of `make
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
-## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h).
+## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h): e snapshot
+## save/restore, a KV, f overhead, b/c Nomad, d quorum loss, g continuous
+## backup (cost, RPO, replay of -replay-events, 1 M by default), h the
+## multi-host testbed (idle API calls, partition, heal, drain, host crash;
+## about 3 minutes; needs root).
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)

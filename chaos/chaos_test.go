@@ -19,7 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Tunables of a run, from the environment (`make chaos ROUNDS=.. SEED=..`).
@@ -220,6 +220,7 @@ func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs [
 	})
 	t.Logf("cluster healthy after %s", time.Since(start).Round(time.Millisecond))
 
+	t.Cleanup(e.followEndpoints(cli))
 	hist := NewHistory()
 	ld := startLoad(cli, hist, 4, seed)
 	ids := startSampler(e)
@@ -507,7 +508,7 @@ type sampler struct {
 // cluster record.
 type sampleSource struct {
 	instances func() []provider.Instance
-	status    func(provider.Instance) (task.Status, error)
+	status    func(provider.Instance) (status.Member, error)
 	record    func() (coord.Record, error)
 }
 

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -31,7 +32,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 
 	nomadapi "github.com/hashicorp/nomad/api"
 )
@@ -137,7 +137,7 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	}
 	e.cl = cl
 	var err error
-	if e.co, err = status.Coordinator(cl); err != nil {
+	if e.co, err = backends.Coordinator(cl); err != nil {
 		t.Fatal(err)
 	}
 	spec := e.job().Render(t, file, "")
@@ -154,7 +154,7 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	}
 	tctx, tcancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer tcancel()
-	if e.tls, e.scheme, err = status.EtcdClientTLS(tctx, cl, e.co, kek); err != nil {
+	if e.tls, e.scheme, err = backends.EtcdTLS(tctx, cl, e.co, kek); err != nil {
 		t.Fatal(err)
 	}
 	e.hc = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: e.tls}}
@@ -212,7 +212,7 @@ func (e *env) instances() []provider.Instance {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	insts, err := status.Instances(ctx, e.cl)
+	insts, err := backends.Instances(ctx, e.cl)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if err == nil {
@@ -227,10 +227,10 @@ func (e *env) statusBase(in provider.Instance) string {
 	return e.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
 }
 
-func (e *env) memberStatus(in provider.Instance) (task.Status, error) {
+func (e *env) memberStatus(in provider.Instance) (status.Member, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return task.FetchStatus(ctx, e.hc, e.statusBase(in))
+	return status.Fetch(ctx, e.hc, e.statusBase(in))
 }
 
 func (e *env) endpoints() []string {
@@ -255,6 +255,35 @@ func (e *env) client() *clientv3.Client {
 	}
 	e.t.Cleanup(func() { cli.Close() })
 	return cli
+}
+
+// followEndpoints keeps cli's endpoints those of the members Nomad lists
+// now, as a client that resolves the service (Consul DNS) would: members
+// move to new ports and hosts (drains, stopped allocations, lost hosts),
+// and after enough rounds none is left at a first endpoint. It returns a
+// function that stops following.
+func (e *env) followEndpoints(cli *clientv3.Client) (stop func()) {
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		last := strings.Join(cli.Endpoints(), " ")
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Second):
+			}
+			if eps := e.endpoints(); len(eps) == 3 && strings.Join(eps, " ") != last {
+				cli.SetEndpoints(eps...)
+				last = strings.Join(eps, " ")
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+	}
 }
 
 // healthy holds when Nomad lists 3 member slots, each member runs as a

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -66,8 +69,40 @@ func TestChaosHosts(t *testing.T) {
 	// Production defaults: stale_after = lost_after, the members' Consul
 	// is their host's agent.
 	e.deploy("auto", "2m", "")
-	t.Logf("testbed %s: load on host %s; faults: %d kinds", tb.Name, e.clientHost.Name, len(hostFaults))
-	runChaos(t, e, rounds, seed, rng, hostFaults, &loseHost)
+	fs, once := onlyFaults(t, hostFaults, &loseHost)
+	t.Logf("testbed %s: load on host %s; faults: %d kinds", tb.Name, e.clientHost.Name, len(fs))
+	runChaos(t, e, rounds, seed, rng, fs, once)
+}
+
+// onlyFaults keeps the faults whose names contain one of CHAOS_FAULTS's
+// comma-separated words (all of them when it is unset), to replay or try
+// some kinds: CHAOS_FAULTS=unplug,two make chaos-hosts ROUNDS=3.
+func onlyFaults(t *testing.T, fs []fault, once *fault) ([]fault, *fault) {
+	only := os.Getenv("CHAOS_FAULTS")
+	if only == "" {
+		return fs, once
+	}
+	match := func(f fault) bool {
+		for _, w := range strings.Split(only, ",") {
+			if w != "" && strings.Contains(f.name, w) {
+				return true
+			}
+		}
+		return false
+	}
+	var kept []fault
+	for _, f := range fs {
+		if match(f) {
+			kept = append(kept, f)
+		}
+	}
+	if once != nil && !match(*once) {
+		once = nil
+	}
+	if len(kept) == 0 {
+		t.Fatalf("CHAOS_FAULTS=%q names no fault", only)
+	}
+	return kept, once
 }
 
 // loseHost runs once per run: a member's host crashes and comes back
@@ -161,7 +196,65 @@ func hostCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 3*time.Minute)
 }
 
-var hostFaults = []fault{
+// hostFaults are the faults of a round: each of netFaults and procFaults,
+// unplugging a host, host crashes and drains, and two at once.
+var hostFaults = append(append(append([]fault{}, netFaults...), procFaults...), unplug,
+	fault{"crash a member's host, restart it with its data", func(e *env, rng *rand.Rand) string {
+		h, _, names := pickHosts(e, rng, 1)
+		must(e, e.tb.Crash(h[0]))
+		d := hold(rng, time.Second, 10*time.Second)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		must(e, e.tb.Restart(ctx, h[0], true))
+		return fmt.Sprintf("%s, down %s", names[0], d.Round(time.Millisecond))
+	}},
+	fault{"drain a member's host", func(e *env, rng *rand.Rand) string {
+		h, _, names := pickHosts(e, rng, 1)
+		ctx, cancel := hostCtx()
+		defer cancel()
+		node, err := e.tb.NodeID(ctx, h[0])
+		must(e, err)
+		start := time.Now()
+		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "drain", "-enable", "-yes", "-deadline", "2m", "-address", e.nomadAddr, node); err != nil {
+			e.t.Fatalf("nomad node drain: %v\n%s", err, out)
+		}
+		took := time.Since(start)
+		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "eligibility", "-enable", "-address", e.nomadAddr, node); err != nil {
+			e.t.Fatalf("nomad node eligibility: %v\n%s", err, out)
+		}
+		return fmt.Sprintf("%s, drained in %s", names[0], took.Round(time.Millisecond))
+	}},
+	overlap,
+)
+
+// overlap applies a network fault and, while it holds, a process or agent
+// fault: the second starts up to 3 s after the first (chosen by the seed),
+// so it may hit the member the first cut off, or another one (then two of
+// three are away for a while: no quorum until one comes back).
+var overlap = fault{"two faults at once", func(e *env, rng *rand.Rand) string {
+	first, second := netFaults[rng.Intn(len(netFaults))], procFaults[rng.Intn(len(procFaults))]
+	firstRng := rand.New(rand.NewSource(rng.Int63()))
+	lag := time.Duration(rng.Int63n(int64(3 * time.Second)))
+	var firstWhat string
+	done := make(chan struct{})
+	go func() {
+		// A t.Fatal in the fault ends this goroutine only: the test's
+		// goroutine fails the test below.
+		defer close(done)
+		firstWhat = first.apply(e, firstRng)
+	}()
+	time.Sleep(lag) // the second fault's offset, chosen by the seed
+	secondWhat := second.apply(e, rng)
+	<-done
+	if e.t.Failed() {
+		e.t.FailNow()
+	}
+	return fmt.Sprintf("%s (%s), and %s later %s (%s)", first.name, firstWhat, lag.Round(time.Millisecond), second.name, secondWhat)
+}}
+
+// netFaults cut hosts off from each other for a while (blackhole routes:
+// the test still reaches every host).
+var netFaults = []fault{
 	{"partition a member's host from every other host", func(e *env, rng *rand.Rand) string {
 		h, _, names := pickHosts(e, rng, 1)
 		must(e, e.tb.Isolate(h[0]))
@@ -202,30 +295,61 @@ var hostFaults = []fault{
 		must(e, e.tb.Heal())
 		return fmt.Sprintf("%v | %s | load, servers with side %d, for %s", names, hostList(one), s, d.Round(time.Millisecond))
 	}},
-	{"crash a member's host, restart it with its data", func(e *env, rng *rand.Rand) string {
-		h, _, names := pickHosts(e, rng, 1)
-		must(e, e.tb.Crash(h[0]))
-		d := hold(rng, time.Second, 10*time.Second)
-		ctx, cancel := hostCtx()
-		defer cancel()
-		must(e, e.tb.Restart(ctx, h[0], true))
-		return fmt.Sprintf("%s, down %s", names[0], d.Round(time.Millisecond))
-	}},
-	{"drain a member's host", func(e *env, rng *rand.Rand) string {
-		h, _, names := pickHosts(e, rng, 1)
-		ctx, cancel := hostCtx()
-		defer cancel()
-		node, err := e.tb.NodeID(ctx, h[0])
+}
+
+// unplug takes a member's host off the network altogether, the test's own
+// view of it included (it is in no overlap: the second fault could not
+// read the member's status).
+var unplug = fault{"unplug a member's host (its link down)", func(e *env, rng *rand.Rand) string {
+	h, _, names := pickHosts(e, rng, 1)
+	must(e, e.tb.Unplug(h[0]))
+	d := hold(rng, 2*time.Second, 30*time.Second)
+	must(e, e.tb.Heal())
+	return fmt.Sprintf("%s for %s", names[0], d.Round(time.Millisecond))
+}}
+
+// procFaults stop members, allocations or agents for a while.
+var procFaults = []fault{
+	{"stop two members' allocations at once", func(e *env, rng *rand.Rand) string {
+		allocs, _, err := e.nomadClient().Jobs().Allocations(clusterName, false, nil)
 		must(e, err)
+		var running []*nomadapi.AllocationListStub
+		for _, a := range allocs {
+			if a.ClientStatus == "running" && a.DesiredStatus == "run" {
+				running = append(running, a)
+			}
+		}
+		sort.Slice(running, func(i, j int) bool { return running[i].Name < running[j].Name })
+		if len(running) < 2 {
+			e.t.Fatalf("%d running allocations, want at least 2", len(running))
+		}
+		rng.Shuffle(len(running), func(i, j int) { running[i], running[j] = running[j], running[i] })
+		// Both requests go out together: Nomad sees two stops at once.
+		errs := make(chan error, 2)
+		var what []string
+		for _, a := range running[:2] {
+			what = append(what, a.ID[:8]+"@"+a.NodeName)
+			go func(id string) {
+				_, err := e.nomadClient().Allocations().Stop(&nomadapi.Allocation{ID: id}, nil)
+				errs <- err
+			}(a.ID)
+		}
+		for range 2 {
+			must(e, <-errs)
+		}
+		// The round's health wait starts once both have stopped (a
+		// member's shutdown takes up to kill_timeout).
 		start := time.Now()
-		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "drain", "-enable", "-yes", "-deadline", "2m", "-address", e.nomadAddr, node); err != nil {
-			e.t.Fatalf("nomad node drain: %v\n%s", err, out)
+		for _, a := range running[:2] {
+			clustertest.WaitFor(e.t, 2*time.Minute, "stopped allocation "+a.ID[:8]+" terminal", func() (bool, string) {
+				info, _, err := e.nomadClient().Allocations().Info(a.ID, nil)
+				if err != nil {
+					return false, err.Error()
+				}
+				return info.ClientTerminalStatus(), info.ClientStatus
+			})
 		}
-		took := time.Since(start)
-		if out, err := runOn(ctx, h[0], e.nomadBin, "node", "eligibility", "-enable", "-address", e.nomadAddr, node); err != nil {
-			e.t.Fatalf("nomad node eligibility: %v\n%s", err, out)
-		}
-		return fmt.Sprintf("%s, drained in %s", names[0], took.Round(time.Millisecond))
+		return fmt.Sprintf("%s, both stopped after %s", strings.Join(what, ", "), time.Since(start).Round(time.Millisecond))
 	}},
 	{"restart the Nomad server leader", func(e *env, rng *rand.Rand) string {
 		ctx, cancel := hostCtx()

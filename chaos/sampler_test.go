@@ -6,7 +6,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // The job review's item 10: the sampler polled the instance list captured
@@ -20,14 +20,14 @@ func TestSamplerFollowsTheCurrentInstances(t *testing.T) {
 	current := []provider.Instance{a}
 	src := sampleSource{
 		instances: func() []provider.Instance { return current },
-		status: func(in provider.Instance) (task.Status, error) {
+		status: func(in provider.Instance) (status.Member, error) {
 			switch in.Name {
 			case "etcd-a":
-				return task.Status{ClusterID: 1, Epoch: 1}, nil
+				return status.Member{ClusterID: 1, Epoch: 1}, nil
 			case "etcd-b":
-				return task.Status{ClusterID: 2, Epoch: 1}, nil
+				return status.Member{ClusterID: 2, Epoch: 1}, nil
 			}
-			return task.Status{}, errors.New("connection refused")
+			return status.Member{}, errors.New("connection refused")
 		},
 		record: func() (coord.Record, error) { return coord.Record{}, errors.New("consul restarting") },
 	}

@@ -32,6 +32,12 @@ type Meta struct {
 	// ForceNew asks the next start to use ForceNewCluster (a recovery from
 	// this member's data); cleared once the server is ready.
 	ForceNew bool `json:"force_new,omitempty"`
+	// Stopped is set once etcd stopped cleanly and cleared before it
+	// starts: a copy of a directory without it was taken while etcd ran
+	// (Nomad migrating a lost allocation's disk from a client that came
+	// back with it still running) or after a crash, and may lag behind a
+	// member that still runs with the same identity; it is never adopted.
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // Dir is one member's directory (Root): current/ holds the data in use,
@@ -81,6 +87,23 @@ func (d Dir) WriteMeta(m Meta) error {
 		return err
 	}
 	return os.Rename(p+".tmp", p)
+}
+
+// MarkStopped sets or clears Meta.Stopped when the data in use has
+// metadata (nothing to mark otherwise).
+func (d Dir) MarkStopped(stopped bool) error {
+	m, err := d.ReadMeta()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if m.Stopped == stopped {
+		return nil
+	}
+	m.Stopped = stopped
+	return d.WriteMeta(m)
 }
 
 // DropMetaWithoutData removes metadata that no etcd data goes with: what a

@@ -12,10 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
-	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 func putN(t *testing.T, c *cluster, prefix string, n int) {
@@ -73,11 +73,11 @@ func TestDeployKillAndReplace(t *testing.T) {
 	// encryption key: no value under the cluster's prefix holds it in the
 	// clear, and nothing is at the old path kv/ca. (c.status() reads every
 	// member's /status with the status CA, without that key.)
-	co, err := status.Coordinator(c.config())
+	co, err := backends.Coordinator(c.config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := task.ClusterCA(context.Background(), co, c.name, c.kek)
+	ca, err := clusterca.Read(context.Background(), co, c.name, c.kek)
 	if err != nil {
 		t.Fatal(err)
 	}

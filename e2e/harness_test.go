@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
@@ -151,7 +152,7 @@ var (
 
 // record reads the cluster record from Consul.
 func (c *cluster) record() (coord.Record, error) {
-	co, err := status.Coordinator(c.config())
+	co, err := backends.Coordinator(c.config())
 	if err != nil {
 		return coord.Record{}, err
 	}
@@ -212,17 +213,21 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() (bool
 func (c *cluster) status() (status.Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return status.Gather(ctx, c.config())
+	bc, err := backends.OpenClient(c.config())
+	if err != nil {
+		return status.Cluster{}, err
+	}
+	return status.Gather(ctx, bc)
 }
 
 func (c *cluster) client() *clientv3.Client {
 	c.t.Helper()
 	cl := c.config()
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	tc, _, err := status.EtcdClientTLS(context.Background(), cl, co, c.kek)
+	tc, _, err := backends.EtcdTLS(context.Background(), cl, co, c.kek)
 	if err != nil {
 		c.t.Fatal(err)
 	}

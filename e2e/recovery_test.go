@@ -15,13 +15,12 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	nomadprovider "github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // allocDataDir is where a running member keeps its data: the data_dir
@@ -29,7 +28,7 @@ import (
 // allocation (data adopted from a previous allocation is moved there; the
 // member's own name stays the one persisted in it), read from the
 // process's own environment.
-func allocDataDir(t *testing.T, m task.Status) string {
+func allocDataDir(t *testing.T, m status.Member) string {
 	t.Helper()
 	env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", m.PID))
 	if err != nil {
@@ -45,13 +44,13 @@ func allocDataDir(t *testing.T, m task.Status) string {
 	if dir == "" || alloc == "" || group == "" {
 		t.Fatalf("member %s (pid %d) lacks NOMAD_ALLOC_DIR, NOMAD_ALLOC_ID or NOMAD_GROUP_NAME", m.Name, m.PID)
 	}
-	return filepath.Join(dir, "data", nomadprovider.MemberName(group, alloc))
+	return filepath.Join(dir, "data", nomadglue.MemberName(group, alloc))
 }
 
 // loseMembers takes members away for good, as lost hosts: each process is
 // frozen, its data dir is moved out of the allocation, then it is killed.
 // Nomad restarts the tasks in place, with empty data dirs.
-func loseMembers(t *testing.T, members ...task.Status) {
+func loseMembers(t *testing.T, members ...status.Member) {
 	t.Helper()
 	dirs := make([]string, len(members))
 	for i, m := range members {
@@ -187,7 +186,7 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}, "\n        "))
 	c.waitPassing(3, 3*time.Minute)
 	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
-	store, err := open.Store(ctx, c.config())
+	store, err := backends.Store(ctx, c.config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +252,10 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 // called (at the latest when the test ends), which returns each epoch's
 // cluster ids as seen by members.
 func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]string) {
-	cl := c.config()
+	bc, err := backends.OpenClient(c.config())
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan struct{})
 	seen := map[uint64]map[uint64][]string{}
 	var wg sync.WaitGroup
@@ -269,7 +271,7 @@ func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]s
 			case <-tick.C:
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			st, err := status.Gather(ctx, cl)
+			st, err := status.Gather(ctx, bc)
 			cancel()
 			if err != nil {
 				continue
@@ -332,7 +334,7 @@ func TestRecoveryLockHolderKilled(t *testing.T) {
 		}
 		i := rng.Intn(len(st.Members))
 		survivor := st.Members[i]
-		others := append(append([]task.Status{}, st.Members[:i]...), st.Members[i+1:]...)
+		others := append(append([]status.Member{}, st.Members[:i]...), st.Members[i+1:]...)
 		start := time.Now()
 		loseMembers(t, others...)
 

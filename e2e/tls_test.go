@@ -15,11 +15,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -113,7 +115,7 @@ func TestMemberOnTLSAgents(t *testing.T) {
 		}
 		stopCtx, stopCancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer stopCancel()
-		if err := jobs.WaitStopped(stopCtx, ncli, name, ""); err != nil {
+		if err := nomadglue.WaitStopped(stopCtx, ncli, name, ""); err != nil {
 			t.Error(err)
 		}
 	})
@@ -158,15 +160,15 @@ func TestMemberOnTLSAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	co, err := status.Coordinator(cl)
+	bc, err := backends.OpenClient(cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, _, err := status.EtcdClientTLS(ctx, cl, co, kekBytes)
+	tc, _, err := bc.EtcdTLS(ctx, kekBytes)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := status.Gather(ctx, cl)
+	st, err := status.Gather(ctx, bc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
@@ -83,7 +84,11 @@ func TestASGProviderLifecycle(t *testing.T) {
 	gather := func() (status.Cluster, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		return status.Gather(ctx, cl)
+		bc, err := backends.OpenClient(cl)
+		if err != nil {
+			return status.Cluster{}, err
+		}
+		return status.Gather(ctx, bc)
 	}
 	waitHealthy := func(want int) {
 		t.Helper()
@@ -170,15 +175,15 @@ func asgClient(t *testing.T, cl *config.Cluster) *clientv3.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tlsCfg, _, err := status.EtcdClientTLS(ctx, cl, co, nil)
+	tlsCfg, _, err := backends.EtcdTLS(ctx, cl, co, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	insts, err := status.Instances(ctx, cl)
+	insts, err := backends.Instances(ctx, cl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -80,7 +81,12 @@ func TestDefect6MemberKeepsItsSavedCA(t *testing.T) {
 	waitFor(t, 90*time.Second, "m1 healthy, reporting the CA mismatch", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		st, err := status.GatherWithCA(ctx, tc.config(), &ca)
+		bc, err := backends.OpenClient(tc.config())
+		if err != nil {
+			return false, err.Error()
+		}
+		bc.CA = &ca
+		st, err := status.Gather(ctx, bc)
 		if err != nil {
 			return false, err.Error()
 		}

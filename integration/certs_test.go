@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"net"
 	"os"
 	"os/exec"
@@ -20,8 +22,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
-	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // certWriter puts keys from two clients until stopped: one connection kept
@@ -184,11 +184,11 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 	w.check(t, fmt.Sprintf("CA rotation (%s)", rotTook.Round(time.Second)))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	co, err := status.Coordinator(tc.config())
+	co, err := backends.Coordinator(tc.config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	newCA, err := task.ClusterCA(ctx, co, tc.opts.Name, nil)
+	newCA, err := clusterca.Read(ctx, co, tc.opts.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "resuming the CA rotation") || !strings.Contains(string(out), "CA rotation done") {
 		t.Fatalf("resumed rotation: %v", err)
 	}
-	third, err := task.ClusterCA(ctx2(t), co, tc.opts.Name, nil)
+	third, err := clusterca.Read(ctx2(t), co, tc.opts.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -99,7 +100,11 @@ func (tc *testCluster) config() *config.Cluster {
 func (tc *testCluster) status() (status.Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	return status.Gather(ctx, tc.config())
+	bc, err := backends.OpenClient(tc.config())
+	if err != nil {
+		return status.Cluster{}, err
+	}
+	return status.Gather(ctx, bc)
 }
 
 // waitHealthy waits until every member in the definition is healthy.
@@ -146,7 +151,7 @@ func (tc *testCluster) client() *clientv3.Client {
 
 func (tc *testCluster) record() coord.Record {
 	tc.t.Helper()
-	co, err := status.Coordinator(tc.config())
+	co, err := backends.Coordinator(tc.config())
 	if err != nil {
 		tc.t.Fatal(err)
 	}

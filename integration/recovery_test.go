@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Two of three members stopped for good and replaced by empty ones: after
@@ -88,7 +88,7 @@ func TestRecoveryTakenOverWhenSeederNeverReturns(t *testing.T) {
 
 	// What m2 would have written before it vanished: the next epoch,
 	// unconfirmed, to be seeded from its own data.
-	co, err := status.Coordinator(tc.config())
+	co, err := backends.Coordinator(tc.config())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 // PolicyName is the Nomad ACL policy `job run` attaches to the job.

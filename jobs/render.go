@@ -14,7 +14,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 // Options complete what the definition does not say. Nothing of the

@@ -21,9 +21,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // restartDelay is the pause before a dead member is restarted; Nomad's
@@ -95,6 +95,9 @@ type Options struct {
 	SnapshotPassphraseEnv string
 	// CertificateTTL, optional, sets tls.certificate_ttl (TLS auto).
 	CertificateTTL time.Duration
+	// DeltaInterval, optional with SnapshotDir, sets the snapshot block's
+	// delta_interval ("0s": continuous backup off; "": the default).
+	DeltaInterval string
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -129,6 +132,9 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 			o.SnapshotInterval = 30 * time.Minute
 		}
 		fmt.Fprintf(&b, "\n  snapshot {\n    interval     = %q\n    retain_count = 5\n    store \"file\" {\n      path = %q\n    }\n", o.SnapshotInterval.String(), o.SnapshotDir)
+		if o.DeltaInterval != "" {
+			fmt.Fprintf(&b, "    delta_interval = %q\n", o.DeltaInterval)
+		}
 		if o.SnapshotPassphraseEnv != "" {
 			fmt.Fprintf(&b, "    encryption {\n      passphrase_env = %q\n    }\n", o.SnapshotPassphraseEnv)
 		}
@@ -156,7 +162,7 @@ func (l Layout) ClientCerts(ctx context.Context, cluster string) (certs.Files, e
 	if err != nil {
 		return certs.Files{}, err
 	}
-	ca, err := task.ClusterCA(ctx, c, cluster, nil)
+	ca, err := clusterca.Read(ctx, c, cluster, nil)
 	if err != nil {
 		return certs.Files{}, err
 	}

@@ -79,12 +79,21 @@ func Replay(ctx context.Context, store Store, chain []Meta, enc Encryption, data
 	return res, nil
 }
 
-// replayBatch bounds the operations of one replay transaction: the
+// replayBatch and replayBatchBytes bound one replay transaction: the
 // events of several original revisions go into one transaction (each
-// revision whole) until a key would repeat or the batch is full, which
-// keeps every original transaction atomic and makes a replay of a
-// million events take seconds rather than minutes.
-const replayBatch = 4096
+// revision whole, so every original transaction stays atomic) until it
+// holds replayBatch operations or replayBatchBytes of keys and values.
+// A key written again in the same batch replaces its earlier operation
+// there (etcd refuses a key twice in one transaction, and only the last
+// state of a key is visible after the batch anyway), so batches fill up
+// even when the same keys are written over and over. The byte bound
+// keeps a batch below what the client sends (replayMaxRequest); a single
+// original revision larger than it still goes whole (etcd accepted it).
+const (
+	replayBatch      = 4096
+	replayBatchBytes = 8 << 20
+	replayMaxRequest = 64 << 20 // the restored member's MaxRequestBytes and the client's send limit
+)
 
 func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *ReplayResult) error {
 	ttl := map[int64]int64{}
@@ -92,7 +101,8 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 	final := map[string]*mvccpb.KeyValue{} // nil value: deleted
 	lease := pb.NewLeaseClient(cli.ActiveConnection())
 	var ops []clientv3.Op
-	inBatch := map[string]bool{}
+	inBatch := map[string]int{} // key -> its operation's index in ops
+	batchBytes := 0
 	commit := func() error {
 		if len(ops) == 0 {
 			return nil
@@ -101,7 +111,7 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 			return fmt.Errorf("replay up to revision %d: %w", res.Last, err)
 		}
 		res.Txns++
-		ops, inBatch = ops[:0], map[string]bool{}
+		ops, inBatch, batchBytes = ops[:0], map[string]int{}, 0
 		return nil
 	}
 	for _, s := range segs {
@@ -112,7 +122,9 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 		for i := 0; i < len(s.Events); {
 			rev := s.Events[i].Kv.ModRevision
 			j := i
+			size := 0
 			for j < len(s.Events) && s.Events[j].Kv.ModRevision == rev {
+				size += len(s.Events[j].Kv.Key) + len(s.Events[j].Kv.Value)
 				j++
 			}
 			group := s.Events[i:j]
@@ -120,18 +132,15 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 			if rev <= res.Last {
 				continue // an overlapping segment (two recorders for a moment): applied already
 			}
-			repeat := len(ops)+len(group) > replayBatch
-			for _, ev := range group {
-				repeat = repeat || inBatch[string(ev.Kv.Key)]
-			}
-			if repeat {
+			if len(ops)+len(group) > replayBatch || batchBytes+size > replayBatchBytes {
 				if err := commit(); err != nil {
 					return err
 				}
 			}
+			batchBytes += size
 			for _, ev := range group {
 				key := string(ev.Kv.Key)
-				inBatch[key] = true
+				var op clientv3.Op
 				switch ev.Type {
 				case mvccpb.PUT:
 					var opts []clientv3.OpOption
@@ -144,11 +153,19 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 						}
 						opts = append(opts, clientv3.WithLease(clientv3.LeaseID(id)))
 					}
-					ops = append(ops, clientv3.OpPut(key, string(ev.Kv.Value), opts...))
+					op = clientv3.OpPut(key, string(ev.Kv.Value), opts...)
 					final[key] = ev.Kv
 				case mvccpb.DELETE:
-					ops = append(ops, clientv3.OpDelete(key))
+					op = clientv3.OpDelete(key)
 					final[key] = nil
+				default:
+					continue
+				}
+				if k, ok := inBatch[key]; ok {
+					ops[k] = op // written again in this batch: the last write wins
+				} else {
+					inBatch[key] = len(ops)
+					ops = append(ops, op)
 				}
 				res.Events++
 			}
@@ -177,16 +194,25 @@ func grantAgain(ctx context.Context, cli *clientv3.Client, lease pb.LeaseClient,
 	return nil
 }
 
-// verifyReplay reads back every key the replay wrote.
+// verifyReplay reads back every key the replay wrote, up to 1024 keys
+// or replayBatchBytes of recorded values per read.
 func verifyReplay(ctx context.Context, cli *clientv3.Client, final map[string]*mvccpb.KeyValue) error {
 	keys := make([]string, 0, len(final))
 	for k := range final {
 		keys = append(keys, k)
 	}
-	const batch = 128
+	const batch = 1024
 	var wrong []string
-	for start := 0; start < len(keys); start += batch {
-		part := keys[start:min(start+batch, len(keys))]
+	for start := 0; start < len(keys); {
+		end, size := start, 0
+		for end < len(keys) && end-start < batch && (end == start || size < replayBatchBytes) {
+			if kv := final[keys[end]]; kv != nil {
+				size += len(kv.Value)
+			}
+			end++
+		}
+		part := keys[start:end]
+		start = end
 		ops := make([]clientv3.Op, len(part))
 		for i, k := range part {
 			ops[i] = clientv3.OpGet(k)
@@ -230,7 +256,7 @@ func startAlone(ctx context.Context, dataDir, name string) (*embed.Etcd, *client
 	cfg.Logger = "zap"
 	cfg.LogOutputs = []string{os.DevNull}
 	cfg.MaxTxnOps = replayBatch
-	cfg.MaxRequestBytes = 64 << 20
+	cfg.MaxRequestBytes = replayMaxRequest
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("replay: start the restored member: %w", err)
@@ -244,7 +270,8 @@ func startAlone(ctx context.Context, dataDir, name string) (*embed.Etcd, *client
 		e.Close()
 		return nil, nil, errors.New("replay: the restored member did not become ready in a minute")
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ports[1].String()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ports[1].String()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
+		MaxCallSendMsgSize: replayMaxRequest + 1<<20})
 	if err != nil {
 		e.Close()
 		return nil, nil, err

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // bodyTransport answers every request with 200 and body, in memory.
@@ -31,7 +30,7 @@ func FuzzMemberStatus(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		const base = "https://member.invalid:2381"
 		hc := &http.Client{Transport: bodyTransport(body)}
-		st, err := task.FetchStatus(context.Background(), hc, base)
+		st, err := status.Fetch(context.Background(), hc, base)
 		if err != nil {
 			if !strings.Contains(err.Error(), base) {
 				t.Fatalf("error %q does not name the endpoint", err)
@@ -42,11 +41,11 @@ func FuzzMemberStatus(f *testing.F) {
 		if err != nil {
 			t.Fatalf("marshal %+v: %v", st, err)
 		}
-		back, err := task.FetchStatus(context.Background(), &http.Client{Transport: bodyTransport(out)}, base)
+		back, err := status.Fetch(context.Background(), &http.Client{Transport: bodyTransport(out)}, base)
 		if err != nil || !reflect.DeepEqual(back, st) {
 			t.Fatalf("round trip of %+v: %+v, %v", st, back, err)
 		}
-		table := status.Format(status.Cluster{Cluster: "c", Members: []task.Status{st}})
+		table := status.Format(status.Cluster{Cluster: "c", Members: []status.Member{st}})
 		if !strings.Contains(table, "NAME") {
 			t.Fatalf("table without a header: %q", table)
 		}

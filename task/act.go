@@ -409,6 +409,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
 		return err
 	}
+	// A copy of this directory taken from now on, while etcd runs, must
+	// not look cleanly stopped (adoptPrevious).
+	if err := m.dir.MarkStopped(false); err != nil {
+		return fmt.Errorf("clear the clean-stop mark before starting etcd: %w", err)
+	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
@@ -526,7 +531,16 @@ func (m *Member) memberClientURL(mem planner.Member) string {
 // updatePeerURL tells the cluster this member's new peer URL (its data was
 // adopted from a previous allocation with other ports).
 func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
-	err := m.changeMembership(ctx, []string{m.clientURL(m.self)}, func(ctx context.Context, cli *clientv3.Client) error {
+	// Through the endpoints whose member list named the old URL: this
+	// server's own, or the others' when its own membership is stale too
+	// (observeMembers).
+	m.mu.Lock()
+	endpoints := m.membersFrom
+	m.mu.Unlock()
+	if len(endpoints) == 0 {
+		endpoints = []string{m.clientURL(m.self)}
+	}
+	err := m.changeMembership(ctx, endpoints, func(ctx context.Context, cli *clientv3.Client) error {
 		if _, err := cli.MemberUpdate(ctx, d.MemberID, []string{m.peerURL(m.self)}); err != nil {
 			return fmt.Errorf("update peer URL of %x: %w", d.MemberID, err)
 		}

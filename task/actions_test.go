@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // recoverFromData is the decision a lone survivor of epoch 1 acts on.
@@ -335,7 +336,7 @@ func (h *hookCoord) CreateRecord(ctx context.Context, l coord.Lock, r coord.Reco
 // and seeds a second epoch 1 (sim seed 30200).
 func TestSeedIsVisibleBeforeItsRecord(t *testing.T) {
 	k := newKit(t, "m0")
-	var seen Status
+	var seen status.Member
 	var m0 *Member
 	m0 = k.member("m0", &hookCoord{Coordinator: k.co, beforeCreate: func() { seen, _ = m0.health(context.Background()) }})
 	m0.lockForTest(t)

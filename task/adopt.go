@@ -21,7 +21,11 @@ import (
 // old allocation's member, so the new member would start empty and the old
 // directory would be carried along forever.
 //
-// Only a directory that holds metadata of this cluster, whose owner is not
+// Only a directory that holds metadata of this cluster, that its etcd left
+// cleanly stopped (Meta.Stopped: Nomad can hand over a copy taken while the
+// owner still ran, when a lost allocation's client comes back; that copy
+// lags a member that runs on with the same identity, and starting it would
+// give one raft identity two different logs and votes), whose owner is not
 // a live instance (live reports the provider's running slots by name; a
 // stopping allocation the server still lists does not count, its local
 // stop is what let Nomad move the disk) and whose WAL no etcd holds locked
@@ -42,7 +46,7 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 	if err != nil {
 		return "", fmt.Errorf("look for a previous member's data in %s: %w", parent, err)
 	}
-	var cands []string
+	var cands, skipped []string
 	for _, e := range ents {
 		if !e.IsDir() || e.Name() == filepath.Base(root) || live(e.Name()) {
 			continue
@@ -56,11 +60,18 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || walInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
 			continue
 		}
+		if !meta.Stopped {
+			skipped = append(skipped, dir)
+			continue
+		}
 		cands = append(cands, dir)
 	}
 	sort.Strings(cands)
 	switch len(cands) {
 	case 0:
+		if len(skipped) > 0 {
+			return "", fmt.Errorf("previous member data in %v was not stopped cleanly (a copy taken while its etcd ran, or after a crash: the member it came from may still run with that identity and newer data): not adopting it; starting empty (it is kept)", skipped)
+		}
 		return "", nil
 	case 1:
 		if err := os.Rename(cands[0], root); err != nil {

@@ -3,9 +3,11 @@ package task
 import (
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
@@ -16,13 +18,16 @@ import (
 // directory of its cluster whose owner is not live, never two, never
 // another cluster's, and never when it has a directory of its own.
 func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
-	mk := func(t *testing.T, root, name, cluster string) {
+	mkStopped := func(t *testing.T, root, name, cluster string, stopped bool) {
 		t.Helper()
 		d := dataDir{datadir.Dir{Root: filepath.Join(root, name)}}
-		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1}); err != nil {
+		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1, Stopped: stopped}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// mk: a previous member whose etcd stopped cleanly (what Nomad moves on
+	// a drain or an update: it stops the old allocation first).
+	mk := func(t *testing.T, root, name, cluster string) { mkStopped(t, root, name, cluster, true) }
 	none := func(string) bool { return false }
 
 	t.Run("one previous member is adopted under the new name", func(t *testing.T) {
@@ -84,6 +89,21 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 			t.Fatalf("adopted %q, %v: once etcd released its WAL the directory is the previous member's", from, err)
 		}
 	})
+	t.Run("a copy not cleanly stopped is never adopted", func(t *testing.T) {
+		// chaos-hosts seed 11: a lost allocation's client came back with
+		// its member still running, Nomad copied that running member's disk
+		// into the replacement, and the replacement started the copy: one
+		// member id with two logs, the copy's 9,000 revisions behind.
+		dir := t.TempDir()
+		mkStopped(t, dir, "etcd-copied", "main", false)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		if err == nil || from != "" {
+			t.Fatalf("adopted %q, %v; want an error and nothing adopted", from, err)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "etcd-copied", "current", datadir.MetaFile)); err != nil {
+			t.Fatalf("the copy must be kept: %v", err)
+		}
+	})
 	t.Run("a member with a directory of its own adopts nothing", func(t *testing.T) {
 		dir := t.TempDir()
 		mk(t, dir, "etcd-old", "main")
@@ -94,5 +114,39 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		if err != nil || from != "" {
 			t.Fatalf("adopted %q, %v", from, err)
 		}
+	})
+}
+
+// TestCleanStopIsMarkedAndClearedOnStart: a real member marks its data
+// cleanly stopped only after its etcd stopped, and clears the mark before
+// etcd starts again, so a copy of a running member's directory never
+// carries it (and is never adopted).
+func TestCleanStopIsMarkedAndClearedOnStart(t *testing.T) {
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	stop := runLoop(t, m)
+	running := func() (bool, string) {
+		m.mu.Lock()
+		e := m.etcd
+		m.mu.Unlock()
+		meta, err := m.dir.ReadMeta()
+		return e != nil && err == nil && meta.MemberID != 0, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)
+	}
+	waitUntil(t, 20*time.Second, "m0 running", running)
+	if meta, _ := m.dir.ReadMeta(); meta.Stopped {
+		t.Fatalf("a running member's data is marked stopped: %+v", meta)
+	}
+	stop()
+	if meta, err := m.dir.ReadMeta(); err != nil || !meta.Stopped {
+		t.Fatalf("after a clean stop: %+v, %v; want the stopped mark", meta, err)
+	}
+	again := k.member("m0", nil)
+	runLoop(t, again)
+	waitUntil(t, 20*time.Second, "m0 running again", func() (bool, string) {
+		again.mu.Lock()
+		e := again.etcd
+		again.mu.Unlock()
+		meta, err := again.dir.ReadMeta()
+		return e != nil && err == nil && !meta.Stopped, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)
 	})
 }

@@ -6,51 +6,22 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
-// The cluster CA (TLS auto) lives in two places: the coordinator, where
-// members that start without one get it, and each member's data dir
-// (tls/ca.bundle), where it survives the coordinator losing its state.
-// The saved copy is what the member's peers trust, so it always wins for
-// that member: a different CA in the coordinator is reported, never
-// adopted; a missing one is stored again from the saved copy.
-
-// Coordinator keys of the cluster CA (TLS auto).
-const (
-	// sealedCAKey holds the CA certificate and its key sealed with the
-	// cluster's key encryption key (certs.Seal): members with a KEK.
-	sealedCAKey = "ca-sealed"
-	// caKey holds the CA certificate and key in the clear (certs.Bundle):
-	// members without a KEK (the local coordinator, whose directory is as
-	// private as the members' data dirs, which hold the same key), and
-	// every member of versions before the sealed CA. A member with a KEK
-	// retires it once the sealed CA holds the same CA (retirePlaintextCA).
-	caKey = "ca"
-	// statusCAKey holds the status CA (certs.StatusCA) in the clear, for
-	// read-only clients: its certificates open /status and nothing else.
-	statusCAKey = "status-ca"
-)
-
-// KEKFromEnv reads the key encryption key from certs.KEKEnv: nil when unset,
-// an error naming the variable when it is not a key.
-func KEKFromEnv() ([]byte, error) {
-	v := os.Getenv(certs.KEKEnv)
-	if v == "" {
-		return nil, nil
-	}
-	k, err := certs.ParseKEK(v)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", certs.KEKEnv, err)
-	}
-	return k, nil
-}
+// The cluster CA (TLS auto) is kept in the coordinator by certs/clusterca;
+// this file decides which CA a member runs with. The copy saved in the
+// member's data dir (tls/ca.bundle) is what the member's peers trust, so it
+// always wins for that member: a different CA in the coordinator is
+// reported, never adopted; a missing one is stored again from the saved
+// copy.
 
 // Waiting for the cluster CA when it must not be created here.
 const (
@@ -63,140 +34,7 @@ const (
 	caWaitLog     = 30 * time.Second
 )
 
-// Sentinel errors.
-var (
-	// ErrNoClusterCA: the coordinator holds no cluster CA.
-	ErrNoClusterCA = errors.New("the cluster CA is not in the coordinator")
-	// ErrCASealed: the coordinator holds the cluster CA sealed, and no key
-	// encryption key was given to open it.
-	ErrCASealed = errors.New("the cluster CA's key is sealed and no key encryption key (" + certs.KEKEnv + ") is set")
-)
-
-// CAMismatch is reported (log, /status, /health) by a member that runs with
-// the CA it saved while the coordinator holds another one. Members that
-// start without a saved CA take the coordinator's and cannot join it.
-type CAMismatch struct {
-	// Member is the fingerprint of the CA this member runs with (its saved
-	// tls/ca.bundle, trusted by its peers).
-	Member string `json:"member"`
-	// Coordinator is the fingerprint of the CA the coordinator holds.
-	Coordinator string `json:"coordinator"`
-}
-
-func (c *CAMismatch) String() string {
-	return fmt.Sprintf("member_ca=%s coordinator_ca=%s", c.Member, c.Coordinator)
-}
-
-func sameCA(a, b certs.Pair) bool { return certs.Fingerprint(a.Cert) == certs.Fingerprint(b.Cert) }
-
-// loadCA reads the cluster CA, key included, from c: the sealed one, opened
-// with kek (ErrCASealed without one), else the plaintext one of the local
-// coordinator or of earlier versions; ErrNoClusterCA (wrapped) when
-// neither is stored. It never stores one.
-func loadCA(ctx context.Context, c coord.Coordinator, kek []byte) (certs.Pair, error) {
-	b, err := c.Load(ctx, sealedCAKey)
-	switch {
-	case err == nil && kek == nil:
-		return certs.Pair{}, ErrCASealed
-	case err == nil:
-		p, err := certs.OpenSealed(b, kek)
-		if err != nil {
-			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
-		}
-		return p, nil
-	case !errors.Is(err, coord.ErrNotStored):
-		return certs.Pair{}, fmt.Errorf("read cluster CA: %w", err)
-	}
-	b, err = c.Load(ctx, caKey)
-	if errors.Is(err, coord.ErrNotStored) {
-		return certs.Pair{}, fmt.Errorf("%w: %w", ErrNoClusterCA, err)
-	}
-	if err != nil {
-		return certs.Pair{}, fmt.Errorf("read cluster CA: %w", err)
-	}
-	p, err := certs.ParseBundle(b)
-	if err != nil {
-		return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
-	}
-	return p, nil
-}
-
-// StatusCA returns what a read-only client needs to ask members' /status:
-// an issuer for its client certificate and the cluster CA certificate to
-// trust. The issuer is the status CA (certs.StatusCA), which opens /status
-// and nothing else; only where the coordinator holds no status CA but the
-// plaintext cluster CA (members of earlier versions, which trust nothing
-// else) is it that CA. It needs no sealed key and never stores anything.
-func StatusCA(ctx context.Context, c coord.Coordinator, cluster string) (issuer certs.Pair, caCert []byte, err error) {
-	b, err := c.Load(ctx, statusCAKey)
-	if errors.Is(err, coord.ErrNotStored) {
-		legacy, err := loadCA(ctx, c, nil)
-		if errors.Is(err, ErrCASealed) {
-			err = fmt.Errorf("%w: the status CA is not stored (a member stores it at start and at every CA check)", ErrNoClusterCA)
-		}
-		return legacy, legacy.Cert, explainNoCA(cluster, err)
-	}
-	if err != nil {
-		return certs.Pair{}, nil, fmt.Errorf("read status CA: %w", err)
-	}
-	if issuer, err = certs.ParseBundle(b); err != nil {
-		return certs.Pair{}, nil, fmt.Errorf("status CA in the coordinator: %w", err)
-	}
-	b, err = c.Load(ctx, sealedCAKey)
-	switch {
-	case err == nil:
-		caCert, err = certs.SealedCert(b)
-	case errors.Is(err, coord.ErrNotStored):
-		// The local coordinator's plaintext CA: its certificate only.
-		var p certs.Pair
-		p, err = loadCA(ctx, c, nil)
-		caCert = p.Cert
-	}
-	if err != nil {
-		return certs.Pair{}, nil, fmt.Errorf("cluster CA certificate: %w", err)
-	}
-	return issuer, caCert, nil
-}
-
-// OfferCA stores ca as the cluster CA unless the coordinator holds one,
-// sealed with kek when given (in the clear without), and the status CA
-// of the CA it holds; it returns the cluster CA the coordinator holds.
-// Only members call it, with the CA they saved or one created where no
-// cluster exists (chooseCA).
-func OfferCA(ctx context.Context, c coord.Coordinator, ca certs.Pair, kek []byte) (certs.Pair, error) {
-	var held certs.Pair
-	if kek != nil {
-		sealed, err := certs.Seal(ca, kek)
-		if err != nil {
-			return certs.Pair{}, err
-		}
-		b, err := c.LoadOrStore(ctx, sealedCAKey, sealed)
-		if err != nil {
-			return certs.Pair{}, fmt.Errorf("store CA: %w", err)
-		}
-		if held, err = certs.OpenSealed(b, kek); err != nil {
-			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
-		}
-	} else {
-		b, err := c.LoadOrStore(ctx, caKey, ca.Bundle())
-		if err != nil {
-			return certs.Pair{}, fmt.Errorf("store CA: %w", err)
-		}
-		if held, err = certs.ParseBundle(b); err != nil {
-			return certs.Pair{}, fmt.Errorf("cluster CA in the coordinator: %w", err)
-		}
-	}
-	st, err := certs.StatusCA(held)
-	if err != nil {
-		return certs.Pair{}, err
-	}
-	if _, err := c.LoadOrStore(ctx, statusCAKey, st.Bundle()); err != nil {
-		return certs.Pair{}, fmt.Errorf("store status CA: %w", err)
-	}
-	return held, nil
-}
-
-// retirePlaintextCA deletes the plaintext cluster CA (caKey) that earlier
+// retirePlaintextCA deletes the plaintext cluster CA (clusterca.PlainKey) that earlier
 // versions stored, once the sealed one holds the same CA: the migration of
 // a running cluster, done by every member with a KEK at start and at every
 // CA check, so that a member of an earlier version that stores it again
@@ -207,7 +45,7 @@ func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
 	if m.opts.CAKEK == nil {
 		return
 	}
-	b, err := co.Load(ctx, caKey)
+	b, err := co.Load(ctx, clusterca.PlainKey)
 	if errors.Is(err, coord.ErrNotStored) {
 		return
 	}
@@ -216,34 +54,23 @@ func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
 		return
 	}
 	old, err := certs.ParseBundle(b)
-	if err == nil && !sameCA(old, held) {
-		m.log.Error("the coordinator holds a plaintext cluster CA other than the sealed one: left in place for an operator", "plaintext_ca", certs.Fingerprint(old.Cert), "sealed_ca", certs.Fingerprint(held.Cert), "location", caLocation(m.opts.Cluster, caKey))
+	if err == nil && !clusterca.Same(old, held) {
+		m.log.Error("the coordinator holds a plaintext cluster CA other than the sealed one: left in place for an operator", "plaintext_ca", certs.Fingerprint(old.Cert), "sealed_ca", certs.Fingerprint(held.Cert), "location", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
 		return
 	}
-	if err := co.Delete(ctx, caKey); err != nil {
+	if err := co.Delete(ctx, clusterca.PlainKey); err != nil {
 		m.log.Warn("plaintext cluster CA not deleted", "error", err)
 		return
 	}
-	m.log.Info("deleted the plaintext cluster CA: the coordinator holds it sealed", "ca", certs.Fingerprint(held.Cert), "deleted", caLocation(m.opts.Cluster, caKey))
-}
-
-// caLocation names where the coordinator keeps key, for operators.
-func caLocation(cl *config.Cluster, key string) string {
-	switch cl.Coordination.Kind {
-	case config.CoordConsul:
-		return fmt.Sprintf("Consul KV %s/%s/kv/%s", cl.Coordination.Prefix, cl.Name, key)
-	case config.CoordLocal:
-		return filepath.Join(cl.Coordination.Dir, "kv-"+key)
-	}
-	return "the coordinator's key " + key
+	m.log.Info("deleted the plaintext cluster CA: the coordinator holds it sealed", "ca", certs.Fingerprint(held.Cert), "deleted", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
 }
 
 // caKeyInUse is the coordinator key this member keeps the cluster CA under.
 func (m *Member) caKeyInUse() string {
 	if m.opts.CAKEK != nil {
-		return sealedCAKey
+		return clusterca.SealedKey
 	}
-	return caKey
+	return clusterca.PlainKey
 }
 
 // chooseCA decides which cluster CA this member runs with (TLS auto).
@@ -268,37 +95,37 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 		}
 		saved = nil
 	}
-	held, err := loadCA(ctx, co, kek)
-	missing := errors.Is(err, ErrNoClusterCA)
+	held, err := clusterca.Load(ctx, co, kek)
+	missing := errors.Is(err, clusterca.ErrNoClusterCA)
 	if errors.Is(err, certs.ErrWrongKEK) && saved != nil {
 		// The CA this member saved is the one its peers trust: run with
 		// it; only members without a saved CA need the coordinator's.
 		m.log.Error("the cluster CA in the coordinator does not open with this member's key encryption key: running with the CA this member saved; members without a saved CA cannot start until "+certs.KEKEnv+" is the key the CA was sealed with",
-			"error", err, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster, sealedCAKey))
+			"error", err, "saved", m.dir.caFile(), "coordinator", clusterca.Location(m.opts.Cluster, clusterca.SealedKey))
 		return *saved, nil
 	}
-	if err != nil && !missing && !errors.Is(err, ErrCASealed) {
+	if err != nil && !missing && !errors.Is(err, clusterca.ErrCASealed) {
 		return certs.Pair{}, err
 	}
 	if kek == nil && m.opts.Cluster.Coordination.Kind == config.CoordConsul {
 		return certs.Pair{}, fmt.Errorf("TLS auto with Consul coordination keeps the cluster CA's key in Consul sealed with a key encryption key only members hold: set %s (32 bytes, base64). "+
 			"The rendered job takes it from the Nomad variable nomad/jobs/<job>, key ca_kek, which `etcd-nomad job run` creates; by hand, add the item ca_kek=$(openssl rand -base64 32) to that variable (nomad var put replaces every item: repeat consul_token)", certs.KEKEnv)
 	}
-	if errors.Is(err, ErrCASealed) {
+	if errors.Is(err, clusterca.ErrCASealed) {
 		return certs.Pair{}, err
 	}
 	switch {
 	case saved != nil && !missing:
-		if !sameCA(*saved, held) {
+		if !clusterca.Same(*saved, held) {
 			m.reportCAMismatch(*saved, held)
 		}
 		return *saved, nil
 	case saved != nil:
-		got, err := OfferCA(ctx, co, *saved, kek)
+		got, err := clusterca.Offer(ctx, co, *saved, kek)
 		if err != nil {
 			return certs.Pair{}, err
 		}
-		if !sameCA(*saved, got) {
+		if !clusterca.Same(*saved, got) {
 			m.reportCAMismatch(*saved, got)
 		} else {
 			m.log.Warn("the coordinator had no cluster CA: stored the one this member saved", "ca", certs.Fingerprint(saved.Cert))
@@ -346,31 +173,31 @@ func (m *Member) firstCA(ctx context.Context) (certs.Pair, error) {
 			if err != nil {
 				return certs.Pair{}, fmt.Errorf("create CA: %w", err)
 			}
-			ca, err := OfferCA(ctx, m.opts.Coordinator, fresh, m.opts.CAKEK)
-			if err == nil && sameCA(ca, fresh) {
+			ca, err := clusterca.Offer(ctx, m.opts.Coordinator, fresh, m.opts.CAKEK)
+			if err == nil && clusterca.Same(ca, fresh) {
 				m.log.Info("created the cluster CA: no cluster exists yet", "ca", certs.Fingerprint(ca.Cert))
 			}
 			return ca, err
 		}
-		held, err := loadCA(ctx, m.opts.Coordinator, m.opts.CAKEK)
+		held, err := clusterca.Load(ctx, m.opts.Coordinator, m.opts.CAKEK)
 		if err == nil {
 			return held, nil
 		}
-		if !errors.Is(err, ErrNoClusterCA) {
+		if !errors.Is(err, clusterca.ErrNoClusterCA) {
 			return certs.Pair{}, err
 		}
 		if time.Now().After(deadline) {
 			return certs.Pair{}, fmt.Errorf("%w (%s) although a cluster exists: %s; not creating a CA its members would not trust. "+
 				"A member with a saved CA (<data_dir>/<member>/tls/ca.bundle) stores it again when it starts or sees the record gone",
-				ErrNoClusterCA, caLocation(m.opts.Cluster, m.caKeyInUse()), exists)
+				clusterca.ErrNoClusterCA, clusterca.Location(m.opts.Cluster, m.caKeyInUse()), exists)
 		}
 		if time.Since(lastLog) >= caWaitLog {
-			m.log.Warn("no cluster CA in the coordinator, but a cluster exists: waiting for a member that holds it to store it again", "evidence", exists, "location", caLocation(m.opts.Cluster, m.caKeyInUse()))
+			m.log.Warn("no cluster CA in the coordinator, but a cluster exists: waiting for a member that holds it to store it again", "evidence", exists, "location", clusterca.Location(m.opts.Cluster, m.caKeyInUse()))
 			lastLog = time.Now()
 		}
 		select {
 		case <-ctx.Done():
-			return certs.Pair{}, fmt.Errorf("%w: %s: %w", ErrNoClusterCA, exists, ctx.Err())
+			return certs.Pair{}, fmt.Errorf("%w: %s: %w", clusterca.ErrNoClusterCA, exists, ctx.Err())
 		case <-time.After(caPoll):
 		}
 	}
@@ -412,7 +239,7 @@ func (m *Member) clusterExists(ctx context.Context) (string, error) {
 // reportCAMismatch records and logs (once per pair) that the coordinator
 // holds another CA than the one this member runs with.
 func (m *Member) reportCAMismatch(mine, held certs.Pair) {
-	mm := &CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
+	mm := &status.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
 	m.mu.Lock()
 	same := m.caMismatch != nil && *m.caMismatch == *mm
 	m.caMismatch = mm
@@ -422,7 +249,7 @@ func (m *Member) reportCAMismatch(mine, held certs.Pair) {
 	}
 	m.log.Error("the coordinator holds another cluster CA than the one this member runs with: keeping this member's (its peers trust it), not adopting the coordinator's; members that start without a saved CA take the coordinator's and cannot join. "+
 		"If this member's CA is the cluster's, delete the coordinator's copy and restart this member (it stores its CA at start); if not, stop this member and move its saved CA aside",
-		"member_ca", mm.Member, "coordinator_ca", mm.Coordinator, "saved", m.dir.caFile(), "coordinator", caLocation(m.opts.Cluster, m.caKeyInUse()))
+		"member_ca", mm.Member, "coordinator_ca", mm.Coordinator, "saved", m.dir.caFile(), "coordinator", clusterca.Location(m.opts.Cluster, m.caKeyInUse()))
 }
 
 // clearCAMismatch notes that the coordinator holds this member's CA again.

@@ -18,11 +18,13 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	localmode "github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -174,7 +176,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}
 	defer hc.CloseIdleConnections()
 	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)
-	want := task.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(other.Cert)}
+	want := status.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(other.Cert)}
 	var code int
 	var body string
 	deadline := time.Now().Add(30 * time.Second)
@@ -194,7 +196,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 		}
 	}
 	code, body = get(t, hc, base+"/status")
-	var st task.Status
+	var st status.Member
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
 		t.Fatalf("/status: %d %s", code, body)
 	}
@@ -234,7 +236,7 @@ func TestDefect6FreshMemberNoCAWhereAClusterIsRecorded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(bg, 3*time.Second)
 	defer cancel()
 	_, err = newCAMember(ctx, t, cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) || !strings.Contains(err.Error(), "cluster record") {
+	if !errors.Is(err, clusterca.ErrNoClusterCA) || !strings.Contains(err.Error(), "cluster record") {
 		t.Fatalf("New: %v, want ErrNoClusterCA naming the record", err)
 	}
 	if b := storedCA(t, cl); b != nil {
@@ -272,7 +274,7 @@ func TestDefect6FreshMemberNoCAWhileAPeerListens(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_, err = newCAMember(ctx, t, cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) || !strings.Contains(err.Error(), "m1 is listening") {
+	if !errors.Is(err, clusterca.ErrNoClusterCA) || !strings.Contains(err.Error(), "m1 is listening") {
 		t.Fatalf("New: %v, want ErrNoClusterCA naming m1", err)
 	}
 	if b := storedCA(t, cl); b != nil {

@@ -54,11 +54,10 @@ func enableCorruptChecks(cfg *embed.Config, interval time.Duration) error {
 	return nil
 }
 
-// corruptAlarms returns the member ids etcd's CORRUPT alarms name (the
-// alarm list is replicated: every running member knows it).
+// corruptAlarms returns the member ids etcd's CORRUPT alarms name.
 func corruptAlarms(e *embed.Etcd) []uint64 {
 	var ids []uint64
-	for _, a := range e.Server.Alarms() {
+	for _, a := range alarms(e) {
 		if a.Alarm == etcdserverpb.AlarmType_CORRUPT {
 			ids = append(ids, a.MemberID)
 		}

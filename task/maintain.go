@@ -10,6 +10,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/storage/schema"
+	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
@@ -18,10 +20,24 @@ import (
 // whole database file (about a second per 100 MiB on a slow disk).
 const defragTimeout = 5 * time.Minute
 
-// noSpace reports whether etcd's NOSPACE alarm is raised in e's cluster
-// (the alarm list is replicated: every member knows it).
+// alarms returns the alarms raised in e's cluster (the alarm list is
+// replicated: every member knows it), read from etcd's backend. Not
+// Server.Alarms(): etcd swaps its in-memory alarm store without a lock when
+// a member applies a snapshot from the leader, so reading it from /health
+// or the loop races that swap (seen under -race while a learner caught up);
+// the backend is read under its own lock. A read error counts as no alarm:
+// the next observation reads again.
+func alarms(e *embed.Etcd) []*etcdserverpb.AlarmMember {
+	as, err := schema.NewAlarmBackend(zap.NewNop(), e.Server.Backend()).GetAllAlarms()
+	if err != nil {
+		return nil
+	}
+	return as
+}
+
+// noSpace reports whether etcd's NOSPACE alarm is raised in e's cluster.
 func noSpace(e *embed.Etcd) bool {
-	for _, a := range e.Server.Alarms() {
+	for _, a := range alarms(e) {
 		if a.Alarm == etcdserverpb.AlarmType_NOSPACE {
 			return true
 		}

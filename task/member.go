@@ -25,12 +25,14 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Defaults.
@@ -101,12 +103,12 @@ type Member struct {
 	hc       *http.Client // peers' /status (httpClient)
 	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
 	// caMismatch (under mu): the coordinator holds another CA than ca.
-	caMismatch *CAMismatch
+	caMismatch *status.CAMismatch
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd
 	stopped chan struct{} // closed when the running etcd stops on its own
-	status  Status
+	status  status.Member
 	lock    coord.Lock
 	record  *coord.Record
 	// since: from when the timed conditions hold (loop only).
@@ -115,6 +117,9 @@ type Member struct {
 	left     bool // this member removed itself (leave)
 	starting bool // an act that starts etcd is in progress
 	client   *clientv3.Client
+	// membersFrom (under mu): the endpoints whose member list the last
+	// observation holds (nil when it holds none).
+	membersFrom []string
 
 	metrics           *metrics
 	renew             *renewal      // certificates renewed while running (renew.go)
@@ -226,7 +231,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := m.setupTLS(ctx); err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
-	m.status = Status{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
+	m.status = status.Member{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
 }
 
@@ -273,27 +278,6 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	return nil
 }
 
-// ClusterCA returns the cluster's CA, key included, as the coordinator
-// holds it, for clients that need etcd access (`snapshot save`, tests):
-// the sealed CA opens with kek only (ErrCASealed without one). It only
-// reads: a missing CA is an error (ErrNoClusterCA) saying what to do, never
-// a reason to create one — a CA created by a client would be adopted by
-// the members that start next and trusted by no running one.
-func ClusterCA(ctx context.Context, c coord.Coordinator, cluster string, kek []byte) (certs.Pair, error) {
-	ca, err := loadCA(ctx, c, kek)
-	return ca, explainNoCA(cluster, err)
-}
-
-// explainNoCA says what to do about ErrNoClusterCA; other errors pass.
-func explainNoCA(cluster string, err error) error {
-	if !errors.Is(err, ErrNoClusterCA) {
-		return err
-	}
-	return fmt.Errorf("cluster %s: %w: no member has started yet, or the coordinator lost its state "+
-		"(running members store the CA again within seconds of seeing the cluster record gone, a member that starts with "+
-		"its saved <data_dir>/<member>/tls/ca.bundle stores it at once)", cluster, err)
-}
-
 // caCheckEvery paces a running member's check of the cluster CA in the
 // coordinator (one read).
 const caCheckEvery = 30 * time.Second
@@ -310,15 +294,15 @@ func (m *Member) restoreCA(ctx context.Context) {
 		return
 	}
 	cur := m.currentCA()
-	held, err := OfferCA(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
+	held, err := clusterca.Offer(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
-	case !sameCA(held, *cur) && m.rotationCovers(held):
+	case !clusterca.Same(held, *cur) && m.rotationCovers(held):
 		// A CA rotation moves the members and the coordinator's CA
 		// one after the other (rotate.go): not a mismatch.
 		m.clearCAMismatch()
-	case !sameCA(held, *cur):
+	case !clusterca.Same(held, *cur):
 		m.reportCAMismatch(*cur, held)
 	default:
 		m.clearCAMismatch()
@@ -462,6 +446,9 @@ func (m *Member) shutdown() {
 		select {
 		case <-done:
 			m.log.Info("etcd stopped")
+			if err := m.dir.MarkStopped(true); err != nil {
+				m.log.Warn("could not mark the data cleanly stopped (a replacement will not adopt it)", "error", err)
+			}
 		case <-time.After(m.opts.StopTimeout):
 			m.log.Warn("etcd did not stop in time", "timeout", m.opts.StopTimeout)
 		}

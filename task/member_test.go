@@ -13,10 +13,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	localmode "github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -77,7 +79,7 @@ func TestMemberLifecycle(t *testing.T) {
 	ports := pp[0]
 	stop := runMember(t, dir, ports)
 	co, _ := local.New(filepath.Join(dir, "coord"))
-	ca, err := task.ClusterCA(context.Background(), co, "unit", nil)
+	ca, err := clusterca.Read(context.Background(), co, "unit", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestMemberLifecycle(t *testing.T) {
 		t.Errorf("/status without a client certificate: %d, want 401", code)
 	}
 	code, body = get(t, withCert, base+"/status")
-	var st task.Status
+	var st status.Member
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || !st.Healthy || st.MemberID == 0 || st.Epoch != 1 {
 		t.Fatalf("/status: %d %s", code, body)
 	}
@@ -131,7 +133,7 @@ func TestMemberLifecycle(t *testing.T) {
 	deadline = time.Now().Add(30 * time.Second)
 	for {
 		code, body = get(t, withCert, base+"/status")
-		var again task.Status
+		var again status.Member
 		if code == http.StatusOK && json.Unmarshal([]byte(body), &again) == nil && again.Healthy {
 			if again.MemberID != st.MemberID || again.ClusterID != st.ClusterID {
 				t.Fatalf("restarted as member %x of %x, want %x of %x", again.MemberID, again.ClusterID, st.MemberID, st.ClusterID)

@@ -2,10 +2,10 @@ package task
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // observe gathers one Observation. Unreachable peers and an unreachable
@@ -129,7 +130,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		wg.Add(1)
 		go func(in provider.Instance) {
 			defer wg.Done()
-			st, err := FetchStatus(ctx, hc, m.statusURL(in))
+			st, err := status.Fetch(ctx, hc, m.statusURL(in))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil {
@@ -155,27 +156,6 @@ func (m *Member) httpClient() *http.Client {
 		}}
 	})
 	return m.hc
-}
-
-// FetchStatus reads a member's /status.
-func FetchStatus(ctx context.Context, hc *http.Client, base string) (Status, error) {
-	var st Status
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
-	if err != nil {
-		return st, err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return st, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("GET %s/status: %s", base, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		return st, fmt.Errorf("decode %s/status: %w", base, err)
-	}
-	return st, nil
 }
 
 // etcdClient returns a client on the given endpoints, reusing one client.
@@ -204,6 +184,9 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 // observeMembers reads the member list (linearizable: it proves quorum)
 // and each member's presence and health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
+	m.mu.Lock()
+	m.membersFrom = nil
+	m.mu.Unlock()
 	endpoints, ownCluster := m.memberListEndpoints(insts, o)
 	anyPeer := false
 	for _, p := range o.Peers {
@@ -234,6 +217,9 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	}
 	o.MembersKnown = true
 	o.MembersClusterID = resp.Header.ClusterId
+	m.mu.Lock()
+	m.membersFrom = endpoints
+	m.mu.Unlock()
 	present := m.presence(insts, o)
 	o.Members = make([]planner.Member, len(resp.Members))
 	seen := map[uint64]bool{}
@@ -255,18 +241,27 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 // incarnation (a restore or recovery in progress). A stopped member asks
 // the others and observeMembers checks the answer's cluster id. A learner
 // cannot answer a linearizable member list, so it asks the others like a
-// stopped member; every answer's cluster id is checked. ownCluster is the
-// running server's cluster id, 0 when none runs.
+// stopped member; every answer's cluster id is checked. So does a member
+// whose own membership names another peer URL for it (its data came from
+// a previous allocation at another address): until its peers learn the
+// new URL it may never hear from the leader (when the leader moved too,
+// each names the other's old address), so its own server cannot answer,
+// and the update goes through the others (updatePeerURL uses the
+// endpoints the member list came from). ownCluster is the running
+// server's cluster id, 0 when none runs.
 func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Observation) (endpoints []string, ownCluster uint64) {
-	learner := false
+	learner, moved := false, false
 	m.mu.Lock()
 	e := m.etcd
 	m.mu.Unlock()
 	if e != nil { // never call into etcd while holding m.mu
 		ownCluster = uint64(e.Server.Cluster().ID())
 		learner, _ = selfRole(e.Server)
+		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
+			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
+		}
 	}
-	if o.Running && !learner {
+	if o.Running && !learner && !moved {
 		return []string{m.clientURL(m.self)}, ownCluster
 	}
 	for _, in := range insts {

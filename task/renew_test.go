@@ -11,6 +11,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"math/big"
 	"net"
 	"net/http"
@@ -29,7 +31,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // serial returns the serial of the certificate a TLS server at addr
@@ -232,7 +233,7 @@ func TestMemberRenewsCertificatesWhileRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUntilEnd(ctx, t, cancel, m)
-	ca, err := task.ClusterCA(context.Background(), co, cl.Name, nil)
+	ca, err := clusterca.Read(context.Background(), co, cl.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,10 +340,10 @@ func TestMemberRenewsCertificatesWhileRunning(t *testing.T) {
 	}
 }
 
-func readStatus(t *testing.T, hc *http.Client, base string) task.Status {
+func readStatus(t *testing.T, hc *http.Client, base string) status.Member {
 	t.Helper()
 	code, body := get(t, hc, base+"/status")
-	var st task.Status
+	var st status.Member
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil {
 		t.Fatalf("/status: %d %s", code, body)
 	}
@@ -361,7 +362,7 @@ func TestHealthWarnsOfAnExpiringCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUntilEnd(ctx, t, cancel, m)
-	ca, err := task.ClusterCA(context.Background(), co, cl.Name, nil)
+	ca, err := clusterca.Read(context.Background(), co, cl.Name, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

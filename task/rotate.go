@@ -9,6 +9,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
+	"github.com/etcd-nomad/etcd-nomad/status"
 	"os"
 	"slices"
 	"strings"
@@ -95,7 +97,7 @@ func (r Rotation) NewCert() ([]byte, error) {
 func (r Rotation) OpenNew(kek []byte) (certs.Pair, error) {
 	if _, err := certs.SealedCert(r.New); err == nil {
 		if kek == nil {
-			return certs.Pair{}, ErrCASealed
+			return certs.Pair{}, clusterca.ErrCASealed
 		}
 		return certs.OpenSealed(r.New, kek)
 	}
@@ -276,23 +278,12 @@ func (m *Member) rotationTrust() []byte {
 	return m.currentCA().Cert
 }
 
-// RotationView is what /status reports of the CAs (TLS auto).
-type RotationView struct {
-	// Issuer is the fingerprint of the CA this member issues from.
-	Issuer string `json:"issuer"`
-	// Trusted are the fingerprints of the CAs this member trusts now
-	// (its ca.crt).
-	Trusted []string `json:"trusted"`
-	// Phase is the last rotation phase this member carried out.
-	Phase string `json:"phase,omitempty"`
-}
-
-func (m *Member) rotationView() *RotationView {
+func (m *Member) rotationView() *status.RotationView {
 	ca := m.currentCA()
 	if ca == nil {
 		return nil
 	}
-	v := &RotationView{Issuer: certs.Fingerprint(ca.Cert)}
+	v := &status.RotationView{Issuer: certs.Fingerprint(ca.Cert)}
 	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
 		for _, c := range parseCerts(b) {
 			v.Trusted = append(v.Trusted, certs.Fingerprint(pemCert(c.Raw)))
@@ -330,7 +321,7 @@ type RotateOptions struct {
 	// KEK opens the sealed cluster CA; nil for the local coordinator's.
 	KEK []byte
 	// Members reports every member of the definition (status.Gather).
-	Members func(ctx context.Context) ([]Status, error)
+	Members func(ctx context.Context) ([]status.Member, error)
 	// Progress receives one line per step and per change of progress.
 	Progress func(string)
 	// Poll paces the checks of the members (default 2s).
@@ -375,13 +366,13 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 		switch r.Phase {
 		case PhaseTrust:
 			say(fmt.Sprintf("phase trust: every member adds the new CA %s to the CAs it trusts", newFP))
-			if err := waitMembers(ctx, o, "trust the new CA", func(s Status) bool { return s.CA != nil && slices.Contains(s.CA.Trusted, newFP) }); err != nil {
+			if err := waitMembers(ctx, o, "trust the new CA", func(s status.Member) bool { return s.CA != nil && slices.Contains(s.CA.Trusted, newFP) }); err != nil {
 				return err
 			}
 			r, err = setPhase(ctx, o, r, PhaseIssue)
 		case PhaseIssue:
 			say("phase issue: every member issues its certificates from the new CA (presented with the old CA's cross certificate)")
-			if err := waitMembers(ctx, o, "issue from the new CA", func(s Status) bool { return s.CA != nil && s.CA.Issuer == newFP }); err != nil {
+			if err := waitMembers(ctx, o, "issue from the new CA", func(s status.Member) bool { return s.CA != nil && s.CA.Issuer == newFP }); err != nil {
 				return err
 			}
 			if wait := time.Until(r.Changed.Add(o.RetireAfter)); wait > 0 {
@@ -403,7 +394,7 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 			r, err = setPhase(ctx, o, r, PhaseRetire)
 		case PhaseRetire:
 			say("phase retire: every member trusts the new CA alone")
-			if err := waitMembers(ctx, o, "trust the new CA alone", func(s Status) bool {
+			if err := waitMembers(ctx, o, "trust the new CA alone", func(s status.Member) bool {
 				return s.CA != nil && len(s.CA.Trusted) == 1 && s.CA.Trusted[0] == newFP
 			}); err != nil {
 				return err
@@ -423,9 +414,9 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 // the rotation record at phase trust (or returns the record another
 // command stored first).
 func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
-	prev, err := loadCA(ctx, o.Coordinator, o.KEK)
+	prev, err := clusterca.Read(ctx, o.Coordinator, o.Cluster.Name, o.KEK)
 	if err != nil {
-		return Rotation{}, explainNoCA(o.Cluster.Name, err)
+		return Rotation{}, err
 	}
 	now := time.Now()
 	next, err := certs.NewCA(o.Cluster.Name, now)
@@ -496,13 +487,13 @@ func setPhase(ctx context.Context, o RotateOptions, r Rotation, phase string) (R
 // store a member may store the CA it issues from (restoreCA): by now that
 // is next too, and anything else is replaced again.
 func replaceClusterCA(ctx context.Context, o RotateOptions, next certs.Pair) error {
-	key, blob := caKey, next.Bundle()
+	key, blob := clusterca.PlainKey, next.Bundle()
 	if o.KEK != nil {
 		sealed, err := certs.Seal(next, o.KEK)
 		if err != nil {
 			return err
 		}
-		key, blob = sealedCAKey, sealed
+		key, blob = clusterca.SealedKey, sealed
 	}
 	st, err := certs.StatusCA(next)
 	if err != nil {
@@ -515,10 +506,10 @@ func replaceClusterCA(ctx context.Context, o RotateOptions, next certs.Pair) err
 			same func([]byte) bool
 		}{
 			{key, blob, func(b []byte) bool {
-				held, err := loadCA(ctx, o.Coordinator, o.KEK)
-				return err == nil && sameCA(held, next)
+				held, err := clusterca.Load(ctx, o.Coordinator, o.KEK)
+				return err == nil && clusterca.Same(held, next)
 			}},
-			{statusCAKey, st.Bundle(), func(b []byte) bool { return bytes.Equal(b, st.Bundle()) }},
+			{clusterca.StatusKey, st.Bundle(), func(b []byte) bool { return bytes.Equal(b, st.Bundle()) }},
 		} {
 			for try := 0; ; try++ {
 				if try == 5 {
@@ -554,7 +545,7 @@ func underLock(ctx context.Context, o RotateOptions, f func() error) error {
 }
 
 // waitMembers waits until every member of the definition reports done.
-func waitMembers(ctx context.Context, o RotateOptions, what string, done func(Status) bool) error {
+func waitMembers(ctx context.Context, o RotateOptions, what string, done func(status.Member) bool) error {
 	last := ""
 	for {
 		sts, err := o.Members(ctx)

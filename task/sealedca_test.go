@@ -19,12 +19,13 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -61,16 +62,16 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	if got, err := certs.OpenSealed(sealed, kek); err != nil || !bytes.Equal(got.Cert, ca.Cert) || !bytes.Equal(got.Key, ca.Key) {
 		t.Fatalf("the sealed CA is not the saved one: %v", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, err := clusterca.Read(bg, co, cl.Name, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("ClusterCA without the KEK: %v, want ErrCASealed", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, bytes.Repeat([]byte{2}, certs.KEKSize)); !errors.Is(err, certs.ErrWrongKEK) {
+	if _, err := clusterca.Read(bg, co, cl.Name, bytes.Repeat([]byte{2}, certs.KEKSize)); !errors.Is(err, certs.ErrWrongKEK) {
 		t.Fatalf("ClusterCA with another KEK: %v, want ErrWrongKEK", err)
 	}
 
 	runUntilEnd(ctx, t, cancel, m)
 	// Read-only: the status CA, no KEK.
-	stTLS, _, err := status.ClientTLS(bg, cl, co)
+	stTLS, _, err := backends.StatusTLS(bg, cl, co)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func TestSealedCAReplacesThePlaintextOne(t *testing.T) {
 	if err := client(stTLS); err == nil {
 		t.Fatal("etcd's client port accepted a status CA certificate")
 	}
-	etcdTLS, _, err := status.EtcdClientTLS(bg, cl, co, kek)
+	etcdTLS, _, err := backends.EtcdTLS(bg, cl, co, kek)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,7 @@ func TestSealedCAMigrationOnConsul(t *testing.T) {
 		t.Fatal(err)
 	}
 	runUntilEnd(ctx, t, cancel, m)
-	stTLS, _, err := status.ClientTLS(bg, cl, co)
+	stTLS, _, err := backends.StatusTLS(bg, cl, co)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +185,10 @@ func TestSealedCAMigrationOnConsul(t *testing.T) {
 		t.Fatal("the member's certificate is not from the cluster's CA")
 	}
 	clustertest.NoCAKeyInKV(t, cc.KV(), prefix+"/", ca.Cert, prefix+"/kv/ca")
-	if got, err := task.ClusterCA(bg, co, cl.Name, kek); err != nil || !bytes.Equal(got.Key, ca.Key) {
+	if got, err := clusterca.Read(bg, co, cl.Name, kek); err != nil || !bytes.Equal(got.Key, ca.Key) {
 		t.Fatalf("the sealed CA with the KEK: %v", err)
 	}
-	if _, err := task.ClusterCA(bg, co, cl.Name, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, err := clusterca.Read(bg, co, cl.Name, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("the sealed CA without the KEK: %v, want ErrCASealed", err)
 	}
 }
@@ -237,7 +238,7 @@ func TestWrongKEKStopsOnlyMembersWithoutASavedCA(t *testing.T) {
 	cl, co := localCACluster(t, 1)
 	bg := context.Background()
 	ca := newCA(t)
-	if _, err := task.OfferCA(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
+	if _, err := clusterca.Offer(bg, co, ca, bytes.Repeat([]byte{1}, certs.KEKSize)); err != nil {
 		t.Fatal(err)
 	}
 	opts := caOptions(t, cl, co, bytes.Repeat([]byte{2}, certs.KEKSize))

@@ -17,54 +17,8 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
-
-// Status is what /status reports: for peers, the CLI and humans.
-type Status struct {
-	Name      string `json:"name"`
-	Cluster   string `json:"cluster"`
-	PeerURL   string `json:"peer_url"`
-	ClientURL string `json:"client_url"`
-	MemberID  uint64 `json:"member_id"`
-	ClusterID uint64 `json:"cluster_id"`
-	Token     string `json:"token,omitempty"`
-	Epoch     uint64 `json:"epoch"`
-	Running   bool   `json:"running"`
-	Learner   bool   `json:"learner"`
-	Leader    bool   `json:"leader"`
-	Healthy   bool   `json:"healthy"`
-	Revision  int64  `json:"revision"`
-	DBSize    int64  `json:"db_size"`
-	PID       int    `json:"pid"`
-	Decision  string `json:"decision"`
-	// Unreachable is set by the CLI for an instance whose /status did not
-	// answer.
-	Unreachable bool `json:"unreachable,omitempty"`
-	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
-	// refuses writes until maintenance disarms it.
-	NoSpace bool `json:"nospace,omitempty"`
-	// Corrupt names the members (hex ids, 0: no majority) etcd's CORRUPT
-	// alarms name: the cluster refuses writes until they are handled.
-	Corrupt []string `json:"corrupt,omitempty"`
-	// Paused names the operator's pause when the cluster is paused.
-	Paused string `json:"paused,omitempty"`
-	Reason string `json:"reason"`
-	Time   string `json:"time"`
-	// CAMismatch, when set, names the CA this member runs with and the
-	// different one the coordinator holds (TLS auto): members that start
-	// without a saved CA take the coordinator's and cannot join.
-	CAMismatch *CAMismatch `json:"ca_mismatch,omitempty"`
-	// CertExpiry is when the first of this member's certificates and
-	// trusted CAs expires (RFC 3339), CertName which one it is.
-	CertExpiry string `json:"cert_expiry,omitempty"`
-	CertName   string `json:"cert_name,omitempty"`
-	// CertWarning names the certificates that expire within the warning
-	// window (certs.WarnBefore): the Consul check turns warning.
-	CertWarning string `json:"cert_warning,omitempty"`
-	// CA names the CA this member issues from and those it trusts (TLS
-	// auto), and the CA rotation phase it carried out.
-	CA *RotationView `json:"ca,omitempty"`
-}
 
 func (m *Member) setDecision(d planner.Decision) {
 	m.mu.Lock()
@@ -79,7 +33,7 @@ const QuotaWarnShare = 0.8
 
 // health is the /health verdict: a started, caught-up voting member of a
 // cluster with quorum. A linearizable read proves quorum.
-func (m *Member) health(ctx context.Context) (Status, error) {
+func (m *Member) health(ctx context.Context) (status.Member, error) {
 	m.mu.Lock()
 	st := m.status
 	e := m.etcd

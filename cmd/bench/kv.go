@@ -38,6 +38,9 @@ type cluster struct {
 	clis []*clientv3.Client
 	pids func() []int
 	stop func()
+	// sup and lay, for an etcd-nomad cluster: its members and files.
+	sup *localcluster.Supervisor
+	lay localcluster.Layout
 }
 
 // plainCluster starts 3 plain embedded etcd member processes.
@@ -81,16 +84,22 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []localcluster.MemberPo
 // managedCluster starts 3 etcd-nomad member processes (local package:
 // static provider, file-lock coordinator), TLS off like the plain side.
 func (e *runEnv) managedCluster(ctx context.Context, ports []localcluster.MemberPorts) (*cluster, error) {
+	return e.managedClusterIn(ctx, ports, "etcd-nomad", "kv-managed", localcluster.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute})
+}
+
+// managedClusterIn is managedCluster with its own name, directory (under
+// the scratch directory) and cluster options.
+func (e *runEnv) managedClusterIn(ctx context.Context, ports []localcluster.MemberPorts, name, dir string, o localcluster.Options) (*cluster, error) {
 	bin, err := e.etcdNomad(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, "kv-managed")}
-	if err := lay.WriteConfig(localcluster.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute}, ports); err != nil {
+	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, dir)}
+	if err := lay.WriteConfig(o, ports); err != nil {
 		return nil, err
 	}
 	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
-	c := &cluster{name: "etcd-nomad"}
+	c := &cluster{name: name, sup: sup, lay: lay}
 	c.stop = func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
 			e.log.Warn("stop etcd-nomad members", "error", err)

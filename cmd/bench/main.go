@@ -12,12 +12,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -38,6 +40,8 @@ func main() {
 			err = runSnapshotSave(os.Args[2:])
 		case "snapshot-restore":
 			err = runSnapshotRestore(os.Args[2:])
+		case "snapshot-stages":
+			err = runSnapshotStages(os.Args[2:])
 		default:
 			handled = false
 		}
@@ -70,6 +74,9 @@ type options struct {
 	jsonOut       string
 	mdOut         string
 	keep          bool
+	deltaInterval time.Duration
+	rpoWrite      time.Duration
+	replayEvents  int
 }
 
 func run(args []string) error {
@@ -77,7 +84,8 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here (the in-process parts: g.replay's restore)")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
 	fs.IntVar(&o.snapshotRound, "snapshot-rounds", 3, "save/restore rounds per side (the fastest counts)")
@@ -88,10 +96,24 @@ func run(args []string) error {
 	fs.StringVar(&o.jsonOut, "json", "bench-results.json", "JSON results file")
 	fs.StringVar(&o.mdOut, "markdown", "docs/benchmarks.md", "markdown results file (\"\" to skip)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
+	fs.DurationVar(&o.deltaInterval, "delta-interval", 5*time.Second, "delta_interval of the continuous backup figures (g)")
+	fs.DurationVar(&o.rpoWrite, "rpo-write", 20*time.Second, "how long the RPO figure writes before every data dir is lost")
+	fs.IntVar(&o.replayEvents, "replay-events", 1_000_000, "delta events after the full snapshot in the replay figure")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.snapshotBytes = *sizeMiB << 20
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	want := func(id string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+id+",") }
 
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Output: os.Stderr, Level: hclog.Info})
@@ -116,37 +138,71 @@ func run(args []string) error {
 	env := &runEnv{opts: o, log: log, self: self}
 	report := bench.Report{Started: start, Machine: bench.Describe(), Commit: gitCommit(o.repo)}
 
+	// A group that fails is reported (its error under the table, and the
+	// run's exit status) without losing the figures of the others.
+	var failures []string
+	failed := func(group string, err error) {
+		msg := fmt.Sprintf("%s not measured: %v", group, err)
+		if len(msg) > 600 {
+			msg = msg[:600] + "…"
+		}
+		log.Error(msg)
+		failures = append(failures, msg)
+		report.Notes = append(report.Notes, "**"+msg+"**")
+	}
 	if want("e") {
 		res, notes, err := env.snapshotFigures(ctx)
 		if err != nil {
-			return fmt.Errorf("snapshot figures: %w", err)
+			failed("snapshot figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("a") || want("f") {
 		res, notes, err := env.kvFigures(ctx, want("a"), want("f"))
 		if err != nil {
-			return fmt.Errorf("KV figures: %w", err)
+			failed("KV figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("b") || want("c") {
 		res, notes, err := env.nomadFigures(ctx)
 		if err != nil {
-			return fmt.Errorf("Nomad figures: %w", err)
+			failed("Nomad figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
 	}
 	if want("d") {
 		res, notes, err := env.recoveryFigure(ctx)
 		if err != nil {
-			return fmt.Errorf("quorum-loss figure: %w", err)
+			failed("quorum-loss figure", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
 		}
-		report.Results = append(report.Results, res...)
-		report.Notes = append(report.Notes, notes...)
+	}
+	if want("g") || want("g.replay") {
+		res, notes, err := env.backupFigures(ctx, want("g"))
+		if err != nil {
+			failed("continuous backup figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
+		}
+	}
+	if want("h") {
+		res, notes, err := env.hostsFigures(ctx)
+		if err != nil {
+			failed("multi-host figures", err)
+		} else {
+			report.Results = append(report.Results, res...)
+			report.Notes = append(report.Notes, notes...)
+		}
 	}
 	for i := range report.Results {
 		report.Results[i].Judge()
@@ -172,6 +228,9 @@ func run(args []string) error {
 		}
 	}
 	log.Info("benchmarks done", "took", report.Took.Round(time.Second), "json", o.jsonOut, "markdown", o.mdOut)
+	if len(failures) > 0 {
+		return errors.New(strings.Join(failures, "; "))
+	}
 	return nil
 }
 

@@ -13,10 +13,12 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -128,7 +130,7 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-yes", "-address", nomad.Addr, nomadJob).Run()
 		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()
-		if err := jobs.WaitStopped(sctx, ncli, nomadJob, ""); err != nil {
+		if err := nomadglue.WaitStopped(sctx, ncli, nomadJob, ""); err != nil {
 			e.log.Warn("job did not stop", "error", err)
 		}
 		_ = exec.Command(nomadBin, "job", "stop", "-detach", "-purge", "-yes", "-address", nomad.Addr, nomadJob).Run()
@@ -141,10 +143,14 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 		}
 		return ch.Passing == 3 && ch.Total == 3, fmt.Sprintf("%d/%d passing: %s", ch.Passing, ch.Total, strings.Join(ch.Lines, ", "))
 	}
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return nil, nil, err
+	}
 	gather := func() (status.Cluster, error) {
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		return status.Gather(sctx, cl)
+		return status.Gather(sctx, bc)
 	}
 
 	// What `etcd-nomad job run` does first (not timed): the key that

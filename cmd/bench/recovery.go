@@ -10,10 +10,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // recoveryGrace is the recovery_grace of the quorum-loss figure: the
@@ -81,7 +81,7 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 		if diags.HasErrors() {
 			return 0, "", fmt.Errorf("recovery definition: %s", diags.Error())
 		}
-		co, err := status.Coordinator(cl)
+		co, err := backends.Coordinator(cl)
 		if err != nil {
 			return 0, "", err
 		}

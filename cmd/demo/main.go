@@ -21,9 +21,11 @@ import (
 	consulapi "github.com/hashicorp/consul/api"
 	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -180,7 +182,7 @@ func up(dir, bin string) error {
 	if err := run.Run(); err != nil {
 		return fmt.Errorf("nomad job run: %w", err)
 	}
-	if err := jobs.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
+	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
 		return err
 	}
 	step("waiting for 3 passing Consul checks")
@@ -203,7 +205,11 @@ func up(dir, bin string) error {
 	fmt.Printf("\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
 	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 	defer scancel()
-	cs, err := status.Gather(sctx, cl)
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return err
+	}
+	cs, err := status.Gather(sctx, bc)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,13 +12,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/cli"
-	nomadapi "github.com/hashicorp/nomad/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
-	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 type envCommand struct {
@@ -64,16 +63,11 @@ Options:
 }
 
 func (c *envCommand) Run(args []string) int {
-	fs := flag.NewFlagSet("env", flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags("env")
 	user := fs.String("user", certs.RootUser, "")
 	ttl := fs.Duration("ttl", defaultEnvTTL, "")
 	dir := fs.String("dir", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
 		return 1
 	}
@@ -101,7 +95,7 @@ type envOptions struct {
 
 // envLine returns the export line and a note for the operator.
 func envLine(ctx context.Context, cl *config.Cluster, o envOptions) (line, note string, err error) {
-	eps, err := status.ClientEndpoints(ctx, cl)
+	eps, err := backends.ClientEndpoints(ctx, cl)
 	if err != nil {
 		return "", "", err
 	}
@@ -131,12 +125,12 @@ func envLine(ctx context.Context, cl *config.Cluster, o envOptions) (line, note 
 
 // operatorCert issues a client certificate for o.User and writes it with
 // the CA certificate into the env directory. The CA comes from
-// task.ClusterCA, the one place the CLI obtains the cluster CA's signer.
+// clusterca.Read, the one place the CLI obtains the cluster CA's signer.
 func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.Files, time.Time, error) {
 	if o.TTL <= 0 {
 		return certs.Files{}, time.Time{}, fmt.Errorf("-ttl %s: must be positive", o.TTL)
 	}
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return certs.Files{}, time.Time{}, err
 	}
@@ -144,8 +138,8 @@ func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.
 	if err != nil {
 		return certs.Files{}, time.Time{}, err
 	}
-	ca, err := task.ClusterCA(ctx, co, cl.Name, kek)
-	if errors.Is(err, task.ErrCASealed) {
+	ca, err := clusterca.Read(ctx, co, cl.Name, kek)
+	if errors.Is(err, clusterca.ErrCASealed) {
 		err = fmt.Errorf("%w: an operator certificate is issued from the cluster CA, whose key Consul keeps sealed: "+
 			"set %s to the cluster's key, or give this shell a Nomad token that may read the variable %s (item %s)",
 			err, certs.KEKEnv, jobs.TokenVariable(cl.Nomad.Job), jobs.CAKEKKey)
@@ -244,11 +238,11 @@ func shellQuote(s string) string {
 // members read it. nil when neither has one (a local coordinator keeps
 // the CA unsealed).
 func operatorKEK(ctx context.Context, cl *config.Cluster) ([]byte, error) {
-	kek, err := task.KEKFromEnv()
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil || kek != nil || cl.Provider.Kind != config.ProviderNomad {
 		return kek, err
 	}
-	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	cli, err := nomadglue.Client()
 	if err != nil {
 		return nil, err
 	}

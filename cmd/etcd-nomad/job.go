@@ -12,10 +12,10 @@ import (
 
 	"github.com/hashicorp/cli"
 	consulapi "github.com/hashicorp/consul/api"
-	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 type jobCommand struct{}
@@ -116,9 +116,9 @@ func (c *jobRunCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
+	cli, err := nomadglue.Client()
 	if err != nil {
-		c.ui.Error(fmt.Sprintf("nomad client: %v", err))
+		c.ui.Error(err.Error())
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

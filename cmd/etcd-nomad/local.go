@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -152,11 +153,16 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay localcluster.Layou
 	if cl == nil {
 		return 1
 	}
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for {
 		sctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		st, err := status.Gather(sctx, cl)
+		st, err := status.Gather(sctx, bc)
 		cancel()
 		healthy := 0
 		for _, m := range st.Members {
@@ -190,7 +196,10 @@ func (c *localUpCommand) waitHealthy(ctx context.Context, lay localcluster.Layou
 		c.ui.Error(fmt.Sprintf("issue client certificate: %v", err))
 		return 1
 	}
-	st, _ := status.Gather(ctx, cl)
+	var st status.Cluster
+	if bc, err := backends.OpenClient(cl); err == nil {
+		st, _ = status.Gather(ctx, bc)
+	}
 	c.ui.Output("\n" + status.Format(st) + "\n")
 	var eps []string
 	for _, m := range cl.Provider.Static {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,15 +12,11 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/identity"
-	"github.com/etcd-nomad/etcd-nomad/provider/asg"
-	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
-	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
-	nomadapi "github.com/hashicorp/nomad/api"
 )
 
 type memberCommand struct{ ui cli.Ui }
@@ -63,90 +58,27 @@ func (c *memberCommand) Run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
-	co, err := status.Coordinator(cl)
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	opts := task.Options{Cluster: cl, Name: *name, Coordinator: co, Logger: log}
-	if opts.CAKEK, err = task.KEKFromEnv(); err != nil {
+	parts, err := backends.OpenMember(ctx, cl, *name, log)
+	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
+	if parts.Static != nil {
+		go watchStatic(ctx, log, *path, parts.Static)
+	}
+	opts := task.Options{Cluster: cl, Name: parts.Name, Coordinator: parts.Coordinator, Provider: parts.Provider, Self: parts.Self,
+		Identities: parts.Identities, CAKEK: kek, Logger: log}
 	if cl.Provider.Kind == config.ProviderNomad {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
 	}
-	switch cl.Provider.Kind {
-	case config.ProviderStatic:
-		if *name == "" {
-			c.ui.Error("the static provider needs -name")
-			return 1
-		}
-		prov := static.New(cl.Provider.Static)
-		go watchStatic(ctx, log, *path, prov)
-		opts.Provider = prov
-	case config.ProviderNomad:
-		self, alloc, err := nomad.SelfFromEnv()
-		if err != nil {
-			c.ui.Error(err.Error())
-			return 1
-		}
-		cli, err := nomadapi.NewClient(nomadapi.DefaultConfig())
-		if err != nil {
-			c.ui.Error(fmt.Sprintf("nomad client: %v", err))
-			return 1
-		}
-		job := firstOf(cl.Provider.Nomad.Job, os.Getenv("NOMAD_JOB_ID"), cl.Nomad.Job)
-		group := firstOf(os.Getenv("NOMAD_GROUP_NAME"), cl.Provider.Nomad.Group)
-		ns := firstOf(cl.Provider.Nomad.Namespace, os.Getenv("NOMAD_NAMESPACE"))
-		prov := nomad.New(nomad.Options{Client: cli, Namespace: ns, Job: job, Group: group, SelfAlloc: alloc, Logger: log.Named("nomad")})
-		go prov.Watch(ctx)
-		opts.Provider = prov
-		// Workloads trade their identity for a client certificate
-		// (access block): verified against this Nomad cluster's keys.
-		opts.Identities = &identity.Verifier{Keys: identity.NomadJWKS{Client: cli}}
-		if a := cl.Provider.Nomad.ASG; a != nil {
-			group, err := asg.New(ctx, asg.Options{Group: a.Name, Region: a.Region, Endpoint: a.Endpoint, SelfID: "-", LifecycleHook: a.LifecycleHook})
-			if err != nil {
-				c.ui.Error(err.Error())
-				return 1
-			}
-			opts.Provider = &asg.OnNomad{Allocs: prov, Group: group, Nodes: &asg.NomadNodes{Client: cli, Attribute: cl.Provider.Nomad.NodeAttribute}}
-		}
-		opts.Self = &self
-		if opts.Name == "" {
-			opts.Name = self.Name
-		}
-	case config.ProviderASG:
-		// -name is the instance id; without it, IMDS says.
-		prov, err := asg.New(ctx, status.ASGOptions(cl, *name))
-		if err != nil {
-			c.ui.Error(err.Error())
-			return 1
-		}
-		self, err := prov.Self(ctx)
-		if err != nil {
-			c.ui.Error(err.Error())
-			return 1
-		}
-		opts.Provider, opts.Self, opts.Name = prov, &self, self.Name
-	default:
-		c.ui.Error(fmt.Sprintf("provider %q cannot run members in this build", cl.Provider.Kind))
-		return 1
-	}
-	if cl.Snapshot != nil {
-		store, err := open.StoreWithLog(ctx, cl, log.Named("snapshots"))
-		if err != nil {
-			c.ui.Error(err.Error())
-			return 1
-		}
-		enc, err := open.Encryption(cl)
-		if err != nil {
-			c.ui.Error(err.Error())
-			return 1
-		}
-		opts.Snapshots = &task.Snapshots{Store: store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
+	if parts.Store != nil {
+		opts.Snapshots = &task.Snapshots{Store: parts.Store, Encryption: parts.Encryption, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
 	}
 	m, err := task.New(ctx, opts)
 	if err != nil {
@@ -188,13 +120,4 @@ func watchStatic(ctx context.Context, log hclog.Logger, path string, p *static.P
 		p.Set(cl.Provider.Static)
 		log.Info("member list reloaded", "file", path, "members", len(cl.Provider.Static))
 	}
-}
-
-func firstOf(vals ...string) string {
-	for _, v := range vals {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"os/user"
@@ -11,9 +10,9 @@ import (
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 type pauseCommand struct {
@@ -56,14 +55,9 @@ func (c *pauseCommand) Run(args []string) int {
 	if c.resume {
 		name = "resume"
 	}
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags(name)
 	reason := fs.String("reason", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
 		return 1
 	}
@@ -76,13 +70,13 @@ func (c *pauseCommand) Run(args []string) int {
 	if c.resume {
 		c.ui.Output(fmt.Sprintf("cluster %s resumed: members act again at their next loop", cl.Name))
 	} else {
-		c.ui.Output(fmt.Sprintf("cluster %s paused: members hold every change from their next loop; 'etcd-nomad resume -config %s' lifts it", cl.Name, *path))
+		c.ui.Output(fmt.Sprintf("cluster %s paused: members hold every change from their next loop; 'etcd-nomad resume -config %s' lifts it", cl.Name, *fs.path))
 	}
 	return 0
 }
 
 func setPause(ctx context.Context, cl *config.Cluster, on bool, reason string) error {
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
 	}

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -47,14 +47,9 @@ Options:
 }
 
 func (c *recoverCommand) Run(args []string) int {
-	fs := flag.NewFlagSet("recover", flag.ContinueOnError)
-	path := fs.String("config", "", "")
+	fs := newClusterFlags("recover")
 	from := fs.String("from", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" || *from == "" || fs.NArg() != 0 {
-		c.ui.Error(c.Help())
-		return 1
-	}
-	cl := loadConfig(c.ui, *path)
+	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
 	}
@@ -73,7 +68,7 @@ func (c *recoverCommand) Run(args []string) int {
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
 func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coord.Record, error) {
-	co, err := status.Coordinator(cl)
+	co, err := backends.OpenClient(cl)
 	if err != nil {
 		return coord.Record{}, err
 	}
@@ -93,7 +88,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coor
 	case !errors.Is(err, coord.ErrNoRecord):
 		return coord.Record{}, err
 	}
-	st, err := status.Gather(ctx, cl)
+	st, err := status.Gather(ctx, co)
 	if err != nil {
 		return coord.Record{}, err
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -17,14 +16,15 @@ import (
 	"github.com/hashicorp/cli"
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -44,23 +44,18 @@ type snapshotEnv struct {
 	enc   snapshot.Encryption
 }
 
-func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs *flag.FlagSet, args []string, help string) (*snapshotEnv, *flag.FlagSet, bool) {
-	path := fs.String("config", "", "")
-	if err := fs.Parse(args); err != nil || *path == "" {
-		ui.Error(help)
-		return nil, fs, false
-	}
-	cl := loadConfig(ui, *path)
+func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs clusterFlags, args []string, help string) (*snapshotEnv, clusterFlags, bool) {
+	cl := fs.load(ui, help, args, true)
 	if cl == nil {
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
-	store, err := open.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
+	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
 	}
-	enc, err := open.Encryption(cl)
+	enc, err := backends.Encryption(cl)
 	if err != nil {
 		ui.Error(err.Error())
 		return nil, fs, false
@@ -116,7 +111,7 @@ Usage: etcd-nomad snapshot save -config FILE
 func (c *snapshotSaveCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot save", flag.ContinueOnError), args, c.Help())
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot save"), args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -148,7 +143,11 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 // (the first the status lists) and what the snapshot is of.
 func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, snapshot.Source, error) {
 	src := snapshot.Source{Cluster: cl.Name}
-	st, err := status.Gather(ctx, cl)
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return snapshot.From{}, src, err
+	}
+	st, err := status.Gather(ctx, bc)
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
@@ -162,18 +161,18 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 		return snapshot.From{}, src, errors.New("no healthy member to take a snapshot from")
 	}
 	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
 	// The stream is the whole database: it takes a certificate from the
 	// cluster CA itself, whose key Consul keeps sealed (ETCD_NOMAD_CA_KEK).
-	kek, err := task.KEKFromEnv()
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
-	tc, _, err := status.EtcdClientTLS(ctx, cl, co, kek)
-	if errors.Is(err, task.ErrCASealed) {
+	tc, _, err := backends.EtcdTLS(ctx, cl, co, kek)
+	if errors.Is(err, clusterca.ErrCASealed) {
 		err = fmt.Errorf("%w: snapshot save streams the whole database from etcd's client port, which takes a certificate from the cluster CA; "+
 			"set %s to the cluster's key (nomad var get -item %s nomad/jobs/<job>)", err, certs.KEKEnv, jobs.CAKEKKey)
 	}
@@ -193,7 +192,7 @@ func (c *snapshotListCommand) Help() string {
 func (c *snapshotListCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, _, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot list", flag.ContinueOnError), args, c.Help())
+	env, _, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot list"), args, c.Help())
 	if !ok {
 		return 1
 	}
@@ -235,7 +234,7 @@ Usage: etcd-nomad snapshot verify -config FILE NAME|latest
 func (c *snapshotVerifyCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	env, fs, ok := loadSnapshotEnv(ctx, c.ui, flag.NewFlagSet("snapshot verify", flag.ContinueOnError), args, c.Help())
+	env, fs, ok := loadSnapshotEnv(ctx, c.ui, newClusterFlags("snapshot verify"), args, c.Help())
 	if !ok || fs.NArg() != 1 {
 		if ok {
 			c.ui.Error(c.Help())
@@ -288,7 +287,7 @@ Options:
 func (c *snapshotRestoreCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
-	fs := flag.NewFlagSet("snapshot restore", flag.ContinueOnError)
+	fs := newClusterFlags("snapshot restore")
 	member := fs.String("member", "", "")
 	bump := fs.Uint64("revision-bump", 0, "")
 	noDeltas := fs.Bool("no-deltas", false, "")
@@ -308,7 +307,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 
 func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
 	cl := env.cl
-	insts, err := status.Instances(ctx, cl)
+	insts, err := backends.Instances(ctx, cl)
 	if err != nil {
 		return err
 	}
@@ -325,7 +324,11 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if peerURL == "" {
 		return fmt.Errorf("member %q is not among the provider's instances", member)
 	}
-	if st, err := status.Gather(ctx, cl); err == nil {
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		return err
+	}
+	if st, err := status.Gather(ctx, bc); err == nil {
 		for _, m := range st.Members {
 			if m.Name == member && m.Running {
 				return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
@@ -336,7 +339,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
-	co, err := status.Coordinator(cl)
+	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/hashicorp/cli"
@@ -72,7 +73,13 @@ func (c *statusCommand) Run(args []string) int {
 			return 1
 		}
 	}
-	st, err := status.GatherWithCA(ctx, cl, ca)
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		c.ui.Error(err.Error())
+		return 1
+	}
+	bc.CA = ca
+	st, err := status.Gather(ctx, bc)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1

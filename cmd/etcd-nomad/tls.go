@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"flag"
+	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"os"
 	"os/signal"
 	"strings"
@@ -87,22 +89,23 @@ func (c *rotateCACommand) Run(args []string) int {
 	defer cancel()
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	defer cancelT()
-	co, err := status.Coordinator(cl)
+	bc, err := backends.OpenClient(cl)
 	if err != nil {
 		c.ui.Error("tls rotate-ca: " + err.Error())
 		return 1
 	}
-	kek, err := task.KEKFromEnv()
+	co := bc.Coordinator
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil {
 		c.ui.Error("tls rotate-ca: " + err.Error())
 		return 1
 	}
 	start := time.Now()
 	err = task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, RetireAfter: *retire,
-		Members: func(ctx context.Context) ([]task.Status, error) {
+		Members: func(ctx context.Context) ([]status.Member, error) {
 			gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
-			st, err := status.Gather(gctx, cl)
+			st, err := status.Gather(gctx, bc)
 			return st.Members, err
 		},
 		Progress: func(s string) { c.ui.Output(time.Since(start).Round(100*time.Millisecond).String() + " " + s) },

@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
@@ -157,7 +158,11 @@ func startBed(t *testing.T) *bed {
 func (b *bed) members() (status.Cluster, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	return status.Gather(ctx, b.cl)
+	bc, err := backends.OpenClient(b.cl)
+	if err != nil {
+		return status.Cluster{}, err
+	}
+	return status.Gather(ctx, bc)
 }
 
 // hostOf is the testbed host a member's peer URL names.
@@ -219,13 +224,13 @@ func (b *bed) clientOn(h *devagents.Host) *clientv3.Client {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	co, err := status.Coordinator(b.cl)
+	co, err := backends.Coordinator(b.cl)
 	if err != nil {
 		b.t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	tc, _, err := status.EtcdClientTLS(ctx, b.cl, co, b.kek)
+	tc, _, err := backends.EtcdTLS(ctx, b.cl, co, b.kek)
 	if err != nil {
 		b.t.Fatal(err)
 	}

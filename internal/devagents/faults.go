@@ -43,11 +43,35 @@ func (tb *Testbed) CutFromServers(h *Host) error {
 	return tb.Partition([]*Host{h}, tb.Servers)
 }
 
-// Heal removes every blackhole route the testbed added.
+// Unplug takes h's link down (its veth on the bridge side), as a pulled
+// cable: h reaches no other host and this process no longer reaches h,
+// while everything on h runs on. Heal plugs it back in.
+func (tb *Testbed) Unplug(h *Host) error {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	if err := ipCmd("link", "set", h.NS, "down"); err != nil {
+		return fmt.Errorf("unplug host %s: %w", h.Name, err)
+	}
+	tb.unplugged[h.Name] = true
+	return nil
+}
+
+// Heal removes every blackhole route the testbed added and plugs every
+// unplugged host back in.
 func (tb *Testbed) Heal() error {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	var errs []error
+	for _, h := range tb.Hosts() {
+		if !tb.unplugged[h.Name] {
+			continue
+		}
+		if err := ipCmd("link", "set", h.NS, "up"); err != nil {
+			errs = append(errs, fmt.Errorf("plug host %s in: %w", h.Name, err))
+			continue
+		}
+		delete(tb.unplugged, h.Name)
+	}
 	for _, h := range tb.Hosts() {
 		for ip := range tb.blocked[h.Name] {
 			if err := ipCmd("-n", h.NS, "route", "del", "blackhole", ip+"/32"); err != nil {
@@ -60,11 +84,15 @@ func (tb *Testbed) Heal() error {
 	return errors.Join(errs...)
 }
 
-// Blocked lists the blocked directions as "from->to" host names, sorted.
+// Blocked lists the blocked directions as "from->to" host names and the
+// unplugged hosts as "name unplugged", sorted.
 func (tb *Testbed) Blocked() []string {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
 	var out []string
+	for name := range tb.unplugged {
+		out = append(out, name+" unplugged")
+	}
 	for from, ips := range tb.blocked {
 		for ip := range ips {
 			to := ip

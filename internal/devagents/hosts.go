@@ -47,7 +47,9 @@ type Testbed struct {
 	// addresses it cannot reach.
 	mu      sync.Mutex
 	blocked map[string]map[string]bool
-	closed  bool
+	// unplugged are the hosts whose link Unplug took down.
+	unplugged map[string]bool
+	closed    bool
 }
 
 // Host is one machine of a Testbed.
@@ -75,6 +77,9 @@ type HostsOptions struct {
 	Servers int
 	// Clients is the number of client hosts, 1 to 9 (default 5).
 	Clients int
+	// LogRequests: the client hosts' agents log at DEBUG, which logs
+	// every HTTP request they serve (Host.Requests counts them).
+	LogRequests bool
 }
 
 // testbedSeq numbers the testbeds of this process.
@@ -127,7 +132,7 @@ func StartHosts(ctx context.Context, o HostsOptions) (*Testbed, error) {
 	if err != nil {
 		return nil, err
 	}
-	tb := &Testbed{Name: name, Dir: dir, bridge: name + "-br", blocked: map[string]map[string]bool{}}
+	tb := &Testbed{Name: name, Dir: dir, bridge: name + "-br", blocked: map[string]map[string]bool{}, unplugged: map[string]bool{}}
 	if err := tb.build(o, consulBin, nomadBin); err != nil {
 		tb.Close()
 		return nil, err
@@ -159,6 +164,10 @@ func (tb *Testbed) build(o HostsOptions, consulBin, nomadBin string) error {
 		}
 		if err := tb.configure(h, consulBin, nomadBin); err != nil {
 			return err
+		}
+		if o.LogRequests && !h.Server {
+			h.Consul.args = append(h.Consul.args, "-log-level=debug")
+			h.Nomad.args = append(h.Nomad.args, "-log-level=debug")
 		}
 		if err := h.spawnAgents(os.O_TRUNC); err != nil {
 			return err
@@ -533,9 +542,20 @@ func (h *Host) nodeID(ctx context.Context) (string, error) {
 }
 
 // NodeID returns the Nomad node id of client host h, as its agent
-// reports it.
+// reports it, polling until the client is registered (it has heartbeated
+// within its TTL: just after a partition it may not have yet) or ctx ends.
 func (tb *Testbed) NodeID(ctx context.Context, h *Host) (string, error) {
-	return h.nodeID(ctx)
+	for {
+		id, err := h.nodeID(ctx)
+		if err == nil {
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // Close tears the testbed down even half built: every process in each

@@ -59,9 +59,45 @@ func canDial(from *Host, addr string) error {
 // everything on the host, and Close leaves nothing behind (no namespace,
 // link, process, mount or directory).
 func TestTestbed(t *testing.T) {
-	tb := startTestbed(t, HostsOptions{Servers: 1, Clients: 2})
+	tb := startTestbed(t, HostsOptions{Servers: 1, Clients: 2, LogRequests: true})
 	s1, c1, c2 := tb.Servers[0], tb.Clients[0], tb.Clients[1]
 	consulOf := func(h *Host) string { return net.JoinHostPort(h.IP, "8500") }
+
+	// The client hosts' agents log each request they serve: a blocking
+	// query (an index) and a plain one show up, counted once each.
+	mark, err := c1.Mark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range []string{c1.Consul.Addr + "/v1/kv/counted?index=1&wait=1s", c1.Nomad.Addr + "/v1/status/leader"} {
+		var v any
+		if err := getJSON(context.Background(), u, &v); err != nil && !strings.Contains(err.Error(), "404") {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+	}
+	// An agent logs a request once it has answered it: poll its log.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		reqs, err := c1.Requests(mark)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[Request]int{{"consul", "GET", "/v1/kv/counted", true}: 1, {"nomad", "GET", "/v1/status/leader", false}: 1}
+		for _, r := range reqs {
+			if _, ok := want[r]; ok {
+				want[r]--
+			}
+		}
+		left := 0
+		for _, n := range want {
+			left += max(n, 0)
+		}
+		if left == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agents' logs name %+v, not once each of the two requests made (left: %v)", reqs, want)
+		}
+	}
 
 	for _, h := range tb.Hosts() {
 		// Loopback is up and the agents listen on it, in the host's
@@ -97,16 +133,60 @@ func TestTestbed(t *testing.T) {
 	if canDial(c2, consulOf(s1)) == nil {
 		t.Error("c2 cut from the servers, yet it reaches s1")
 	}
+	if err := tb.Unplug(c1); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tb.Blocked(), " "); got != "c1 unplugged c1->c2 c2->c1 c2->s1 s1->c2" {
+		t.Errorf("blocked: %s", got)
+	}
+	if canDial(c1, consulOf(s1)) == nil || canDial(s1, consulOf(c1)) == nil {
+		t.Error("c1 unplugged, yet it reaches s1 or s1 reaches it")
+	}
+	if err := canDial(c1, "127.0.0.1:8500"); err != nil {
+		t.Errorf("c1 unplugged: its own Consul agent: %v", err)
+	}
 	if err := tb.Heal(); err != nil {
 		t.Fatal(err)
 	}
 	if b := tb.Blocked(); len(b) != 0 {
 		t.Errorf("blocked after Heal: %v", b)
 	}
-	for _, p := range [][2]*Host{{c1, c2}, {c2, c1}, {c2, s1}} {
-		if err := canDial(p[0], consulOf(p[1])); err != nil {
-			t.Errorf("after Heal %s cannot reach %s: %v", p[0].Name, p[1].Name, err)
+	// A host plugged back in resolves its neighbours again first.
+	for _, p := range [][2]*Host{{c1, c2}, {c2, c1}, {c2, s1}, {c1, s1}, {s1, c1}} {
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			err := canDial(p[0], consulOf(p[1]))
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("after Heal %s cannot reach %s: %v", p[0].Name, p[1].Name, err)
+				break
+			}
 		}
+	}
+	if err := tb.CutFromServers(c2); err != nil {
+		t.Fatal(err)
+	}
+	// Cut off past its heartbeat TTL, c2's Nomad client is no longer
+	// registered; NodeID waits for its next heartbeat after the heal
+	// rather than failing (chaos-hosts drained a host just healed).
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		if _, err := c2.nodeID(context.Background()); err != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("c2's Nomad client cut off from the servers for a minute, still registered")
+		}
+	}
+	healed := make(chan error, 1)
+	go func() { healed <- tb.Heal() }()
+	nctx, ncancel := context.WithTimeout(context.Background(), time.Minute)
+	if _, err := tb.NodeID(nctx, c2); err != nil {
+		t.Errorf("NodeID after the heal: %v", err)
+	}
+	ncancel()
+	if err := <-healed; err != nil {
+		t.Fatal(err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)

@@ -1,30 +1,22 @@
 // Package nomad is the provider for members that run as the allocations of
 // a Nomad job's task group. It watches the job's allocations with blocking
 // queries (one long-poll at a time, not tight polling), serves the latest
-// list from memory, and reads its own identity from the NOMAD_* variables
-// Nomad sets in every task.
+// list from memory. What is Nomad's own (port labels, member names, the
+// NOMAD_* identity, ACL refusals) is in the top-level package nomad.
 package nomad
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/nomad/api"
 
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-)
-
-// Port labels of the rendered job's group network.
-const (
-	PortClient = "client"
-	PortPeer   = "peer"
-	PortStatus = "status"
 )
 
 // waitTime bounds one blocking query; an idle member asks Nomad about
@@ -60,15 +52,6 @@ type Provider struct {
 
 var _ provider.Provider = (*Provider)(nil)
 
-// MemberName is the name a fresh member of allocation allocID takes. Once
-// the member has data, the name persisted there is its identity.
-func MemberName(group, allocID string) string {
-	if len(allocID) > 8 {
-		allocID = allocID[:8]
-	}
-	return group + "-" + allocID
-}
-
 // New returns a provider; call Watch to keep it current.
 func New(o Options) *Provider {
 	if o.Logger == nil {
@@ -99,7 +82,7 @@ func (p *Provider) Watch(ctx context.Context) {
 		p.mu.Lock()
 		p.lastErr = err
 		p.mu.Unlock()
-		if errors.Is(err, ErrDenied) {
+		if errors.Is(err, nomadglue.ErrDenied) {
 			p.deniedOnce.Do(func() { close(p.denied) })
 		}
 		p.o.Logger.Warn("watch allocations", "job", p.o.Job, "error", err)
@@ -137,7 +120,7 @@ func (p *Provider) poll(ctx context.Context, index uint64) (uint64, error) {
 // readErr names the read that failed: a refusal by Nomad's ACLs becomes a
 // DeniedError (which names the operation itself), anything else is wrapped.
 func readErr(cli *api.Client, op string, err error) error {
-	if d := Denied(cli, op, NeedRead, err); errors.Is(d, ErrDenied) {
+	if d := nomadglue.Denied(cli, op, nomadglue.NeedRead, err); errors.Is(d, nomadglue.ErrDenied) {
 		return d
 	}
 	return fmt.Errorf("%s: %w", op, err)
@@ -198,18 +181,18 @@ func instance(group string, a *api.AllocationListStub) (provider.Instance, bool)
 	case api.AllocClientStatusComplete, api.AllocClientStatusFailed:
 		return provider.Instance{}, false
 	}
-	in := provider.Instance{Name: MemberName(group, a.ID)}
+	in := provider.Instance{Name: nomadglue.MemberName(group, a.ID)}
 	if a.AllocatedResources != nil {
 		for _, pm := range a.AllocatedResources.Shared.Ports {
 			if in.Address == "" {
 				in.Address = pm.HostIP
 			}
 			switch pm.Label {
-			case PortClient:
+			case nomadglue.PortClient:
 				in.ClientPort = pm.Value
-			case PortPeer:
+			case nomadglue.PortPeer:
 				in.PeerPort = pm.Value
-			case PortStatus:
+			case nomadglue.PortStatus:
 				in.StatusPort = pm.Value
 			}
 		}
@@ -267,7 +250,7 @@ func (p *Provider) NodeOf(name string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, a := range p.allocs {
-		if MemberName(p.o.Group, a.ID) == name {
+		if nomadglue.MemberName(p.o.Group, a.ID) == name {
 			return a.NodeID, true
 		}
 	}
@@ -294,7 +277,7 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 	}
 	a, _, err := p.o.Client.Allocations().Info(p.o.SelfAlloc, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
 	if err != nil {
-		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, NeedRead, err))
+		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, nomadglue.Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, nomadglue.NeedRead, err))
 	}
 	return a.DesiredStatus != api.AllocDesiredStatusRun, nil
 }
@@ -309,7 +292,7 @@ func (p *Provider) Inherited(ctx context.Context) (bool, error) {
 	}
 	a, _, err := p.o.Client.Allocations().Info(p.o.SelfAlloc, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
 	if err != nil {
-		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, NeedRead, err))
+		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, nomadglue.Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, nomadglue.NeedRead, err))
 	}
 	if a.NextAllocation == "" {
 		return false, nil
@@ -332,29 +315,4 @@ func (p *Provider) inheritsData(ctx context.Context, id string) bool {
 		}
 	}
 	return false
-}
-
-// SelfFromEnv builds this member's instance from the variables Nomad sets
-// in the task: NOMAD_ALLOC_ID, NOMAD_GROUP_NAME, NOMAD_IP_<label>,
-// NOMAD_PORT_<label>.
-func SelfFromEnv() (provider.Instance, string, error) {
-	alloc := os.Getenv("NOMAD_ALLOC_ID")
-	group := os.Getenv("NOMAD_GROUP_NAME")
-	if alloc == "" || group == "" {
-		return provider.Instance{}, "", errors.New("NOMAD_ALLOC_ID and NOMAD_GROUP_NAME are not set: the nomad provider runs inside a Nomad allocation")
-	}
-	in := provider.Instance{Name: MemberName(group, alloc), Address: os.Getenv("NOMAD_IP_" + PortPeer)}
-	var err error
-	for label, dst := range map[string]*int{PortClient: &in.ClientPort, PortPeer: &in.PeerPort, PortStatus: &in.StatusPort} {
-		v := os.Getenv("NOMAD_PORT_" + label)
-		n, perr := strconv.Atoi(v)
-		if perr != nil {
-			err = errors.Join(err, fmt.Errorf("NOMAD_PORT_%s=%q: the group needs a network port labelled %q", label, v, label))
-		}
-		*dst = n
-	}
-	if in.Address == "" {
-		err = errors.Join(err, errors.New("NOMAD_IP_peer is not set"))
-	}
-	return in, alloc, err
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
@@ -14,9 +15,9 @@ func stub(id, group, client, desired string, withPorts bool) *api.AllocationList
 	a := &api.AllocationListStub{ID: id, TaskGroup: group, ClientStatus: client, DesiredStatus: desired}
 	if withPorts {
 		a.AllocatedResources = &api.AllocatedResources{Shared: api.AllocatedSharedResources{Ports: []api.PortMapping{
-			{Label: PortClient, Value: 2379, HostIP: "10.0.0.1"},
-			{Label: PortPeer, Value: 2380, HostIP: "10.0.0.1"},
-			{Label: PortStatus, Value: 2381, HostIP: "10.0.0.1"},
+			{Label: nomadglue.PortClient, Value: 2379, HostIP: "10.0.0.1"},
+			{Label: nomadglue.PortPeer, Value: 2380, HostIP: "10.0.0.1"},
+			{Label: nomadglue.PortStatus, Value: 2381, HostIP: "10.0.0.1"},
 		}}}
 	}
 	return a

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
@@ -69,7 +70,7 @@ func gatedJob(id, gate string) *api.Job {
 	job.Datacenters = []string{"dc1"}
 	tg := api.NewTaskGroup("etcd", 1)
 	tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{
-		{Label: nomad.PortClient}, {Label: nomad.PortPeer}, {Label: nomad.PortStatus},
+		{Label: nomadglue.PortClient}, {Label: nomadglue.PortPeer}, {Label: nomadglue.PortStatus},
 	}}}
 	tg.RestartPolicy = &api.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
 	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: ptr(0), Unlimited: ptr(false)}

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/open"
 )
 
 // TestStoreOverTLSWithCAFile: the S3 store opened from a cluster
@@ -62,7 +62,7 @@ func TestStoreOverTLSWithCAFile(t *testing.T) {
 		return cl
 	}
 
-	untrusted, err := open.Store(ctx, load(""))
+	untrusted, err := backends.Store(ctx, load(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestStoreOverTLSWithCAFile(t *testing.T) {
 		t.Fatalf("list without ca_file: %v, want a certificate error", err)
 	}
 
-	store, err := open.Store(ctx, load(`ca_file = "tls/ca.crt"`))
+	store, err := backends.Store(ctx, load(`ca_file = "tls/ca.crt"`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -175,7 +176,7 @@ func (j Job) Stop(t testing.TB, timeout time.Duration) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := jobs.WaitStopped(ctx, j.API, j.Name, ""); err != nil {
+	if err := nomadglue.WaitStopped(ctx, j.API, j.Name, ""); err != nil {
 		t.Error(err)
 	}
 }

@@ -1,7 +1,7 @@
-// Package open turns a cluster definition's snapshot block into a store and
-// an encryption setting. It fails closed: asked to encrypt without a key,
-// it refuses rather than write plaintext.
-package open
+package backends
+
+// The snapshot store and its encryption. They fail closed: asked to
+// encrypt without a key, Encryption refuses rather than write plaintext.
 
 import (
 	"context"

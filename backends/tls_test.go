@@ -1,4 +1,4 @@
-package status_test
+package backends_test
 
 import (
 	"bytes"
@@ -13,13 +13,13 @@ import (
 
 	consulapi "github.com/hashicorp/consul/api"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // Defect 6: `etcd-nomad status` created a new cluster CA when none was in
@@ -38,8 +38,8 @@ func TestDefect6StatusDoesNotCreateTheClusterCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = status.ClientTLS(context.Background(), cl, co)
-	if !errors.Is(err, task.ErrNoClusterCA) {
+	_, _, err = backends.StatusTLS(context.Background(), cl, co)
+	if !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS without a CA in the coordinator: %v, want ErrNoClusterCA", err)
 	}
 	for _, want := range []string{"not in the coordinator", "lost its state", "ca.bundle"} {
@@ -95,7 +95,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 
 	// No CA yet: the read-only token reads nothing, and is told so (not
 	// refused for lacking write).
-	if _, _, err := status.ClientTLS(ctx, cl, co); !errors.Is(err, task.ErrNoClusterCA) {
+	if _, _, err := backends.StatusTLS(ctx, cl, co); !errors.Is(err, clusterca.ErrNoClusterCA) {
 		t.Fatalf("ClientTLS with no CA stored: %v, want ErrNoClusterCA", err)
 	}
 
@@ -106,7 +106,7 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if _, err := mgmt.KV().Put(&consulapi.KVPair{Key: "etcd-nomad/main/kv/ca", Value: ca.Bundle()}, nil); err != nil {
 		t.Fatal(err)
 	}
-	tc, scheme, err := status.ClientTLS(ctx, cl, co)
+	tc, scheme, err := backends.StatusTLS(ctx, cl, co)
 	if err != nil {
 		t.Fatalf("ClientTLS with a key-read token: %v", err)
 	}
@@ -126,10 +126,10 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	kek := bytes.Repeat([]byte{5}, certs.KEKSize)
-	if _, err := task.OfferCA(ctx, wco, ca, kek); err != nil {
+	if _, err := clusterca.Offer(ctx, wco, ca, kek); err != nil {
 		t.Fatal(err)
 	}
-	tc, _, err = status.ClientTLS(ctx, cl, co)
+	tc, _, err = backends.StatusTLS(ctx, cl, co)
 	if err != nil {
 		t.Fatalf("ClientTLS with a key-read token, sealed CA: %v", err)
 	}
@@ -144,10 +144,10 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 	if pool, _ := certs.Pool(st.Cert); !verifies(leaf, pool) {
 		t.Fatal("status's certificate is not issued by the status CA")
 	}
-	if _, _, err := status.EtcdClientTLS(ctx, cl, co, nil); !errors.Is(err, task.ErrCASealed) {
+	if _, _, err := backends.EtcdTLS(ctx, cl, co, nil); !errors.Is(err, clusterca.ErrCASealed) {
 		t.Fatalf("EtcdClientTLS without the KEK: %v, want ErrCASealed", err)
 	}
-	if _, _, err := status.EtcdClientTLS(ctx, cl, co, kek); err != nil {
+	if _, _, err := backends.EtcdTLS(ctx, cl, co, kek); err != nil {
 		t.Fatalf("EtcdClientTLS with the KEK and a key-read token: %v", err)
 	}
 }
@@ -155,21 +155,4 @@ func TestDefect6StatusNeedsOnlyKeyRead(t *testing.T) {
 func verifies(c *x509.Certificate, roots *x509.CertPool) bool {
 	_, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
 	return err == nil
-}
-
-// status names the certificate that expires first across members, and
-// each member's certificate warning.
-func TestFormatShowsEarliestCertificateExpiry(t *testing.T) {
-	soon := time.Now().Add(48 * time.Hour).UTC()
-	out := status.Format(status.Cluster{Cluster: "c", Members: []task.Status{
-		{Name: "m0", CertName: "member", CertExpiry: time.Now().Add(300 * 24 * time.Hour).UTC().Format(time.RFC3339)},
-		{Name: "m1", CertName: "ca", CertExpiry: soon.Format(time.RFC3339), CertWarning: "certificate ca expires soon"},
-		{Name: "m2"},
-	}})
-	if want := "the first to expire is m1's ca at " + soon.Format(time.RFC3339); !strings.Contains(out, want) {
-		t.Errorf("status lacks %q:\n%s", want, out)
-	}
-	if want := "m1: CERTIFICATE WARNING: certificate ca expires soon"; !strings.Contains(out, want) {
-		t.Errorf("status lacks %q:\n%s", want, out)
-	}
 }

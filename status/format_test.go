@@ -1,0 +1,24 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// status names the certificate that expires first across members, and
+// each member's certificate warning.
+func TestFormatShowsEarliestCertificateExpiry(t *testing.T) {
+	soon := time.Now().Add(48 * time.Hour).UTC()
+	out := Format(Cluster{Cluster: "c", Members: []Member{
+		{Name: "m0", CertName: "member", CertExpiry: time.Now().Add(300 * 24 * time.Hour).UTC().Format(time.RFC3339)},
+		{Name: "m1", CertName: "ca", CertExpiry: soon.Format(time.RFC3339), CertWarning: "certificate ca expires soon"},
+		{Name: "m2"},
+	}})
+	if want := "the first to expire is m1's ca at " + soon.Format(time.RFC3339); !strings.Contains(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+	if want := "m1: CERTIFICATE WARNING: certificate ca expires soon"; !strings.Contains(out, want) {
+		t.Errorf("status lacks %q:\n%s", want, out)
+	}
+}

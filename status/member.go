@@ -1,0 +1,102 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Member is what a member's /status reports: for peers, the CLI and humans.
+type Member struct {
+	Name      string `json:"name"`
+	Cluster   string `json:"cluster"`
+	PeerURL   string `json:"peer_url"`
+	ClientURL string `json:"client_url"`
+	MemberID  uint64 `json:"member_id"`
+	ClusterID uint64 `json:"cluster_id"`
+	Token     string `json:"token,omitempty"`
+	Epoch     uint64 `json:"epoch"`
+	Running   bool   `json:"running"`
+	Learner   bool   `json:"learner"`
+	Leader    bool   `json:"leader"`
+	Healthy   bool   `json:"healthy"`
+	Revision  int64  `json:"revision"`
+	DBSize    int64  `json:"db_size"`
+	PID       int    `json:"pid"`
+	Decision  string `json:"decision"`
+	// Unreachable is set by the CLI for an instance whose /status did not
+	// answer.
+	Unreachable bool `json:"unreachable,omitempty"`
+	// NoSpace is true while etcd's NOSPACE alarm is raised: the cluster
+	// refuses writes until maintenance disarms it.
+	NoSpace bool `json:"nospace,omitempty"`
+	// Corrupt names the members (hex ids, 0: no majority) etcd's CORRUPT
+	// alarms name: the cluster refuses writes until they are handled.
+	Corrupt []string `json:"corrupt,omitempty"`
+	// Paused names the operator's pause when the cluster is paused.
+	Paused string `json:"paused,omitempty"`
+	Reason string `json:"reason"`
+	Time   string `json:"time"`
+	// CAMismatch, when set, names the CA this member runs with and the
+	// different one the coordinator holds (TLS auto): members that start
+	// without a saved CA take the coordinator's and cannot join.
+	CAMismatch *CAMismatch `json:"ca_mismatch,omitempty"`
+	// CertExpiry is when the first of this member's certificates and
+	// trusted CAs expires (RFC 3339), CertName which one it is.
+	CertExpiry string `json:"cert_expiry,omitempty"`
+	CertName   string `json:"cert_name,omitempty"`
+	// CertWarning names the certificates that expire within the warning
+	// window (certs.WarnBefore): the Consul check turns warning.
+	CertWarning string `json:"cert_warning,omitempty"`
+	// CA names the CA this member issues from and those it trusts (TLS
+	// auto), and the CA rotation phase it carried out.
+	CA *RotationView `json:"ca,omitempty"`
+}
+
+// RotationView is what /status reports of the CAs (TLS auto).
+type RotationView struct {
+	// Issuer is the fingerprint of the CA this member issues from.
+	Issuer string `json:"issuer"`
+	// Trusted are the fingerprints of the CAs this member trusts now
+	// (its ca.crt).
+	Trusted []string `json:"trusted"`
+	// Phase is the last rotation phase this member carried out.
+	Phase string `json:"phase,omitempty"`
+}
+
+// CAMismatch is reported (log, /status, /health) by a member that runs with
+// the CA it saved while the coordinator holds another one. Members that
+// start without a saved CA take the coordinator's and cannot join it.
+type CAMismatch struct {
+	// Member is the fingerprint of the CA this member runs with (its saved
+	// tls/ca.bundle, trusted by its peers).
+	Member string `json:"member"`
+	// Coordinator is the fingerprint of the CA the coordinator holds.
+	Coordinator string `json:"coordinator"`
+}
+
+func (c *CAMismatch) String() string {
+	return fmt.Sprintf("member_ca=%s coordinator_ca=%s", c.Member, c.Coordinator)
+}
+
+// Fetch reads a member's /status at base (scheme://host:port).
+func Fetch(ctx context.Context, hc *http.Client, base string) (Member, error) {
+	var st Member
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return st, fmt.Errorf("GET %s/status: %s", base, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		return st, fmt.Errorf("decode %s/status: %w", base, err)
+	}
+	return st, nil
+}
