@@ -22,3 +22,21 @@ func TestFormatShowsEarliestCertificateExpiry(t *testing.T) {
 		t.Errorf("status lacks %q:\n%s", want, out)
 	}
 }
+
+// status says once that the cluster refuses writes under an alarm, and
+// which members a CORRUPT alarm names; a cluster without alarms says
+// nothing of them.
+func TestFormatShowsAlarms(t *testing.T) {
+	out := Format(Cluster{Cluster: "c", Members: []Member{
+		{Name: "m0", NoSpace: true, Corrupt: []string{"a1"}},
+		{Name: "m1", NoSpace: true, Corrupt: []string{"a1"}},
+	}})
+	for _, want := range []string{"ALARM NOSPACE (seen by m0)", "ALARM CORRUPT for member(s) a1 (seen by m0)"} {
+		if strings.Count(out, want) != 1 {
+			t.Errorf("status should say %q once:\n%s", want, out)
+		}
+	}
+	if quiet := Format(Cluster{Cluster: "c", Members: []Member{{Name: "m0"}}}); strings.Contains(quiet, "ALARM") {
+		t.Errorf("no alarm raised, but:\n%s", quiet)
+	}
+}

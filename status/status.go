@@ -129,6 +129,20 @@ func Format(st Cluster) string {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%v\t%v\t%s\n", m.Name, id, role, m.Revision, m.DBSize, m.Healthy, m.Learner, m.Decision)
 	}
 	tw.Flush()
+	// Alarms are the cluster's (etcd replicates them): said once, as the
+	// first member that reports them sees them.
+	for _, m := range st.Members {
+		if m.NoSpace {
+			fmt.Fprintf(&b, "\nALARM NOSPACE (seen by %s): writes refused until maintenance compacts, defragments and disarms it", m.Name)
+			break
+		}
+	}
+	for _, m := range st.Members {
+		if len(m.Corrupt) > 0 {
+			fmt.Fprintf(&b, "\nALARM CORRUPT for member(s) %s (seen by %s): writes refused until their data is set aside and the alarm disarmed", strings.Join(m.Corrupt, ","), m.Name)
+			break
+		}
+	}
 	if name, at, ok := earliestCert(st.Members); ok {
 		fmt.Fprintf(&b, "\ncertificates: the first to expire is %s's %s at %s (in %s)", name, at.name, at.when.Format(time.RFC3339), time.Until(at.when).Round(time.Second))
 	}
