@@ -38,6 +38,10 @@ type Meta struct {
 	// back with it still running) or after a crash, and may lag behind a
 	// member that still runs with the same identity; it is never adopted.
 	Stopped bool `json:"stopped,omitempty"`
+	// Host is the address of the host whose member last started etcd on
+	// this data: data found on that same host was moved there by Nomad
+	// (a rename of a terminated allocation's disk), never copied.
+	Host string `json:"host,omitempty"`
 }
 
 // Dir is one member's directory (Root): current/ holds the data in use,
@@ -103,6 +107,23 @@ func (d Dir) MarkStopped(stopped bool) error {
 		return nil
 	}
 	m.Stopped = stopped
+	return d.WriteMeta(m)
+}
+
+// MarkStarted clears Meta.Stopped and records host as the data's host,
+// before etcd starts (nothing to mark without metadata).
+func (d Dir) MarkStarted(host string) error {
+	m, err := d.ReadMeta()
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !m.Stopped && m.Host == host {
+		return nil
+	}
+	m.Stopped, m.Host = false, host
 	return d.WriteMeta(m)
 }
 

@@ -410,8 +410,8 @@ func (m *Member) start(name, token, state, initial string) error {
 		return err
 	}
 	// A copy of this directory taken from now on, while etcd runs, must
-	// not look cleanly stopped (adoptPrevious).
-	if err := m.dir.MarkStopped(false); err != nil {
+	// not look cleanly stopped, and names this host (adoptPrevious).
+	if err := m.dir.MarkStarted(m.self.Address); err != nil {
 		return fmt.Errorf("clear the clean-stop mark before starting etcd: %w", err)
 	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)

@@ -21,20 +21,23 @@ import (
 // old allocation's member, so the new member would start empty and the old
 // directory would be carried along forever.
 //
-// Only a directory that holds metadata of this cluster, that its etcd left
-// cleanly stopped (Meta.Stopped: Nomad can hand over a copy taken while the
-// owner still ran, when a lost allocation's client comes back; that copy
-// lags a member that runs on with the same identity, and starting it would
-// give one raft identity two different logs and votes), whose owner is not
-// a live instance (live reports the provider's running slots by name; a
-// stopping allocation the server still lists does not count, its local
-// stop is what let Nomad move the disk) and whose WAL no etcd holds locked
-// (etcd locks its WAL files while it runs: on a shared host volume, a
-// running sibling) is a candidate; exactly one candidate is adopted, never two (which one would
+// A candidate holds metadata of this cluster; its owner is no live
+// instance (the provider's running slots by name; a stopping allocation the
+// server still lists does not count, its local stop is what let Nomad move
+// the disk); no etcd holds its WAL locked (etcd locks its WAL files while
+// it runs: on a shared host volume, a running sibling); and its etcd left
+// it cleanly stopped (Meta.Stopped), or it was last started on this host
+// (Meta.Host) by an owner the provider no longer lists (a crash, then a
+// reschedule here: Nomad renames the terminated allocation's disk). Nomad
+// can hand over a copy taken while the owner still ran on another host,
+// when a lost allocation's client comes back: that copy lags a member that
+// runs on with the same identity, and starting it would give one raft
+// identity two logs and two votes. Exactly one candidate is adopted, never
+// two (which one would
 // be a guess). Identity stays the name persisted in the data (invariant 6).
 // Nothing is deleted: the directory is renamed. It returns the adopted
 // directory, or "" when nothing was adopted.
-func adoptPrevious(root, cluster string, live func(name string) bool) (string, error) {
+func adoptPrevious(root, cluster, host string, owner func(name string) (listed, live bool)) (string, error) {
 	if _, err := os.Stat(root); err == nil || !errors.Is(err, os.ErrNotExist) {
 		return "", nil // this allocation has started before: its own data rules
 	}
@@ -48,7 +51,11 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 	}
 	var cands, skipped []string
 	for _, e := range ents {
-		if !e.IsDir() || e.Name() == filepath.Base(root) || live(e.Name()) {
+		if !e.IsDir() || e.Name() == filepath.Base(root) {
+			continue
+		}
+		listed, live := owner(e.Name())
+		if live {
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())
@@ -60,7 +67,10 @@ func adoptPrevious(root, cluster string, live func(name string) bool) (string, e
 		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || walInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
 			continue
 		}
-		if !meta.Stopped {
+		// Moved on this host after its owner ended (a crash, then
+		// Nomad's reschedule here) is the owner's final state too.
+		movedHere := meta.Host != "" && meta.Host == host && !listed
+		if !meta.Stopped && !movedHere {
 			skipped = append(skipped, dir)
 			continue
 		}

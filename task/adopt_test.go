@@ -18,23 +18,28 @@ import (
 // directory of its cluster whose owner is not live, never two, never
 // another cluster's, and never when it has a directory of its own.
 func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
-	mkStopped := func(t *testing.T, root, name, cluster string, stopped bool) {
+	mkOn := func(t *testing.T, root, name, cluster string, stopped bool, host string) {
 		t.Helper()
 		d := dataDir{datadir.Dir{Root: filepath.Join(root, name)}}
-		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1, Stopped: stopped}); err != nil {
+		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1, Stopped: stopped, Host: host}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	mkStopped := func(t *testing.T, root, name, cluster string, stopped bool) {
+		t.Helper()
+		mkOn(t, root, name, cluster, stopped, "10.0.0.9")
+	}
+	const here = "10.0.0.1"
 	// mk: a previous member whose etcd stopped cleanly (what Nomad moves on
 	// a drain or an update: it stops the old allocation first).
 	mk := func(t *testing.T, root, name, cluster string) { mkStopped(t, root, name, cluster, true) }
-	none := func(string) bool { return false }
+	none := func(string) (bool, bool) { return false, false }
 
 	t.Run("one previous member is adopted under the new name", func(t *testing.T) {
 		dir := t.TempDir()
 		mk(t, dir, "etcd-old1", "main")
 		mk(t, dir, "etcd-other", "another-cluster")
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new1"), "main", none)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new1"), "main", here, none)
 		if err != nil || from != filepath.Join(dir, "etcd-old1") {
 			t.Fatalf("adopted %q, %v; want etcd-old1", from, err)
 		}
@@ -50,7 +55,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		dir := t.TempDir()
 		mk(t, dir, "etcd-a", "main")
 		mk(t, dir, "etcd-b", "main")
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
 		if err == nil || from != "" {
 			t.Fatalf("adopted %q, %v; want an error and nothing adopted", from, err)
 		}
@@ -63,7 +68,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 	t.Run("a live member's directory is never adopted", func(t *testing.T) {
 		dir := t.TempDir()
 		mk(t, dir, "etcd-live", "main")
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", func(n string) bool { return n == "etcd-live" })
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, func(n string) (bool, bool) { return n == "etcd-live", n == "etcd-live" })
 		if err != nil || from != "" {
 			t.Fatalf("adopted %q, %v", from, err)
 		}
@@ -79,12 +84,12 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
 		if err != nil || from != "" {
 			t.Fatalf("adopted %q, %v: its WAL is locked by a running etcd", from, err)
 		}
 		l.Close()
-		from, err = adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		from, err = adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
 		if err != nil || from == "" {
 			t.Fatalf("adopted %q, %v: once etcd released its WAL the directory is the previous member's", from, err)
 		}
@@ -96,12 +101,26 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		// member id with two logs, the copy's 9,000 revisions behind.
 		dir := t.TempDir()
 		mkStopped(t, dir, "etcd-copied", "main", false)
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
 		if err == nil || from != "" {
 			t.Fatalf("adopted %q, %v; want an error and nothing adopted", from, err)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "etcd-copied", "current", datadir.MetaFile)); err != nil {
 			t.Fatalf("the copy must be kept: %v", err)
+		}
+	})
+	t.Run("a crashed member's data moved on this host is adopted once its owner is gone", func(t *testing.T) {
+		// A crash loop, then Nomad's reschedule on the same host: the
+		// terminated allocation's disk is renamed into the replacement.
+		dir := t.TempDir()
+		mkOn(t, dir, "etcd-crashed", "main", false, here)
+		listed := func(n string) (bool, bool) { return n == "etcd-crashed", false }
+		if from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, listed); from != "" {
+			t.Fatalf("adopted %q, %v while the provider still lists its owner (it may run on)", from, err)
+		}
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
+		if err != nil || from != filepath.Join(dir, "etcd-crashed") {
+			t.Fatalf("adopted %q, %v; want etcd-crashed", from, err)
 		}
 	})
 	t.Run("a member with a directory of its own adopts nothing", func(t *testing.T) {
@@ -110,7 +129,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		if err := os.MkdirAll(filepath.Join(dir, "etcd-new", "aside"), 0o700); err != nil {
 			t.Fatal(err)
 		}
-		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", none)
+		from, err := adoptPrevious(filepath.Join(dir, "etcd-new"), "main", here, none)
 		if err != nil || from != "" {
 			t.Fatalf("adopted %q, %v", from, err)
 		}
@@ -147,6 +166,6 @@ func TestCleanStopIsMarkedAndClearedOnStart(t *testing.T) {
 		e := again.etcd
 		again.mu.Unlock()
 		meta, err := again.dir.ReadMeta()
-		return e != nil && err == nil && !meta.Stopped, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)
+		return e != nil && err == nil && !meta.Stopped && meta.Host == again.self.Address, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)
 	})
 }

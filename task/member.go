@@ -214,13 +214,13 @@ func New(ctx context.Context, o Options) (*Member, error) {
 			return nil, fmt.Errorf("member %q is not among the provider's instances", o.Name)
 		}
 	}
-	live := map[string]bool{}
+	owners := map[string]bool{} // listed instances: running (true) or Unknown
 	if insts, err := o.Provider.Instances(ctx); err == nil {
 		for _, in := range insts {
-			live[in.Name] = !in.Unknown
+			owners[in.Name] = !in.Unknown
 		}
 	}
-	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, func(n string) bool { return live[n] }); err != nil {
+	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }); err != nil {
 		m.log.Error("previous data not adopted", "error", err)
 	} else if from != "" {
 		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.Root)
