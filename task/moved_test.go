@@ -133,3 +133,49 @@ func TestTwoMembersMovedAtOnceRejoin(t *testing.T) {
 		return true, ""
 	})
 }
+
+// A member that runs alone moves (a one-member cluster rescheduled at a
+// new peer port with its data, or a recovery from data carried to a new
+// allocation, which keeps the old URL in the membership): with no peer to
+// ask, it must read the member list from its own server and update its
+// URL there, not lose sight of its quorum and recover again and again (the
+// e2e lock-holder test saw epochs climb by one every 14 s).
+func TestMovedMemberAloneUpdatesItsURL(t *testing.T) {
+	k := newKit(t, "m0")
+	m0 := k.member("m0", nil)
+	stop := runLoop(t, m0)
+	waitUntil(t, 20*time.Second, "m0 seeded", func() (bool, string) {
+		meta, err := m0.dir.ReadMeta()
+		return err == nil && meta.MemberID != 0, fmt.Sprint(meta, err)
+	})
+	before, err := m0.dir.ReadMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	moved := slices.Clone(k.cl.Provider.Static)
+	moved[0].PeerPort = freePorts(t, 1)[0]
+	k.cl.Provider.Static = moved
+	k.prov.Set(moved)
+	again := k.member("m0", nil)
+	runLoop(t, again)
+	cli := k.client(again)
+	waitUntil(t, 30*time.Second, "m0's new peer URL in the membership and a write served", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := cli.MemberList(ctx)
+		if err != nil {
+			return false, err.Error()
+		}
+		if len(resp.Members) != 1 || len(resp.Members[0].PeerURLs) != 1 || resp.Members[0].PeerURLs[0] != again.peerURL(again.self) {
+			return false, fmt.Sprintf("%v; m0: %s", resp.Members, again.reason())
+		}
+		if _, err := cli.Put(ctx, "moved", "yes"); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
+	if after, err := again.dir.ReadMeta(); err != nil || after.Epoch != before.Epoch {
+		t.Fatalf("epoch %d before the move, %+v (%v) after: a member that moved alone must not recover", before.Epoch, after, err)
+	}
+}

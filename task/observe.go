@@ -192,17 +192,23 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	for _, p := range o.Peers {
 		anyPeer = anyPeer || p.Running
 	}
-	if len(endpoints) == 0 || !o.Running && !anyPeer {
+	if !o.Running && !anyPeer {
 		// Nothing runs etcd: asking would only wait for the dial timeout.
 		return
 	}
-	cli, err := m.etcdClient(endpoints)
-	if err != nil {
-		return
+	var cli *clientv3.Client
+	var resp *clientv3.MemberListResponse
+	err := errors.New("no endpoint to ask")
+	if len(endpoints) > 0 {
+		cli, resp, err = m.memberList(ctx, endpoints)
 	}
-	lctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-	resp, err := cli.MemberList(lctx)
-	cancel()
+	if err != nil && o.Running && !slices.Contains(endpoints, m.clientURL(m.self)) {
+		// A moved member whose peers cannot answer either (it runs
+		// alone: a recovery from its data, which keeps the old peer URL
+		// in the membership) asks its own server after all.
+		endpoints = []string{m.clientURL(m.self)}
+		cli, resp, err = m.memberList(ctx, endpoints)
+	}
 	if err != nil {
 		m.log.Debug("member list unavailable", "error", err)
 		return
@@ -234,6 +240,18 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	}
 	m.since.keepOnly(condAbsent, seen)
 	m.since.keepOnly(condUnhealthy, seen)
+}
+
+// memberList asks endpoints for the member list.
+func (m *Member) memberList(ctx context.Context, endpoints []string) (*clientv3.Client, *clientv3.MemberListResponse, error) {
+	cli, err := m.etcdClient(endpoints)
+	if err != nil {
+		return nil, nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	defer cancel()
+	resp, err := cli.MemberList(lctx)
+	return cli, resp, err
 }
 
 // memberListEndpoints says whom to ask for the member list. A running
