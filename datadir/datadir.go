@@ -93,26 +93,20 @@ func (d Dir) WriteMeta(m Meta) error {
 	return os.Rename(p+".tmp", p)
 }
 
-// MarkStopped sets or clears Meta.Stopped when the data in use has
-// metadata (nothing to mark otherwise).
-func (d Dir) MarkStopped(stopped bool) error {
-	m, err := d.ReadMeta()
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if m.Stopped == stopped {
-		return nil
-	}
-	m.Stopped = stopped
-	return d.WriteMeta(m)
+// MarkStopped sets Meta.Stopped, once etcd stopped cleanly.
+func (d Dir) MarkStopped() error {
+	return d.mark(func(m *Meta) { m.Stopped = true })
 }
 
 // MarkStarted clears Meta.Stopped and records host as the data's host,
-// before etcd starts (nothing to mark without metadata).
+// before etcd starts.
 func (d Dir) MarkStarted(host string) error {
+	return d.mark(func(m *Meta) { m.Stopped, m.Host = false, host })
+}
+
+// mark changes the metadata of the data in use, if it has any (nothing to
+// mark otherwise), and writes it only when change changed it.
+func (d Dir) mark(change func(*Meta)) error {
 	m, err := d.ReadMeta()
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -120,10 +114,11 @@ func (d Dir) MarkStarted(host string) error {
 	if err != nil {
 		return err
 	}
-	if !m.Stopped && m.Host == host {
+	before := m
+	change(&m)
+	if m == before {
 		return nil
 	}
-	m.Stopped, m.Host = false, host
 	return d.WriteMeta(m)
 }
 

@@ -446,7 +446,7 @@ func (m *Member) shutdown() {
 		select {
 		case <-done:
 			m.log.Info("etcd stopped")
-			if err := m.dir.MarkStopped(true); err != nil {
+			if err := m.dir.MarkStopped(); err != nil {
 				m.log.Warn("could not mark the data cleanly stopped (a replacement will not adopt it)", "error", err)
 			}
 		case <-time.After(m.opts.StopTimeout):
