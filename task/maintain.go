@@ -28,11 +28,37 @@ const defragTimeout = 5 * time.Minute
 // the backend is read under its own lock. A read error counts as no alarm:
 // the next observation reads again.
 func alarms(e *embed.Etcd) []*etcdserverpb.AlarmMember {
-	as, err := schema.NewAlarmBackend(zap.NewNop(), e.Server.Backend()).GetAllAlarms()
+	as, err := alarmList(e)
 	if err != nil {
 		return nil
 	}
 	return as
+}
+
+// errStopped: etcd's backend is closed, the server stopped.
+var errStopped = errors.New("etcd has stopped")
+
+// alarmList reads the alarm list from e's backend. The backend is closed
+// when the server stops, by stopEtcd or on its own (removed from the
+// cluster, a fatal error), and an old backend is closed after a snapshot
+// from the leader replaced it: a read then finds no bolt transaction and
+// etcd dereferences nil (a member leaving the cluster crashed so in
+// TestASGProviderLifecycle). A stopping server is not read; the read that
+// loses the race with the close is recovered here and reported as
+// errStopped: etcd holds the read lock with a deferred unlock, so the
+// backend stays consistent, and nothing else is read from it.
+func alarmList(e *embed.Etcd) (as []*etcdserverpb.AlarmMember, err error) {
+	select {
+	case <-e.Server.StoppingNotify():
+		return nil, errStopped
+	default:
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			as, err = nil, fmt.Errorf("%w: reading the alarms: %v", errStopped, r)
+		}
+	}()
+	return schema.NewAlarmBackend(zap.NewNop(), e.Server.Backend()).GetAllAlarms()
 }
 
 // noSpace reports whether etcd's NOSPACE alarm is raised in e's cluster.

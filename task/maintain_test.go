@@ -251,3 +251,40 @@ func TestFragmentedMembersAreDefragmented(t *testing.T) {
 		}
 	}
 }
+
+// TestAlarmsOfAStoppedServer: the loop and /health read alarms from etcd's
+// backend while the member may be stopping etcd (or etcd stops on its own,
+// removed from the cluster): a read after the backend closed must report no
+// alarms, not crash the member (CI: TestASGProviderLifecycle, a member
+// leaving panicked in bbolt "tx closed" under noSpace).
+func TestAlarmsOfAStoppedServer(t *testing.T) {
+	k := newKit(t, "a")
+	m := k.member("a", nil)
+	k.seed(m)
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	if _, err := alarmList(e); err != nil {
+		t.Fatalf("alarms of a running server: %v", err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-e.Server.StopNotify():
+				return
+			default:
+				noSpace(e)
+			}
+		}
+	}()
+	m.stopEtcd()
+	<-done
+	if noSpace(e) || len(corruptAlarms(e)) != 0 {
+		t.Fatal("a stopped server reports alarms")
+	}
+	if _, err := alarmList(e); err == nil {
+		t.Fatal("reading the alarms of a stopped server gave no error")
+	}
+}
