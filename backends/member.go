@@ -8,6 +8,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/coord/consul"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
@@ -18,7 +19,11 @@ import (
 // Member is a cluster's parts opened for the member running here.
 type Member struct {
 	Coordinator coord.Coordinator
-	Provider    provider.Provider
+	// Reads is a watched copy of the coordinator's keys (Consul: one
+	// blocking query) for the member's idle reads; nil for the local
+	// coordinator, whose reads cost no request.
+	Reads    *consul.Watched
+	Provider provider.Provider
 	// Self is this member's slot as its Nomad allocation or instance
 	// says; nil with the static provider, whose member is named by -name.
 	Self *provider.Instance
@@ -50,6 +55,9 @@ func OpenMember(ctx context.Context, cl *config.Cluster, name string, log hclog.
 		return nil, err
 	}
 	m := &Member{Coordinator: co, Provider: s.Provider, Self: s.self, Name: name, Static: s.static}
+	if cc, ok := co.(*consul.Coordinator); ok {
+		m.Reads = cc.Watch(ctx)
+	}
 	if s.watch != nil {
 		go s.watch(ctx)
 	}

@@ -41,11 +41,10 @@ const (
 // during a rolling update is undone. A different plaintext CA is left for
 // the operator and logged.
 func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
-	co := m.opts.Coordinator
 	if m.opts.CAKEK == nil {
 		return
 	}
-	b, err := co.Load(ctx, clusterca.PlainKey)
+	b, err := m.caReads().Load(ctx, clusterca.PlainKey)
 	if errors.Is(err, coord.ErrNotStored) {
 		return
 	}
@@ -58,7 +57,7 @@ func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
 		m.log.Error("the coordinator holds a plaintext cluster CA other than the sealed one: left in place for an operator", "plaintext_ca", certs.Fingerprint(old.Cert), "sealed_ca", certs.Fingerprint(held.Cert), "location", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
 		return
 	}
-	if err := co.Delete(ctx, clusterca.PlainKey); err != nil {
+	if err := m.opts.Coordinator.Delete(ctx, clusterca.PlainKey); err != nil {
 		m.log.Warn("plaintext cluster CA not deleted", "error", err)
 		return
 	}

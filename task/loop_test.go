@@ -8,6 +8,8 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
 )
 
 // Invariant 3 over a whole bootstrap run by the supervisor loops: the
@@ -121,4 +123,48 @@ func stillLearner(t *testing.T, cli *clientv3.Client, id uint64) bool {
 		}
 	}
 	return false
+}
+
+// laggingReads is a watched copy of the coordinator that lags: it still
+// answers with an older record.
+type laggingReads struct {
+	coord.Coordinator
+	rec coord.Record
+}
+
+func (l laggingReads) Record(context.Context) (coord.Record, error) { return l.rec, nil }
+
+// TestLaggingWatchedReadsNeverAct: the loop's first observation may read a
+// watched copy of the coordinator (Options.Reads), but a decision that acts
+// is taken from consistent reads. Here the copy still holds epoch 1, whose
+// data this stopped member has, while the coordinator holds epoch 2 of a
+// recovery elsewhere: acting on the copy would start the old epoch's data
+// (invariant 5); the member must not start it.
+func TestLaggingWatchedReadsNeverAct(t *testing.T) {
+	k := newKit(t, "a")
+	m := k.member("a", nil)
+	k.seed(m)
+	m.stopEtcd()
+	old, err := k.co.Record(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	l, err := k.co.Lock(ctx, "recoverer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newer := old
+	newer.Token, newer.Epoch, newer.ClusterID, newer.Seeder = "recovered-elsewhere", old.Epoch+1, old.ClusterID+1, "b"
+	if _, err := k.co.UpdateRecord(ctx, l, newer); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m.opts.Reads = laggingReads{Coordinator: k.co, rec: old}
+	m.loop(ctx)
+	if running, _ := m.running(); running {
+		t.Fatalf("etcd started from epoch %d's data on a lagging read while the record holds epoch %d (%s)", old.Epoch, newer.Epoch, m.reason())
+	}
 }

@@ -57,6 +57,10 @@ type Options struct {
 	Name        string
 	Provider    provider.Provider
 	Coordinator coord.Coordinator
+	// Reads, optional, answers the reads of an idle loop and of the CA
+	// check from a watched copy of the coordinator's keys (coord/consul's
+	// Watched: a blocking query) instead of a request each: see idleReads.
+	Reads Reads
 	// Self, optional, is this member's instance; by default it is looked
 	// up by Name among the provider's instances.
 	Self *provider.Instance
@@ -87,6 +91,16 @@ type Options struct {
 	// Clock, optional, defaults to the system clock: the time the loop
 	// observes and paces itself by.
 	Clock Clock
+}
+
+// Reads is a coordinator's read side answered from a watched copy, which
+// lags the store by the time a change takes to arrive while the watch is
+// current, and reads the coordinator itself otherwise.
+type Reads interface {
+	Record(ctx context.Context) (coord.Record, error)
+	Pause(ctx context.Context) (coord.Pause, error)
+	Load(ctx context.Context, key string) ([]byte, error)
+	LoadOrStore(ctx context.Context, key string, value []byte) ([]byte, error)
 }
 
 // Member supervises one etcd member.
@@ -294,7 +308,7 @@ func (m *Member) restoreCA(ctx context.Context) {
 		return
 	}
 	cur := m.currentCA()
-	held, err := clusterca.Offer(ctx, m.opts.Coordinator, *cur, m.opts.CAKEK)
+	held, err := clusterca.Offer(ctx, m.caReads(), *cur, m.opts.CAKEK)
 	switch {
 	case err != nil:
 		m.log.Warn("cluster CA not restored", "error", err)
@@ -358,7 +372,8 @@ func (m *Member) stoppedCh() <-chan struct{} {
 // loop runs one observe → plan → act cycle; it returns true when the next
 // cycle should start at once.
 func (m *Member) loop(ctx context.Context) bool {
-	o, err := m.observeLoop(ctx)
+	reads, watched := m.idleReads()
+	o, err := m.observeLoop(ctx, reads)
 	if err != nil {
 		m.log.Warn("observation failed", "error", err)
 		m.releaseLock(ctx)
@@ -368,14 +383,26 @@ func (m *Member) loop(ctx context.Context) bool {
 		// Leaving changes the membership: the rest of the loop works
 		// from what the cluster looks like afterwards.
 		m.depart(ctx, o)
-		if o, err = m.observeLoop(ctx); err != nil {
+		watched = false
+		if o, err = m.observeLoop(ctx, m.opts.Coordinator); err != nil {
 			m.log.Warn("observation failed", "error", err)
 			m.releaseLock(ctx)
 			return false
 		}
 	}
-	m.upkeep(ctx, o, planner.PlanUpkeep(o))
 	d := planner.Plan(o)
+	if watched && (d.Kind != planner.Wait || d.NeedsLock) {
+		// A decision that acts (or takes the lock to act) is taken from
+		// consistent reads: the watched copy only tells the loop that
+		// nothing is to be done.
+		if o, err = m.observeLoop(ctx, m.opts.Coordinator); err != nil {
+			m.log.Warn("observation failed", "error", err)
+			m.releaseLock(ctx)
+			return false
+		}
+		d = planner.Plan(o)
+	}
+	m.upkeep(ctx, o, planner.PlanUpkeep(o))
 	m.metrics.decision(d)
 	m.setDecision(d)
 	if d.Kind != planner.Wait || d.NeedsLock {

@@ -23,6 +23,34 @@ import (
 // cluster are facts, not errors; only the provider and the coordinator
 // failing make the observation unusable.
 func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
+	return m.observeFrom(ctx, m.opts.Coordinator)
+}
+
+// idleReads is where the loop's first observation reads the record and the
+// pause: the watched copy (Options.Reads) while this member holds no lock,
+// the coordinator itself otherwise. The loop observes again from the
+// coordinator before any decision that acts. watched tells which.
+func (m *Member) idleReads() (r Reads, watched bool) {
+	m.mu.Lock()
+	holds := m.lock != nil
+	m.mu.Unlock()
+	if m.opts.Reads == nil || holds {
+		return m.opts.Coordinator, false
+	}
+	return m.opts.Reads, true
+}
+
+// caReads is where the CA check reads (and, when nothing is stored, offers)
+// the cluster CA: the watched copy when there is one.
+func (m *Member) caReads() Reads {
+	if m.opts.Reads != nil {
+		return m.opts.Reads
+	}
+	return m.opts.Coordinator
+}
+
+// observeFrom is observe reading the record and the pause from reads.
+func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observation, error) {
 	now := m.opts.Clock.Now()
 	insts, err := m.opts.Provider.Instances(ctx)
 	if err != nil {
@@ -68,7 +96,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
 		o.MaintainFailed = m.maintainFailed
 	}
-	rec, err := m.opts.Coordinator.Record(ctx)
+	rec, err := reads.Record(ctx)
 	switch {
 	case err == nil:
 		o.Record = PlannerRecord(rec)
@@ -82,7 +110,7 @@ func (m *Member) observe(ctx context.Context) (planner.Observation, error) {
 	default:
 		return planner.Observation{}, fmt.Errorf("read cluster record: %w", err)
 	}
-	if p, err := m.opts.Coordinator.Pause(ctx); err == nil {
+	if p, err := reads.Pause(ctx); err == nil {
 		o.Paused = p.String()
 	} else if !errors.Is(err, coord.ErrNotPaused) {
 		// Unknown is not "not paused": an operator's pause must hold

@@ -8,8 +8,8 @@ import (
 
 // observeLoop is the loop's observation: the member's (observe) with the
 // state of its upkeep jobs, for planner.PlanUpkeep.
-func (m *Member) observeLoop(ctx context.Context) (planner.Observation, error) {
-	o, err := m.observe(ctx)
+func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observation, error) {
+	o, err := m.observeFrom(ctx, reads)
 	if err != nil {
 		return o, err
 	}

@@ -73,6 +73,9 @@ func (c *memberCommand) Run(args []string) int {
 	}
 	opts := task.Options{Cluster: cl, Name: parts.Name, Coordinator: parts.Coordinator, Provider: parts.Provider, Self: parts.Self,
 		Identities: parts.Identities, CAKEK: kek, Logger: log}
+	if parts.Reads != nil { // a nil *consul.Watched is not a nil task.Reads
+		opts.Reads = parts.Reads
+	}
 	if cl.Provider.Kind == config.ProviderNomad {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
