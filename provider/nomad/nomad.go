@@ -38,8 +38,11 @@ type Options struct {
 type Provider struct {
 	o Options
 
-	mu    sync.Mutex
-	ready chan struct{}
+	mu        sync.Mutex
+	ready     chan struct{}
+	readyOnce sync.Once
+	// allocsSeen and jobSeen: each watch applied its first update.
+	allocsSeen, jobSeen bool
 	// denied is closed when Nomad's ACLs refused the watch: waiters
 	// return that error instead of waiting for their deadline.
 	denied     chan struct{}
@@ -60,20 +63,34 @@ func New(o Options) *Provider {
 	return &Provider{o: o, ready: make(chan struct{}), denied: make(chan struct{})}
 }
 
-// Watch follows the job's allocations and group count until ctx ends.
+// Watch follows the job's allocations and its group count until ctx ends,
+// each with its own blocking query: an idle member asks Nomad nothing
+// beyond them (bench h.idle-api; the job was read after every change of
+// the allocation list before, which other jobs' allocations move too).
 func (p *Provider) Watch(ctx context.Context) {
-	// index is the allocation-list index of the last update applied. It
-	// moves only after both reads succeeded and the update is in memory: a
-	// failed job read must not advance it, or the next blocking query would
-	// wait (up to waitTime) for a change after the one that was never
-	// applied, and a stopped allocation would stay listed meanwhile.
+	go p.follow(ctx, "watch the job", p.pollJob, &p.jobSeen)
+	p.follow(ctx, "watch allocations", p.poll, &p.allocsSeen)
+}
+
+// follow runs poll until ctx ends: each call waits for a change past the
+// index of the last update applied and returns the new index. The index
+// moves only once an update is in memory: a failed read must not advance
+// it, or the next blocking query would wait (up to waitTime) for a change
+// after the one that was never applied, and a stopped allocation would
+// stay listed meanwhile. seen is set after the first update; the provider
+// is ready once both watches have one.
+func (p *Provider) follow(ctx context.Context, what string, poll func(context.Context, uint64) (uint64, error), seen *bool) {
 	var index uint64
-	readyOnce := sync.Once{}
 	for ctx.Err() == nil {
-		next, err := p.poll(ctx, index)
+		next, err := poll(ctx, index)
 		if err == nil {
 			index = next
-			readyOnce.Do(func() { close(p.ready) })
+			p.mu.Lock()
+			*seen = true
+			if p.allocsSeen && p.jobSeen {
+				p.readyOnce.Do(func() { close(p.ready) })
+			}
+			p.mu.Unlock()
 			continue
 		}
 		if ctx.Err() != nil {
@@ -85,7 +102,7 @@ func (p *Provider) Watch(ctx context.Context) {
 		if errors.Is(err, nomadglue.ErrDenied) {
 			p.deniedOnce.Do(func() { close(p.denied) })
 		}
-		p.o.Logger.Warn("watch allocations", "job", p.o.Job, "error", err)
+		p.o.Logger.Warn(what, "job", p.o.Job, "error", err)
 		select {
 		case <-ctx.Done():
 		case <-time.After(2 * time.Second):
@@ -93,9 +110,8 @@ func (p *Provider) Watch(ctx context.Context) {
 	}
 }
 
-// poll waits for the allocation list to move past index, reads the job,
-// applies both, and returns the list's new index. On error nothing is
-// applied.
+// poll waits for the allocation list to move past index, applies it, and
+// returns the list's new index. On error nothing is applied.
 func (p *Provider) poll(ctx context.Context, index uint64) (uint64, error) {
 	// The allocation list with resources (ports) for this job; the
 	// job-allocations endpoint omits them.
@@ -108,13 +124,33 @@ func (p *Provider) poll(ctx context.Context, index uint64) (uint64, error) {
 	if err != nil {
 		return 0, readErr(p.o.Client, "list the allocations of job "+p.o.Job, err)
 	}
-	jq := (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx)
-	job, _, err := p.o.Client.Jobs().Info(p.o.Job, jq)
+	p.update(allocs)
+	return meta.LastIndex, nil
+}
+
+// pollJob waits for the job to move past index, applies its group count,
+// and returns the job's new index.
+func (p *Provider) pollJob(ctx context.Context, index uint64) (uint64, error) {
+	jq := (&api.QueryOptions{Namespace: p.o.Namespace, WaitIndex: index, WaitTime: waitTime}).WithContext(ctx)
+	job, meta, err := p.o.Client.Jobs().Info(p.o.Job, jq)
 	if err != nil {
 		return 0, readErr(p.o.Client, "read job "+p.o.Job, err)
 	}
-	p.update(allocs, job)
+	p.setJob(job)
 	return meta.LastIndex, nil
+}
+
+// setJob applies the job's count of this group.
+func (p *Provider) setJob(job *api.Job) {
+	size := 0
+	for _, tg := range job.TaskGroups {
+		if tg.Name != nil && *tg.Name == p.o.Group && tg.Count != nil {
+			size = *tg.Count
+		}
+	}
+	p.mu.Lock()
+	p.size = size
+	p.mu.Unlock()
 }
 
 // readErr names the read that failed: a refusal by Nomad's ACLs becomes a
@@ -126,7 +162,7 @@ func readErr(cli *api.Client, op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
+func (p *Provider) update(allocs []*api.AllocationListStub) {
 	var insts []provider.Instance
 	byID := map[string]*api.AllocationListStub{}
 	for _, a := range allocs {
@@ -138,14 +174,8 @@ func (p *Provider) update(allocs []*api.AllocationListStub, job *api.Job) {
 			insts = append(insts, in)
 		}
 	}
-	size := 0
-	for _, tg := range job.TaskGroups {
-		if tg.Name != nil && *tg.Name == p.o.Group && tg.Count != nil {
-			size = *tg.Count
-		}
-	}
 	p.mu.Lock()
-	p.insts, p.allocs, p.size, p.lastErr = insts, byID, size, nil
+	p.insts, p.allocs, p.lastErr = insts, byID, nil
 	p.mu.Unlock()
 }
 

@@ -59,7 +59,8 @@ func TestNodesOfListedAllocations(t *testing.T) {
 	if _, ok := p.SelfNode(); ok {
 		t.Fatal("SelfNode before any list")
 	}
-	p.update([]*api.AllocationListStub{self, done}, groupJob("etcd", 3))
+	p.update([]*api.AllocationListStub{self, done})
+	p.setJob(groupJob("etcd", 3))
 	if n, ok := p.SelfNode(); !ok || n != "node-a" {
 		t.Errorf("SelfNode = %q, %v; want node-a", n, ok)
 	}
@@ -71,7 +72,8 @@ func TestNodesOfListedAllocations(t *testing.T) {
 	if n, ok := p.NodeOf("etcd-cccccccc"); ok {
 		t.Errorf("NodeOf an unlisted member = %q", n)
 	}
-	p.update([]*api.AllocationListStub{done}, groupJob("etcd", 3))
+	p.update([]*api.AllocationListStub{done})
+	p.setJob(groupJob("etcd", 3))
 	if n, ok := p.SelfNode(); ok {
 		t.Errorf("SelfNode after its allocation left the list = %q", n)
 	}

@@ -53,7 +53,8 @@ func TestUnknownAndLostAllocationsStayListed(t *testing.T) {
 		for desired, expect := range byDesired {
 			t.Run(client+"/"+desired, func(t *testing.T) {
 				p := New(Options{Job: "j", Group: "etcd"})
-				p.update([]*api.AllocationListStub{stub("0123456789", "etcd", client, desired, true)}, groupJob("etcd", 3))
+				p.update([]*api.AllocationListStub{stub("0123456789", "etcd", client, desired, true)})
+				p.setJob(groupJob("etcd", 3))
 				got := gone
 				if len(p.insts) == 1 {
 					got = slot
@@ -83,7 +84,8 @@ func TestAllocationsWithoutPortsAndOtherGroups(t *testing.T) {
 		stub("bbbbbbbb-1", "etcd", api.AllocClientStatusLost, api.AllocDesiredStatusStop, false),
 		stub("cccccccc-1", "other", api.AllocClientStatusRunning, api.AllocDesiredStatusRun, true),
 		stub("dddddddd-1", "etcd", api.AllocClientStatusRunning, api.AllocDesiredStatusRun, true),
-	}, groupJob("etcd", 3))
+	})
+	p.setJob(groupJob("etcd", 3))
 	close(p.ready)
 	insts, err := p.Instances(context.Background())
 	if err != nil {
