@@ -114,7 +114,9 @@ func (r Rotation) chain() []byte {
 
 // LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
 // when there is none.
-func LoadRotation(ctx context.Context, c coord.Coordinator) (Rotation, error) {
+func LoadRotation(ctx context.Context, c interface {
+	Load(ctx context.Context, key string) ([]byte, error)
+}) (Rotation, error) {
 	b, err := c.Load(ctx, rotationKey)
 	if err != nil {
 		return Rotation{}, fmt.Errorf("read CA rotation: %w", err)
@@ -187,7 +189,9 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if m.ca == nil {
 		return false
 	}
-	r, err := LoadRotation(ctx, m.opts.Coordinator)
+	// Followed every few seconds: from the watched copy, which costs no
+	// request while it is current.
+	r, err := LoadRotation(ctx, m.caReads())
 	if errors.Is(err, coord.ErrNotStored) {
 		return false
 	}

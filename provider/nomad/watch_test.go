@@ -191,8 +191,10 @@ func describe(insts []provider.Instance, err error) string {
 // Defect 10: the watch advanced its allocation index before the job read
 // succeeded, so the allocation change that came with a failed job read was
 // dropped until the next change (up to the 5-minute blocking query). Here
-// the only allocation fails and nothing changes after it: the provider must
-// stop listing it soon after the one failed job read.
+// the only allocation fails and nothing changes after it, and the first
+// job read after the failure is failed on purpose (the job has its own
+// watch now, which may not read it again at all): the provider must stop
+// listing the allocation soon after it failed.
 func TestWatchFailedJobReadDoesNotDropUpdate(t *testing.T) {
 	ag, direct := startNomad(t)
 	const jobID = "watch-drop"
@@ -226,15 +228,13 @@ func TestWatchFailedJobReadDoesNotDropUpdate(t *testing.T) {
 	if err := os.WriteFile(gate, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, time.Minute, "the job read after the failed allocation to be failed once", func() (bool, string) {
-		return front.Injected() == 1, fmt.Sprintf("%d injected failures", front.Injected())
-	})
 	// Without the fix the list stays stale for the rest of the blocking
 	// query (5 minutes); with it, the next query returns at once.
 	waitFor(t, 20*time.Second, "the failed allocation to leave the list", func() (bool, string) {
 		insts, err := p.Instances(ctx)
 		return err == nil && len(insts) == 0, describe(insts, err)
 	})
+	t.Logf("job reads failed on purpose meanwhile: %d", front.Injected())
 }
 
 // stopJob lets the task end, deregisters the job and waits until Nomad
