@@ -506,24 +506,34 @@ func (b *hostsBed) idleCalls(ctx context.Context) (float64, string, error) {
 		if err != nil {
 			return 0, "", err
 		}
-		beyond := 0
-		var calls []string
+		beyond, sync := 0, 0
+		var calls, syncs []string
 		for k, n := range plain {
-			if d := n - background[k]; d > 0 {
+			d := n - background[k]
+			switch {
+			case d <= 0:
+			case strings.HasPrefix(k, "consul GET /v1/agent/"):
+				// The Nomad client syncing the member's service and
+				// checks: no etcd-nomad code calls Consul's agent
+				// endpoints (members read KV and sessions only).
+				sync += d
+				syncs = append(syncs, fmt.Sprintf("%s ×%d", k, d))
+			default:
 				beyond += d
 				calls = append(calls, fmt.Sprintf("%s ×%d", k, d))
 			}
 		}
 		sort.Strings(calls)
+		sort.Strings(syncs)
 		total += float64(beyond) * per
-		lines = append(lines, fmt.Sprintf("host %s: %d beyond the spare host's, %d blocking (%s)", h.Name, beyond, blocking, strings.Join(calls, ", ")))
+		lines = append(lines, fmt.Sprintf("host %s: %d beyond the spare host's (%s), %d blocking, %d by the Nomad client's service sync (%s)", h.Name, beyond, strings.Join(calls, ", "), blocking, sync, strings.Join(syncs, ", ")))
 	}
 	var bg []string
 	for k, n := range background {
 		bg = append(bg, fmt.Sprintf("%s ×%d", k, n))
 	}
 	sort.Strings(bg)
-	note := fmt.Sprintf("h.idle-api: the HTTP requests each member host's Consul agent and Nomad client served over %s of an idle healthy cluster, counted from their DEBUG logs (every request is logged with its path and query; a query with an index is a blocking query), less those the spare host (%s, no member) served in the same window (the Nomad client's own calls: %s); the figure is the mean over the 3 member hosts, per minute. Per host: %s.",
+	note := fmt.Sprintf("h.idle-api: the HTTP requests each member host's Consul agent and Nomad client served over %s of an idle healthy cluster, counted from their DEBUG logs (every request is logged with its path and query; a query with an index is a blocking query), less those the spare host (%s, no member) served in the same window (the Nomad client's own calls: %s) and those of the member host's Nomad client syncing the member's service (Consul's /v1/agent/ endpoints, which no etcd-nomad code calls); the figure is the mean over the 3 member hosts, per minute. Per host: %s.",
 		idleWindow, spare.Name, strings.Join(bg, ", "), strings.Join(lines, "; "))
 	return total / float64(len(memberHosts)), note, nil
 }
