@@ -279,7 +279,11 @@ func Check(o Observation, d Decision) error {
 				}
 			}
 			if d.From == FromSnapshot {
-				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) {
+				// An operator's restore of the snapshot they chose
+				// (OperatorSnapshotRecovery refused it over newer data
+				// unless they accepted the loss) is not traded for the
+				// newest one.
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && !o.Record.Operator {
 					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
 				}
 				if o.Unreachable > 0 {

@@ -18,6 +18,12 @@ type OperatorView struct {
 	Silent   []string
 	// NewToken is the token of the new incarnation.
 	NewToken string
+	// Snapshot, for a recovery from a snapshot (OperatorSnapshotRecovery),
+	// is the snapshot the operator chose; From is then the member that
+	// restores it. AcceptLoss lets it go ahead although members hold newer
+	// data, which the new epoch then sets aside.
+	Snapshot   *SnapshotInfo
+	AcceptLoss bool
 }
 
 // OperatorRecovery decides an operator's recovery from From's data: the
@@ -70,6 +76,56 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 	epoch = max(epoch, src.Epoch)
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
+}
+
+// OperatorSnapshotRecovery decides an operator's recovery from a stored
+// snapshot (v.Snapshot), restored by member v.From: the record to write
+// (the next epoch, Source the snapshot, marked Operator so that it
+// proceeds while paused and its seeder never trades it for a newer
+// snapshot), or why not. The fencing is OperatorRecovery's: every
+// instance answers and none is a healthy voter. Invariant 4 (recover from
+// the highest revision known): it refuses while any member holds data
+// newer than the snapshot (of a newer epoch, or of the snapshot's epoch at
+// a higher revision), naming the member to recover from instead, unless
+// the operator accepts losing it (v.AcceptLoss: the new epoch sets that
+// data aside; nothing is deleted).
+func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
+	s := v.Snapshot
+	if s == nil {
+		return Record{}, fmt.Errorf("no snapshot chosen")
+	}
+	if v.Record == nil {
+		return Record{}, fmt.Errorf("there is no cluster record: members holding data re-record it themselves, and members with no data restore the newest snapshot on their own")
+	}
+	if len(v.Silent) > 0 {
+		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold a quorum or newer data; not recovering (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
+	}
+	seeder := false
+	epoch := max(v.Record.Epoch, s.Epoch)
+	var newer []string
+	for _, p := range v.Answered {
+		if p.Healthy {
+			return Record{}, fmt.Errorf("member %s answers as a healthy voter of token %s epoch %d: a quorum answers; not recovering beside it", p.Name, short(p.Token), p.Epoch)
+		}
+		seeder = seeder || p.Name == v.From
+		if p.Token == "" {
+			continue
+		}
+		epoch = max(epoch, p.Epoch)
+		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
+			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
+		}
+	}
+	if !seeder {
+		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
+	}
+	if len(newer) > 0 && !v.AcceptLoss {
+		return Record{}, fmt.Errorf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
+			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)
+	}
+	lastToken, lastEpoch := v.Record.lastConfirmed()
+	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true}, nil
 }
 
 func sorted(xs []string) []string {

@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // While paused, a lost quorum is not recovered automatically, but the
@@ -95,6 +96,69 @@ func TestOperatorRecoveryRefusals(t *testing.T) {
 			Peers: []PeerStatus{a("m2", 8), {Name: "m0"}}}
 		if d := unguarded.Plan(o); d.Kind != RecoverQuorum || d.Record.Token != "tokN" {
 			t.Fatalf("the source under the operator's record: %s (%s)", d.Kind, d.Reason)
+		}
+	}
+}
+
+// An operator's recovery from a snapshot: refused where OperatorRecovery
+// refuses (no record, silent instances, a quorum, an unknown seeder) and
+// over data newer than the snapshot unless the operator accepts the loss;
+// the seeder then restores the snapshot the operator chose, paused or not,
+// even where the store holds a newer one (the automatic path restores the
+// newest).
+func TestOperatorSnapshotRecovery(t *testing.T) {
+	rec := &Record{ClusterID: 0xc1, Token: "tokA", Epoch: 2, Seeder: "m0"}
+	snap := &SnapshotInfo{Name: "s-old", Revision: 50, Epoch: 2}
+	a := func(name string, rev int64) PeerStatus {
+		return PeerStatus{Name: name, Token: "tokA", Epoch: 2, Running: true, Revision: rev}
+	}
+	cases := []struct {
+		name string
+		v    OperatorView
+		want string // refusal text; "" accepts
+	}{
+		{"no snapshot", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{{Name: "m1"}}}, "no snapshot chosen"},
+		{"no record", OperatorView{From: "m1", Snapshot: snap}, "no cluster record"},
+		{"silent instance", OperatorView{Record: rec, From: "m1", Snapshot: snap, Answered: []PeerStatus{{Name: "m1"}}, Silent: []string{"m2"}}, "m2 do not answer"},
+		{"quorum answers", OperatorView{Record: rec, From: "m1", Snapshot: snap, Answered: []PeerStatus{{Name: "m1"}, {Name: "m0", Token: "tokA", Epoch: 2, Healthy: true}}}, "member m0 answers as a healthy voter"},
+		{"unknown seeder", OperatorView{Record: rec, From: "m7", Snapshot: snap, Answered: []PeerStatus{{Name: "m1"}}}, "m7 is not among"},
+		{"newer revision", OperatorView{Record: rec, From: "m1", Snapshot: snap, Answered: []PeerStatus{{Name: "m1"}, a("m2", 51)}}, "m2 (epoch 2, revision 51) hold data newer than snapshot s-old"},
+		{"newer epoch", OperatorView{Record: rec, From: "m1", Snapshot: snap, Answered: []PeerStatus{{Name: "m1"}, {Name: "m0", Token: "tokB", Epoch: 3, Revision: 5}}}, "m0 (epoch 3, revision 5)"},
+		{"older data", OperatorView{Record: rec, From: "m1", Snapshot: snap, Answered: []PeerStatus{a("m1", 40), a("m2", 50), {Name: "m0"}}, NewToken: "tokN"}, ""},
+		{"loss accepted", OperatorView{Record: rec, From: "m1", Snapshot: snap, AcceptLoss: true, Answered: []PeerStatus{a("m1", 40), a("m2", 70), {Name: "m0"}}, NewToken: "tokN"}, ""},
+	}
+	for _, c := range cases {
+		got, err := OperatorSnapshotRecovery(c.v)
+		if c.want != "" {
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("%s: got %+v, %v; want a refusal containing %q", c.name, got, err, c.want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: refused: %v", c.name, err)
+		}
+		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true}
+		if got != want {
+			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
+		}
+		// The seeder restores the chosen snapshot, paused, although the
+		// store holds a newer one.
+		o := Observation{ClusterName: "c", Self: Self{Name: "m1"}, HoldsLock: true, Paused: "paused by ops", RecoveryGrace: time.Minute,
+			Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: &got, Local: Local{Empty: true},
+			LatestSnapshot: &SnapshotInfo{Name: "s-new", Revision: 60, Epoch: 2},
+			Peers:          []PeerStatus{{Name: "m2"}, {Name: "m0"}}}
+		d := Plan(o)
+		if d.Kind != RecoverQuorum || d.Target != "s-old" || d.Record.Token != "tokN" {
+			t.Fatalf("%s: the seeder under the operator's record: %s %s (%s)", c.name, d.Kind, d.Target, d.Reason)
+		}
+		// Without the operator's mark, the seeder's own restore gives
+		// way to the newest snapshot.
+		auto := got
+		auto.Operator = false
+		o.Record, o.Paused = &auto, ""
+		if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "s-new" {
+			t.Fatalf("%s: an automatic restore record with a newer snapshot stored: %s %s (%s)", c.name, d.Kind, d.Target, d.Reason)
 		}
 	}
 }

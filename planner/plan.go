@@ -903,7 +903,8 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 // record. ok is false when the recorded start stands.
 func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
 	rec, s := o.Record, o.LatestSnapshot
-	if s == nil || rec.Source == SnapshotSource(s.Name) {
+	if s == nil || rec.Source == SnapshotSource(s.Name) || rec.Operator {
+		// An operator's recovery restores what the operator chose.
 		return Decision{}, false
 	}
 	for _, p := range o.Peers {

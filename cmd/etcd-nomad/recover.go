@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/cli"
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -20,12 +24,13 @@ import (
 type recoverCommand struct{ ui cli.Ui }
 
 func (c *recoverCommand) Synopsis() string {
-	return "Recover a cluster that lost its quorum from the member an operator chooses"
+	return "Recover a cluster that lost its quorum from the member or the snapshot an operator chooses"
 }
 
 func (c *recoverCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad recover -config FILE -from MEMBER
+       etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -33,28 +38,57 @@ Usage: etcd-nomad recover -config FILE -from MEMBER
   (ForceNewCluster, etcd's cluster id kept) and the others set their data
   aside and join it as learners (after 'etcd-nomad resume' if paused).
 
+  From a snapshot in the definition's store: member -member (by default
+  the first answering instance by name) fetches and verifies it (sha256,
+  etcd's hash, the delta segments recorded after it, replayed), restores
+  it as the next epoch with a new cluster id, and the others set their
+  data aside and join it. Unlike 'etcd-nomad snapshot restore', it works
+  on members Nomad runs: the member restores it itself, at its next loop.
+  Refused while any member holds data newer than the snapshot (recover
+  from that member instead), unless -accept-data-loss: that data is then
+  set aside, never deleted.
+
   The fencing is the automatic path's: under the cluster lock, refused
   while any instance does not answer or any member answers as a healthy
   voter (a quorum), when MEMBER holds no data or a learner's, and when
   another member holds newer data (a newer epoch, or the same incarnation
   at a higher revision); the next epoch is recorded (compare-and-set)
-  before MEMBER restarts. To restore from a snapshot instead, use
-  'etcd-nomad snapshot restore'.
+  before MEMBER restarts.
 
 Options:
-  -config FILE   cluster definition
-  -from MEMBER   the member whose data becomes the cluster`)
+  -config FILE         cluster definition
+  -from SOURCE         MEMBER, or snapshot:NAME (snapshot:latest: the newest)
+  -member MEMBER       with a snapshot: the member that restores it
+  -accept-data-loss    with a snapshot: go ahead although members hold
+                       newer data (set aside, not deleted)`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
 	fs := newClusterFlags("recover")
 	from := fs.String("from", "", "")
+	member := fs.String("member", "", "")
+	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
+		rec, err := operatorRestore(ctx, cl, name, *member, *acceptLoss)
+		if err != nil {
+			c.ui.Error("recover: " + err.Error())
+			return 1
+		}
+		snap, _ := rec.Source.Snapshot()
+		c.ui.Output(fmt.Sprintf("recorded epoch %d: a recovery from snapshot %s; %s restores it at its next loop (even while paused), the others set their data aside and join it as learners (after 'etcd-nomad resume' if paused)",
+			rec.Epoch, snap, rec.Seeder))
+		return 0
+	}
+	if *member != "" || *acceptLoss {
+		c.ui.Error("recover: -member and -accept-data-loss go with -from snapshot:NAME")
+		return 1
+	}
 	rec, err := operatorRecover(ctx, cl, *from)
 	if err != nil {
 		c.ui.Error("recover: " + err.Error())
@@ -67,32 +101,96 @@ func (c *recoverCommand) Run(args []string) int {
 
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
-func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coord.Record, error) {
+func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (planner.Record, error) {
+	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
+		v.From = from
+		return planner.OperatorRecovery(v)
+	})
+}
+
+// operatorRestore records an operator's recovery from snapshot name
+// ("latest": the newest), restored by member (by default the first
+// answering instance by name), under the lock, after observing every
+// instance (planner.OperatorSnapshotRecovery).
+func operatorRestore(ctx context.Context, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
+	if cl.Snapshot == nil {
+		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
+	}
+	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
+	if err != nil {
+		return planner.Record{}, err
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
+	}
+	var full snapshot.Meta
+	found := false
+	if name == "latest" {
+		full, _, _, found = snapshot.Newest(list)
+	}
+	for _, m := range snapshot.Full(list) {
+		if m.Name == name {
+			full, found = m, true
+		}
+	}
+	if !found {
+		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
+	}
+	end := full.Revision
+	if chain, _ := snapshot.Chain(list, full); len(chain) > 0 {
+		// The restore replays the deltas recorded after it.
+		end = chain[len(chain)-1].Revision
+	}
+	if full.Cluster != "" && full.Cluster != cl.Name {
+		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
+	}
+	info := &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
+	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
+		v.Snapshot, v.AcceptLoss, v.From = info, acceptLoss, member
+		if v.From == "" {
+			var names []string
+			for _, p := range v.Answered {
+				names = append(names, p.Name)
+			}
+			sort.Strings(names)
+			if len(names) > 0 {
+				v.From = names[0]
+			}
+		}
+		return planner.OperatorSnapshotRecovery(v)
+	})
+}
+
+// recordOperatorRecovery takes the cluster lock, observes the record and
+// every instance under it (no member changes the record meanwhile), lets
+// decide choose the next record from that view, and writes it
+// (compare-and-set).
+func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func(planner.OperatorView) (planner.Record, error)) (planner.Record, error) {
 	co, err := backends.OpenClient(cl)
 	if err != nil {
-		return coord.Record{}, err
+		return planner.Record{}, err
 	}
 	lctx, lcancel := context.WithTimeout(ctx, 30*time.Second)
 	defer lcancel()
 	l, err := co.Lock(lctx, "etcd-nomad-recover")
 	if err != nil {
-		return coord.Record{}, fmt.Errorf("take the cluster lock: %w", err)
+		return planner.Record{}, fmt.Errorf("take the cluster lock: %w", err)
 	}
 	defer l.Unlock(context.Background())
-	// Observed under the lock: no member changes the record meanwhile.
 	cur, err := co.Record(ctx)
 	var rec *planner.Record
 	switch {
 	case err == nil:
 		rec = task.PlannerRecord(cur)
 	case !errors.Is(err, coord.ErrNoRecord):
-		return coord.Record{}, err
+		return planner.Record{}, err
 	}
 	st, err := status.Gather(ctx, co)
 	if err != nil {
-		return coord.Record{}, err
+		return planner.Record{}, err
 	}
-	v := planner.OperatorView{Record: rec, From: from, NewToken: task.NewToken()}
+	v := planner.OperatorView{Record: rec, NewToken: task.NewToken()}
 	for _, m := range st.Members {
 		if m.Unreachable {
 			v.Silent = append(v.Silent, m.Name)
@@ -101,15 +199,14 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (coor
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
 			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision})
 	}
-	next, err := planner.OperatorRecovery(v)
+	next, err := decide(v)
 	if err != nil {
-		return coord.Record{}, err
+		return planner.Record{}, err
 	}
-	written, err := co.UpdateRecord(ctx, l, task.StoredRecord(next, cur.Index))
-	if err != nil {
-		return coord.Record{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
+	if _, err := co.UpdateRecord(ctx, l, task.StoredRecord(next, cur.Index)); err != nil {
+		return planner.Record{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 	}
-	return written, nil
+	return next, nil
 }
 
 func shortToken(t string) string {
