@@ -32,6 +32,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -466,7 +467,7 @@ func (m *Member) shutdown() {
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()
-		m.lastVoterSnapshot()
+		m.stopSnapshot()
 		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
 		done := make(chan struct{})
 		go func() { e.Close(); close(done) }()
@@ -792,12 +793,24 @@ func (m *Member) depart(ctx context.Context, o planner.Observation) {
 	m.departed = true
 }
 
-// lastVoterSnapshot saves a snapshot when the only voter left stops.
-func (m *Member) lastVoterSnapshot() {
-	if m.opts.Snapshots == nil {
+// preStopSnapshotFresh: a voter that stops while others run (a rolling
+// update of the job, which is how etcd-nomad and its embedded etcd are
+// upgraded, a drain, a restart) saves a full snapshot first unless the
+// store holds one this recent: the first member a rolling update stops
+// saves it, the next ones find it.
+const preStopSnapshotFresh = 10 * time.Minute
+
+// stopSnapshot saves a snapshot as this member stops: always when it is the
+// only voter left; before an update or any other stop of a voter of a
+// cluster with a quorum unless the store's newest full snapshot is under
+// preStopSnapshotFresh old. Bounded by the stop budget (LeaveTimeout fits
+// the job's kill_timeout): a save cut short is logged, and the stop goes on.
+func (m *Member) stopSnapshot() {
+	s := m.opts.Snapshots
+	if s == nil || m.left {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), m.opts.StopTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), max(m.opts.StopTimeout, m.opts.LeaveTimeout))
 	defer cancel()
 	o, err := m.observe(ctx)
 	if err != nil || !o.Running || !o.MembersKnown {
@@ -813,5 +826,22 @@ func (m *Member) lastVoterSnapshot() {
 		if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "last voter stopping"); err != nil {
 			m.log.Warn("snapshot of the last voter failed", "error", err)
 		}
+		return
+	}
+	if o.Local.Learner || o.LeaderID == 0 {
+		return // a learner's data may lag; without a quorum a save fails
+	}
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
+		return
+	}
+	if full, _, _, ok := snapshot.Newest(list); ok && m.now().Sub(full.Created) < preStopSnapshotFresh {
+		m.log.Info("no snapshot before stopping: the store's newest is recent", "snapshot", full.Name, "age", m.now().Sub(full.Created).Round(time.Second))
+		return
+	}
+	m.log.Info("saving a snapshot before stopping (the first stop of a rolling update saves one)", "budget", max(m.opts.StopTimeout, m.opts.LeaveTimeout))
+	if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "before this member stops"); err != nil {
+		m.log.Warn("snapshot before stopping failed; stopping anyway", "error", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
@@ -308,4 +309,86 @@ func TestStoppingEtcdCancelsItsUpload(t *testing.T) {
 		t.Fatalf("stopping etcd took %v: it waited for the upload's stream", took)
 	}
 	t.Logf("etcd stopped in %v mid-upload", took)
+}
+
+// A voter that stops while the others keep a quorum (a rolling update of
+// the job: how etcd-nomad and its embedded etcd are upgraded) saves a full
+// snapshot first; the next member stopped finds it recent and saves none.
+func TestRollingStopSnapshotsFirst(t *testing.T) {
+	k := newKit(t, "m0", "m1", "m2")
+	fs, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snaps := &Snapshots{Store: fs, RetainCount: 5}
+	ms := map[string]*Member{}
+	for _, n := range []string{"m0", "m1", "m2"} {
+		ms[n] = k.memberWith(n, nil, snaps)
+	}
+	all := k.cl.Provider.Static
+	k.prov.Set(all[:1])
+	stops := map[string]func(){"m0": runLoop(t, ms["m0"])}
+	cli := k.client(ms["m0"])
+	voters := func() (int, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		resp, err := cli.MemberList(ctx)
+		if err != nil {
+			return 0, err
+		}
+		n := 0
+		for _, mem := range resp.Members {
+			if !mem.IsLearner {
+				n++
+			}
+		}
+		return n, nil
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if n, _ := voters(); n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("m0 never seeded (%s)", ms["m0"].reason())
+		}
+	}
+	k.prov.Set(all)
+	for _, n := range []string{"m1", "m2"} {
+		stops[n] = runLoop(t, ms[n])
+	}
+	for _, stop := range stops {
+		defer stop()
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if n, _ := voters(); n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never 3 voters (m1 %s, m2 %s)", ms["m1"].reason(), ms["m2"].reason())
+		}
+	}
+	put(t, cli, "before-update", "v")
+	fulls := func() []string {
+		list, err := fs.List(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, m := range snapshot.Full(list) {
+			names = append(names, m.Name)
+		}
+		return names
+	}
+	if got := fulls(); len(got) != 0 {
+		t.Fatalf("snapshots before any stop: %v", got)
+	}
+	stops["m2"]()
+	got := fulls()
+	if len(got) != 1 {
+		t.Fatalf("after the first voter stopped: %d full snapshots %v, want 1", len(got), got)
+	}
+	stops["m1"]()
+	if again := fulls(); len(again) != 1 {
+		t.Fatalf("after the second voter stopped: %v, want only %v (the first is recent)", again, got)
+	}
 }
