@@ -841,7 +841,9 @@ func (m *Member) stopSnapshot() {
 		return
 	}
 	m.log.Info("saving a snapshot before stopping (the first stop of a rolling update saves one)", "budget", max(m.opts.StopTimeout, m.opts.LeaveTimeout))
-	if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "before this member stops"); err != nil {
+	// Under the snapshot lease: while another member uploads one (a
+	// scheduled save), that one is the snapshot before this stop.
+	if err := m.leasedSnapshot(ctx, m.snapshotEndpoint(o), "before this member stops", false); err != nil {
 		m.log.Warn("snapshot before stopping failed; stopping anyway", "error", err)
 	}
 }
