@@ -57,6 +57,11 @@ type Record struct {
 	// recover'): its seeder carries it out even while the cluster is
 	// paused.
 	Operator bool `json:"operator,omitempty"`
+	// Join, while a running etcd cluster outside etcd-nomad is migrated in
+	// ('etcd-nomad migrate'), lists its client URLs: members ask them for
+	// the member list and join through them until they run as voters.
+	// The migration clears it once the outside members are gone.
+	Join []string `json:"join,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

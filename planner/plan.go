@@ -468,7 +468,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 	if inFlight := changeInFlight(o.Members); inFlight != "" && r.changeGuard(oneChangeAtATime) {
 		return Decision{Kind: Wait, Name: name, Reason: inFlight + ": one membership change at a time"}
 	}
-	if v := voters(o.Members); v >= o.DesiredSize && r.changeGuard(joinBelowSize) {
+	if v := slotVoters(o); v >= o.DesiredSize && r.changeGuard(joinBelowSize) {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("cluster has %d of %d voters: waiting for a stale member to be removed", v, o.DesiredSize)}
 	}
 	if !o.HoldsLock {
@@ -815,6 +815,36 @@ func short(tok string) string {
 		return tok[:8]
 	}
 	return tok
+}
+
+// slotVoters counts the voters that hold a slot of the desired size: all
+// of them, except while an outside cluster is migrated in
+// (Record.Migrating), when its healthy members, which no instance lists,
+// hold none. An unhealthy unlisted voter still holds its slot: a member
+// joining beside it would add a voter to a quorum it cannot help make.
+func slotVoters(o Observation) int {
+	n := 0
+	for _, m := range o.Members {
+		if m.Learner {
+			continue
+		}
+		if o.Record != nil && o.Record.Migrating && m.Healthy && !listed(o.Instances, m) {
+			continue
+		}
+		n++
+	}
+	return n
+}
+
+// listed reports whether an instance matches member m, by name or by peer
+// URL.
+func listed(ins []Instance, m Member) bool {
+	for _, in := range ins {
+		if in.Name == m.Name || contains(m.PeerURLs, in.PeerURL) {
+			return true
+		}
+	}
+	return false
 }
 
 func inInstances(ins []Instance, name string) bool {

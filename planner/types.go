@@ -174,6 +174,12 @@ type Record struct {
 	// Operator is true for a recovery an operator recorded ('etcd-nomad
 	// recover'): its seeder carries it out even while paused.
 	Operator bool
+	// Migrating is true while a running etcd cluster outside etcd-nomad
+	// is migrated in ('etcd-nomad migrate'): its members, which no
+	// instance lists, are removed once stale like any unlisted member,
+	// but while healthy they hold no slot of the desired size, so that
+	// members join beside them.
+	Migrating bool
 }
 
 // Source is a record's recovery source as the coordinator stores it: ""

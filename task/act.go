@@ -287,7 +287,9 @@ func (m *Member) clientEndpoints() []string {
 			eps = append(eps, m.clientURL(in))
 		}
 	}
-	return eps
+	// Migrating an outside cluster in: its members take membership
+	// changes too (the first joiner has no other way in).
+	return append(eps, m.joinEndpoints()...)
 }
 
 func (m *Member) promote(ctx context.Context, d planner.Decision) error {

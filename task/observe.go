@@ -220,7 +220,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	for _, p := range o.Peers {
 		anyPeer = anyPeer || p.Running
 	}
-	if !o.Running && !anyPeer {
+	if !o.Running && !anyPeer && len(m.joinEndpoints()) == 0 {
 		// Nothing runs etcd: asking would only wait for the dial timeout.
 		return
 	}
@@ -315,7 +315,20 @@ func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Obser
 			endpoints = append(endpoints, m.clientURL(in))
 		}
 	}
-	return endpoints, ownCluster
+	// Migrating an outside cluster in: its members answer until this
+	// member runs as a voter.
+	return append(endpoints, m.joinEndpoints()...), ownCluster
+}
+
+// joinEndpoints are the client URLs of the outside cluster being migrated
+// in (coord.Record.Join), from the last record read.
+func (m *Member) joinEndpoints() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.record == nil {
+		return nil
+	}
+	return m.record.Join
 }
 
 // presence returns whether a listed member (by name, or by peer URL for

@@ -8,7 +8,7 @@ import (
 // PlannerRecord is the planner's view of a stored cluster record.
 func PlannerRecord(r coord.Record) *planner.Record {
 	return &planner.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: planner.Source(r.Source),
-		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator}
+		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator, Migrating: len(r.Join) > 0}
 }
 
 // StoredRecord is the record to store for the planner's r: index is the

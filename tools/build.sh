@@ -28,4 +28,9 @@ build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
 # etcdctl of the embedded etcd version (tools/etcd/go.mod), for the README's
 # session against the demo cluster and the tests that run it.
 build etcdctl v3.6.16 etcd go.etcd.io/etcd/etcdctl/v3
+# Plain etcd servers (etcd's own main, from its server module) for the
+# migrate-in tests: an existing cluster outside etcd-nomad that its members
+# join, of a 3.5 release (3.6 joins from 3.5.26 on) and of the embedded version.
+build etcd v3.5.35 etcdserver35 .
+build etcd v3.6.16 etcd ./etcdserver
 echo "$dir"

@@ -41,6 +41,7 @@ func Run(args []string) int {
 		"pause":            func() (cli.Command, error) { return &pauseCommand{ui: ui}, nil },
 		"resume":           func() (cli.Command, error) { return &pauseCommand{ui: ui, resume: true}, nil },
 		"recover":          func() (cli.Command, error) { return &recoverCommand{ui: ui}, nil },
+		"migrate":          func() (cli.Command, error) { return &migrateCommand{ui: ui}, nil },
 		"tls":              func() (cli.Command, error) { return &tlsCommand{}, nil },
 		"tls rotate-ca":    func() (cli.Command, error) { return &rotateCACommand{ui: ui}, nil },
 	}
