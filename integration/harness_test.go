@@ -224,3 +224,46 @@ func (tc *testCluster) waitConfirmedAfter(epoch uint64, timeout time.Duration) (
 	tc.t.Helper()
 	return clustertest.WaitOnRecord(tc.t, timeout, epoch, true, tc.recorded)
 }
+
+// replaceEmpty brings the stopped members m1 and m2 back as their
+// replacements would come: the same names at new ports, with empty data
+// dirs (the old ones moved out of the way, as a lost host's), and waits
+// until every instance answers and none is healthy (m0 alone holds data,
+// without a quorum).
+func (tc *testCluster) replaceEmpty() {
+	t := tc.t
+	t.Helper()
+	fresh, err := localcluster.AllocatePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
+	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"m1", "m2"} {
+		if err := os.Rename(filepath.Join(tc.lay.DataDir(), n), filepath.Join(t.TempDir(), n)); err != nil {
+			t.Fatal(err)
+		}
+		if err := tc.sup.Start(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// waitNoneHealthy waits until every instance answers and none is healthy.
+func (tc *testCluster) waitNoneHealthy() {
+	tc.t.Helper()
+	waitFor(tc.t, 30*time.Second, "every instance answers, none healthy", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if m.Unreachable || m.Healthy {
+				return false, status.Format(st)
+			}
+		}
+		return true, status.Format(st)
+	})
+}

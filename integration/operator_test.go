@@ -3,14 +3,12 @@ package integration_test
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -68,34 +66,8 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 		t.Fatalf("recover while instances are silent: exit %d: %s", code, out)
 	}
 	// Their slots come back empty at new ports (lost hosts, replaced).
-	fresh, err := localcluster.AllocatePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
-	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"m1", "m2"} {
-		if err := os.Rename(filepath.Join(tc.lay.DataDir(), n), filepath.Join(t.TempDir(), n)); err != nil {
-			t.Fatal(err)
-		}
-		if err := tc.sup.Start(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 30*time.Second, "every instance answers, none healthy", func() (bool, string) {
-		st, err := tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, m := range st.Members {
-			if m.Unreachable || m.Healthy {
-				return false, status.Format(st)
-			}
-		}
-		return true, status.Format(st)
-	})
+	tc.replaceEmpty()
+	tc.waitNoneHealthy()
 	if code, out := tc.cli("recover", "-from", "m1"); code == 0 || !strings.Contains(out, "holds no data") {
 		t.Fatalf("recover from an empty member: exit %d: %s", code, out)
 	}
@@ -176,34 +148,8 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	fresh, err := localcluster.AllocatePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
-	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []string{"m1", "m2"} {
-		if err := os.Rename(filepath.Join(tc.lay.DataDir(), n), filepath.Join(t.TempDir(), n)); err != nil {
-			t.Fatal(err)
-		}
-		if err := tc.sup.Start(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	waitFor(t, 30*time.Second, "every instance answers, none healthy", func() (bool, string) {
-		st, err := tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, m := range st.Members {
-			if m.Unreachable || m.Healthy {
-				return false, status.Format(st)
-			}
-		}
-		return true, status.Format(st)
-	})
+	tc.replaceEmpty()
+	tc.waitNoneHealthy()
 	if code, out := tc.cli("recover", "-from", "snapshot:"+name, "-member", "m1"); code == 0 || !strings.Contains(out, "m0 (epoch 1, revision") || !strings.Contains(out, "-accept-data-loss") {
 		t.Fatalf("recover from a snapshot older than m0's data: exit %d: %s", code, out)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // Two of three members stopped for good and replaced by empty ones: after
@@ -35,26 +34,7 @@ func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Their slots are replaced by new, empty members (as Nomad would).
-	fresh, err := localcluster.AllocatePorts(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
-	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
-		t.Fatal(err)
-	}
-	// The replacements reuse the names m1 and m2 with new ports and empty
-	// data dirs (the old ones are moved out of the way, as a lost host's).
-	for _, n := range []string{"m1", "m2"} {
-		if err := os.Rename(filepath.Join(tc.lay.DataDir(), n), filepath.Join(t.TempDir(), n)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, n := range []string{"m1", "m2"} {
-		if err := tc.sup.Start(n); err != nil {
-			t.Fatal(err)
-		}
-	}
+	tc.replaceEmpty()
 	st, rec := tc.waitConfirmedAfter(before.Epoch+1, 120*time.Second)
 	if rec.Epoch != before.Epoch+1 || rec.Seeder != "m0" || rec.Source != "data" {
 		t.Fatalf("record after recovery %+v", rec)

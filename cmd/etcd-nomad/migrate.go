@@ -182,6 +182,28 @@ func startMigration(ctx context.Context, cl *config.Cluster, endpoints []string,
 // record writes the cluster record of the migration under the lock, or
 // finds it written by an earlier run.
 func (m *migration) record(ctx context.Context, endpoints []string, ui cli.Ui) error {
+	return m.underLock(ctx, func(l coord.Lock, cur coord.Record, err error) error {
+		switch {
+		case err == nil && cur.ClusterID == m.clusterID && len(cur.Join) > 0:
+			ui.Output(fmt.Sprintf("resuming the migration of cluster %x recorded before (epoch %d)", m.clusterID, cur.Epoch))
+			return nil
+		case err == nil:
+			return fmt.Errorf("the coordinator holds a record of cluster %x (epoch %d, seeded by %s): %s's members run a cluster already; not migrating another one in", cur.ClusterID, cur.Epoch, cur.Seeder, m.cl.Name)
+		case !errors.Is(err, coord.ErrNoRecord):
+			return err
+		}
+		rec := coord.Record{ClusterID: m.clusterID, Token: task.NewToken(), Epoch: 1, Seeder: "migrate", Join: endpoints}
+		if _, err := m.co.CreateRecord(ctx, l, rec); err != nil {
+			return fmt.Errorf("record the migration: %w", err)
+		}
+		ui.Output(fmt.Sprintf("recorded cluster %x (epoch 1) with its %d outside members: start %s's members now; they join as learners one at a time", m.clusterID, len(m.outside), m.cl.Name))
+		return nil
+	})
+}
+
+// underLock takes the cluster lock, reads the record (err: ErrNoRecord
+// when there is none) and runs f; the lock is released after it.
+func (m *migration) underLock(ctx context.Context, f func(l coord.Lock, cur coord.Record, err error) error) error {
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	l, err := m.co.Lock(lctx, "etcd-nomad-migrate")
@@ -190,21 +212,7 @@ func (m *migration) record(ctx context.Context, endpoints []string, ui cli.Ui) e
 	}
 	defer l.Unlock(context.Background())
 	cur, err := m.co.Record(ctx)
-	switch {
-	case err == nil && cur.ClusterID == m.clusterID && len(cur.Join) > 0:
-		ui.Output(fmt.Sprintf("resuming the migration of cluster %x recorded before (epoch %d)", m.clusterID, cur.Epoch))
-		return nil
-	case err == nil:
-		return fmt.Errorf("the coordinator holds a record of cluster %x (epoch %d, seeded by %s): %s's members run a cluster already; not migrating another one in", cur.ClusterID, cur.Epoch, cur.Seeder, m.cl.Name)
-	case !errors.Is(err, coord.ErrNoRecord):
-		return err
-	}
-	rec := coord.Record{ClusterID: m.clusterID, Token: task.NewToken(), Epoch: 1, Seeder: "migrate", Join: endpoints}
-	if _, err := m.co.CreateRecord(ctx, l, rec); err != nil {
-		return fmt.Errorf("record the migration: %w", err)
-	}
-	ui.Output(fmt.Sprintf("recorded cluster %x (epoch 1) with its %d outside members: start %s's members now; they join as learners one at a time", m.clusterID, len(m.outside), m.cl.Name))
-	return nil
+	return f(l, cur, err)
 }
 
 // follow prints the membership as it changes until no outside member is
@@ -261,23 +269,17 @@ func (m *migration) follow(ctx context.Context, ui cli.Ui) error {
 
 // finish clears the outside client URLs from the record, under the lock.
 func (m *migration) finish(ctx context.Context) error {
-	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	l, err := m.co.Lock(lctx, "etcd-nomad-migrate")
-	if err != nil {
-		return fmt.Errorf("take the cluster lock: %w", err)
-	}
-	defer l.Unlock(context.Background())
-	cur, err := m.co.Record(ctx)
-	if err != nil {
-		return fmt.Errorf("read the record: %w", err)
-	}
-	if len(cur.Join) == 0 {
+	return m.underLock(ctx, func(l coord.Lock, cur coord.Record, err error) error {
+		if err != nil {
+			return fmt.Errorf("read the record: %w", err)
+		}
+		if len(cur.Join) == 0 {
+			return nil
+		}
+		cur.Join = nil
+		if _, err := m.co.UpdateRecord(ctx, l, cur); err != nil {
+			return fmt.Errorf("clear the outside endpoints from the record: %w", err)
+		}
 		return nil
-	}
-	cur.Join = nil
-	if _, err := m.co.UpdateRecord(ctx, l, cur); err != nil {
-		return fmt.Errorf("clear the outside endpoints from the record: %w", err)
-	}
-	return nil
+	})
 }
