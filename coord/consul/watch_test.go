@@ -100,7 +100,9 @@ func TestWatchedReadsCostNoRequest(t *testing.T) {
 	other := newCoord(t, addr, "watch-cost")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	w := c.watch(ctx, 2*time.Second, time.Second)
+	// A long wait: the watch answers on changes, and a loaded machine
+	// never makes it miss its deadline while reads are counted.
+	w := c.watch(ctx, 30*time.Second, 5*time.Second)
 	waitFor(t, 10*time.Second, "watch current", w.Current)
 
 	before := tp.plainRequests()
