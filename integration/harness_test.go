@@ -233,9 +233,29 @@ func (tc *testCluster) waitConfirmedAfter(epoch uint64, timeout time.Duration) (
 func (tc *testCluster) replaceEmpty() {
 	t := tc.t
 	t.Helper()
-	fresh, err := localcluster.AllocatePorts(2)
-	if err != nil {
-		t.Fatal(err)
+	// m0's ports may be free for a moment (a test restarts it just
+	// before): fresh ports must not be among them, or the definition
+	// names one port twice and is refused.
+	used := map[int]bool{}
+	for _, p := range tc.ports {
+		used[p.Client], used[p.Peer], used[p.Status] = true, true, true
+	}
+	var fresh []localcluster.MemberPorts
+	for attempt := 0; ; attempt++ {
+		var err error
+		if fresh, err = localcluster.AllocatePorts(2); err != nil {
+			t.Fatal(err)
+		}
+		clash := false
+		for _, p := range fresh {
+			clash = clash || used[p.Client] || used[p.Peer] || used[p.Status]
+		}
+		if !clash {
+			break
+		}
+		if attempt == 20 {
+			t.Fatal("no free ports apart from the cluster's own")
+		}
 	}
 	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
