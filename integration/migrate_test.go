@@ -16,6 +16,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -160,46 +161,7 @@ func migrateIn(t *testing.T, version string) {
 		t.Fatal(err)
 	}
 	defer wcli.Close()
-	var (
-		mu           sync.Mutex
-		acked        []string
-		failedTwice  []string
-		retried      int
-		stopWriting  = make(chan struct{})
-		writerDone   = make(chan struct{})
-		writeAttempt = func(k string) error {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			defer cancel()
-			_, err := wcli.Put(ctx, k, k)
-			return err
-		}
-	)
-	go func() {
-		defer close(writerDone)
-		for i := 0; ; i++ {
-			select {
-			case <-stopWriting:
-				return
-			default:
-			}
-			k := fmt.Sprintf("live/%06d", i)
-			err := writeAttempt(k)
-			if err != nil {
-				mu.Lock()
-				retried++
-				mu.Unlock()
-				err = writeAttempt(k)
-			}
-			mu.Lock()
-			if err != nil {
-				failedTwice = append(failedTwice, fmt.Sprintf("%s: %v", k, err))
-			} else {
-				acked = append(acked, k)
-			}
-			mu.Unlock()
-			time.Sleep(20 * time.Millisecond) // the write rate, not a wait for a state
-		}
-	}()
+	w := clustertest.StartWriter(wcli, "live")
 
 	start := time.Now()
 	cmd := exec.Command(binary, "migrate", "-config", tc.lay.Config(), "-endpoints", strings.Join(oc.clientURLs, ","), "-timeout", "4m")
@@ -232,8 +194,7 @@ func migrateIn(t *testing.T, version string) {
 		t.Fatalf("migrate did not finish in 5m:\n%s\nmembers: %s %v", out.String(), status.Format(st), err)
 	}
 	took := time.Since(start)
-	close(stopWriting)
-	<-writerDone
+	acked, gap := w.Finish()
 	t.Logf("migrate output:\n%s", out.String())
 
 	c, err := clientv3.New(clientv3.Config{Endpoints: newURLs, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
@@ -263,21 +224,15 @@ func migrateIn(t *testing.T, version string) {
 		}
 	}
 	checkKeys(t, c, "before", 100)
-	mu.Lock()
-	defer mu.Unlock()
-	for _, k := range acked {
-		g, err := c.Get(ctx, k)
-		if err != nil || len(g.Kvs) != 1 {
-			t.Fatalf("acknowledged %s lost after the migration (%v)", k, err)
-		}
-	}
-	if len(failedTwice) > 0 {
-		t.Fatalf("%d writes failed twice during the migration: %v", len(failedTwice), failedTwice)
+	clustertest.CheckAcked(t, c, acked)
+	retried := w.Retried()
+	if f := w.Failed(); f > 0 {
+		t.Fatalf("%d writes failed twice during the migration; first attempts that failed: %v", f, retried)
 	}
 	if rec := tc.record(); rec.ClusterID != clusterID || len(rec.Join) != 0 {
 		t.Fatalf("record after the migration: %+v", rec)
 	}
-	t.Logf("etcd %s migrated in %s: %d writes acknowledged meanwhile, %d needed their one retry, 0 failed twice", version, took.Round(100*time.Millisecond), len(acked), retried)
+	t.Logf("etcd %s migrated in %s: %d writes acknowledged meanwhile, longest gap %s, %d needed their one retry (%v), 0 failed twice", version, took.Round(100*time.Millisecond), len(acked), gap.Round(time.Millisecond), len(retried), retried)
 	// The outside members shut themselves down once removed.
 	waitFor(t, 30*time.Second, "the removed outside members exit", func() (bool, string) {
 		for i, ch := range oc.exited {

@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
@@ -61,6 +62,9 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.promote(ctx, d)
 	case planner.RemoveMember:
 		m.snapshotBeforeChange(o, "before removing a member")
+		if o.LeaderID == d.MemberID && d.MemberID != o.SelfID {
+			m.takeLeadershipFrom(ctx, o, d.MemberID)
+		}
 		return m.removeMember(ctx, d)
 	case planner.SetAside:
 		return m.setAside(d)
@@ -318,6 +322,52 @@ func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
 	}
 	m.log.Info("removed member", "member_id", types.ID(d.MemberID).String(), "reason", d.Reason)
 	return nil
+}
+
+// takeLeadershipFrom moves leadership from a stale leader about to be
+// removed (the leader is removed last, invariant 3) to this member, a
+// healthy voter. Without it the cluster waits out an election timeout once
+// the removed leader steps down or, as a plain etcd 3.5 member being
+// migrated in does, simply stops; clients see writes refused meanwhile.
+// MoveLeader must be sent to the leader itself, through its client URLs.
+// A failure is logged and the removal goes ahead: it is safe either way.
+func (m *Member) takeLeadershipFrom(ctx context.Context, o planner.Observation, leader uint64) {
+	self := findMember(o.Members, o.SelfID)
+	if self < 0 || o.Members[self].Learner || !o.Members[self].Healthy {
+		return
+	}
+	cli, err := m.etcdClient(m.clientEndpoints())
+	if err != nil {
+		return
+	}
+	lctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	resp, err := cli.MemberList(lctx)
+	cancel()
+	if err != nil {
+		m.log.Warn("leadership transfer before removing the leader: member list failed", "error", err)
+		return
+	}
+	var urls []string
+	for _, mem := range resp.Members {
+		if mem.ID == leader {
+			urls = mem.ClientURLs
+		}
+	}
+	if len(urls) == 0 {
+		return
+	}
+	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
+	if err != nil {
+		return
+	}
+	defer lc.Close()
+	mctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := lc.MoveLeader(mctx, o.SelfID); err != nil {
+		m.log.Warn("leadership transfer before removing the leader failed; removing it anyway", "leader", types.ID(leader).String(), "error", err)
+		return
+	}
+	m.log.Info("took leadership over before removing the leader", "leader", types.ID(leader).String())
 }
 
 func (m *Member) setAside(d planner.Decision) error {

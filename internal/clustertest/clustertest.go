@@ -109,6 +109,7 @@ type Writer struct {
 	lastOK     time.Time
 	longestGap time.Duration
 	failed     int
+	retried    []string // "key: error" of each first attempt that failed
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -132,6 +133,11 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 				cancel()
 				if err == nil {
 					break
+				}
+				if try == 0 {
+					w.mu.Lock()
+					w.retried = append(w.retried, fmt.Sprintf("%s: %v", key, err))
+					w.mu.Unlock()
 				}
 			}
 			now := time.Now()
@@ -157,6 +163,13 @@ func (w *Writer) Finish() (acked []string, longestGap time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.acked, w.longestGap
+}
+
+// Retried lists the keys whose first put failed, with the error.
+func (w *Writer) Retried() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.retried...)
 }
 
 // Failed is the number of keys whose put failed twice so far.
