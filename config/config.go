@@ -262,6 +262,14 @@ type NomadJob struct {
 	// not the quorum. Default true; off only for a demo or test on a
 	// single Nomad client.
 	DistinctHosts bool
+	// PeerPort, when not 0, is a static peer port (Nomad's static port):
+	// a member's peer URL is then the same after any stop, and a cluster
+	// whose every member stopped ('nomad job stop', then 'nomad job run')
+	// finds its quorum again from the data a host volume kept. With
+	// dynamic ports each member comes back on a new port, and the others
+	// still dial the old one. DefaultPeerPort with a host volume and
+	// distinct_hosts, else 0 (Nomad picks).
+	PeerPort int
 	// Consul is how the members reach Consul from their Nomad client.
 	Consul NomadConsul
 	// Where is "file:line" of the nomad block (of the cluster block when

@@ -167,6 +167,7 @@ type nomadSchema struct {
 	KillTimeout *string              `hcl:"kill_timeout,optional"`
 	// DistinctHosts: one member per Nomad client (default true).
 	DistinctHosts *bool              `hcl:"distinct_hosts,optional"`
+	PeerPort      *int               `hcl:"peer_port,optional"`
 	Consul        *nomadConsulSchema `hcl:"consul,block"`
 }
 
@@ -463,6 +464,16 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.HostVolume = str(n.HostVolume, "")
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 		c.Nomad.DistinctHosts = n.DistinctHosts == nil || *n.DistinctHosts
+		if c.Nomad.HostVolume != "" && c.Nomad.DistinctHosts {
+			c.Nomad.PeerPort = DefaultPeerPort
+		}
+		c.Nomad.PeerPort = num(n.PeerPort, c.Nomad.PeerPort)
+		switch {
+		case c.Nomad.PeerPort < 0 || c.Nomad.PeerPort > 65535:
+			d.errorf(d.rangeOf("nomad", "peer_port"), "Invalid peer_port", "peer_port = %d is not a port: use 1 to 65535, or 0 for a port Nomad picks.", c.Nomad.PeerPort)
+		case c.Nomad.PeerPort > 0 && !c.Nomad.DistinctHosts:
+			d.errorf(d.rangeOf("nomad", "peer_port"), "Static peer port on shared clients", "peer_port = %d with distinct_hosts = false: members placed on one Nomad client would all claim that port. Remove peer_port (Nomad then picks one per member), or keep distinct_hosts on.", c.Nomad.PeerPort)
+		}
 		if cs := n.Consul; cs != nil {
 			c.Nomad.Consul = NomadConsul{Address: str(cs.Address, DefaultNomadConsulAddress), CAFile: str(cs.CAFile, ""), TLSServerName: str(cs.TLSServerName, ""), CertFile: str(cs.CertFile, ""), KeyFile: str(cs.KeyFile, "")}
 		}

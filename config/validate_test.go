@@ -276,3 +276,36 @@ func TestDistinctHostsOffWarns(t *testing.T) {
 		t.Errorf("distinct_hosts = false, 1 member: %q", out)
 	}
 }
+
+// peer_port (issue 14): a static peer port is a port, and members sharing
+// a Nomad client cannot all have it.
+func TestPeerPortRefusals(t *testing.T) {
+	src := func(nomad string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    binary = "/usr/bin/etcd-nomad"
+    ` + nomad + `
+  }
+}`)
+	}
+	for _, c := range []struct{ nomad, want string }{
+		{"peer_port = 70000", "Invalid peer_port"},
+		{"peer_port = -1", "Invalid peer_port"},
+		{"peer_port = 2380\n distinct_hosts = false", "Static peer port on shared clients"},
+	} {
+		_, _, diags := Load("x.hcl", src(c.nomad))
+		if !diagAt(diags, c.want, 6) {
+			t.Errorf("%q: want %q at line 6, got %v", c.nomad, c.want, diags)
+		}
+	}
+	for _, ok := range []string{"peer_port = 2380", "peer_port = 0", "distinct_hosts = false"} {
+		cl, _, diags := Load("x.hcl", src(ok))
+		if diags.HasErrors() {
+			t.Errorf("%q: %v", ok, diags)
+		} else if ok == "peer_port = 2380" && cl.Nomad.PeerPort != 2380 {
+			t.Errorf("%q: PeerPort %d", ok, cl.Nomad.PeerPort)
+		}
+	}
+}

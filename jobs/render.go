@@ -41,7 +41,7 @@ type view struct {
 	Group                             string
 	Definition                        string
 	Consul                            config.NomadConsul
-	Ports                             []string
+	Ports                             []portView
 	KillSecs                          int
 	// DiskMB is the sticky ephemeral disk's size (EphemeralDiskMB).
 	DiskMB int64
@@ -112,7 +112,7 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		Group:            cl.Provider.Nomad.Group,
 		Definition:       escapeHeredoc(string(cl.Source)),
 		Consul:           cl.Nomad.Consul,
-		Ports:            []string{nomad.PortClient, nomad.PortPeer, nomad.PortStatus},
+		Ports:            []portView{{Label: nomad.PortClient}, {Label: nomad.PortPeer, Static: cl.Nomad.PeerPort}, {Label: nomad.PortStatus}},
 		KillSecs:         int(cl.Nomad.KillTimeout.Seconds()),
 		DiskMB:           EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
 		ShutdownDelay:    ShutdownDelay.String(),
@@ -124,6 +124,12 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		return "", fmt.Errorf("render job: %w", err)
 	}
 	return b.String(), nil
+}
+
+// portView is one port of the group's network: Static when not 0.
+type portView struct {
+	Label  string
+	Static int
 }
 
 // EphemeralDiskMB is the sticky ephemeral disk a member needs for a
@@ -260,7 +266,15 @@ job "{{.C.Nomad.Job}}" {
 
     network {
 {{- range .Ports}}
-      port "{{.}}" {}
+{{- if .Static}}
+      # Static (nomad { peer_port }): the peer URL stays the same across
+      # stops, so members that all stopped find each other again.
+      port "{{.Label}}" {
+        static = {{.Static}}
+      }
+{{- else}}
+      port "{{.Label}}" {}
+{{- end}}
 {{- end}}
     }
 

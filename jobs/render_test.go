@@ -1,6 +1,7 @@
 package jobs
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -408,6 +409,52 @@ func TestNodeDrainMovesOneMemberAtATime(t *testing.T) {
 	} {
 		if got := j.attr(k, migrate...); got != want {
 			t.Errorf("migrate { %s = %s }, want %s", k, got, want)
+		}
+	}
+}
+
+// Issue 14, data follows allocations: with a host volume (and one member
+// per host) the peer port is static, etcd's 2380 unless peer_port says
+// otherwise, so a member that comes back after 'nomad job stop' and
+// 'nomad job run' has the peer URL its peers dial. Without a host volume
+// Nomad picks every port.
+func TestHostVolumePinsThePeerPort(t *testing.T) {
+	for _, c := range []struct {
+		nomad string
+		want  string // the peer port's static, "" for a dynamic port
+	}{
+		{``, ""},
+		{`nomad {
+    driver      = "exec"
+    host_volume = "etcd"
+  }`, "2380"},
+		{`nomad {
+    driver      = "exec"
+    host_volume = "etcd"
+    peer_port   = 12380
+  }`, "12380"},
+		{`nomad {
+    peer_port = 2390
+  }`, "2390"},
+	} {
+		j := render(t, c.nomad)
+		net := j.block(in(group, "network")...)
+		if net == nil {
+			t.Fatalf("%q: no network block", c.nomad)
+		}
+		static := map[string]string{}
+		for _, blk := range net.Blocks {
+			if blk.Type != "port" || len(blk.Labels) != 1 {
+				continue
+			}
+			static[blk.Labels[0]] = ""
+			if a, ok := blk.Body.Attributes["static"]; ok {
+				static[blk.Labels[0]] = string(a.Expr.Range().SliceBytes(j.src))
+			}
+		}
+		want := map[string]string{"client": "", "peer": c.want, "status": ""}
+		if fmt.Sprint(static) != fmt.Sprint(want) {
+			t.Errorf("%q: ports' static %v, want %v", c.nomad, static, want)
 		}
 	}
 }

@@ -43,6 +43,8 @@ type bed struct {
 	nomad *nomadapi.Client
 	cons  *consulapi.Client
 	kek   []byte // the members' CA key encryption key (the job's variable)
+	// specFile is the rendered job, submitted with nomad job run.
+	specFile string
 }
 
 // definition: defaults (distinct_hosts on, the members' Consul is their
@@ -66,7 +68,7 @@ const definition = `cluster %q {
   nomad {
     cpu          = 100
     memory_mb    = 128
-    kill_timeout = "20s"
+    kill_timeout = "20s"%s
   }
 }
 `
@@ -74,6 +76,18 @@ const definition = `cluster %q {
 // startBed starts a testbed of one server host and four client hosts (three
 // for the members, one spare for a replacement) and runs the job on it.
 func startBed(t *testing.T) *bed {
+	t.Helper()
+	return startBedWith(t, bedOptions{})
+}
+
+// bedOptions vary startBed: with volumes, the first three client hosts
+// have the host volume "etcd" and the members run with driver "exec" on
+// it.
+type bedOptions struct {
+	volumes bool
+}
+
+func startBedWith(t *testing.T, o bedOptions) *bed {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a multi-host Nomad and Consul testbed")
@@ -93,7 +107,20 @@ func startBed(t *testing.T) *bed {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	start := time.Now()
-	tb, err := devagents.StartHosts(ctx, devagents.HostsOptions{Servers: 1, Clients: 4})
+	ho := devagents.HostsOptions{Servers: 1, Clients: 4}
+	nomadExtra := ""
+	if o.volumes {
+		// exec runs the member as nobody: the binary's directory (and
+		// its parent, t.TempDir's) must let it through.
+		for _, d := range []string{dir, filepath.Dir(dir)} {
+			if err := os.Chmod(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ho.Volumes, ho.ExecDirs = 3, []string{dir}
+		nomadExtra = "\n    driver       = \"exec\"\n    host_volume  = \"etcd\""
+	}
+	tb, err := devagents.StartHosts(ctx, ho)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +149,7 @@ func startBed(t *testing.T) *bed {
 	}
 
 	file := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(file, fmt.Appendf(nil, definition, clusterName), 0o600); err != nil {
+	if err := os.WriteFile(file, fmt.Appendf(nil, definition, clusterName, nomadExtra), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cl, _, diags := config.LoadFile(file)
@@ -135,6 +162,7 @@ func startBed(t *testing.T) *bed {
 		t.Fatalf("job render: %v", err)
 	}
 	specFile := filepath.Join(dir, "etcd.nomad.hcl")
+	b.specFile = specFile
 	if err := os.WriteFile(specFile, spec, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +316,21 @@ func (b *bed) leaderHost() (*devagents.Host, string) {
 }
 
 func (b *bed) dumpLogs() {
+	// Why tasks did not start: the last events of each allocation.
+	if allocs, _, err := b.nomad.Jobs().Allocations(clusterName, true, nil); err == nil {
+		for i, a := range allocs {
+			if i >= 6 {
+				break
+			}
+			for task, st := range a.TaskStates {
+				var evs []string
+				for _, e := range st.Events[max(0, len(st.Events)-4):] {
+					evs = append(evs, e.Type+": "+e.DisplayMessage)
+				}
+				b.t.Logf("allocation %s on %s, task %s %s: %s", a.ID[:8], a.NodeName, task, st.State, strings.Join(evs, " | "))
+			}
+		}
+	}
 	for _, h := range b.tb.Clients {
 		paths, _ := filepath.Glob(filepath.Join(h.AllocDir, "*", "alloc", "logs", "etcd.stderr.*"))
 		for _, p := range paths {

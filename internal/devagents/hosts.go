@@ -67,7 +67,11 @@ type Host struct {
 	// client's alloc_dir.
 	Dir      string
 	AllocDir string
+	// Volume is the path of its host volume "etcd", empty when it has
+	// none (HostsOptions.Volumes).
+	Volume string
 
+	hasVolume    bool
 	consulNodeID string
 }
 
@@ -80,6 +84,14 @@ type HostsOptions struct {
 	// LogRequests: the client hosts' agents log at DEBUG, which logs
 	// every HTTP request they serve (Host.Requests counts them).
 	LogRequests bool
+	// Volumes is how many client hosts (the first ones) have the host
+	// volume "etcd", a directory of their own (Host.Volume): what a
+	// production client dedicated to etcd declares.
+	Volumes int
+	// ExecDirs are the directories the exec driver's chroot holds, each at
+	// its own path: a static binary needs nothing else. Empty: Nomad's
+	// default chroot_env, which copies /usr (gigabytes) into every task.
+	ExecDirs []string
 }
 
 // testbedSeq numbers the testbeds of this process.
@@ -108,6 +120,9 @@ func StartHosts(ctx context.Context, o HostsOptions) (*Testbed, error) {
 	}
 	if o.Clients < 1 || o.Clients > 9 {
 		return nil, fmt.Errorf("testbed: %d client hosts: use 1 to 9", o.Clients)
+	}
+	if o.Volumes < 0 || o.Volumes > o.Clients {
+		return nil, fmt.Errorf("testbed: host volumes on %d of %d client hosts", o.Volumes, o.Clients)
 	}
 	consulBin, err := Bin("consul", ConsulVersion)
 	if err != nil {
@@ -156,13 +171,23 @@ func (tb *Testbed) build(o HostsOptions, consulBin, nomadBin string) error {
 		tb.Servers = append(tb.Servers, &Host{Name: "s" + strconv.Itoa(i), IP: subnet + "." + strconv.Itoa(10+i), Server: true})
 	}
 	for i := 1; i <= o.Clients; i++ {
-		tb.Clients = append(tb.Clients, &Host{Name: "c" + strconv.Itoa(i), IP: subnet + "." + strconv.Itoa(20+i)})
+		tb.Clients = append(tb.Clients, &Host{Name: "c" + strconv.Itoa(i), IP: subnet + "." + strconv.Itoa(20+i), hasVolume: i <= o.Volumes})
 	}
 	for _, h := range tb.Hosts() {
 		if err := tb.addHost(h); err != nil {
 			return err
 		}
-		if err := tb.configure(h, consulBin, nomadBin); err != nil {
+		if h.hasVolume {
+			// Writable by the task's user: exec runs tasks as nobody.
+			h.Volume = filepath.Join(h.Dir, "volume")
+			if err := os.MkdirAll(h.Volume, 0o700); err != nil {
+				return err
+			}
+			if err := os.Chmod(h.Volume, 0o777); err != nil {
+				return err
+			}
+		}
+		if err := tb.configure(h, consulBin, nomadBin, o.ExecDirs); err != nil {
 			return err
 		}
 		if o.LogRequests && !h.Server {
@@ -300,7 +325,7 @@ func (tb *Testbed) serverIPs() []string {
 }
 
 // configure writes h's agent configurations and prepares its agents.
-func (tb *Testbed) configure(h *Host, consulBin, nomadBin string) error {
+func (tb *Testbed) configure(h *Host, consulBin, nomadBin string, execDirs []string) error {
 	var err error
 	if h.consulNodeID, err = newUUID(); err != nil {
 		return err
@@ -316,7 +341,7 @@ func (tb *Testbed) configure(h *Host, consulBin, nomadBin string) error {
 		return err
 	}
 	nomadCfg := filepath.Join(h.Dir, "nomad", "nomad.hcl")
-	if err := os.WriteFile(nomadCfg, []byte(nomadHostConfig(h, servers)), 0o600); err != nil {
+	if err := os.WriteFile(nomadCfg, []byte(nomadHostConfig(h, servers, execDirs)), 0o600); err != nil {
 		return err
 	}
 	h.Consul = &Agent{Name: "consul", Dir: filepath.Join(h.Dir, "consul"), Addr: "http://" + h.IP + ":8500",
@@ -366,9 +391,20 @@ disable_update_check = true
 }
 
 // nomadHostConfig: a server (bootstrap_expect = every server host) or a
-// client with raw_exec on eth0, both using the host's Consul agent.
-func nomadHostConfig(h *Host, servers []string) string {
-	var role string
+// client with raw_exec and exec on eth0 (exec's chroot: execDirs), with the
+// host volume "etcd" if h has one, both using the host's Consul agent.
+func nomadHostConfig(h *Host, servers []string, execDirs []string) string {
+	var role, extra string
+	if len(execDirs) > 0 {
+		var env []string
+		for _, d := range execDirs {
+			env = append(env, fmt.Sprintf("    %q = %q", d, d))
+		}
+		extra += "  chroot_env = {\n" + strings.Join(env, "\n") + "\n  }\n"
+	}
+	if h.Volume != "" {
+		extra += fmt.Sprintf("  host_volume \"etcd\" {\n    path = %q\n  }\n", h.Volume)
+	}
 	if h.Server {
 		role = fmt.Sprintf(`server {
   enabled          = true
@@ -388,13 +424,13 @@ func nomadHostConfig(h *Host, servers []string) string {
   options = {
     "fingerprint.denylist" = "env_aws,env_gce,env_azure,env_digitalocean"
   }
-}
+%s}
 plugin "raw_exec" {
   config {
     enabled = true
   }
 }
-`, hclList(servers, ":4647"), h.AllocDir)
+`, hclList(servers, ":4647"), h.AllocDir, extra)
 	}
 	return fmt.Sprintf(`name      = %q
 data_dir  = %q

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -309,7 +310,28 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read own allocation %s: %w", p.o.SelfAlloc, nomadglue.Denied(p.o.Client, "read allocation "+p.o.SelfAlloc, nomadglue.NeedRead, err))
 	}
-	return a.DesiredStatus != api.AllocDesiredStatusRun, nil
+	if a.DesiredStatus == api.AllocDesiredStatusRun {
+		return false, nil
+	}
+	// The whole job stopping ('nomad job stop', with or without -purge)
+	// stops the cluster; it does not shrink it. Every member keeps its
+	// membership, as in a restart of every member, and the next 'nomad
+	// job run' starts them from their data (a host volume keeps it): had
+	// each left, the last voter would hold the cluster alone and the
+	// others' data would be set aside.
+	j, _, err := p.o.Client.Jobs().Info(a.JobID, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
+	if err != nil {
+		if strings.Contains(err.Error(), "404") {
+			p.o.Logger.Info("the job is gone (purged): stopping this member without leaving the cluster", "job", a.JobID)
+			return false, nil
+		}
+		return false, fmt.Errorf("read job %s: %w", a.JobID, nomadglue.Denied(p.o.Client, "read job "+a.JobID, nomadglue.NeedRead, err))
+	}
+	if j.Stop != nil && *j.Stop {
+		p.o.Logger.Info("the job is stopped: stopping this member without leaving the cluster (the next run starts it from its data)", "job", a.JobID)
+		return false, nil
+	}
+	return true, nil
 }
 
 // Inherited reports whether this member's allocation is being replaced by

@@ -35,7 +35,11 @@ import (
 // caller's directory) into dir and returns the binary's path.
 func Build(dir string) (string, error) {
 	bin := filepath.Join(dir, "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/etcd-nomad/etcd-nomad/cmd/etcd-nomad").CombinedOutput(); err != nil {
+	// Static (no cgo): the exec driver's chroot then needs nothing but
+	// the binary.
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/etcd-nomad/etcd-nomad/cmd/etcd-nomad")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("build etcd-nomad: %w\n%s", err, out)
 	}
 	return bin, nil
