@@ -504,3 +504,57 @@ func TestRemoveMemberUnderTheLock(t *testing.T) {
 		t.Fatal("the removed member's etcd never stopped")
 	}
 }
+
+// A stale leader is removed only after this member took its leadership
+// over: the remover leads the moment the removal returns, with no election
+// to wait for. A removed leader steps down (etcd 3.6) or just stops (a
+// plain etcd 3.5 member being migrated in); either way the others waited
+// an election timeout with writes refused, and CI's migrate test saw a
+// write fail twice.
+func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
+	k := newKit(t, "m0", "m1")
+	m0, m1, cli := joinLearner(t, k)
+	m1.waitReady(t)
+	id0, id1 := uint64(m0.etcd.Server.MemberID()), uint64(m1.etcd.Server.MemberID())
+	m0.lockForTest(t)
+	defer m0.releaseLock(context.Background())
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		err := m0.act(context.Background(), planner.Observation{}, planner.Decision{Kind: planner.Promote, Name: "m0", MemberID: id1})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("promote m1: %v", err)
+		}
+	}
+	// m1 leads (etcd's own transfer, sent to the leader m0).
+	for deadline := time.Now().Add(15 * time.Second); uint64(m1.etcd.Server.Leader()) != id1; time.Sleep(100 * time.Millisecond) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := cli.MoveLeader(ctx, id1)
+		cancel()
+		if time.Now().After(deadline) {
+			t.Fatalf("m1 never led: %v", err)
+		}
+	}
+	o := planner.Observation{SelfID: id0, LeaderID: id1, Running: true, MembersKnown: true, Members: []planner.Member{
+		{ID: id0, Name: "m0", Healthy: true}, {ID: id1, Name: "m1", Healthy: true},
+	}}
+	d := planner.Decision{Kind: planner.RemoveMember, Name: "m0", MemberID: id1, Reason: "member m1 absent"}
+	// etcd refuses the removal until its new leader has been connected to
+	// the rest for 5 s ("unhealthy cluster"): the loop tries again.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		err := m0.act(context.Background(), o, d)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("remove the stale leader: %v", err)
+		}
+	}
+	if l := uint64(m0.etcd.Server.Leader()); l != id0 {
+		t.Fatalf("right after removing the leader m1, m0 sees leader %x, want itself (%x): the removal did not hand leadership over first", l, id0)
+	}
+	if resp := memberList(t, cli); len(resp.Members) != 1 || resp.Members[0].ID != id0 {
+		t.Fatalf("members after the removal: %v", resp.Members)
+	}
+}
