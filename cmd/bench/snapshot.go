@@ -484,8 +484,20 @@ func runSnapshotRestore(args []string) error {
 	identity := fs.String("identity", "", "")
 	root := fs.String("root", "", "")
 	peer := fs.String("peer-url", "", "")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile here (for looking into the restore path)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *storeDir == "" || *name == "" || *identity == "" || *root == "" || *peer == "" {
 		return errors.New("-store, -name, -identity, -root and -peer-url are required")
