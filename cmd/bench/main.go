@@ -103,17 +103,11 @@ func run(args []string) error {
 		return err
 	}
 	o.snapshotBytes = *sizeMiB << 20
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := startCPUProfile(*cpuProfile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	want := func(id string) bool { return o.only == "" || strings.Contains(","+o.only+",", ","+id+",") }
 
 	log := hclog.New(&hclog.LoggerOptions{Name: "bench", Output: os.Stderr, Level: hclog.Info})
@@ -251,4 +245,21 @@ func gitCommit(repo string) string {
 		c += "+dirty"
 	}
 	return c
+}
+
+// startCPUProfile profiles this process into path until stop is called; ""
+// profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
