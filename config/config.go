@@ -255,6 +255,10 @@ type NomadJob struct {
 	// HostVolume, when set, keeps data on this Nomad host volume instead
 	// of the allocation's sticky ephemeral disk.
 	HostVolume string
+	// User, when set, is the user the member's task runs as (Nomad's
+	// task user). exec runs tasks as nobody by default: a host volume's
+	// directory must then be writable by that user.
+	User string
 	// KillTimeout is how long Nomad waits after SIGTERM.
 	KillTimeout time.Duration
 	// DistinctHosts places at most one member on each Nomad client (a

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -164,6 +165,7 @@ type nomadSchema struct {
 	Binary      *string              `hcl:"binary,optional"`
 	Artifact    *nomadArtifactSchema `hcl:"artifact,block"`
 	HostVolume  *string              `hcl:"host_volume,optional"`
+	User        *string              `hcl:"user,optional"`
 	KillTimeout *string              `hcl:"kill_timeout,optional"`
 	// DistinctHosts: one member per Nomad client (default true).
 	DistinctHosts *bool              `hcl:"distinct_hosts,optional"`
@@ -348,6 +350,9 @@ func str(s *string, def string) string {
 	return *s
 }
 
+// taskUser is a user name or a numeric uid, what Nomad's task user takes.
+var taskUser = regexp.MustCompile(`^([a-z_][a-z0-9_-]{0,31}|[0-9]{1,10})$`)
+
 func num(n *int, def int) int {
 	if n == nil {
 		return def
@@ -462,6 +467,10 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 			c.Nomad.Artifact = &NomadArtifact{Source: a.Source, Checksum: a.Checksum, Path: str(a.Path, DefaultArtifactPath)}
 		}
 		c.Nomad.HostVolume = str(n.HostVolume, "")
+		c.Nomad.User = str(n.User, "")
+		if c.Nomad.User != "" && !taskUser.MatchString(c.Nomad.User) {
+			d.errorf(d.rangeOf("nomad", "user"), "Invalid user", "user = %q is not a user name or a numeric uid (as in \"etcd\" or \"999\").", c.Nomad.User)
+		}
 		c.Nomad.KillTimeout = d.duration(n.KillTimeout, c.Nomad.KillTimeout, "nomad", "kill_timeout")
 		c.Nomad.DistinctHosts = n.DistinctHosts == nil || *n.DistinctHosts
 		if c.Nomad.HostVolume != "" && c.Nomad.DistinctHosts {

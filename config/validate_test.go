@@ -278,8 +278,8 @@ func TestDistinctHostsOffWarns(t *testing.T) {
 }
 
 // peer_port (issue 14): a static peer port is a port, and members sharing
-// a Nomad client cannot all have it.
-func TestPeerPortRefusals(t *testing.T) {
+// a Nomad client cannot all have it. user is a user name or a uid.
+func TestNomadPortAndUserRefusals(t *testing.T) {
 	src := func(nomad string) []byte {
 		return []byte(`cluster "x" {
   provider "nomad" {}
@@ -294,13 +294,15 @@ func TestPeerPortRefusals(t *testing.T) {
 		{"peer_port = 70000", "Invalid peer_port"},
 		{"peer_port = -1", "Invalid peer_port"},
 		{"peer_port = 2380\n distinct_hosts = false", "Static peer port on shared clients"},
+		{`user = "root; rm"`, "Invalid user"},
+		{`user = "Etcd"`, "Invalid user"},
 	} {
 		_, _, diags := Load("x.hcl", src(c.nomad))
 		if !diagAt(diags, c.want, 6) {
 			t.Errorf("%q: want %q at line 6, got %v", c.nomad, c.want, diags)
 		}
 	}
-	for _, ok := range []string{"peer_port = 2380", "peer_port = 0", "distinct_hosts = false"} {
+	for _, ok := range []string{"peer_port = 2380", "peer_port = 0", "distinct_hosts = false", `user = "etcd"`, `user = "999"`} {
 		cl, _, diags := Load("x.hcl", src(ok))
 		if diags.HasErrors() {
 			t.Errorf("%q: %v", ok, diags)

@@ -344,6 +344,9 @@ job "{{.C.Nomad.Job}}" {
     task "etcd" {
       driver       = "{{.C.Nomad.Driver}}"
       kill_signal  = "SIGTERM"
+{{- if .C.Nomad.User}}
+      user         = "{{.C.Nomad.User}}"
+{{- end}}
       kill_timeout = "{{.KillSecs}}s"
 {{if eq .C.Nomad.Driver "docker"}}
       config {

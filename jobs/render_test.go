@@ -458,3 +458,20 @@ func TestHostVolumePinsThePeerPort(t *testing.T) {
 		}
 	}
 }
+
+// nomad { user }: the member's task runs as that user (exec's default is
+// nobody, which cannot write a host volume owned by another user); unset,
+// the job names no user and Nomad's driver default applies.
+func TestTaskUser(t *testing.T) {
+	if got := render(t, "").attr("user", task...); got != "" {
+		t.Errorf("user = %s without nomad { user }", got)
+	}
+	j := render(t, `nomad {
+    driver      = "exec"
+    host_volume = "etcd"
+    user        = "etcd"
+  }`)
+	if got := j.attr("user", task...); got != `"etcd"` {
+		t.Errorf("task user = %s, want \"etcd\"", got)
+	}
+}
