@@ -139,10 +139,16 @@ func pick(e *env, rng *rand.Rand, n int) []provider.Instance {
 }
 
 // expectRestarted checks, once the round's cluster is healthy, that the
-// member runs as a new process.
+// member runs as a new process. Its allocation may have been replaced
+// meanwhile (a task killed a 4th time in 5 minutes fails its allocation,
+// and Nomad reschedules it): the replacement adopts the data and runs as
+// the same member under another instance name.
 func (e *env) expectRestarted(name string, killed int) {
 	e.after = append(e.after, func() error {
-		pid := mustPID(e, name)
+		pid, err := e.pidOf(name)
+		if err != nil {
+			return err
+		}
 		if pid == killed {
 			return fmt.Errorf("%s still reports the killed pid %d", name, killed)
 		}
@@ -152,17 +158,28 @@ func (e *env) expectRestarted(name string, killed int) {
 
 func mustPID(e *env, name string) int {
 	e.t.Helper()
-	for _, in := range e.instances() {
+	pid, err := e.pidOf(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return pid
+}
+
+// pidOf is the pid of member name: the instance of that name, or else the
+// instance whose member runs under that name (its persisted identity).
+func (e *env) pidOf(name string) (int, error) {
+	insts := e.instances()
+	for _, in := range insts {
 		if in.Name == name {
-			pid, err := e.memberPID(in)
-			if err != nil {
-				e.t.Fatal(err)
-			}
-			return pid
+			return e.memberPID(in)
 		}
 	}
-	e.t.Fatalf("member %s not found", name)
-	return 0
+	for _, in := range insts {
+		if st, err := e.memberStatus(in); err == nil && st.Name == name {
+			return e.memberPID(in)
+		}
+	}
+	return 0, fmt.Errorf("member %s not found among %d instances", name, len(insts))
 }
 
 // TestChaos runs randomized fault rounds against a 3-member cluster on real
