@@ -52,14 +52,17 @@ func recordUntil(t *testing.T, cli *clientv3.Client, store snapshot.Store, base 
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A listing taken while the recorder stores its segments may
+		// show a gap for a moment (CI, under load, once); a gap that is
+		// still there at the deadline is the recorder's.
 		chain, gap := snapshot.Chain(list, base)
-		if gap {
-			t.Fatalf("the recorder left a gap: %+v", chain)
-		}
-		if n := len(chain); n > 0 && chain[n-1].Revision >= want {
+		if n := len(chain); !gap && n > 0 && chain[n-1].Revision >= want {
 			break
 		}
 		if time.Now().After(deadline) {
+			if gap {
+				t.Fatalf("the recorder left a gap: %+v", chain)
+			}
 			t.Fatalf("the chain did not reach revision %d in 30s: %+v", want, chain)
 		}
 		time.Sleep(50 * time.Millisecond)
