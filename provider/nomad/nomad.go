@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -321,7 +320,8 @@ func (p *Provider) Leaving(ctx context.Context) (bool, error) {
 	// others' data would be set aside.
 	j, _, err := p.o.Client.Jobs().Info(a.JobID, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
 	if err != nil {
-		if strings.Contains(err.Error(), "404") {
+		var ue api.UnexpectedResponseError
+		if errors.As(err, &ue) && ue.StatusCode() == 404 {
 			p.o.Logger.Info("the job is gone (purged): stopping this member without leaving the cluster", "job", a.JobID)
 			return false, nil
 		}
