@@ -1,14 +1,12 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,24 +19,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
-
-// syncBuffer is a bytes.Buffer safe for one writer and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // outsideCluster is a plain etcd cluster, etcd's own server binary built
 // by tools/build.sh, started and killed by the test (by PID).
@@ -165,7 +145,7 @@ func migrateIn(t *testing.T, version string) {
 
 	start := time.Now()
 	cmd := exec.Command(binary, "migrate", "-config", tc.lay.Config(), "-endpoints", strings.Join(oc.clientURLs, ","), "-timeout", "4m")
-	var out syncBuffer // written by the command's copier, read by the test
+	var out clustertest.SyncBuffer // written by the command's copier, read by the test
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -188,24 +187,6 @@ func TestSweepRemovesWhatFailedSavesLeft(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination for a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestOneBadMetadataDoesNotFailList: one corrupt metadata object, or one
 // whose snapshot is missing, made List fail, which stopped scheduled
 // snapshots and retention for good. They are skipped and reported; the
@@ -213,7 +194,7 @@ func (s *syncBuffer) String() string {
 func TestOneBadMetadataDoesNotFailList(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	var logs syncBuffer
+	var logs clustertest.SyncBuffer
 	store, raw := s3Env(t, ctx, hclog.New(&hclog.LoggerOptions{Output: &logs}))
 	good := snapshot.ObjectName("main", 1, 1, time.Now(), false)
 	corrupt := snapshot.ObjectName("main", 1, 2, time.Now(), false)
