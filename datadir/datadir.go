@@ -298,21 +298,29 @@ type Deltas struct {
 	Encryption snapshot.Encryption
 }
 
-// InstallSnapshot seeds a member's data dir (root) from a plaintext
-// snapshot file verified by snapshot.Fetch as a new incarnation: the current data is set
-// aside (renamed, never deleted, tagged why), etcd's restore writes the
-// new data, the deltas are replayed over it (snapshot.Replay: a damaged
-// segment ends the replay there, as the result's Stopped says), and only
-// then the metadata names the incarnation, so a failure leaves a dir a
-// retry sets aside again. It returns where the old data went ("" if there
-// was none). The member must be stopped.
-func InstallSnapshot(ctx context.Context, root, plain string, in Incarnation, deltas Deltas, why string) (string, snapshot.ReplayResult, error) {
+// InstallSnapshot seeds a member's data dir (root) from an etcd data dir
+// holding a snapshot verified by snapshot.FetchInto (fetched, on root's
+// filesystem) as a new incarnation: the current data is set aside
+// (renamed, never deleted, tagged why), the fetched dir is moved in and
+// completed as etcd's restore does (snapshot.Restore), the deltas are
+// replayed over it (snapshot.Replay: a damaged segment ends the replay
+// there, as the result's Stopped says), and only then the metadata names
+// the incarnation, so a failure leaves a dir a retry sets aside again. It
+// returns where the old data went ("" if there was none). The member must
+// be stopped.
+func InstallSnapshot(ctx context.Context, root, fetched string, in Incarnation, deltas Deltas, why string) (string, snapshot.ReplayResult, error) {
 	d := Dir{Root: root}
 	aside, err := d.SetAside(time.Now(), why)
 	if err != nil {
 		return "", snapshot.ReplayResult{}, err
 	}
-	err = snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: d.EtcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump, Verified: true})
+	if err := os.MkdirAll(d.Current(), 0o700); err != nil {
+		return aside, snapshot.ReplayResult{}, err
+	}
+	if err := os.Rename(fetched, d.EtcdDir()); err != nil {
+		return aside, snapshot.ReplayResult{}, fmt.Errorf("move the fetched snapshot in: %w", err)
+	}
+	err = snapshot.Restore(snapshot.RestoreOptions{DataDir: d.EtcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump})
 	if err != nil {
 		return aside, snapshot.ReplayResult{}, err
 	}

@@ -50,9 +50,15 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return out, err
 	}
-	plain := filepath.Join(root, ".install-"+src.Name+".db")
-	defer os.Remove(plain)
-	meta, err := snapshot.Fetch(ctx, src.Store, src.Name, plain, src.Encryption, src.Progress)
+	// The snapshot is fetched into an etcd data dir beside the member's
+	// (the same filesystem: it is moved in, not copied). One left by an
+	// install that died is only a copy of the stored snapshot.
+	fetched := filepath.Join(root, ".install-"+src.Name)
+	if err := os.RemoveAll(fetched); err != nil {
+		return out, err
+	}
+	defer os.RemoveAll(fetched) // nothing once it is moved in
+	meta, err := snapshot.FetchInto(ctx, src.Store, src.Name, fetched, src.Encryption, src.Progress)
 	if err != nil {
 		return out, fmt.Errorf("fetch snapshot %s: %w", src.Name, err)
 	}
@@ -70,6 +76,6 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 		deltas.Chain, out.Gap = snapshot.Chain(list, meta)
 		out.Chain = deltas.Chain
 	}
-	out.Aside, out.Replay, err = InstallSnapshot(ctx, root, plain, in, deltas, why)
+	out.Aside, out.Replay, err = InstallSnapshot(ctx, root, fetched, in, deltas, why)
 	return out, err
 }

@@ -168,13 +168,12 @@ func TestWrongKeyRestoresNothing(t *testing.T) {
 
 	// The full snapshot restored with the right key, its chain replayed
 	// with the wrong one: nothing of the chain is applied.
-	plain := filepath.Join(dir, "snap.db")
-	if _, err := snapshot.Fetch(ctx, store, base.Name, plain, right, nil); err != nil {
+	dataDir := filepath.Join(t.TempDir(), "restored")
+	if _, err := snapshot.FetchInto(ctx, store, base.Name, dataDir, right, nil); err != nil {
 		t.Fatal(err)
 	}
-	dataDir := filepath.Join(t.TempDir(), "restored")
 	peer := freeURL(t)
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2"}); err != nil {
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2"}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := store.List(ctx)

@@ -78,13 +78,12 @@ func recordUntil(t *testing.T, cli *clientv3.Client, store snapshot.Store, base 
 func restoreAndReplay(t *testing.T, store snapshot.Store, base snapshot.Meta, enc snapshot.Encryption) (*clientv3.Client, snapshot.ReplayResult) {
 	t.Helper()
 	ctx := context.Background()
-	plain := filepath.Join(t.TempDir(), "snap.db")
-	if _, err := snapshot.Fetch(ctx, store, base.Name, plain, enc, nil); err != nil {
+	dataDir := filepath.Join(t.TempDir(), "restored")
+	if _, err := snapshot.FetchInto(ctx, store, base.Name, dataDir, enc, nil); err != nil {
 		t.Fatal(err)
 	}
-	dataDir := filepath.Join(t.TempDir(), "restored")
 	peer := freeURL(t)
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2", RevisionBump: 1000}); err != nil {
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2", RevisionBump: 1000}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := store.List(ctx)

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"os"
@@ -42,19 +43,24 @@ func TestDecodeRefusesABadTrailingHashEvenWithAMatchingRecord(t *testing.T) {
 }
 
 // Invariant 7: a restore never writes over an existing data dir; what is
-// there stays untouched.
+// there stays untouched: a fetch into an existing dir and a restore over a
+// dir holding a WAL are refused before anything is written or removed.
 func TestRestoreNeverOverwritesADataDir(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "etcd")
-	if err := os.MkdirAll(filepath.Join(dir, "member"), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "member", "wal"), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	keep := filepath.Join(dir, "member", "keep")
+	keep := filepath.Join(dir, "member", "wal", "0000000000000000-0000000000000000.wal")
 	if err := os.WriteFile(keep, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := Restore(RestoreOptions{SnapshotFile: filepath.Join(t.TempDir(), "missing.db"), DataDir: dir, Name: "m0", PeerURL: "http://127.0.0.1:1", Token: "t"})
+	_, err := FetchInto(context.Background(), nil, "missing", dir, Encryption{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "never overwritten") {
-		t.Fatalf("restore into an existing dir: %v, want a refusal", err)
+		t.Fatalf("fetch into an existing dir: %v, want a refusal", err)
+	}
+	err = Restore(RestoreOptions{DataDir: dir, Name: "m0", PeerURL: "http://127.0.0.1:1", Token: "t"})
+	if err == nil || !strings.Contains(err.Error(), "never restored over") {
+		t.Fatalf("restore over a WAL: %v, want a refusal", err)
 	}
 	if b, err := os.ReadFile(keep); err != nil || string(b) != "data" {
 		t.Fatalf("the existing data changed: %q %v", b, err)

@@ -103,17 +103,15 @@ func TestSaveVerifyFetchRestore(t *testing.T) {
 	if _, err := snapshot.Verify(ctx, store, m.Name, enc, nil); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	plain := filepath.Join(dir, "snap.db")
-	if _, err := snapshot.Fetch(ctx, store, m.Name, plain, enc, nil); err != nil {
+	restored := filepath.Join(t.TempDir(), "restored")
+	if _, err := snapshot.FetchInto(ctx, store, m.Name, restored, enc, nil); err != nil {
 		t.Fatal(err)
 	}
-	restored := filepath.Join(dir, "restored")
 	peer := freeURL(t)
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new", RevisionBump: 1000}); err != nil {
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new", RevisionBump: 1000}); err != nil {
 		t.Fatal(err)
 	}
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new"}); err == nil {
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new"}); err == nil {
 		t.Fatal("restore over an existing data dir was allowed")
 	}
 	cli2, _ := startEtcd(t, restored)
@@ -327,4 +325,95 @@ func TestSnapshotLabeledByItsContentNotByAnotherEndpoint(t *testing.T) {
 	if len(wrong) > 0 {
 		t.Fatalf("snapshots not labeled by their content:\n%s", strings.Join(wrong, "\n"))
 	}
+}
+
+// Restore does what etcd's own restore (etcdutl) does: both restore the
+// same snapshot with the same member, token and revision bump, and the two
+// etcd servers started on the results hold the same keys with the same
+// revisions and versions, the same leases on them, the same member and
+// cluster ids, the same current revision, and both refuse a read below it
+// as compacted.
+func TestRestoreMatchesEtcdRestore(t *testing.T) {
+	ctx := context.Background()
+	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "etcd"))
+	fill(t, cli, 200)
+	for i := 0; i < 50; i++ { // overwritten, deleted, in transactions
+		must(t)(cli.Put(ctx, fmt.Sprintf("k/%05d", i), "again"))
+	}
+	must(t)(cli.Delete(ctx, "k/0010", clientv3.WithPrefix()))
+	must(t)(cli.Txn(ctx).Then(clientv3.OpPut("txn/a", "1"), clientv3.OpPut("txn/b", "2"), clientv3.OpDelete("k/00020")).Commit())
+	lease, err := cli.Grant(ctx, 3600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t)(cli.Put(ctx, "leased", "x", clientv3.WithLease(lease.ID)))
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := snapshot.Save(ctx, snapshot.From{Endpoint: ep}, store, snapshot.Source{Cluster: "c", Epoch: 1}, snapshot.Encryption{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerURL := freeURL(t)
+	peer := peerURL.String()
+
+	plain := filepath.Join(t.TempDir(), "snap.db")
+	if _, err := snapshot.Fetch(ctx, store, m.Name, plain, snapshot.Encryption{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	theirs := filepath.Join(t.TempDir(), "etcdutl")
+	if err := etcdutl.NewV3(zap.NewNop()).Restore(etcdutl.RestoreConfig{SnapshotPath: plain, Name: "s0", OutputDataDir: theirs,
+		PeerURLs: []string{peer}, InitialCluster: "s0=" + peer, InitialClusterToken: "tok", RevisionBump: 1000, MarkCompacted: true}); err != nil {
+		t.Fatal(err)
+	}
+	ours := filepath.Join(t.TempDir(), "ours")
+	if _, err := snapshot.FetchInto(ctx, store, m.Name, ours, snapshot.Encryption{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: ours, Name: "s0", PeerURL: peer, Token: "tok", RevisionBump: 1000}); err != nil {
+		t.Fatal(err)
+	}
+
+	view := func(dir string) string {
+		c, _ := startEtcd(t, dir)
+		var b strings.Builder
+		resp, err := c.Get(ctx, "", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "revision %d, %d keys\n", resp.Header.Revision, len(resp.Kvs))
+		for _, kv := range resp.Kvs {
+			fmt.Fprintf(&b, "%s=%s create %d mod %d version %d lease %x\n", kv.Key, kv.Value, kv.CreateRevision, kv.ModRevision, kv.Version, kv.Lease)
+		}
+		_, err = c.Get(ctx, "k/", clientv3.WithRev(m.Revision))
+		fmt.Fprintf(&b, "read at the snapshot's revision: %v\n", err)
+		ttl, err := c.TimeToLive(ctx, lease.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "lease granted %d s\n", ttl.GrantedTTL)
+		ml, err := c.MemberList(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "cluster %x\n", ml.Header.ClusterId)
+		for _, mem := range ml.Members {
+			fmt.Fprintf(&b, "member %x %s %v learner %v\n", mem.ID, mem.Name, mem.PeerURLs, mem.IsLearner)
+		}
+		put, err := c.Put(ctx, "after", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "next put at %d\n", put.Header.Revision)
+		return b.String()
+	}
+	want, got := view(theirs), view(ours)
+	if got != want {
+		t.Fatalf("restored by etcd-nomad:\n%s\nrestored by etcdutl:\n%s", got, want)
+	}
+	if !strings.Contains(want, "required revision has been compacted") || !strings.Contains(want, "lease granted 3600") {
+		t.Fatalf("the comparison saw no compaction or no lease:\n%s", want)
+	}
+	t.Logf("both:\n%.400s", want)
 }

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	etcdutl "go.etcd.io/etcd/etcdutl/v3/snapshot"
 	"go.uber.org/zap"
 )
 
@@ -196,23 +195,15 @@ func discard(ctx context.Context, store Store, name string) error {
 
 // Fetch decodes snapshot name from store into the file dst and verifies
 // it (sha256 recorded at save, etcd's own hash). dst appears only once
-// verified; on any error nothing is left behind.
+// verified; on any error nothing is left behind. To install a snapshot,
+// FetchInto writes it where etcd reads it instead.
 func Fetch(ctx context.Context, store Store, name, dst string, enc Encryption, progress Progress) (Meta, error) {
-	rc, m, err := store.Open(ctx, name)
-	if err != nil {
-		return Meta{}, fmt.Errorf("open snapshot %s: %w", name, err)
-	}
-	defer rc.Close()
 	tmp, err := os.CreateTemp(filepath.Dir(dst), ".fetch-*")
 	if err != nil {
 		return Meta{}, err
 	}
 	defer os.Remove(tmp.Name())
-	in := &progressReader{r: rc, start: time.Now(), fn: progress}
-	err = Decode(tmp, in, m, enc)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
+	m, err := decodeTo(ctx, tmp, store, name, enc, progress)
 	if err != nil {
 		return Meta{}, err
 	}
@@ -220,6 +211,22 @@ func Fetch(ctx context.Context, store Store, name, dst string, enc Encryption, p
 		return Meta{}, err
 	}
 	return m, os.Rename(tmp.Name(), dst)
+}
+
+// decodeTo decodes and verifies snapshot name into f and closes f.
+func decodeTo(ctx context.Context, f *os.File, store Store, name string, enc Encryption, progress Progress) (Meta, error) {
+	rc, m, err := store.Open(ctx, name)
+	if err != nil {
+		f.Close()
+		return Meta{}, fmt.Errorf("open snapshot %s: %w", name, err)
+	}
+	defer rc.Close()
+	in := &progressReader{r: rc, start: time.Now(), fn: progress}
+	err = Decode(f, in, m, enc)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return m, err
 }
 
 // Verify reads snapshot name end to end and checks it, writing nothing.
@@ -231,46 +238,6 @@ func Verify(ctx context.Context, store Store, name string, enc Encryption, progr
 	defer rc.Close()
 	in := &progressReader{r: rc, start: time.Now(), fn: progress}
 	return m, Decode(io.Discard, in, m, enc)
-}
-
-// RestoreOptions describe the one-member cluster a snapshot seeds.
-type RestoreOptions struct {
-	SnapshotFile string // a verified plaintext snapshot (Fetch)
-	DataDir      string // must not exist yet
-	Name         string
-	PeerURL      string
-	Token        string
-	// RevisionBump is added to the revision so that watchers never see
-	// revisions go backwards; revisions up to it are marked compacted.
-	RevisionBump uint64
-	// Verified says SnapshotFile was written by Fetch, which checked
-	// etcd's hash on the way: etcd's restore then does not read the
-	// whole file a second time to check it again (half its time).
-	Verified bool
-}
-
-// Restore writes a new data dir from a verified snapshot with etcd's own
-// restore, which checks etcd's hash again unless Verified says Fetch did.
-func Restore(o RestoreOptions) error {
-	if _, err := os.Stat(o.DataDir); err == nil {
-		return fmt.Errorf("restore into %s: the directory exists; it is never overwritten", o.DataDir)
-	}
-	cfg := etcdutl.RestoreConfig{
-		SnapshotPath:        o.SnapshotFile,
-		Name:                o.Name,
-		OutputDataDir:       o.DataDir,
-		PeerURLs:            []string{o.PeerURL},
-		InitialCluster:      o.Name + "=" + o.PeerURL,
-		InitialClusterToken: o.Token,
-		RevisionBump:        o.RevisionBump,
-		MarkCompacted:       o.RevisionBump > 0,
-		SkipHashCheck:       o.Verified,
-	}
-	if err := etcdutl.NewV3(zap.NewNop()).Restore(cfg); err != nil {
-		_ = os.RemoveAll(o.DataDir) // only what this restore created
-		return fmt.Errorf("restore %s: %w", o.SnapshotFile, err)
-	}
-	return nil
 }
 
 // follower is a spool file written by one goroutine while another reads

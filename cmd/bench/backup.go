@@ -278,8 +278,8 @@ func (e *runEnv) restoreFromStore(ctx context.Context, store snapshot.Store, enc
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, nil, rr, err
 	}
-	plain := filepath.Join(dir, "snap.db")
-	if _, err := snapshot.Fetch(ctx, store, full.Name, plain, enc, nil); err != nil {
+	dataDir := filepath.Join(dir, "data")
+	if _, err := snapshot.FetchInto(ctx, store, full.Name, dataDir, enc, nil); err != nil {
 		return nil, nil, nil, rr, err
 	}
 	ports, err := localcluster.AllocatePorts(1)
@@ -287,11 +287,9 @@ func (e *runEnv) restoreFromStore(ctx context.Context, store snapshot.Store, enc
 		return nil, nil, nil, rr, err
 	}
 	peer := fmt.Sprintf("http://127.0.0.1:%d", ports[0].Peer)
-	dataDir := filepath.Join(dir, "data")
-	if err := snapshot.Restore(snapshot.RestoreOptions{SnapshotFile: plain, DataDir: dataDir, Name: "m0", PeerURL: peer, Token: "bench-" + tag, RevisionBump: 1_000_000, Verified: true}); err != nil {
+	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "m0", PeerURL: peer, Token: "bench-" + tag, RevisionBump: 1_000_000}); err != nil {
 		return nil, nil, nil, rr, err
 	}
-	os.Remove(plain)
 	if rr, err = snapshot.Replay(ctx, store, chain, enc, dataDir, "m0"); err != nil {
 		return nil, nil, nil, rr, err
 	}
