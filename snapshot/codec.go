@@ -112,7 +112,10 @@ func encode(w io.Writer, r io.Reader, enc Encryption) (*tailHash, error) {
 		return nil, err
 	}
 	tail := &tailHash{h: sha256.New()}
-	if _, err := io.Copy(io.MultiWriter(zw, tail), r); err != nil {
+	hash := newBehind(tail, 4)
+	_, err = io.Copy(io.MultiWriter(zw, hash), r)
+	hash.Close()
+	if err != nil {
 		zw.Close()
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
@@ -153,7 +156,10 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 	}
 	defer zr.Close()
 	tail := &tailHash{h: sha256.New()}
-	if _, err := io.Copy(io.MultiWriter(w, tail), zr); err != nil {
+	hash := newBehind(tail, 4)
+	_, err = io.Copy(io.MultiWriter(w, hash), zr)
+	hash.Close()
+	if err != nil {
 		return fmt.Errorf("read %s (truncated or corrupt?): %w", meta.Name, err)
 	}
 	if got := hex.EncodeToString(tail.sum()); got != meta.SHA256 || tail.n != meta.Size {
