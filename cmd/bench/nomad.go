@@ -216,15 +216,18 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	results[3].Value = passingAt.Sub(restarted).Seconds()
 	e.log.Info("kill -9 -> healthy", "healthy", healthyAfter.Round(10*time.Millisecond), "consul_passing", time.Since(start).Round(10*time.Millisecond))
 
-	// (c) alloc stop: Nomad places a new allocation with an empty disk;
-	// the stopping member removes itself, the new one joins as a learner.
+	// (c) alloc stop: Nomad places a replacement allocation. A member
+	// stopped while its job keeps its count is not leaving: it keeps its
+	// membership, and the replacement adopts its data where the sticky
+	// disk is handed over (same member id, a new process), or joins as a
+	// new member (a new id) while the old one is removed once stale.
 	st, err = gather()
 	if err != nil {
 		return nil, nil, err
 	}
-	before := map[uint64]bool{}
+	before := map[uint64]int{} // member id -> PID
 	for _, m := range st.Members {
-		before[m.MemberID] = true
+		before[m.MemberID] = m.PID
 	}
 	allocs, _, err := ncli.Jobs().Allocations(nomadJob, false, nil)
 	if err != nil {
@@ -240,14 +243,14 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	if out, err := exec.CommandContext(ctx, nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, allocID).CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("nomad alloc stop: %w\n%s", err, out)
 	}
-	err = poll(ctx, 3*time.Minute, "a new member replacing the stopped allocation, 3 healthy voters, 3 passing checks", func() (bool, string) {
+	err = poll(ctx, 3*time.Minute, "a member of the replacement allocation (a new process, or a new member), 3 healthy voters, 3 passing checks", func() (bool, string) {
 		st, err := gather()
 		if err != nil {
 			return false, err.Error()
 		}
 		fresh, healthy := 0, 0
 		for _, m := range st.Members {
-			if !before[m.MemberID] && m.MemberID != 0 {
+			if pid, ok := before[m.MemberID]; m.MemberID != 0 && (!ok || m.PID != pid) {
 				fresh++
 			}
 			if m.Healthy && !m.Learner {
@@ -255,7 +258,7 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 			}
 		}
 		if fresh == 0 || healthy != 3 || len(st.Members) != 3 {
-			return false, fmt.Sprintf("%d new members, %d healthy voters: %+v", fresh, healthy, st.Members)
+			return false, fmt.Sprintf("%d members in a new process, %d healthy voters: %+v", fresh, healthy, st.Members)
 		}
 		return passing()
 	})
@@ -264,7 +267,7 @@ func (e *runEnv) nomadFigures(ctx context.Context) ([]bench.Result, []string, er
 	}
 	results[4].Value = time.Since(start).Seconds()
 	e.log.Info("alloc stop -> replaced", "took", time.Since(start).Round(10*time.Millisecond))
-	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: a new member ID, 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the figures counted from the kill; c.kill.restart counts from the task's last `Started` event in Nomad, as the issue's goal (at most 5 s after the restart) does. These goals are absolute: plain etcd has no equivalent to compare with."
+	note := "Nomad (b, c): real `consul agent -dev` and `nomad agent -dev` (raw_exec, devagents), a 3-member job rendered by `etcd-nomad job render` (TLS auto, Consul coordination, stale_after 5s) and submitted with `nomad job run`; times from the command (or the kill) until the condition is seen by polling every 200 ms: Consul shows exactly 3 passing member checks, and for c the member's `/status` reports it healthy (kill: same name, new PID; replacement: the replacement allocation's member, which adopts the stopped one's data handed over by the sticky disk (same member ID, a new PID) or joins as a new member ID, with 3 healthy voters). The rendered job restarts a dead task after `restart.delay` 2s and Consul runs the member check every 2s; both are inside the figures counted from the kill; c.kill.restart counts from the task's last `Started` event in Nomad, as the issue's goal (at most 5 s after the restart) does. These goals are absolute: plain etcd has no equivalent to compare with."
 	return results, []string{note}, nil
 }
 
