@@ -104,15 +104,28 @@ func (m *Member) lastDecisionAt(t *testing.T) float64 {
 // second upload starts (neither the leader's next checks nor the new
 // members'). Stopping the leader mid-upload cancels it promptly, leaves no
 // object behind and frees the snapshot lease.
+//
+// ETCD_NOMAD_LOOP_SNAPSHOT_MIB sets the snapshot's size: 4 MiB by default,
+// uploaded at 64 KiB/s; a larger one (the 1 GiB, run by hand:
+// ETCD_NOMAD_LOOP_SNAPSHOT_MIB=1024) is uploaded over 4 minutes, and the
+// joins get a second more per 16 MiB the learners must receive.
 func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
+	mib, rate, promoteWithin := 4, 64<<10, 45*time.Second
+	if v := os.Getenv("ETCD_NOMAD_LOOP_SNAPSHOT_MIB"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 4 {
+			t.Fatalf("ETCD_NOMAD_LOOP_SNAPSHOT_MIB=%q: want a whole number of MiB, at least 4", v)
+		}
+		mib, rate, promoteWithin = n, max(64<<10, n<<20/240), 45*time.Second+time.Duration(n/16)*time.Second
+	}
 	k := newKit(t, "m0", "m1", "m2")
-	store := newSlowStore(t, k, 64<<10)
+	store := newSlowStore(t, k, rate)
 	snaps := &Snapshots{Store: store, Interval: 2 * time.Second, RetainCount: 5, RetainAge: time.Hour}
 	all := k.cl.Provider.Static
 	k.prov.Set(all[:1])
 	m0 := k.memberWith("m0", nil, snaps)
 	cli := k.seedForTest(m0)
-	putRandom(t, cli, 4<<20)
+	putRandom(t, cli, mib<<20)
 	stop0 := runLoop(t, m0)
 
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -133,7 +146,7 @@ func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
 
 	var maxGap time.Duration
 	lastSeen, lastChange := m0.lastDecisionAt(t), time.Now()
-	for deadline := time.Now().Add(45 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(promoteWithin); ; time.Sleep(50 * time.Millisecond) {
 		if at := m0.lastDecisionAt(t); at != lastSeen {
 			lastSeen, lastChange = at, time.Now()
 		}
@@ -165,7 +178,7 @@ func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
 	if bound := 2 * (m0.opts.LoopInterval + rpcTimeout); maxGap > bound {
 		t.Fatalf("the leader's loop paused %v during the upload, want under %v", maxGap, bound)
 	}
-	t.Logf("3 voters %v after the upload started; the leader's longest pause between decisions %v", time.Since(uploadStarted), maxGap)
+	t.Logf("%d MiB snapshot at %d KiB/s: 3 voters %v after the upload started; the leader's longest pause between decisions %v", mib, rate>>10, time.Since(uploadStarted), maxGap)
 
 	// The members stop first: with m0 gone, one of them would lead and
 	// start the next scheduled upload.
