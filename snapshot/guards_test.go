@@ -54,6 +54,12 @@ func TestRestoreNeverOverwritesADataDir(t *testing.T) {
 	if err := os.WriteFile(keep, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.MkdirAll(filepath.Dir(dbPath(dir)), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dbPath(dir), []byte("a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	_, err := FetchInto(context.Background(), nil, "missing", dir, Encryption{}, nil)
 	if err == nil || !strings.Contains(err.Error(), "never overwritten") {
 		t.Fatalf("fetch into an existing dir: %v, want a refusal", err)
@@ -64,5 +70,8 @@ func TestRestoreNeverOverwritesADataDir(t *testing.T) {
 	}
 	if b, err := os.ReadFile(keep); err != nil || string(b) != "data" {
 		t.Fatalf("the existing data changed: %q %v", b, err)
+	}
+	if b, err := os.ReadFile(dbPath(dir)); err != nil || string(b) != "a database" {
+		t.Fatalf("the existing database changed: %q %v", b, err)
 	}
 }
