@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/version"
@@ -18,7 +19,19 @@ import (
 func TestNewerStorageVersionIsRefused(t *testing.T) {
 	k := newKit(t, "m0")
 	m := k.member("m0", nil)
-	put(t, k.seedForTest(m), "kept", "v")
+	cli := k.seedForTest(m)
+	put(t, cli, "kept", "v")
+	// etcd records its storage version a moment after it starts serving
+	// (CI once halted it before): wait until it says so.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := cli.Status(context.Background(), cli.Endpoints()[0])
+		if err == nil && st.StorageVersion != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("etcd recorded no storage version in 30s (%v)", err)
+		}
+	}
 	m.halt()
 	db := filepath.Join(m.dir.EtcdDir(), "member", "snap", "db")
 	if got := m.dir.StorageVersion(); got == "" || !strings.HasPrefix(version.Version, strings.TrimSuffix(got, ".0")) {
