@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.etcd.io/etcd/server/v3/features"
+	"go.etcd.io/etcd/server/v3/lease"
 	"go.etcd.io/etcd/server/v3/storage/backend"
 	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.uber.org/zap"
@@ -139,7 +140,11 @@ func (m *Member) checkBeforeStart(ctx context.Context) (string, error) {
 }
 
 // dataHash computes the hash etcd's HashKV reports, at the newest
-// revision of the stopped member's database file db.
+// revision of the stopped member's database file db. The store is opened
+// with a lessor that accepts every lease a key names (as etcdutl hashkv
+// does): without one, etcd's store panics on the first leased key, and a
+// member whose data holds any lease could never start again (the hash
+// covers keys and values only, leases do not change it).
 func dataHash(db string) (mvcc.KeyValueHash, error) {
 	if _, err := os.Stat(db); err != nil {
 		return mvcc.KeyValueHash{}, err
@@ -148,7 +153,7 @@ func dataHash(db string) (mvcc.KeyValueHash, error) {
 	cfg.Path = db
 	be := backend.New(cfg)
 	defer be.Close()
-	st := mvcc.NewStore(zap.NewNop(), be, nil, mvcc.StoreConfig{})
+	st := mvcc.NewStore(zap.NewNop(), be, &lease.FakeLessor{}, mvcc.StoreConfig{})
 	defer st.Close()
 	h, _, err := mvcc.NewHashStorage(zap.NewNop(), st).HashByRev(0)
 	return h, err
