@@ -320,6 +320,7 @@ func runChaos(t *testing.T, e *env, rounds int, seed int64, rng *rand.Rand, fs [
 	}
 
 	clustertest.CheckAcked(t, cli, acked)
+	writer.CheckLeases(t, cli)
 
 	memberIDs, recordIDs, epochs, samples := ids.result()
 	t.Logf("cluster ids: members %v, record %v, epochs %v (%d samples, %d failed reads, last: %v), etcd headers %v", memberIDs, recordIDs, epochs, samples, ids.errors, ids.lastErr, ld.headerIDs())

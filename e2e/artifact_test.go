@@ -148,6 +148,7 @@ func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 		t.Errorf("membership fell to %d voters: the release was not rolled one member at a time", minVoters)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+	w.CheckLeases(t, c.client())
 }
 
 // Issue 18, item 5: the exec driver runs the member in a chroot (the

@@ -231,6 +231,7 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 		t.Errorf("writes failed for %s in a row; want at most one leader election", gap)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+	w.CheckLeases(t, c.client())
 }
 
 // A job update (changed env var) rolls one allocation at a time and never
@@ -272,6 +273,7 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		t.Errorf("membership fell to %d voters", minVoters)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+	w.CheckLeases(t, c.client())
 
 	// Defect 8: Nomad moved each old allocation's disk into its
 	// replacement; the replacement adopts that data and runs as the same

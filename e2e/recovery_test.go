@@ -134,6 +134,7 @@ func TestQuorumLossTwoMembersLost(t *testing.T) {
 		t.Fatalf("%d of 200 acknowledged keys after recovery", n)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+	w.CheckLeases(t, c.client())
 }
 
 // Every member loses its data at once: after recovery_grace one member
@@ -243,6 +244,7 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 		t.Fatalf("%d of the 100 keys written after snapshot %s (replayed from its deltas)", n, name)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
+	w.CheckLeases(t, c.client())
 	if now := revision(t, c); now < used.Revision {
 		t.Fatalf("revision went backwards: %d after restoring a snapshot at %d", now, used.Revision)
 	}

@@ -205,6 +205,7 @@ func migrateIn(t *testing.T, version string) {
 	}
 	checkKeys(t, c, "before", 100)
 	clustertest.CheckAcked(t, c, acked)
+	w.CheckLeases(t, c)
 	retried := w.Retried()
 	if f := w.Failed(); f > 0 {
 		t.Fatalf("%d writes failed twice during the migration; first attempts that failed: %v", f, retried)

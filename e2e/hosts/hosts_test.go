@@ -407,6 +407,7 @@ func TestOneMemberPerHost(t *testing.T) {
 		acked, gap := w.Finish()
 		t.Logf("healed: all healthy %s later; writer: %d acked, %d failed after a retry, longest gap %s", healed.Round(time.Millisecond), len(acked), w.Failed(), gap.Round(time.Millisecond))
 		clustertest.CheckAcked(t, cli, acked)
+		w.CheckLeases(t, cli)
 	})
 	if t.Failed() {
 		return
@@ -455,6 +456,7 @@ func TestOneMemberPerHost(t *testing.T) {
 			t.Errorf("member list after the drain: %+v %v", m, err)
 		}
 		clustertest.CheckAcked(t, cli, acked)
+		w.CheckLeases(t, cli)
 		if f := w.Failed(); f > 0 {
 			t.Errorf("%d writes failed even after a retry during the drain", f)
 		}

@@ -112,11 +112,14 @@ type Writer struct {
 	retried    []string // "key: error" of each first attempt that failed
 	stop       chan struct{}
 	done       chan struct{}
+	consumer   *Consumer
 }
 
-// StartWriter starts writing PREFIX/000000...
+// StartWriter starts writing PREFIX/000000..., and a Consumer beside it
+// (leased keys, a lock, an election, a watch on PREFIX/), as real
+// applications use etcd; CheckLeases checks what it wrote.
 func StartWriter(cli *clientv3.Client, prefix string) *Writer {
-	w := &Writer{lastOK: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	w := &Writer{lastOK: time.Now(), stop: make(chan struct{}), done: make(chan struct{}), consumer: StartConsumer(cli, prefix)}
 	go func() {
 		defer close(w.done)
 		for i := 0; ; i++ {
@@ -156,13 +159,26 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 	return w
 }
 
-// Finish stops the writer and reports what it saw.
+// Finish stops the writer and its consumer (whose session stays open
+// until CheckLeases) and reports what it saw. Safe to call more than once.
 func (w *Writer) Finish() (acked []string, longestGap time.Duration) {
-	close(w.stop)
+	select {
+	case <-w.stop:
+	default:
+		close(w.stop)
+	}
 	<-w.done
+	w.consumer.Finish()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.acked, w.longestGap
+}
+
+// CheckLeases checks the consumer's leased keys (Consumer.CheckLeases)
+// after Finish, and closes its session.
+func (w *Writer) CheckLeases(t testing.TB, cli *clientv3.Client) ConsumerReport {
+	t.Helper()
+	return w.consumer.CheckLeases(t, cli)
 }
 
 // Retried lists the keys whose first put failed, with the error.

@@ -1,0 +1,287 @@
+package clustertest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+)
+
+// ConsumerTTL is the TTL, in seconds, of the lease a Consumer keeps alive:
+// a service-registration or lock session of a real application.
+const ConsumerTTL = 10
+
+// Consumer does beside a Writer what real etcd consumers do (service
+// registration, locks, leader election, caches fed by a watch), so that
+// every test workload leaves leases, lock and election keys in the data a
+// fault then restarts, recovers or restores: it keeps a session (a lease of
+// ConsumerTTL seconds, kept alive by the client), puts keys attached to it,
+// takes and releases a lock, campaigns once and then proclaims as the
+// elected leader, and keeps a watch open on the writer's prefix. Errors
+// during faults are expected and counted; what must hold is checked by
+// CheckLeases.
+type Consumer struct {
+	cli    *clientv3.Client
+	prefix string
+
+	mu           sync.Mutex
+	leased       map[string]clientv3.LeaseID // acknowledged leased key -> its lease
+	sessions     int                         // sessions started
+	sessionsLost int                         // sessions whose lease ended before Finish
+	locks        int                         // locks taken and released
+	proclaims    int                         // proclamations as the elected leader
+	watchEvents  int
+	watchReopens int
+	errs         int
+	lastErr      string
+
+	session *concurrency.Session
+	stop    chan struct{}
+	done    chan struct{}
+}
+
+// StartConsumer starts the consumer's work on cli under PREFIX-lease/,
+// PREFIX-lock, PREFIX-elect, watching PREFIX/.
+func StartConsumer(cli *clientv3.Client, prefix string) *Consumer {
+	c := &Consumer{cli: cli, prefix: prefix, leased: map[string]clientv3.LeaseID{}, stop: make(chan struct{}), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); c.watch(ctx) }()
+	go func() { defer wg.Done(); c.work(ctx) }()
+	go func() {
+		<-c.stop
+		cancel()
+		wg.Wait()
+		close(c.done)
+	}()
+	return c
+}
+
+func (c *Consumer) fail(err error) {
+	c.mu.Lock()
+	c.errs++
+	c.lastErr = err.Error()
+	c.mu.Unlock()
+}
+
+// work keeps a session and, every 200 ms, puts a leased key, takes the lock
+// and proclaims as leader (campaigning first with each new session).
+func (c *Consumer) work(ctx context.Context) {
+	var sess *concurrency.Session
+	var elect *concurrency.Election
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.session = sess
+			c.mu.Unlock()
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		if sess != nil {
+			select {
+			case <-sess.Done():
+				c.mu.Lock()
+				c.sessionsLost++
+				c.mu.Unlock()
+				sess, elect = nil, nil
+			default:
+			}
+		}
+		if sess == nil {
+			s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(ConsumerTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
+			if err != nil {
+				c.fail(fmt.Errorf("session: %w", err))
+				continue
+			}
+			sess = s
+			c.mu.Lock()
+			c.sessions++
+			c.mu.Unlock()
+		}
+		opCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		key := fmt.Sprintf("%s-lease/%06d", c.prefix, i)
+		if _, err := c.cli.Put(opCtx, key, "alive", clientv3.WithLease(sess.Lease())); err == nil {
+			c.mu.Lock()
+			c.leased[key] = sess.Lease()
+			c.mu.Unlock()
+		} else {
+			c.fail(fmt.Errorf("leased put: %w", err))
+		}
+		mu := concurrency.NewMutex(sess, c.prefix+"-lock")
+		if err := mu.Lock(opCtx); err == nil {
+			_, err = c.cli.Txn(opCtx).If(mu.IsOwner()).Then(clientv3.OpPut(c.prefix+"-locked", key)).Commit()
+			if uerr := mu.Unlock(opCtx); err == nil {
+				err = uerr
+			}
+			if err == nil {
+				c.mu.Lock()
+				c.locks++
+				c.mu.Unlock()
+			} else {
+				c.fail(fmt.Errorf("under the lock: %w", err))
+			}
+		} else {
+			c.fail(fmt.Errorf("lock: %w", err))
+		}
+		if elect == nil {
+			e := concurrency.NewElection(sess, c.prefix+"-elect")
+			if err := e.Campaign(opCtx, key); err != nil {
+				c.fail(fmt.Errorf("campaign: %w", err))
+			} else {
+				elect = e
+			}
+		} else if err := elect.Proclaim(opCtx, key); err != nil {
+			c.fail(fmt.Errorf("proclaim: %w", err))
+		} else {
+			c.mu.Lock()
+			c.proclaims++
+			c.mu.Unlock()
+		}
+		cancel()
+	}
+}
+
+// watch keeps a watch open on PREFIX/, reopening it from the next revision
+// when it ends (a member restarted, the stream was cut).
+func (c *Consumer) watch(ctx context.Context) {
+	var next int64
+	for ctx.Err() == nil {
+		opts := []clientv3.OpOption{clientv3.WithPrefix()}
+		if next > 0 {
+			opts = append(opts, clientv3.WithRev(next))
+		}
+		for resp := range c.cli.Watch(clientv3.WithRequireLeader(ctx), c.prefix+"/", opts...) {
+			if err := resp.Err(); err != nil {
+				c.fail(fmt.Errorf("watch: %w", err))
+				if resp.CompactRevision > 0 {
+					next = resp.CompactRevision
+				}
+				break
+			}
+			c.mu.Lock()
+			c.watchEvents += len(resp.Events)
+			c.mu.Unlock()
+			next = resp.Header.Revision + 1
+		}
+		if ctx.Err() == nil {
+			c.mu.Lock()
+			c.watchReopens++
+			c.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// ConsumerReport is what a Consumer saw.
+type ConsumerReport struct {
+	LeasedKeys, Sessions, SessionsLost, Locks, Proclaims, WatchEvents, WatchReopens, Errors int
+	LastError                                                                              string
+}
+
+func (r ConsumerReport) String() string {
+	return fmt.Sprintf("%d leased keys acknowledged, %d sessions (%d ended early), %d locks, %d proclamations, %d watch events (%d reopens), %d errors (last: %s)",
+		r.LeasedKeys, r.Sessions, r.SessionsLost, r.Locks, r.Proclaims, r.WatchEvents, r.WatchReopens, r.Errors, r.LastError)
+}
+
+// Report returns what the consumer saw so far.
+func (c *Consumer) Report() ConsumerReport {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return ConsumerReport{LeasedKeys: len(c.leased), Sessions: c.sessions, SessionsLost: c.sessionsLost, Locks: c.locks,
+		Proclaims: c.proclaims, WatchEvents: c.watchEvents, WatchReopens: c.watchReopens, Errors: c.errs, LastError: c.lastErr}
+}
+
+// Finish stops the consumer's work; its last session stays open (its
+// lease alive) until CheckLeases.
+func (c *Consumer) Finish() {
+	select {
+	case <-c.stop:
+	default:
+		close(c.stop)
+	}
+	<-c.done
+}
+
+// CheckLeases fails unless every acknowledged leased key whose lease is
+// still alive is present and attached to that lease: a lease that lives
+// while its keys are gone (or keys moved off their lease) is data lost by
+// the cluster, never by the application. Keys of a lease that ended are
+// gone by etcd's rules and only counted. The consumer's last session is
+// closed afterwards (its lease revoked). Reads that fail are retried for up
+// to a minute.
+func (c *Consumer) CheckLeases(t testing.TB, cli *clientv3.Client) ConsumerReport {
+	t.Helper()
+	c.Finish()
+	c.mu.Lock()
+	leased := make(map[string]clientv3.LeaseID, len(c.leased))
+	for k, id := range c.leased {
+		leased[k] = id
+	}
+	sess := c.session
+	c.mu.Unlock()
+	if sess != nil {
+		defer sess.Close()
+	}
+	alive := map[clientv3.LeaseID]bool{}
+	var got map[string]clientv3.LeaseID
+	WaitFor(t, time.Minute, "the leased keys and their leases read", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for _, id := range leased {
+			if _, ok := alive[id]; ok {
+				continue
+			}
+			r, err := cli.TimeToLive(ctx, id)
+			if err != nil {
+				return false, fmt.Sprintf("lease %x: %v", id, err)
+			}
+			alive[id] = r.TTL > 0
+		}
+		resp, err := cli.Get(ctx, c.prefix+"-lease/", clientv3.WithPrefix())
+		if err != nil {
+			return false, err.Error()
+		}
+		got = map[string]clientv3.LeaseID{}
+		for _, kv := range resp.Kvs {
+			got[string(kv.Key)] = clientv3.LeaseID(kv.Lease)
+		}
+		return true, ""
+	})
+	lost, ended := lostLeased(leased, alive, got)
+	rep := c.Report()
+	t.Logf("consumer: %s; %d keys of ended leases", rep, ended)
+	if len(lost) > 0 {
+		t.Fatalf("%d acknowledged leased keys lost while their lease lives, e.g. %v", len(lost), lost[:min(len(lost), 5)])
+	}
+	return rep
+}
+
+// lostLeased compares the acknowledged leased keys (key -> lease) with
+// what a read found (got) and which leases live: a key of a live lease that
+// is absent or on another lease is lost; keys of ended leases are counted.
+func lostLeased(acked map[string]clientv3.LeaseID, alive map[clientv3.LeaseID]bool, got map[string]clientv3.LeaseID) (lost []string, ended int) {
+	for k, id := range acked {
+		if !alive[id] {
+			ended++
+			continue
+		}
+		switch g, ok := got[k]; {
+		case !ok:
+			lost = append(lost, fmt.Sprintf("%s (lease %x alive, key absent)", k, id))
+		case g != id:
+			lost = append(lost, fmt.Sprintf("%s (lease %x alive, key on lease %x)", k, id, g))
+		}
+	}
+	sort.Strings(lost)
+	return lost, ended
+}
