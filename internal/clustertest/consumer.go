@@ -185,7 +185,7 @@ func (c *Consumer) watch(ctx context.Context) {
 // ConsumerReport is what a Consumer saw.
 type ConsumerReport struct {
 	LeasedKeys, Sessions, SessionsLost, Locks, Proclaims, WatchEvents, WatchReopens, Errors int
-	LastError                                                                              string
+	LastError                                                                               string
 }
 
 func (r ConsumerReport) String() string {
