@@ -54,9 +54,16 @@ fuzz-short:
 
 ## test: everything — formatting, vet, short fuzzing, unit, invariant,
 ## integration and e2e tests (real Nomad and Consul agents).
+## Both passes run through gotestsum (tools/gotestsum.sh): one line per
+## package with its time, the failures' output again at the end, and every
+## test's time in TEST_JSON (TEST_JSON.race for the race pass) for
+## `bash tools/gotestsum.sh tool slowest --jsonfile FILE`.
+TEST_JSON ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/etcd-nomad/test-last.json
+GOTESTSUM = bash tools/gotestsum.sh --format pkgname-and-test-fails --format-hide-empty-pkg
 test: fmt vet build tools vuln fuzz-short
-	$(GO) test -count=1 -timeout 40m ./...
-	$(GO) test -count=1 -race -short -timeout 20m $(RACE_PKGS)
+	@mkdir -p $(dir $(TEST_JSON))
+	$(GOTESTSUM) --jsonfile $(TEST_JSON) -- -count=1 -timeout 40m ./...
+	$(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -race -short -timeout 20m $(RACE_PKGS)
 
 unit:
 	$(GO) test -count=1 -short ./...
