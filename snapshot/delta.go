@@ -76,15 +76,16 @@ func Chain(list []Meta, base Meta) (chain []Meta, gap bool) {
 	return chain, false
 }
 
-// Newest returns the newest full snapshot of a listing with the deltas
-// that follow on from it, and the last revision they cover together.
+// Newest returns the newest full snapshot of a listing (by epoch and
+// revision: Later) with the deltas that follow on from it, and the last
+// revision they cover together.
 // ok is false when the listing holds no full snapshot.
 func Newest(list []Meta) (full Meta, chain []Meta, end int64, ok bool) {
 	fulls := Full(list)
 	if len(fulls) == 0 {
 		return Meta{}, nil, 0, false
 	}
-	sort.SliceStable(fulls, func(i, j int) bool { return fulls[i].Created.Before(fulls[j].Created) })
+	sortOldestFirst(fulls)
 	full = fulls[len(fulls)-1]
 	chain, _ = Chain(list, full)
 	end = full.Revision

@@ -9,14 +9,15 @@ import (
 )
 
 // Expired returns the snapshots retention removes: beyond the newest
-// keepCount, or older than maxAge (if positive). The newest snapshot is
+// keepCount (by epoch and revision: Later), or older than maxAge (if
+// positive, by their creation time). The newest snapshot is
 // never returned, whatever the settings. Pure: now is passed in.
 func Expired(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []Meta {
 	if len(list) == 0 {
 		return nil
 	}
 	sorted := append([]Meta(nil), list...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Created.After(sorted[j].Created) })
+	sort.SliceStable(sorted, func(i, j int) bool { return Later(sorted[i], sorted[j]) })
 	keepCount = max(keepCount, 1)
 	var out []Meta
 	for i, m := range sorted {

@@ -239,6 +239,9 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 	if m.wantFullSnapshot.Load() {
 		return true, nil // a new delta chain needs a full snapshot of this incarnation now
 	}
+	if msg := snapshot.ClockDisagrees(list); msg != "" {
+		m.log.Warn("a member's clock is off: snapshots are ordered by their epoch and revision, never by the time their takers wrote on them", "detail", msg)
+	}
 	full, _, _, ok := snapshot.Newest(list)
 	return !ok || time.Since(full.Created) >= s.Interval, nil
 }
