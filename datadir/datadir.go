@@ -290,46 +290,30 @@ type Incarnation struct {
 	RevisionBump uint64
 }
 
-// Deltas are the changes recorded after a full snapshot (its chain,
-// snapshot.Chain), replayed over it when it is installed.
-type Deltas struct {
-	Store      snapshot.Store
-	Chain      []snapshot.Meta
-	Encryption snapshot.Encryption
-}
-
 // InstallSnapshot seeds a member's data dir (root) from an etcd data dir
 // holding a snapshot verified by snapshot.FetchInto (fetched, on root's
-// filesystem) as a new incarnation: the current data is set aside
-// (renamed, never deleted, tagged why), the fetched dir is moved in and
-// completed as etcd's restore does (snapshot.Restore), the deltas are
-// replayed over it (snapshot.Replay: a damaged segment ends the replay
-// there, as the result's Stopped says), and only then the metadata names
-// the incarnation, so a failure leaves a dir a retry sets aside again. It
+// filesystem; with its deltas applied already, InstallNextEpoch) as a new
+// incarnation: the current data is set aside (renamed, never deleted,
+// tagged why), the fetched dir is moved in and completed as etcd's
+// restore does (snapshot.Restore), and only then the metadata names the
+// incarnation, so a failure leaves a dir a retry sets aside again. It
 // returns where the old data went ("" if there was none). The member must
 // be stopped.
-func InstallSnapshot(ctx context.Context, root, fetched string, in Incarnation, deltas Deltas, why string) (string, snapshot.ReplayResult, error) {
+func InstallSnapshot(ctx context.Context, root, fetched string, in Incarnation, why string) (string, error) {
 	d := Dir{Root: root}
 	aside, err := d.SetAside(time.Now(), why)
 	if err != nil {
-		return "", snapshot.ReplayResult{}, err
+		return "", err
 	}
 	if err := os.MkdirAll(d.Current(), 0o700); err != nil {
-		return aside, snapshot.ReplayResult{}, err
+		return aside, err
 	}
 	if err := os.Rename(fetched, d.EtcdDir()); err != nil {
-		return aside, snapshot.ReplayResult{}, fmt.Errorf("move the fetched snapshot in: %w", err)
+		return aside, fmt.Errorf("move the fetched snapshot in: %w", err)
 	}
 	err = snapshot.Restore(snapshot.RestoreOptions{DataDir: d.EtcdDir(), Name: in.Name, PeerURL: in.PeerURL, Token: in.Token, RevisionBump: in.RevisionBump})
 	if err != nil {
-		return aside, snapshot.ReplayResult{}, err
+		return aside, err
 	}
-	var res snapshot.ReplayResult
-	if len(deltas.Chain) > 0 {
-		res, err = snapshot.Replay(ctx, deltas.Store, deltas.Chain, deltas.Encryption, d.EtcdDir(), in.Name)
-		if err != nil {
-			return aside, res, fmt.Errorf("replay %d deltas: %w", len(deltas.Chain), err)
-		}
-	}
-	return aside, res, d.WriteMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
+	return aside, d.WriteMeta(Meta{Cluster: in.Cluster, Name: in.Name, Token: in.Token, Epoch: in.Epoch})
 }

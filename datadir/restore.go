@@ -17,6 +17,12 @@ type Source struct {
 	Name       string
 	// NoDeltas installs the full snapshot alone.
 	NoDeltas bool
+	// Want, when not 0, is the revision the snapshot with its chain was
+	// chosen for (the planner compared it with every member's data): an
+	// install whose verified chain ends below it is refused before
+	// anything is recorded (ChainShortError). 0 installs what verifies
+	// (an operator's restore of a snapshot named by hand).
+	Want int64
 	// Progress, optional, reports the fetch.
 	Progress snapshot.Progress
 }
@@ -28,23 +34,47 @@ type Installed struct {
 	Snapshot snapshot.Meta
 	// Aside is where the member's previous data went ("" if none).
 	Aside string
-	// Chain is the deltas replayed over the snapshot; Gap says the chain
+	// Chain is the deltas listed after the snapshot; Gap says the chain
 	// after it has a gap (changes after the gap are not replayed).
 	Chain []snapshot.Meta
 	Gap   bool
+	// End is the last revision the snapshot and the deltas that
+	// verified hold together.
+	End int64
 	// Replay is the replay's result.
 	Replay snapshot.ReplayResult
 }
 
+// ChainShortError refuses an install whose verified chain ends below the
+// revision it was chosen for (Source.Want): a segment failed its checksum
+// (Damaged) and what follows it cannot be replayed. Nothing was recorded
+// and no data dir changed; the caller decides again with End.
+type ChainShortError struct {
+	Snapshot  string
+	Want, End int64
+	Damaged   string
+	Why       string
+}
+
+func (e *ChainShortError) Error() string {
+	return fmt.Sprintf("snapshot %s with its deltas verifies up to revision %d, below the %d it was chosen for (%s): not installed, nothing recorded", e.Snapshot, e.End, e.Want, e.Why)
+}
+
 // InstallNextEpoch installs snapshot src.Name in the member directory root
 // as the next incarnation, the one way both 'etcd-nomad snapshot restore'
-// and a member's automatic recovery do it. The snapshot is fetched and
-// verified first (into root); then next names the incarnation from it,
-// under the caller's lock, and may record it before anything changes on
-// disk (invariant 4: a member recovers by recording first) and stop the
-// member's etcd; then the deltas after the snapshot are listed and it is
-// installed with them (InstallSnapshot: the old data is set aside, never
-// deleted). An error from next installs nothing.
+// and a member's automatic recovery do it: all or refuse. The snapshot is
+// fetched and verified (into a data dir beside root's), the deltas after
+// it are listed, every one fetched and verified (read errors retried,
+// snapshot.FetchChain) and applied to that copy offline
+// (snapshot.ApplyDeltas, every key read back); a read error, ctx ending or
+// a read-back that differs is an error, never a shorter restore, and a
+// verified end below src.Want is refused (ChainShortError). Only then
+// next names the incarnation from it, under the caller's lock, and may
+// record it before anything changes on disk (invariant 4: a member
+// recovers by recording first) and stop the member's etcd; then it is
+// installed (InstallSnapshot: the old data is set aside, never deleted).
+// An error before next records nothing and changes no data dir; an error
+// from next installs nothing.
 func InstallNextEpoch(ctx context.Context, root string, src Source, next func(snapshot.Meta) (Incarnation, error), why string) (Installed, error) {
 	var out Installed
 	if err := os.MkdirAll(root, 0o700); err != nil {
@@ -62,20 +92,35 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 	if err != nil {
 		return out, fmt.Errorf("fetch snapshot %s: %w", src.Name, err)
 	}
-	out.Snapshot = meta
-	in, err := next(meta)
-	if err != nil {
-		return out, err
-	}
-	deltas := Deltas{Store: src.Store, Encryption: src.Encryption}
+	out.Snapshot, out.End = meta, meta.Revision
 	if !src.NoDeltas {
 		list, err := src.Store.List(ctx)
 		if err != nil {
 			return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
 		}
-		deltas.Chain, out.Gap = snapshot.Chain(list, meta)
-		out.Chain = deltas.Chain
+		out.Chain, out.Gap = snapshot.Chain(list, meta)
+		fc, err := snapshot.FetchChain(ctx, src.Store, out.Chain, src.Encryption)
+		if err != nil {
+			return out, fmt.Errorf("fetch the deltas after snapshot %s: %w", src.Name, err)
+		}
+		out.End = max(out.End, fc.End)
+		if src.Want > out.End {
+			why := "the chain ends there"
+			if fc.Damaged != "" {
+				why = fc.Stopped
+			}
+			return out, &ChainShortError{Snapshot: src.Name, Want: src.Want, End: out.End, Damaged: fc.Damaged, Why: why}
+		}
+		out.Replay, err = snapshot.ApplyDeltas(ctx, fetched, fc.Segments, meta.Revision)
+		out.Replay.Stopped = fc.Stopped
+		if err != nil {
+			return out, fmt.Errorf("replay %d deltas over snapshot %s: %w", len(fc.Segments), src.Name, err)
+		}
 	}
-	out.Aside, out.Replay, err = InstallSnapshot(ctx, root, fetched, in, deltas, why)
+	in, err := next(meta)
+	if err != nil {
+		return out, err
+	}
+	out.Aside, err = InstallSnapshot(ctx, root, fetched, in, why)
 	return out, err
 }

@@ -184,7 +184,7 @@ func TestWrongKeyRestoresNothing(t *testing.T) {
 	if len(chain) == 0 {
 		t.Fatal("no delta recorded")
 	}
-	res, err := snapshot.Replay(ctx, store, chain, wrong, dataDir, "s0")
+	res, err := snapshot.Replay(ctx, store, chain, wrong, dataDir)
 	if err != nil || res.Segments != 0 || res.Events != 0 || !strings.Contains(res.Stopped, chain[0].Name) || !strings.Contains(res.Stopped, "wrong key") {
 		t.Fatalf("replay with the wrong key: %+v, %v; want nothing applied, stopped at %s naming the key", res, err, chain[0].Name)
 	}

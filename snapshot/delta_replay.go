@@ -5,15 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
-	"os"
+	"io"
+	"path/filepath"
 	"time"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/pkg/v3/traceutil"
+	"go.etcd.io/etcd/server/v3/lease"
+	"go.etcd.io/etcd/server/v3/storage/backend"
+	"go.etcd.io/etcd/server/v3/storage/mvcc"
 	"go.uber.org/zap"
 )
 
@@ -26,57 +26,124 @@ type ReplayResult struct {
 	// Last is the last revision (of the original cluster) replayed.
 	Last int64
 	// Stopped, when not empty, says why the chain was not replayed to
-	// its end (a segment failed its checksum or could not be read): what
-	// follows that segment is not applied.
+	// its end (a segment failed its checksum or did not decrypt): what
+	// follows that segment is not applied. A segment that cannot be
+	// read is never a reason to stop: it is an error.
 	Stopped string
 }
 
-// Replay applies chain (Chain's result for the full snapshot just
-// restored into dataDir by Restore) to that data dir: every segment is
-// fetched and verified first, then the data dir's single member is
-// started alone on loopback ports, each original revision's events are
-// applied as one transaction, leases are granted again with their
-// recorded IDs and TTLs before the keys that use them (keys attached to a
-// lease the replay does not know would be refused or lost), and every key
-// written is read back and compared with its last recorded state. The
-// member is stopped before Replay returns. A segment that cannot be read
-// or fails its checksum ends the replay there (ReplayResult.Stopped);
-// what was verified before it is applied.
-func Replay(ctx context.Context, store Store, chain []Meta, enc Encryption, dataDir, name string) (ReplayResult, error) {
-	var res ReplayResult
-	var segs []Segment
+// FetchedChain is a delta chain fetched and verified, ready to apply.
+type FetchedChain struct {
+	// Segments are the segments that verified, in chain order, and
+	// Chain their metadata: a prefix of the chain given.
+	Segments []Segment
+	Chain    []Meta
+	// End is the last revision the verified segments cover (the
+	// metadata's Revision of the last one; 0 with none).
+	End int64
+	// Damaged names the first segment that failed its checksum or did
+	// not decrypt, Stopped says why ("" when the whole chain verified).
+	Damaged string
+	Stopped string
+}
+
+// Fetch attempts: a read error (the store unreachable for a moment, a
+// connection reset, a short body) is retried fetchAttempts times in all,
+// waiting fetchBackoff, then twice as long each time (3.75 s in all).
+var (
+	fetchAttempts = 5
+	fetchBackoff  = 250 * time.Millisecond
+)
+
+// FetchChain fetches and verifies every segment of chain (Chain's result)
+// before anything is applied. A segment that cannot be read is read again
+// (bounded, with backoff); one that still cannot is an error, as is ctx
+// ending: never a shorter chain. A segment whose content fails its
+// checksum or does not decrypt ends the chain there (Damaged, Stopped):
+// the stored object itself is wrong, and reading it again gives the
+// same bytes.
+func FetchChain(ctx context.Context, store Store, chain []Meta, enc Encryption) (FetchedChain, error) {
+	var fc FetchedChain
 	for _, m := range chain {
-		var buf bytes.Buffer
-		rc, om, err := store.Open(ctx, m.Name)
-		if err == nil {
-			err = Decode(&buf, rc, om, enc)
-			rc.Close()
+		raw, err := readSegment(ctx, store, m)
+		if err != nil {
+			return fc, err
 		}
+		var buf bytes.Buffer
 		var s Segment
+		err = Decode(&buf, bytes.NewReader(raw), m, enc)
 		if err == nil {
 			s, err = UnmarshalSegment(buf.Bytes())
 		}
 		if err != nil {
-			res.Stopped = fmt.Sprintf("delta %s: %v", m.Name, err)
-			break
+			fc.Damaged, fc.Stopped = m.Name, fmt.Sprintf("delta %s: %v", m.Name, err)
+			return fc, nil
 		}
-		segs = append(segs, s)
+		fc.Segments, fc.Chain, fc.End = append(fc.Segments, s), append(fc.Chain, m), m.Revision
 	}
-	if len(segs) == 0 {
-		return res, nil
+	return fc, nil
+}
+
+// readSegment reads a segment's stored bytes whole, retrying read errors;
+// a body shorter or longer than the recorded stored size is a read error
+// (a connection cut short), not a damaged segment.
+func readSegment(ctx context.Context, store Store, m Meta) ([]byte, error) {
+	wait := fetchBackoff
+	var last error
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("fetch delta %s: %w", m.Name, err)
+		}
+		raw, err := readOnce(ctx, store, m)
+		if err == nil {
+			return raw, nil
+		}
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("fetch delta %s: %w (%v)", m.Name, cerr, err)
+		}
+		last = err
+		if attempt >= fetchAttempts {
+			return nil, fmt.Errorf("fetch delta %s: %d attempts, the last: %w", m.Name, attempt, last)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("fetch delta %s: %w (after %v)", m.Name, ctx.Err(), last)
+		case <-t.C:
+		}
+		wait *= 2
 	}
-	e, cli, err := startAlone(ctx, dataDir, name)
+}
+
+func readOnce(ctx context.Context, store Store, m Meta) ([]byte, error) {
+	rc, _, err := store.Open(ctx, m.Name)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
-	defer func() {
-		cli.Close()
-		e.Close()
-	}()
-	if err := apply(ctx, cli, segs, &res); err != nil {
-		return res, err
+	defer rc.Close()
+	raw, err := io.ReadAll(rc)
+	if err != nil {
+		return nil, err
 	}
-	return res, nil
+	if m.StoredSize > 0 && int64(len(raw)) != m.StoredSize {
+		return nil, fmt.Errorf("read %d bytes, stored %d", len(raw), m.StoredSize)
+	}
+	return raw, nil
+}
+
+// Replay fetches and verifies chain (Chain's result for the full snapshot
+// restored into dataDir) and applies it offline (ApplyDeltas). A segment
+// that fails its checksum ends the replay there (ReplayResult.Stopped);
+// one that cannot be read is an error and nothing is applied.
+func Replay(ctx context.Context, store Store, chain []Meta, enc Encryption, dataDir string) (ReplayResult, error) {
+	fc, err := FetchChain(ctx, store, chain, enc)
+	if err != nil {
+		return ReplayResult{}, err
+	}
+	res, err := ApplyDeltas(ctx, dataDir, fc.Segments, 0)
+	res.Stopped = fc.Stopped
+	return res, err
 }
 
 // replayBatch and replayBatchBytes bound one replay transaction: the
@@ -84,32 +151,79 @@ func Replay(ctx context.Context, store Store, chain []Meta, enc Encryption, data
 // revision whole, so every original transaction stays atomic) until it
 // holds replayBatch operations or replayBatchBytes of keys and values.
 // A key written again in the same batch replaces its earlier operation
-// there (etcd refuses a key twice in one transaction, and only the last
-// state of a key is visible after the batch anyway), so batches fill up
-// even when the same keys are written over and over. The byte bound
-// keeps a batch below what the client sends (replayMaxRequest); a single
-// original revision larger than it still goes whole (etcd accepted it).
+// there (only the last state of a key is visible after the batch, and the
+// history stays as small as the original's last states), so batches fill
+// up even when the same keys are written over and over. A single original
+// revision larger than that still goes whole.
 const (
 	replayBatch      = 4096
 	replayBatchBytes = 8 << 20
-	replayMaxRequest = 64 << 20 // the restored member's MaxRequestBytes and the client's send limit
 )
 
-func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *ReplayResult) error {
+// ApplyDeltas applies segs to the stopped etcd data dir dataDir offline,
+// through etcd's own storage (mvcc over the data dir's backend, as etcd
+// applies a committed entry), with no raft and no member running: the
+// lessor is never promoted, so no lease expires or is revoked while the
+// deltas are applied (a live replay started as a one-member leader
+// counted every lease down and lost its keys when the replay outlasted
+// the shortest TTL). A lease the deltas use that the data lacks is
+// granted with its recorded ID and TTL before the keys that use it; when
+// etcd starts on the data it gives every lease its whole TTL again, as
+// after etcdutl's restore. Each original revision is applied whole in
+// one transaction; revisions up to after (the snapshot's) are skipped.
+// Every key written is then read back and compared with its last recorded
+// state, its lease included. Neither the consistent index nor the term
+// is touched: Restore's (before or after) stand.
+func ApplyDeltas(ctx context.Context, dataDir string, segs []Segment, after int64) (res ReplayResult, err error) {
+	res.Last = after
+	if len(segs) == 0 {
+		return res, nil
+	}
+	lg := zap.NewNop()
+	be := backend.NewDefaultBackend(lg, filepath.Join(dataDir, "member", "snap", "db"))
+	les := lease.NewLessor(lg, be, nil, lease.LessorConfig{})
+	kv := mvcc.NewStore(lg, be, les, mvcc.StoreConfig{})
+	defer func() {
+		kv.Close()
+		les.Stop()
+		if cerr := be.Close(); err == nil && cerr != nil { // commits and syncs
+			err = fmt.Errorf("replay: close the database: %w", cerr)
+		}
+	}()
+	if err := apply(ctx, kv, les, segs, &res); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+type replayOp struct {
+	key, value []byte
+	lease      int64
+	del        bool
+}
+
+func apply(ctx context.Context, kv mvcc.KV, les lease.Lessor, segs []Segment, res *ReplayResult) error {
 	ttl := map[int64]int64{}
-	granted := map[int64]bool{}
 	final := map[string]*mvccpb.KeyValue{} // nil value: deleted
-	lease := pb.NewLeaseClient(cli.ActiveConnection())
-	var ops []clientv3.Op
+	var ops []replayOp
 	inBatch := map[string]int{} // key -> its operation's index in ops
 	batchBytes := 0
 	commit := func() error {
 		if len(ops) == 0 {
 			return nil
 		}
-		if _, err := cli.Txn(ctx).Then(ops...).Commit(); err != nil {
+		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("replay up to revision %d: %w", res.Last, err)
 		}
+		txn := kv.Write(traceutil.TODO())
+		for _, op := range ops {
+			if op.del {
+				txn.DeleteRange(op.key, nil)
+			} else {
+				txn.Put(op.key, op.value, lease.LeaseID(op.lease))
+			}
+		}
+		txn.End()
 		res.Txns++
 		ops, inBatch, batchBytes = ops[:0], map[string]int{}, 0
 		return nil
@@ -130,7 +244,7 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 			group := s.Events[i:j]
 			i = j
 			if rev <= res.Last {
-				continue // an overlapping segment (two recorders for a moment): applied already
+				continue // in the snapshot, or an overlapping segment (two recorders for a moment): applied already
 			}
 			if len(ops)+len(group) > replayBatch || batchBytes+size > replayBatchBytes {
 				if err := commit(); err != nil {
@@ -140,23 +254,24 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 			batchBytes += size
 			for _, ev := range group {
 				key := string(ev.Kv.Key)
-				var op clientv3.Op
+				var op replayOp
 				switch ev.Type {
 				case mvccpb.PUT:
-					var opts []clientv3.OpOption
-					if id := ev.Kv.Lease; id != 0 {
-						if !granted[id] {
-							if err := grantAgain(ctx, cli, lease, id, ttl[id]); err != nil {
-								return err
-							}
-							granted[id] = true
+					if id := ev.Kv.Lease; id != 0 && les.Lookup(lease.LeaseID(id)) == nil {
+						// Granted before the key is put (mvcc refuses a
+						// key on an unknown lease).
+						t := ttl[id]
+						if t <= 0 {
+							t = defaultLeaseTTL
 						}
-						opts = append(opts, clientv3.WithLease(clientv3.LeaseID(id)))
+						if _, err := les.Grant(lease.LeaseID(id), t); err != nil {
+							return fmt.Errorf("replay: grant lease %x again: %w", id, err)
+						}
 					}
-					op = clientv3.OpPut(key, string(ev.Kv.Value), opts...)
+					op = replayOp{key: ev.Kv.Key, value: ev.Kv.Value, lease: ev.Kv.Lease}
 					final[key] = ev.Kv
 				case mvccpb.DELETE:
-					op = clientv3.OpDelete(key)
+					op = replayOp{key: ev.Kv.Key, del: true}
 					final[key] = nil
 				default:
 					continue
@@ -176,118 +291,40 @@ func apply(ctx context.Context, cli *clientv3.Client, segs []Segment, res *Repla
 		return err
 	}
 	res.Keys = len(final)
-	return verifyReplay(ctx, cli, final)
+	return verifyReplay(ctx, kv, les, final)
 }
 
-// grantAgain makes lease id exist with ttl (or the default), unless it
-// exists already (restored with the full snapshot).
-func grantAgain(ctx context.Context, cli *clientv3.Client, lease pb.LeaseClient, id, ttl int64) error {
-	if r, err := cli.TimeToLive(ctx, clientv3.LeaseID(id)); err == nil && r.TTL > 0 {
-		return nil
-	}
-	if ttl <= 0 {
-		ttl = defaultLeaseTTL
-	}
-	if _, err := lease.LeaseGrant(ctx, &pb.LeaseGrantRequest{ID: id, TTL: ttl}); err != nil {
-		return fmt.Errorf("replay: grant lease %x again: %w", id, err)
-	}
-	return nil
-}
+// ErrReplayMismatch reports a replay whose read-back differs from what
+// the deltas recorded.
+var ErrReplayMismatch = errors.New("replayed data differs from the deltas")
 
-// verifyReplay reads back every key the replay wrote, up to 1024 keys
-// or replayBatchBytes of recorded values per read.
-func verifyReplay(ctx context.Context, cli *clientv3.Client, final map[string]*mvccpb.KeyValue) error {
-	keys := make([]string, 0, len(final))
-	for k := range final {
-		keys = append(keys, k)
-	}
-	const batch = 1024
+// verifyReplay reads back every key the replay wrote and checks its value
+// and its lease (attached, and existing) against the last recorded state.
+func verifyReplay(ctx context.Context, kv mvcc.KV, les lease.Lessor, final map[string]*mvccpb.KeyValue) error {
 	var wrong []string
-	for start := 0; start < len(keys); {
-		end, size := start, 0
-		for end < len(keys) && end-start < batch && (end == start || size < replayBatchBytes) {
-			if kv := final[keys[end]]; kv != nil {
-				size += len(kv.Value)
-			}
-			end++
-		}
-		part := keys[start:end]
-		start = end
-		ops := make([]clientv3.Op, len(part))
-		for i, k := range part {
-			ops[i] = clientv3.OpGet(k)
-		}
-		resp, err := cli.Txn(ctx).Then(ops...).Commit()
+	for k, want := range final {
+		r, err := kv.Range(ctx, []byte(k), nil, mvcc.RangeOptions{})
 		if err != nil {
-			return fmt.Errorf("replay: read back: %w", err)
+			return fmt.Errorf("replay: read back %q: %w", k, err)
 		}
-		for i, r := range resp.Responses {
-			kvs := r.GetResponseRange().Kvs
-			want := final[part[i]]
-			switch {
-			case want == nil && len(kvs) != 0:
-				wrong = append(wrong, fmt.Sprintf("%q present, deleted in the deltas", part[i]))
-			case want != nil && (len(kvs) != 1 || !bytes.Equal(kvs[0].Value, want.Value) || kvs[0].Lease != want.Lease):
-				wrong = append(wrong, fmt.Sprintf("%q differs from its last recorded value", part[i]))
-			}
+		switch {
+		case want == nil && len(r.KVs) != 0:
+			wrong = append(wrong, fmt.Sprintf("%q present, deleted in the deltas", k))
+		case want == nil:
+		case len(r.KVs) != 1 && want.Lease != 0:
+			wrong = append(wrong, fmt.Sprintf("%q missing (recorded on lease %x)", k, want.Lease))
+		case len(r.KVs) != 1:
+			wrong = append(wrong, fmt.Sprintf("%q missing", k))
+		case r.KVs[0].Lease != want.Lease:
+			wrong = append(wrong, fmt.Sprintf("%q on lease %x, recorded on lease %x", k, r.KVs[0].Lease, want.Lease))
+		case want.Lease != 0 && les.Lookup(lease.LeaseID(want.Lease)) == nil:
+			wrong = append(wrong, fmt.Sprintf("%q: its lease %x does not exist", k, want.Lease))
+		case !bytes.Equal(r.KVs[0].Value, want.Value):
+			wrong = append(wrong, fmt.Sprintf("%q differs from its last recorded value", k))
 		}
 	}
 	if len(wrong) > 0 {
-		return fmt.Errorf("replay: %d keys not as recorded, e.g. %s: %w", len(wrong), wrong[0], ErrChecksum)
+		return fmt.Errorf("replay: %d keys not as recorded, e.g. %s: %w", len(wrong), wrong[0], ErrReplayMismatch)
 	}
 	return nil
-}
-
-// startAlone starts the restored single-member data dir on loopback ports
-// nobody else knows, so that no client or peer reaches it during the
-// replay.
-func startAlone(ctx context.Context, dataDir, name string) (*embed.Etcd, *clientv3.Client, error) {
-	ports, err := loopbackURLs(2)
-	if err != nil {
-		return nil, nil, err
-	}
-	cfg := embed.NewConfig()
-	cfg.Name, cfg.Dir = name, dataDir
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{ports[0]}, []url.URL{ports[0]}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{ports[1]}, []url.URL{ports[1]}
-	cfg.ClusterState = embed.ClusterStateFlagExisting
-	cfg.InitialCluster = ""
-	cfg.LogLevel = "error"
-	cfg.Logger = "zap"
-	cfg.LogOutputs = []string{os.DevNull}
-	cfg.MaxTxnOps = replayBatch
-	cfg.MaxRequestBytes = replayMaxRequest
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("replay: start the restored member: %w", err)
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-ctx.Done():
-		e.Close()
-		return nil, nil, ctx.Err()
-	case <-time.After(time.Minute):
-		e.Close()
-		return nil, nil, errors.New("replay: the restored member did not become ready in a minute")
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ports[1].String()}, DialTimeout: 5 * time.Second, Logger: zap.NewNop(),
-		MaxCallSendMsgSize: replayMaxRequest + 1<<20})
-	if err != nil {
-		e.Close()
-		return nil, nil, err
-	}
-	return e, cli, nil
-}
-
-func loopbackURLs(n int) ([]url.URL, error) {
-	var out []url.URL
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("replay: loopback port: %w", err)
-		}
-		defer l.Close() // held until all are chosen: n distinct ports
-		out = append(out, url.URL{Scheme: "http", Host: l.Addr().String()})
-	}
-	return out, nil
 }

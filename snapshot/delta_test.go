@@ -91,7 +91,7 @@ func restoreAndReplay(t *testing.T, store snapshot.Store, base snapshot.Meta, en
 		t.Fatal(err)
 	}
 	chain, _ := snapshot.Chain(list, base)
-	res, err := snapshot.Replay(ctx, store, chain, enc, dataDir, "s0")
+	res, err := snapshot.Replay(ctx, store, chain, enc, dataDir)
 	if err != nil {
 		t.Fatalf("replay: %v (%+v)", err, res)
 	}

@@ -71,7 +71,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.RecordCluster:
 		return m.recordCluster(ctx, d)
 	case planner.RecoverQuorum:
-		return m.recover(ctx, d)
+		return m.recover(ctx, o, d)
 	case planner.UpdatePeerURL:
 		return m.updatePeerURL(ctx, d)
 	case planner.Maintain:

@@ -162,7 +162,10 @@ type Member struct {
 	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
-	startFailures  int // consecutive failed etcd starts
+	// damagedDeltas: delta segments an install found failing their
+	// checksum (or not decrypting); the observed chain ends before them.
+	damagedDeltas map[string]bool
+	startFailures int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string

@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -60,14 +61,33 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 		list, err := s.Store.List(ctx)
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
-		} else if full, _, end, ok := snapshot.Newest(list); ok {
-			// The newest full snapshot with the deltas that follow on
-			// from it: a recovery from it replays them, so it holds
-			// everything up to the chain's end.
-			m.latestSnapshot = &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
+		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
+			m.latestSnapshot = s
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
+}
+
+// newestSnapshot is the newest full snapshot with the deltas that follow
+// on from it: a recovery from it replays them, so it holds everything up
+// to the chain's end. A segment an install found damaged ends the chain
+// as a gap would (what follows it cannot be replayed): the planner
+// compares the end a recovery can reach, never a higher one.
+func newestSnapshot(list []snapshot.Meta, damaged map[string]bool) (*planner.SnapshotInfo, bool) {
+	if len(damaged) > 0 {
+		kept := make([]snapshot.Meta, 0, len(list))
+		for _, m := range list {
+			if !damaged[m.Name] {
+				kept = append(kept, m)
+			}
+		}
+		list = kept
+	}
+	full, _, end, ok := snapshot.Newest(list)
+	if !ok {
+		return nil, false
+	}
+	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}, true
 }
 
 // observeSeeder fills SeederGoneFor: how long the seeder named by an
@@ -87,7 +107,7 @@ func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
 // recover carries out RecoverQuorum: the next epoch is recorded (fenced by
 // the lock) before this member starts it, from its own data with
 // ForceNewCluster or from a verified snapshot.
-func (m *Member) recover(ctx context.Context, d planner.Decision) error {
+func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.Decision) error {
 	l, err := m.heldLock()
 	if err != nil {
 		return err
@@ -104,7 +124,15 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	}
 	next := StoredRecord(*d.Record, index)
 	if d.From == planner.FromSnapshot {
-		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target)
+		var want int64
+		if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != next.Token) {
+			// The chain end the planner compared with every member's
+			// data: the install refuses before recording if it cannot
+			// reach it. (A recovery already recorded is resumed with
+			// what verifies.)
+			want = s.Revision
+		}
+		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, want)
 	}
 	if cur.Token != next.Token {
 		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)
@@ -126,12 +154,12 @@ func (m *Member) recover(ctx context.Context, d planner.Decision) error {
 	return m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil))
 }
 
-func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coord.Record, next coord.Record, name string) error {
+func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coord.Record, next coord.Record, name string, want int64) error {
 	s := m.opts.Snapshots
 	if s == nil {
 		return fmt.Errorf("recovery from snapshot %s without a snapshot store", name)
 	}
-	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name}
+	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want}
 	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
 		if cur == nil || cur.Token != next.Token {
 			// The next epoch is recorded before anything starts (invariant
@@ -158,9 +186,23 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if got.Aside != "" {
 		m.log.Warn("data dir set aside (not deleted) before restoring", "to", got.Aside)
 	}
-	if len(got.Chain) > 0 {
+	var short *datadir.ChainShortError
+	if errors.As(err, &short) {
+		// Refused before anything was recorded: the planner decides
+		// again from a chain that ends before the damaged segment.
+		if short.Damaged != "" {
+			if m.damagedDeltas == nil {
+				m.damagedDeltas = map[string]bool{}
+			}
+			m.damagedDeltas[short.Damaged] = true
+		}
+		m.snapshotListed = time.Time{}
+		m.log.Warn("recovery from snapshot refused before recording: its chain does not reach the revision it was chosen for", "snapshot", name, "want", short.Want, "verified_end", short.End, "damaged", short.Damaged, "why", short.Why)
+		return err
+	}
+	if err == nil && len(got.Chain) > 0 {
 		res := got.Replay
-		m.log.Warn("deltas replayed over the snapshot", "segments", res.Segments, "events", res.Events, "last_revision", res.Last, "stopped", res.Stopped)
+		m.log.Warn("deltas replayed over the snapshot", "segments", res.Segments, "events", res.Events, "txns", res.Txns, "keys_read_back", res.Keys, "last_revision", res.Last, "stopped", res.Stopped)
 	}
 	return err
 }

@@ -290,7 +290,7 @@ func (e *runEnv) restoreFromStore(ctx context.Context, store snapshot.Store, enc
 	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "m0", PeerURL: peer, Token: "bench-" + tag, RevisionBump: 1_000_000}); err != nil {
 		return nil, nil, nil, rr, err
 	}
-	if rr, err = snapshot.Replay(ctx, store, chain, enc, dataDir, "m0"); err != nil {
+	if rr, err = snapshot.Replay(ctx, store, chain, enc, dataDir); err != nil {
 		return nil, nil, nil, rr, err
 	}
 	if rr.Stopped != "" {

@@ -509,7 +509,7 @@ func runSnapshotRestore(args []string) error {
 		return err
 	}
 	fetchedAt := time.Now()
-	_, _, err = datadir.InstallSnapshot(ctx, *root, fetched, datadir.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, datadir.Deltas{}, "restored-over")
+	_, err = datadir.InstallSnapshot(ctx, *root, fetched, datadir.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, "restored-over")
 	if err != nil {
 		return err
 	}

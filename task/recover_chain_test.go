@@ -1,0 +1,129 @@
+package task
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
+	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+)
+
+// storeDelta writes the puts of revisions first.. (one key each) as a
+// delta of base, as the recorder does.
+func storeDelta(t *testing.T, store snapshot.Store, base snapshot.Meta, first int64, n int) snapshot.Meta {
+	t.Helper()
+	var seg snapshot.Segment
+	for i := range int64(n) {
+		rev := first + i
+		seg.Events = append(seg.Events, &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte(fmt.Sprintf("delta/%06d", rev)), Value: []byte("v"), CreateRevision: rev, ModRevision: rev, Version: 1}})
+	}
+	plain, err := seg.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var enc bytes.Buffer
+	size, sum, err := snapshot.Encode(&enc, bytes.NewReader(plain), snapshot.Encryption{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Now().UTC()
+	m := snapshot.Meta{Cluster: base.Cluster, Epoch: base.Epoch, Kind: snapshot.KindDelta, Base: base.Name, FirstRevision: seg.First(), Revision: seg.Last(),
+		Events: n, Created: created, Codec: snapshot.Codec, EtcdVersion: base.EtcdVersion, Size: size, SHA256: sum}
+	m.Name = snapshot.DeltaName(base.Cluster, base.Epoch, m.Revision, created, false)
+	ctx := context.Background()
+	if m.StoredSize, err = store.Put(ctx, m.Name, bytes.NewReader(enc.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutMeta(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestDamagedDeltaLowersTheChainEndBeforeRecording: the planner chose the
+// snapshot for its chain's end, which a damaged segment keeps a recovery
+// from reaching. The recovery is refused before the next epoch is
+// recorded (the record and the member's data untouched); the next
+// observation's chain ends before the damaged segment, and the recovery
+// chosen for that end installs what precedes it.
+func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
+	k := newKit(t, "m0")
+	dir := filepath.Join(k.dir, "snapshots")
+	store, err := file.New(dir, k.cl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := k.memberWith("m0", k.co, &Snapshots{Store: store})
+	cli := k.seedForTest(m)
+	put(t, cli, "saved", "in-snapshot")
+	rec, _ := k.co.Record(context.Background())
+	ctx := context.Background()
+	snap, err := snapshot.Save(ctx, snapshot.From{Endpoint: m.clientURL(m.self), SpoolDir: k.dir}, store, snapshot.Source{Cluster: k.cl.Name, ClusterID: strconv.FormatUint(rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := storeDelta(t, store, snap, snap.Revision+1, 10)
+	second := storeDelta(t, store, snap, first.Revision+1, 10)
+	raw, err := os.ReadFile(filepath.Join(dir, second.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dir, second.Name), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := m.dir.ReadMeta()
+
+	var o planner.Observation
+	m.observeLatestSnapshot(ctx, &o, time.Now())
+	if o.LatestSnapshot == nil || o.LatestSnapshot.Revision != second.Revision {
+		t.Fatalf("observed %+v, want %s with its chain to %d (the damage is not known yet)", o.LatestSnapshot, snap.Name, second.Revision)
+	}
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
+		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
+	m.lockForTest(t)
+	err = m.act(ctx, o, d)
+	m.releaseLock(ctx)
+	var short *datadir.ChainShortError
+	if !errors.As(err, &short) || short.End != first.Revision || short.Damaged != second.Name {
+		t.Fatalf("recovery over a damaged segment: %v, want refused at revision %d naming %s", err, first.Revision, second.Name)
+	}
+	if got, err := k.co.Record(ctx); err != nil || got.Epoch != 1 || got.Token != rec.Token {
+		t.Fatalf("record after the refused recovery: %+v (%v), want epoch 1 untouched", got, err)
+	}
+	if aside := m.asideEntries(t); len(aside) != 0 {
+		t.Fatalf("data set aside by a refused recovery: %v", aside)
+	}
+	if meta, err := m.dir.ReadMeta(); err != nil || meta != before {
+		t.Fatalf("metadata after the refused recovery: %+v (%v), want %+v", meta, err, before)
+	}
+
+	o = planner.Observation{}
+	m.observeLatestSnapshot(ctx, &o, time.Now())
+	if o.LatestSnapshot == nil || o.LatestSnapshot.Name != snap.Name || o.LatestSnapshot.Revision != first.Revision {
+		t.Fatalf("observed after the refusal: %+v, want %s to revision %d", o.LatestSnapshot, snap.Name, first.Revision)
+	}
+	m.lockForTest(t)
+	err = m.act(ctx, o, d)
+	m.releaseLock(ctx)
+	if err != nil {
+		t.Fatalf("recovery for the true chain end: %v", err)
+	}
+	if got, err := k.co.Record(ctx); err != nil || got.Epoch != 2 || got.Token != d.Record.Token {
+		t.Fatalf("record after the recovery: %+v (%v), want epoch 2", got, err)
+	}
+	if rev := m.dir.Revision(); rev < first.Revision {
+		t.Fatalf("installed data at revision %d, want the first segment's %d (plus the bump)", rev, first.Revision)
+	}
+}
