@@ -417,3 +417,107 @@ func TestRotateCARefusesAPlantedRecord(t *testing.T) {
 		}
 	}
 }
+
+// The legitimate path through the checks: `tls rotate-ca` (task.RotateCA,
+// as the command runs it) rotates a running member with a KEK to a new
+// CA, and the member ends trusting the new CA alone, issuing from it;
+// the coordinator holds it sealed. Then a second rotation continues the
+// chain. And a command interrupted after storing the new CA as the
+// cluster CA (record still at phase issue) resumes.
+func TestRotateCAStillRotatesARunningMember(t *testing.T) {
+	cl, co := localCACluster(t, 1)
+	bg := context.Background()
+	kek := bytes.Repeat([]byte{3}, certs.KEKSize)
+	ctx, cancel := context.WithCancel(bg)
+	m, err := task.New(ctx, caOptions(t, cl, co, kek))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runMemberUntil(t, m, ctx, cancel)
+	first := clusterCACert(t, co)
+	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)
+	members := func(ctx context.Context) ([]status.Member, error) {
+		stTLS, _, err := backends.StatusTLS(ctx, cl, co)
+		if err != nil {
+			return nil, err
+		}
+		hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: stTLS}}
+		defer hc.CloseIdleConnections()
+		st, err := status.Fetch(ctx, hc, base)
+		if err != nil {
+			return []status.Member{{Name: "m0", Unreachable: true}}, nil
+		}
+		return []status.Member{st}, nil
+	}
+	rotate := func() {
+		t.Helper()
+		rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
+		defer rcancel()
+		err := task.RotateCA(rctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
+			Progress: func(s string) { t.Log("rotate-ca: " + s) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	rotate()
+	second := clusterCACert(t, co)
+	if bytes.Equal(second, first) {
+		t.Fatal("the cluster CA did not change")
+	}
+	if _, err := clusterca.Read(bg, co, cl.Name, kek); err != nil {
+		t.Fatalf("the new cluster CA does not open with the KEK: %v", err)
+	}
+	clustertest.WaitFor(t, 30*time.Second, "the member to trust the new CA alone", func() (bool, string) {
+		tr := trustedFile(t, cl)
+		return bytes.Contains(tr, second) && !bytes.Contains(tr, first), string(tr)
+	})
+	rotate()
+	if third := clusterCACert(t, co); bytes.Equal(third, second) {
+		t.Fatal("the second rotation did not change the cluster CA")
+	}
+}
+
+// A command interrupted between storing the new CA as the cluster CA and
+// moving the record to phase retire resumes: the record's new CA is the
+// cluster CA by then.
+func TestRotateCAResumesAfterStoringTheNewCA(t *testing.T) {
+	cl, co := localCACluster(t, 1)
+	bg := context.Background()
+	kek := bytes.Repeat([]byte{2}, certs.KEKSize)
+	if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := clusterca.Read(bg, co, cl.Name, kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := newCA(t)
+	sealed, err := certs.Seal(next, kek)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cross, err := certs.CrossSign(ca, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plantRotation(t, co, task.Rotation{Phase: task.PhaseIssue, OldCert: ca.Cert, New: sealed, Cross: cross, Chain: cross})
+	if err := co.Delete(bg, clusterca.SealedKey); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusterca.Offer(bg, co, next, kek); err != nil {
+		t.Fatal(err)
+	}
+	fp := certs.Fingerprint(next.Cert)
+	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
+	defer cancel()
+	err = task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Poll: 50 * time.Millisecond,
+		Members: func(context.Context) ([]status.Member, error) {
+			return []status.Member{{Name: "m0", CA: &status.RotationView{Issuer: fp, Trusted: []string{fp}}}}, nil
+		}})
+	if err != nil {
+		t.Fatalf("resume at phase issue with the new CA stored: %v", err)
+	}
+	if r, err := task.LoadRotation(bg, co); err != nil || r.Phase != task.PhaseDone {
+		t.Fatalf("record after resuming: %+v, %v", r.Phase, err)
+	}
+}
