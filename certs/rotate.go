@@ -1,9 +1,11 @@
 package certs
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"errors"
 	"fmt"
 )
 
@@ -54,4 +56,34 @@ func CrossSign(prev, next Pair) ([]byte, error) {
 // certificate: what a TLS peer presents after the leaf.
 func WithChain(p Pair, chain []byte) Pair {
 	return Pair{Cert: append(append([]byte{}, p.Cert...), chain...), Key: p.Key}
+}
+
+// VerifyCross checks that cross (PEM) is a cross certificate of next
+// issued by prev, as CrossSign makes it: a CA certificate with next's
+// subject and public key, signed by prev's key. Only a holder of prev's
+// key can make one, so a CA rotation whose cross certificate verifies was
+// started by someone who holds the CA it replaces.
+func VerifyCross(prevCert, nextCert, cross []byte) error {
+	prev, err := Leaf(prevCert)
+	if err != nil {
+		return fmt.Errorf("old CA: %w", err)
+	}
+	next, err := Leaf(nextCert)
+	if err != nil {
+		return fmt.Errorf("new CA: %w", err)
+	}
+	c, err := Leaf(cross)
+	if err != nil {
+		return fmt.Errorf("cross certificate: %w", err)
+	}
+	if !c.IsCA || !bytes.Equal(c.RawSubject, next.RawSubject) || !bytes.Equal(c.RawSubjectPublicKeyInfo, next.RawSubjectPublicKeyInfo) {
+		return errors.New("the cross certificate does not certify the new CA (its name and key)")
+	}
+	if !bytes.Equal(c.RawIssuer, prev.RawSubject) {
+		return errors.New("the cross certificate is not issued by the old CA")
+	}
+	if err := c.CheckSignatureFrom(prev); err != nil {
+		return fmt.Errorf("the cross certificate is not signed by the old CA's key: %w", err)
+	}
+	return nil
 }

@@ -1,7 +1,11 @@
 package certs
 
 import (
+	"crypto/rand"
+	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
+	"math/big"
 	"testing"
 	"time"
 )
@@ -50,5 +54,60 @@ func TestCrossSignedChainVerifiesUnderEitherCA(t *testing.T) {
 	chained := WithChain(leaf, cross)
 	if got := len(chained.Cert); got != len(leaf.Cert)+len(cross) {
 		t.Errorf("chain of %d bytes", got)
+	}
+}
+
+// Only the old CA's key makes a cross certificate that VerifyCross takes:
+// one an attacker makes with its own CA (for its CA, or naming the old
+// CA as issuer) and the old CA's cross certificate of another CA are
+// refused.
+func TestVerifyCrossTakesOnlyTheOldCAsCrossCertificate(t *testing.T) {
+	now := time.Now()
+	mk := func() Pair {
+		p, err := NewCA("c", now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	prev, next, evil := mk(), mk(), mk()
+	cross := func(a, b Pair) []byte {
+		c, err := CrossSign(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	if err := VerifyCross(prev.Cert, next.Cert, cross(prev, next)); err != nil {
+		t.Fatalf("the old CA's cross certificate of the new one: %v", err)
+	}
+	for name, c := range map[string][]byte{
+		"the attacker's CA certifying itself":      cross(evil, evil),
+		"the attacker's CA certifying the new one": cross(evil, next),
+		"the old CA certifying another CA":         cross(prev, evil),
+		"no certificate":                           nil,
+	} {
+		if err := VerifyCross(prev.Cert, next.Cert, c); err == nil {
+			t.Errorf("%s: taken", name)
+		}
+	}
+	// Naming the old CA as issuer, signed with another key: the issuer
+	// name proves nothing, the signature does.
+	prevCert, nextCert := parse(t, prev), parse(t, next)
+	evilKey, err := tls.X509KeyPair(evil.Cert, evil.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: nextCert.Subject, NotBefore: now, NotAfter: now.Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	posing := *prevCert // the old CA's name, the attacker's key
+	posing.PublicKey = parse(t, evil).PublicKey
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, &posing, nextCert.PublicKey, evilKey.PrivateKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	if err := VerifyCross(prev.Cert, next.Cert, forged); err == nil {
+		t.Error("a cross certificate naming the old CA but signed by another key: taken")
 	}
 }

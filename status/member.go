@@ -63,6 +63,10 @@ type RotationView struct {
 	Trusted []string `json:"trusted"`
 	// Phase is the last rotation phase this member carried out.
 	Phase string `json:"phase,omitempty"`
+	// Refused says why this member refuses the rotation record the
+	// coordinator holds (not made with the current CA's key, or its new
+	// CA not sealed with the KEK): /health warns while it is set.
+	Refused string `json:"refused,omitempty"`
 }
 
 // CAMismatch is reported (log, /status, /health) by a member that runs with

@@ -153,6 +153,9 @@ func Format(st Cluster) string {
 		if m.CAMismatch != nil {
 			fmt.Fprintf(&b, "\n%s: CA MISMATCH: runs with %s, the coordinator holds %s (members that start without a saved CA cannot join)", m.Name, m.CAMismatch.Member, m.CAMismatch.Coordinator)
 		}
+		if m.CA != nil && m.CA.Refused != "" {
+			fmt.Fprintf(&b, "\n%s: CA ROTATION REFUSED: %s", m.Name, m.CA.Refused)
+		}
 	}
 	for _, e := range st.Errors {
 		fmt.Fprintf(&b, "\n%s", e)

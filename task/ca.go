@@ -96,6 +96,18 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 	}
 	held, err := clusterca.Load(ctx, co, kek)
 	missing := errors.Is(err, clusterca.ErrNoClusterCA)
+	if errors.Is(err, clusterca.ErrPlaintextCA) {
+		// Only a plaintext CA (an earlier version's, or anyone's who
+		// may write the coordinator): never taken with a KEK. A member
+		// with a saved CA stores it sealed (restoreCA then retires the
+		// plaintext copy if it is the same CA: the migration); one
+		// without has no CA it may trust.
+		if saved == nil {
+			return certs.Pair{}, fmt.Errorf("%w (%s, %s)", err, clusterca.Location(m.opts.Cluster, clusterca.SealedKey), clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
+		}
+		m.log.Warn("the coordinator holds the cluster CA only in the clear: storing the CA this member saved, sealed", "ca", certs.Fingerprint(saved.Cert), "plaintext", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
+		missing, err = true, nil
+	}
 	if errors.Is(err, certs.ErrWrongKEK) && saved != nil {
 		// The CA this member saved is the one its peers trust: run with
 		// it; only members without a saved CA need the coordinator's.

@@ -93,7 +93,10 @@ func (r Rotation) NewCert() ([]byte, error) {
 	return p.Cert, nil
 }
 
-// OpenNew returns the new CA with its key (kek for a sealed one).
+// OpenNew returns the new CA with its key: sealed, opened with kek; in
+// the clear only without a KEK (the local coordinator's). With a KEK a
+// plaintext new CA is refused: it is what a writer of the coordinator
+// without the KEK can plant.
 func (r Rotation) OpenNew(kek []byte) (certs.Pair, error) {
 	if _, err := certs.SealedCert(r.New); err == nil {
 		if kek == nil {
@@ -101,7 +104,30 @@ func (r Rotation) OpenNew(kek []byte) (certs.Pair, error) {
 		}
 		return certs.OpenSealed(r.New, kek)
 	}
+	if kek != nil {
+		return certs.Pair{}, errors.New("its new CA is not sealed with the cluster's key encryption key (a CA in the clear, which anyone who may write the coordinator's keys can store)")
+	}
 	return certs.ParseBundle(r.New)
+}
+
+// Verify returns the new CA, key included, once the record shows that
+// whoever wrote it holds the old CA's key (and the KEK, when there is
+// one): the new CA opens (OpenNew), and the cross certificate certifies
+// it under OldCert (certs.VerifyCross) and leads the chain members
+// present. Whether OldCert is the CA to start from is the caller's to
+// check: a member's own CA or one it trusts, the command's cluster CA.
+func (r Rotation) Verify(kek []byte) (certs.Pair, error) {
+	next, err := r.OpenNew(kek)
+	if err != nil {
+		return certs.Pair{}, err
+	}
+	if err := certs.VerifyCross(r.OldCert, next.Cert, r.Cross); err != nil {
+		return certs.Pair{}, err
+	}
+	if len(r.Chain) > 0 && !bytes.HasPrefix(r.Chain, r.Cross) {
+		return certs.Pair{}, errors.New("its chain does not start with its cross certificate")
+	}
+	return next, nil
 }
 
 // chain is Chain, or Cross for records without one.
@@ -153,6 +179,9 @@ type rotationState struct {
 	step atomic.Pointer[string]
 	// cas are the fingerprints of the rotation's old and new CA.
 	cas atomic.Pointer[[2]string]
+	// refused says why the record in the coordinator is refused (nil:
+	// none is): /status and /health report it.
+	refused atomic.Pointer[string]
 }
 
 // rotationCovers reports whether ca is the old or the new CA of the
@@ -193,6 +222,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	// request while it is current.
 	r, err := LoadRotation(ctx, m.caReads())
 	if errors.Is(err, coord.ErrNotStored) {
+		m.rot.refused.Store(nil)
 		return false
 	}
 	if err != nil {
@@ -203,27 +233,32 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if p := m.rot.step.Load(); p != nil && *p == step {
 		return false
 	}
-	newCert, err := r.NewCert()
+	// Nothing of the record is used before it proves itself: a writer of
+	// the coordinator could otherwise make this member trust its CA.
+	next, err := r.Verify(m.opts.CAKEK)
 	if err != nil {
-		m.warnRotation(err.Error())
+		m.refuseRotation(r, err.Error())
 		return false
 	}
+	newCert := next.Cert
 	cur := m.currentCA()
 	oldFP, newFP, curFP := certs.Fingerprint(r.OldCert), certs.Fingerprint(newCert), certs.Fingerprint(cur.Cert)
 	if curFP != oldFP && curFP != newFP {
 		m.warnRotation(fmt.Sprintf("the CA rotation record replaces %s by %s, but this member's CA is %s: not following it", oldFP, newFP, curFP))
 		return false
 	}
-	m.rot.cas.Store(&[2]string{oldFP, newFP})
-	next, err := r.OpenNew(m.opts.CAKEK)
-	if err != nil {
-		m.warnRotation("open the new CA: " + err.Error())
-		return false
-	}
 	trust := append(append([]byte{}, r.OldCert...), newCert...)
 	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
 		trust = append([]byte{}, newCert...)
+	} else if curFP != oldFP && !m.alreadyTrusts(r.OldCert) {
+		// This member issues from the new CA already: the record would
+		// only add its old CA to what it trusts. The cross certificate
+		// proves nothing about a CA its writer chose: it must be one this
+		// member trusts already (it did when it moved to the new one).
+		m.refuseRotation(r, fmt.Sprintf("its old CA %s is neither this member's CA nor one it trusts", oldFP))
+		return false
 	}
+	m.rot.cas.Store(&[2]string{oldFP, newFP})
 	m.rot.trust.Store(&trust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
@@ -261,8 +296,42 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	m.rot.phase.Store(&phase)
 	m.rot.step.Store(&step)
 	m.rot.warned = ""
+	m.rot.refused.Store(nil)
 	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
 	return reissue
+}
+
+// refuseRotation logs (once per message) and reports in /status and
+// /health that this member refuses the rotation record r: it changes
+// nothing of what this member trusts or issues from.
+func (m *Member) refuseRotation(r Rotation, why string) {
+	msg := fmt.Sprintf("the CA rotation record %s (phase %s, started %s) is refused: %s; an operator's `tls rotate-ca` writes a new CA sealed with the cluster's key encryption key and certified by the current CA; if none started this one, delete the record and find who wrote it",
+		clusterca.Location(m.opts.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
+	m.rot.refused.Store(&msg)
+	if m.rot.warned == msg {
+		return
+	}
+	m.rot.warned = msg
+	m.log.Error("CA rotation refused", "reason", msg)
+}
+
+// alreadyTrusts reports whether caCert is among the CAs this member
+// trusts now: those it follows, or its ca.crt (written by its last run).
+func (m *Member) alreadyTrusts(caCert []byte) bool {
+	fp := certs.Fingerprint(caCert)
+	var have []byte
+	if t := m.rot.trust.Load(); t != nil {
+		have = append(have, *t...)
+	}
+	if b, err := os.ReadFile(m.dir.memberFiles().CA); err == nil {
+		have = append(have, b...)
+	}
+	for _, c := range parseCerts(have) {
+		if certs.Fingerprint(pemCert(c.Raw)) == fp {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Member) warnRotation(msg string) {
@@ -295,6 +364,9 @@ func (m *Member) rotationView() *status.RotationView {
 	}
 	if p := m.rot.phase.Load(); p != nil {
 		v.Phase = *p
+	}
+	if p := m.rot.refused.Load(); p != nil {
+		v.Refused = *p
 	}
 	return v
 }
@@ -361,11 +433,11 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 	default:
 		say(fmt.Sprintf("resuming the CA rotation started %s, at phase %s", r.Started.UTC().Format(time.RFC3339), r.Phase))
 	}
-	newCert, err := r.NewCert()
+	next, err := verifyRecord(ctx, o, r)
 	if err != nil {
 		return err
 	}
-	newFP := certs.Fingerprint(newCert)
+	newFP := certs.Fingerprint(next.Cert)
 	for {
 		switch r.Phase {
 		case PhaseTrust:
@@ -386,10 +458,6 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 					return ctx.Err()
 				case <-time.After(wait):
 				}
-			}
-			next, err := r.OpenNew(o.KEK)
-			if err != nil {
-				return fmt.Errorf("open the new CA: %w", err)
 			}
 			if err := replaceClusterCA(ctx, o, next); err != nil {
 				return err
@@ -412,6 +480,37 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 			return err
 		}
 	}
+}
+
+// verifyRecord returns the new CA of the rotation record r once it shows
+// that its writer held the cluster CA's key (Rotation.Verify) and that it
+// replaces the cluster CA: its old CA is the coordinator's cluster CA, or
+// (from phase issue on, once the command stored it) its new one. Anything
+// else is refused before a step: resuming a planted record would end with
+// the planter's CA stored, sealed, as the cluster CA.
+func verifyRecord(ctx context.Context, o RotateOptions, r Rotation) (certs.Pair, error) {
+	refuse := func(why string) error {
+		return fmt.Errorf("the CA rotation record %s (phase %s, started %s) is refused: %s. "+
+			"No `tls rotate-ca` writes such a record: find who wrote it, delete it, and run the command again",
+			clusterca.Location(o.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
+	}
+	next, err := r.Verify(o.KEK)
+	if err != nil {
+		return certs.Pair{}, refuse(err.Error())
+	}
+	held, err := clusterca.Read(ctx, o.Coordinator, o.Cluster.Name, o.KEK)
+	if err != nil {
+		return certs.Pair{}, err
+	}
+	heldFP := certs.Fingerprint(held.Cert)
+	switch {
+	case heldFP == certs.Fingerprint(r.OldCert) && r.Phase != PhaseRetire && r.Phase != PhaseDone:
+	case clusterca.Same(held, next) && r.Phase != PhaseTrust:
+	default:
+		return certs.Pair{}, refuse(fmt.Sprintf("at phase %s it replaces %s by %s, but the cluster CA is %s",
+			r.Phase, certs.Fingerprint(r.OldCert), certs.Fingerprint(next.Cert), heldFP))
+	}
+	return next, nil
 }
 
 // startRotation creates the new CA and its cross certificate and stores
@@ -440,8 +539,9 @@ func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
 	chain := cross
 	if last, err := LoadRotation(ctx, o.Coordinator); err == nil {
 		// The rotation that made the CA replaced now: its chain leads on
-		// to the CAs before, which members may still have loaded.
-		if c, err := last.NewCert(); err == nil && certs.Fingerprint(c) == certs.Fingerprint(prev.Cert) {
+		// to the CAs before, which members may still have loaded. Only
+		// a record that proves itself (Verify) lends its chain.
+		if c, err := last.Verify(o.KEK); err == nil && clusterca.Same(c, prev) {
 			chain = append(append([]byte{}, cross...), last.chain()...)
 		}
 	}

@@ -132,6 +132,10 @@ func (m *Member) serveStatus() error {
 		if st.CAMismatch != nil {
 			warn += " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
 		}
+		rotRefused := st.CA != nil && st.CA.Refused != ""
+		if rotRefused {
+			warn += " WARNING ca_rotation_refused: " + st.CA.Refused
+		}
 		if err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
@@ -157,9 +161,10 @@ func (m *Member) serveStatus() error {
 			fmt.Fprintf(w, "warning: %s role=%s db_size=%d is %.0f%% of quota_backend_bytes %d (warning above %.0f%%)%s\n", st.Name, role, st.DBSize, 100*float64(st.DBSize)/float64(quota), quota, QuotaWarnShare*100, warn)
 			return
 		}
-		if st.CertWarning != "" {
+		if st.CertWarning != "" || rotRefused {
 			// Consul shows 429 as a warning: renewal is late (or the
-			// CA near its end); the member serves.
+			// CA near its end), or someone wrote a CA rotation record
+			// this member refuses; the member serves.
 			w.WriteHeader(http.StatusTooManyRequests)
 			fmt.Fprintf(w, "warning: %s role=%s%s\n", st.Name, role, warn)
 			return

@@ -44,6 +44,14 @@ var (
 	// ErrCASealed: the coordinator holds the cluster CA sealed, and no key
 	// encryption key was given to open it.
 	ErrCASealed = errors.New("the cluster CA's key is sealed and no key encryption key (" + certs.KEKEnv + ") is set")
+	// ErrPlaintextCA: a key encryption key was given, the coordinator
+	// holds no sealed CA but a plaintext one. Anyone who may write the
+	// coordinator's keys can store that: with a KEK it is never taken
+	// (only compared with the sealed one, to retire it).
+	ErrPlaintextCA = errors.New(`the coordinator holds no sealed cluster CA (key "` + SealedKey + `") but one in the clear (key "` + PlainKey + `"): ` +
+		`refused, as with a key encryption key the cluster CA is taken from "` + SealedKey + `" only (anyone who may write the coordinator's keys can store "` + PlainKey + `"). ` +
+		`If the cluster ran an earlier version, start a member that has its saved CA (<data_dir>/<member>/tls/ca.bundle) with the key encryption key: ` +
+		`it stores its CA sealed, and deletes "` + PlainKey + `" if it holds the same CA; otherwise delete "` + PlainKey + `" and find who wrote it`)
 )
 
 // KV is the part of the coordinator (coord.Coordinator) the CA is kept in.
@@ -70,9 +78,11 @@ func KEKFromEnv() ([]byte, error) {
 func Same(a, b certs.Pair) bool { return certs.Fingerprint(a.Cert) == certs.Fingerprint(b.Cert) }
 
 // Load reads the cluster CA, key included, from c: the sealed one, opened
-// with kek (ErrCASealed without one), else the plaintext one of the local
-// coordinator or of earlier versions; ErrNoClusterCA (wrapped) when
-// neither is stored. It never stores one.
+// with kek (ErrCASealed without one); without a kek, else the plaintext one
+// of the local coordinator or of earlier versions; ErrNoClusterCA (wrapped)
+// when neither is stored. With a kek a plaintext CA is never taken
+// (ErrPlaintextCA when it is the only one stored): whoever holds the KEK
+// trusts only a CA sealed with it. It never stores one.
 func Load(ctx context.Context, c KV, kek []byte) (certs.Pair, error) {
 	b, err := c.Load(ctx, SealedKey)
 	switch {
@@ -93,6 +103,9 @@ func Load(ctx context.Context, c KV, kek []byte) (certs.Pair, error) {
 	}
 	if err != nil {
 		return certs.Pair{}, fmt.Errorf("read cluster CA: %w", err)
+	}
+	if kek != nil {
+		return certs.Pair{}, ErrPlaintextCA
 	}
 	p, err := certs.ParseBundle(b)
 	if err != nil {
