@@ -75,8 +75,16 @@ type Rotation struct {
 	// still trusts only that rotation's old CA; the whole chain leads to
 	// it (a few hundred bytes per rotation; expired links are skipped by
 	// verifiers).
-	Chain   []byte    `json:"chain,omitempty"`
-	Started time.Time `json:"started"`
+	Chain []byte `json:"chain,omitempty"`
+	// The same for the peer port (certs.PeerCACert): the old CA's peer
+	// CA, the new one's certified by it (certs.PeerCross), and the chain
+	// of cross certificates members present after peer certificates of
+	// the new CA. Members derive what a record lacks when they hold the
+	// old CA's key.
+	PeerOld   []byte    `json:"peer_old,omitempty"`
+	PeerCross []byte    `json:"peer_cross,omitempty"`
+	PeerChain []byte    `json:"peer_chain,omitempty"`
+	Started   time.Time `json:"started"`
 	// Changed is when Phase was set.
 	Changed time.Time `json:"changed"`
 }
@@ -112,6 +120,14 @@ func (r Rotation) chain() []byte {
 	return append([]byte{}, r.Cross...)
 }
 
+// peerChain is PeerChain, or PeerCross for records without one.
+func (r Rotation) peerChain() []byte {
+	if len(r.PeerChain) > 0 {
+		return append([]byte{}, r.PeerChain...)
+	}
+	return append([]byte{}, r.PeerCross...)
+}
+
 // LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
 // when there is none.
 func LoadRotation(ctx context.Context, c interface {
@@ -145,6 +161,10 @@ type rotationState struct {
 	// statusCAs the status CAs it accepts on /status besides.
 	trust     atomic.Pointer[[]byte]
 	statusCAs atomic.Pointer[[]byte]
+	// peerTrust and peerChain are the same for the peer port: the peer
+	// CAs of the CAs in trust, and the peer cross certificates.
+	peerTrust atomic.Pointer[[]byte]
+	peerChain atomic.Pointer[[]byte]
 	// phase is the last phase this member carried out; warned the
 	// last record it could not follow.
 	phase  atomic.Pointer[string]
@@ -181,6 +201,23 @@ func (m *Member) chain() []byte {
 		return *c
 	}
 	return nil
+}
+
+// peerChain is what this member presents after its peer certificates.
+func (m *Member) peerChain() []byte {
+	if c := m.rot.peerChain.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// peerTrust is the peer CAs the peer port trusts: those of the CAs a
+// rotation trusts when this member follows one, else the current CA's.
+func (m *Member) peerTrust() ([]byte, error) {
+	if t := m.rot.peerTrust.Load(); t != nil {
+		return *t, nil
+	}
+	return certs.PeerCACert(*m.currentCA())
 }
 
 // followRotation carries out the rotation record's phase on this member
@@ -224,7 +261,17 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
 		trust = append([]byte{}, newCert...)
 	}
+	peerOld, peerCross, peerChain, peerNew, err := m.rotationPeerCAs(r, oldFP, next)
+	if err != nil {
+		m.warnRotation("peer CAs: " + err.Error())
+		return false
+	}
+	peerTrust := append(append([]byte{}, peerOld...), peerNew...)
+	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
+		peerTrust = peerNew
+	}
 	m.rot.trust.Store(&trust)
+	m.rot.peerTrust.Store(&peerTrust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
 		if s, err := certs.StatusCA(ca); err == nil {
@@ -254,8 +301,17 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		m.rot.chain.Store(&want)
 		reissue = true
 	}
-	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) {
-		reissue = true // writes ca.crt with the trust
+	// The same on the peer port, with the peer CAs' cross certificates.
+	wantPeer := peerChain
+	if !issuingNew {
+		wantPeer = bytes.TrimPrefix(wantPeer, peerCross)
+	}
+	if have := m.peerChain(); !bytes.Equal(have, wantPeer) {
+		m.rot.peerChain.Store(&wantPeer)
+		reissue = true
+	}
+	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) || !bytes.Equal(m.trustedPeerCAs(), peerTrust) {
+		reissue = true // writes ca.crt and peer-ca.crt with the trust
 	}
 	phase := r.Phase
 	m.rot.phase.Store(&phase)
@@ -263,6 +319,38 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	m.rot.warned = ""
 	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
 	return reissue
+}
+
+// rotationPeerCAs returns the peer side of rotation r (old CA
+// fingerprint oldFP, new CA next): the old CA's peer CA, the cross
+// certificate, the chain, and the new CA's peer CA. The record carries
+// the first three (the command holds both keys); for a record without
+// them a member derives them from the old CA's key when it holds it (its
+// CA settled at start, or the one it issues from), else trusts the new
+// peer CA alone and presents no peer cross certificate.
+func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old, cross, chain, peerNew []byte, err error) {
+	if peerNew, err = certs.PeerCACert(next); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	old, cross, chain = r.PeerOld, r.PeerCross, r.peerChain()
+	for _, p := range []*certs.Pair{m.ca, m.currentCA()} {
+		if len(old) > 0 && len(cross) > 0 {
+			break
+		}
+		if p == nil || certs.Fingerprint(p.Cert) != oldFP {
+			continue
+		}
+		if old, err = certs.PeerCACert(*p); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if cross, err = certs.PeerCross(*p, next); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if len(chain) == 0 {
+			chain = cross
+		}
+	}
+	return append([]byte{}, old...), append([]byte{}, cross...), append([]byte{}, chain...), peerNew, nil
 }
 
 func (m *Member) warnRotation(msg string) {
@@ -437,15 +525,27 @@ func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
 			return Rotation{}, err
 		}
 	}
-	chain := cross
+	// The same for the peer port: the peer CAs and their cross
+	// certificate (certs.PeerCross).
+	peerOld, err := certs.PeerCACert(prev)
+	if err != nil {
+		return Rotation{}, err
+	}
+	peerCross, err := certs.PeerCross(prev, next)
+	if err != nil {
+		return Rotation{}, err
+	}
+	chain, peerChain := cross, append([]byte{}, peerCross...)
 	if last, err := LoadRotation(ctx, o.Coordinator); err == nil {
 		// The rotation that made the CA replaced now: its chain leads on
 		// to the CAs before, which members may still have loaded.
 		if c, err := last.NewCert(); err == nil && certs.Fingerprint(c) == certs.Fingerprint(prev.Cert) {
 			chain = append(append([]byte{}, cross...), last.chain()...)
+			peerChain = append(peerChain, last.peerChain()...)
 		}
 	}
-	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain, Started: now, Changed: now}
+	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain,
+		PeerOld: peerOld, PeerCross: peerCross, PeerChain: peerChain, Started: now, Changed: now}
 	if err := o.Coordinator.Delete(ctx, rotationKey); err != nil {
 		return Rotation{}, fmt.Errorf("delete the finished CA rotation: %w", err)
 	}
