@@ -263,6 +263,22 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 			t.Errorf("%s reports CA %+v after the resumed rotation", m.Name, m.CA)
 		}
 	}
+	// The peer ports followed: each serves a peer certificate of the
+	// third CA's peer CA (issue 29), not one of the cluster CA.
+	thirdPeer, err := certs.PeerCACert(third)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peerPool, _ := certs.Pool(thirdPeer)
+	for i, m := range tc.config().Provider.Static {
+		addr := fmt.Sprintf("127.0.0.1:%d", m.PeerPort)
+		if _, err := served(addr, peerPool); err != nil {
+			t.Errorf("%s's peer port does not serve a certificate of the third peer CA: %v", memberName(i), err)
+		}
+		if _, err := served(addr, thirdPool); err == nil {
+			t.Errorf("%s's peer port serves a certificate of the cluster CA", memberName(i))
+		}
+	}
 }
 
 func ctx2(t *testing.T) context.Context {

@@ -13,6 +13,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -457,6 +458,17 @@ func (m *Member) start(name, token, state, initial string) error {
 		ti := transport.TLSInfo{CertFile: m.tlsFiles.Cert, KeyFile: m.tlsFiles.Key, TrustedCAFile: m.tlsFiles.CA, ClientCertAuth: true}
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
+		if m.ca != nil {
+			// TLS auto: the peer port trusts the peer CA alone (its
+			// file holds the peer CAs, certs.PeerCACert), never the
+			// cluster CA, which issues every client certificate:
+			// applications', the exchange's, `env`'s root. Only members
+			// derive the peer CA. A member dials its peers with the
+			// same trust and certificate, and both sides also require
+			// the peer certificates' CN (issue 29).
+			pf := m.dir.peerFiles()
+			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
+		}
 	}
 	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
 		return err

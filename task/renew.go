@@ -107,8 +107,27 @@ func (m *Member) memberHosts() []string {
 
 // issueMember issues the member certificate from the current CA and
 // writes it, with its chain (a CA rotation's cross certificate), and the
-// CA certificates to trust.
+// CA certificates to trust; then the same for the peer port: the peer
+// certificate from the current CA's peer CA, and the peer CAs to trust.
 func (m *Member) issueMember(now time.Time) error {
+	peer, err := certs.IssuePeer(*m.currentCA(), m.memberHosts(), now, m.certTTL())
+	if err != nil {
+		return fmt.Errorf("issue peer certificate: %w", err)
+	}
+	peerTrust, err := m.peerTrust()
+	if err != nil {
+		return err
+	}
+	pf := m.dir.peerFiles()
+	if err := os.MkdirAll(filepath.Dir(pf.CA), 0o700); err != nil {
+		return err
+	}
+	if err := certs.WritePair(pf.CA, certs.Pair{Cert: peerTrust}); err != nil {
+		return err
+	}
+	if err := certs.WritePair(pf.Cert, certs.WithChain(peer, m.peerChain())); err != nil {
+		return err
+	}
 	pair, err := certs.IssueFor(*m.currentCA(), m.opts.Name, m.memberHosts(), now, m.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue member certificate: %w", err)
@@ -231,6 +250,16 @@ func (m *Member) trustedCAs() []byte {
 	return b
 }
 
+// trustedPeerCAs are the peer CA certificates the peer port's file
+// trusts now.
+func (m *Member) trustedPeerCAs() []byte {
+	b, err := os.ReadFile(m.dir.peerFiles().CA)
+	if err != nil || len(parseCerts(b)) == 0 {
+		return nil
+	}
+	return b
+}
+
 func (m *Member) memberLeaf() (*x509.Certificate, error) {
 	b, err := os.ReadFile(m.tlsFiles.Cert)
 	if err != nil {
@@ -287,4 +316,11 @@ func (m *Member) certWarning(now time.Time) string {
 func (d dataDir) memberFiles() certs.Files {
 	pem := filepath.Join(d.TLSDir(), "member.pem")
 	return certs.Files{CA: filepath.Join(d.TLSDir(), "ca.crt"), Cert: pem, Key: pem}
+}
+
+// peerFiles are etcd's peer port files in the tls dir (issueMember): the
+// peer CAs to trust, and the peer certificate with its key.
+func (d dataDir) peerFiles() certs.Files {
+	pem := filepath.Join(d.TLSDir(), "peer.pem")
+	return certs.Files{CA: filepath.Join(d.TLSDir(), "peer-ca.crt"), Cert: pem, Key: pem}
 }

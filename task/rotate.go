@@ -75,8 +75,16 @@ type Rotation struct {
 	// still trusts only that rotation's old CA; the whole chain leads to
 	// it (a few hundred bytes per rotation; expired links are skipped by
 	// verifiers).
-	Chain   []byte    `json:"chain,omitempty"`
-	Started time.Time `json:"started"`
+	Chain []byte `json:"chain,omitempty"`
+	// The same for the peer port (certs.PeerCACert): the old CA's peer
+	// CA, the new one's certified by it (certs.PeerCross), and the chain
+	// of cross certificates members present after peer certificates of
+	// the new CA. Members derive what a record lacks when they hold the
+	// old CA's key.
+	PeerOld   []byte    `json:"peer_old,omitempty"`
+	PeerCross []byte    `json:"peer_cross,omitempty"`
+	PeerChain []byte    `json:"peer_chain,omitempty"`
+	Started   time.Time `json:"started"`
 	// Changed is when Phase was set.
 	Changed time.Time `json:"changed"`
 }
@@ -138,6 +146,14 @@ func (r Rotation) chain() []byte {
 	return append([]byte{}, r.Cross...)
 }
 
+// peerChain is PeerChain, or PeerCross for records without one.
+func (r Rotation) peerChain() []byte {
+	if len(r.PeerChain) > 0 {
+		return append([]byte{}, r.PeerChain...)
+	}
+	return append([]byte{}, r.PeerCross...)
+}
+
 // LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
 // when there is none.
 func LoadRotation(ctx context.Context, c interface {
@@ -171,6 +187,10 @@ type rotationState struct {
 	// statusCAs the status CAs it accepts on /status besides.
 	trust     atomic.Pointer[[]byte]
 	statusCAs atomic.Pointer[[]byte]
+	// peerTrust and peerChain are the same for the peer port: the peer
+	// CAs of the CAs in trust, and the peer cross certificates.
+	peerTrust atomic.Pointer[[]byte]
+	peerChain atomic.Pointer[[]byte]
 	// phase is the last phase this member carried out; warned the
 	// last record it could not follow.
 	phase  atomic.Pointer[string]
@@ -210,6 +230,23 @@ func (m *Member) chain() []byte {
 		return *c
 	}
 	return nil
+}
+
+// peerChain is what this member presents after its peer certificates.
+func (m *Member) peerChain() []byte {
+	if c := m.rot.peerChain.Load(); c != nil {
+		return *c
+	}
+	return nil
+}
+
+// peerTrust is the peer CAs the peer port trusts: those of the CAs a
+// rotation trusts when this member follows one, else the current CA's.
+func (m *Member) peerTrust() ([]byte, error) {
+	if t := m.rot.peerTrust.Load(); t != nil {
+		return *t, nil
+	}
+	return certs.PeerCACert(*m.currentCA())
 }
 
 // followRotation carries out the rotation record's phase on this member
@@ -259,7 +296,17 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		return false
 	}
 	m.rot.cas.Store(&[2]string{oldFP, newFP})
+	peerOld, peerCross, peerChain, peerNew, err := m.rotationPeerCAs(r, oldFP, next)
+	if err != nil {
+		m.warnRotation("peer CAs: " + err.Error())
+		return false
+	}
+	peerTrust := append(append([]byte{}, peerOld...), peerNew...)
+	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
+		peerTrust = peerNew
+	}
 	m.rot.trust.Store(&trust)
+	m.rot.peerTrust.Store(&peerTrust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
 		if s, err := certs.StatusCA(ca); err == nil {
@@ -289,8 +336,17 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		m.rot.chain.Store(&want)
 		reissue = true
 	}
-	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) {
-		reissue = true // writes ca.crt with the trust
+	// The same on the peer port, with the peer CAs' cross certificates.
+	wantPeer := peerChain
+	if !issuingNew {
+		wantPeer = bytes.TrimPrefix(wantPeer, peerCross)
+	}
+	if have := m.peerChain(); !bytes.Equal(have, wantPeer) {
+		m.rot.peerChain.Store(&wantPeer)
+		reissue = true
+	}
+	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) || !bytes.Equal(m.trustedPeerCAs(), peerTrust) {
+		reissue = true // writes ca.crt and peer-ca.crt with the trust
 	}
 	phase := r.Phase
 	m.rot.phase.Store(&phase)
@@ -332,6 +388,66 @@ func (m *Member) alreadyTrusts(caCert []byte) bool {
 		}
 	}
 	return false
+}
+
+// rotationPeerCAs returns the peer side of rotation r (old CA
+// fingerprint oldFP, new CA next): the old CA's peer CA, the cross
+// certificate, the chain, and the new CA's peer CA. A member derives the
+// first two from the old CA's key when it holds it (its CA settled at
+// start, or the one it issues from). The record's own peer fields are
+// written by anyone who can write the coordinator's keys, and Rotation.
+// Verify checks none of them: its cross certificate and chain are only
+// presented, never trusted, but its old peer CA is taken only when this
+// member trusts that peer CA already (it did before it moved to the new
+// CA); otherwise the new peer CA is trusted alone.
+func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old, cross, chain, peerNew []byte, err error) {
+	if peerNew, err = certs.PeerCACert(next); err != nil {
+		return nil, nil, nil, nil, err
+	}
+	chain = r.peerChain()
+	for _, p := range []*certs.Pair{m.ca, m.currentCA()} {
+		if p == nil || certs.Fingerprint(p.Cert) != oldFP {
+			continue
+		}
+		if old, err = certs.PeerCACert(*p); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if cross, err = certs.PeerCross(*p, next); err != nil {
+			return nil, nil, nil, nil, err
+		}
+		if len(chain) == 0 {
+			chain = cross
+		}
+		return old, cross, append([]byte{}, chain...), peerNew, nil
+	}
+	if len(r.PeerOld) > 0 && m.alreadyTrustsPeer(r.PeerOld) {
+		old = r.PeerOld
+	}
+	return append([]byte{}, old...), append([]byte{}, r.PeerCross...), append([]byte{}, chain...), peerNew, nil
+}
+
+// alreadyTrustsPeer reports whether every certificate of peerCA is among
+// the peer CAs this member trusts now (those it follows, or its
+// peer-ca.crt, written by its last run).
+func (m *Member) alreadyTrustsPeer(peerCA []byte) bool {
+	var have []byte
+	if t := m.rot.peerTrust.Load(); t != nil {
+		have = append(have, *t...)
+	}
+	if b, err := os.ReadFile(m.dir.peerFiles().CA); err == nil {
+		have = append(have, b...)
+	}
+	known := map[string]bool{}
+	for _, c := range parseCerts(have) {
+		known[certs.Fingerprint(pemCert(c.Raw))] = true
+	}
+	want := parseCerts(peerCA)
+	for _, c := range want {
+		if !known[certs.Fingerprint(pemCert(c.Raw))] {
+			return false
+		}
+	}
+	return len(want) > 0
 }
 
 func (m *Member) warnRotation(msg string) {
@@ -536,16 +652,28 @@ func startRotation(ctx context.Context, o RotateOptions) (Rotation, error) {
 			return Rotation{}, err
 		}
 	}
-	chain := cross
+	// The same for the peer port: the peer CAs and their cross
+	// certificate (certs.PeerCross).
+	peerOld, err := certs.PeerCACert(prev)
+	if err != nil {
+		return Rotation{}, err
+	}
+	peerCross, err := certs.PeerCross(prev, next)
+	if err != nil {
+		return Rotation{}, err
+	}
+	chain, peerChain := cross, append([]byte{}, peerCross...)
 	if last, err := LoadRotation(ctx, o.Coordinator); err == nil {
 		// The rotation that made the CA replaced now: its chain leads on
 		// to the CAs before, which members may still have loaded. Only
 		// a record that proves itself (Verify) lends its chain.
 		if c, err := last.Verify(o.KEK); err == nil && clusterca.Same(c, prev) {
 			chain = append(append([]byte{}, cross...), last.chain()...)
+			peerChain = append(peerChain, last.peerChain()...)
 		}
 	}
-	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain, Started: now, Changed: now}
+	r := Rotation{Phase: PhaseTrust, OldCert: prev.Cert, New: blob, Cross: cross, Chain: chain,
+		PeerOld: peerOld, PeerCross: peerCross, PeerChain: peerChain, Started: now, Changed: now}
 	if err := o.Coordinator.Delete(ctx, rotationKey); err != nil {
 		return Rotation{}, fmt.Errorf("delete the finished CA rotation: %w", err)
 	}
