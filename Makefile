@@ -65,6 +65,18 @@ test: fmt vet build tools vuln fuzz-short
 	$(GOTESTSUM) --jsonfile $(TEST_JSON) -- -count=1 -timeout 40m ./...
 	$(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -race -short -timeout 20m $(RACE_PKGS)
 
+## check: the inner loop, no agent process: gofmt, vet, go mod tidy, and
+## the pure and embedded-etcd packages (the planner and its checker, the
+## simulation's steps, config, certs, coordinators without Consul,
+## snapshots without S3, status, the test kit) with -short.
+CHECK_PKGS = ./planner/... ./sim/... ./config/... ./certs/... ./coord ./coord/local/... ./coord/coordtest/... \
+	./datadir/... ./jobs/... ./identity/... ./creds/... ./status/... ./snapshot ./snapshot/file/... ./snapshot/storetest/... \
+	./provider ./provider/static/... ./provider/asg/... ./internal/clustertest ./internal/bench/... ./internal/procstat/...
+.PHONY: check
+check: fmt vet
+	$(GO) mod tidy -diff
+	$(GO) test -count=1 -short $(CHECK_PKGS)
+
 unit:
 	$(GO) test -count=1 -short ./...
 
