@@ -61,6 +61,7 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
 	epoch := v.Record.Epoch
+	var aside []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
 			continue
@@ -71,7 +72,18 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 		if p.Token == src.Token && p.Epoch == src.Epoch && p.Revision > src.Revision {
 			return Record{}, fmt.Errorf("member %s holds the same incarnation at revision %d, newer than %s's %d: recover from %s", p.Name, p.Revision, v.From, src.Revision, p.Name)
 		}
+		// Data of another incarnation is set aside by the new epoch: an
+		// older epoch at a higher revision, or another incarnation of the
+		// source's epoch, may hold writes the source lacks.
+		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision) {
+			aside = append(aside, fmt.Sprintf("%s (token %s epoch %d, revision %d)", p.Name, short(p.Token), p.Epoch, p.Revision))
+		}
 		epoch = max(epoch, p.Epoch)
+	}
+	if len(aside) > 0 && !v.AcceptLoss {
+		sort.Strings(aside)
+		return Record{}, fmt.Errorf("the recovery from %s (token %s epoch %d, revision %d) would set aside the data of %s, another incarnation that may hold writes %s lacks: run again with -accept-data-loss to go ahead (that data is set aside, not deleted)",
+			v.From, short(src.Token), src.Epoch, src.Revision, strings.Join(aside, ", "), v.From)
 	}
 	epoch = max(epoch, src.Epoch)
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,

@@ -29,7 +29,7 @@ func (c *recoverCommand) Synopsis() string {
 
 func (c *recoverCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad recover -config FILE -from MEMBER
+Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
 
   Chooses the recovery source when automatic recovery is off
@@ -37,6 +37,10 @@ Usage: etcd-nomad recover -config FILE -from MEMBER
   MEMBER restarts as a one-member cluster from its own data
   (ForceNewCluster, etcd's cluster id kept) and the others set their data
   aside and join it as learners (after 'etcd-nomad resume' if paused).
+  Refused, naming them, while members hold data of another incarnation
+  that MEMBER's recovery would set aside and that may hold writes MEMBER
+  lacks (an older epoch at a higher revision, another incarnation of
+  MEMBER's epoch), unless -accept-data-loss.
 
   From a snapshot in the definition's store: member -member (by default
   the first answering instance by name) fetches and verifies it (sha256,
@@ -59,8 +63,9 @@ Options:
   -config FILE         cluster definition
   -from SOURCE         MEMBER, or snapshot:NAME (snapshot:latest: the newest)
   -member MEMBER       with a snapshot: the member that restores it
-  -accept-data-loss    with a snapshot: go ahead although members hold
-                       newer data (set aside, not deleted)`)
+  -accept-data-loss    go ahead although members hold newer data (with a
+                       snapshot) or another incarnation's data (with a
+                       member): set aside, not deleted`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -85,11 +90,11 @@ func (c *recoverCommand) Run(args []string) int {
 			rec.Epoch, snap, rec.Seeder))
 		return 0
 	}
-	if *member != "" || *acceptLoss {
-		c.ui.Error("recover: -member and -accept-data-loss go with -from snapshot:NAME")
+	if *member != "" {
+		c.ui.Error("recover: -member goes with -from snapshot:NAME")
 		return 1
 	}
-	rec, err := operatorRecover(ctx, cl, *from)
+	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
 	if err != nil {
 		c.ui.Error("recover: " + err.Error())
 		return 1
@@ -101,9 +106,9 @@ func (c *recoverCommand) Run(args []string) int {
 
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
-func operatorRecover(ctx context.Context, cl *config.Cluster, from string) (planner.Record, error) {
+func operatorRecover(ctx context.Context, cl *config.Cluster, from string, acceptLoss bool) (planner.Record, error) {
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.From = from
+		v.From, v.AcceptLoss = from, acceptLoss
 		return planner.OperatorRecovery(v)
 	})
 }
