@@ -82,7 +82,8 @@ unit:
 
 ## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
 ## `nomad job run`; `make demo-down` stops everything.
-demo: build tools
+demo: build
+	bash tools/build.sh nomad consul etcdctl
 	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN)
 
 demo-down:

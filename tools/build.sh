@@ -4,33 +4,47 @@
 # when present. Go's build cache makes a rebuild mostly a link step.
 #
 #   tools/build.sh            build all missing tools, print the bin dir
+#   tools/build.sh NAME...    only those (nomad consul versitygw etcdctl
+#                             etcd35 etcd): `make demo` builds the three it runs
 #   ETCD_NOMAD_TOOLS_DIR=...  override the cache dir
 set -euo pipefail
 cd "$(dirname "$0")"
 dir="${ETCD_NOMAD_TOOLS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/etcd-nomad/bin}"
 mkdir -p "$dir"
 
+want=("$@")
+all=(nomad consul versitygw etcdctl etcd35 etcd)
+[ ${#want[@]} -gt 0 ] || want=("${all[@]}")
+for w in "${want[@]}"; do
+	case " ${all[*]} " in *" $w "*) ;; *) echo "tools/build.sh: unknown tool $w (one of: ${all[*]})" >&2; exit 2 ;; esac
+done
+n=0
+wanted() { # key: is it asked for? counts it
+	case " ${want[*]} " in *" $1 "*) n=$((n + 1)); return 0 ;; esac
+	return 1
+}
+
 build() { # name version module-dir package
 	local name=$1 version=$2 mod=$3 pkg=$4 out="$dir/$1-$2"
 	if [ -x "$out" ]; then
 		return 0
 	fi
-	echo "building $name $version into $out (first time only; a few minutes)..." >&2
+	echo "building $name $version ($n of ${#want[@]}) into $out (first time only; a few minutes)..." >&2
 	local start=$SECONDS
 	(cd "$mod" && go build -trimpath -o "$out.tmp" "$pkg")
 	mv "$out.tmp" "$out"
 	echo "built $name $version in $((SECONDS - start))s" >&2
 }
 
-build nomad v1.11.3 nomad github.com/hashicorp/nomad
-build consul v1.22.0 consul github.com/hashicorp/consul
-build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
+wanted nomad && build nomad v1.11.3 nomad github.com/hashicorp/nomad
+wanted consul && build consul v1.22.0 consul github.com/hashicorp/consul
+wanted versitygw && build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
 # etcdctl of the embedded etcd version (tools/etcd/go.mod), for the README's
 # session against the demo cluster and the tests that run it.
-build etcdctl v3.6.16 etcd go.etcd.io/etcd/etcdctl/v3
+wanted etcdctl && build etcdctl v3.6.16 etcd go.etcd.io/etcd/etcdctl/v3
 # Plain etcd servers (etcd's own main, from its server module) for the
 # migrate-in tests: an existing cluster outside etcd-nomad that its members
 # join, of a 3.5 release (3.6 joins from 3.5.26 on) and of the embedded version.
-build etcd v3.5.35 etcdserver35 .
-build etcd v3.6.16 etcd ./etcdserver
+wanted etcd35 && build etcd v3.5.35 etcdserver35 .
+wanted etcd && build etcd v3.6.16 etcd ./etcdserver
 echo "$dir"
