@@ -238,6 +238,11 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(5)) * 100, Epoch: 1}
 	}
+	if pick(5) == 0 {
+		// A majority the provider forgot answers on its client URL
+		// (Nomad garbage-collected its allocations behind a partition).
+		o.KnownHealthy = []string{"m7"}
+	}
 	return o
 }
 

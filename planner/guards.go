@@ -51,6 +51,10 @@ type Faults struct {
 	// (empty) or restore (of its recorded snapshot) although the store
 	// holds a newer snapshot.
 	ResumeOverNewerSnapshot bool
+	// RecoverBesideKnownHealthy (issue 24 item 4): recover, take over or
+	// resume a recovery although a member of the last known membership
+	// answers as a healthy voter, because the provider no longer lists it.
+	RecoverBesideKnownHealthy bool
 	// RecoverBesideOtherIncarnation: recover although a member holds data
 	// of another incarnation of the source's or the record's epoch.
 	RecoverBesideOtherIncarnation bool
@@ -173,6 +177,7 @@ const (
 	notBesideOtherIncarnation                     // never while a member holds another incarnation of the record's or the source's epoch
 	notBelowOlderData                             // never from a source older than data of an older epoch
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
+	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
 )
 
 // recoveryGuard reports whether rule holds.
@@ -192,6 +197,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowOlderData
 	case notBelowSkippedEpoch:
 		return !f.RecoverBesideSkippedEpoch
+	case notBesideKnownHealthy:
+		return !f.RecoverBesideKnownHealthy
 	}
 	return true
 }

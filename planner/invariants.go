@@ -1,6 +1,9 @@
 package planner
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // refuse returns d, or a Wait naming the broken rule when d fails Check:
 // a planner bug Check sees costs progress (the member waits and says
@@ -250,6 +253,9 @@ func Check(o Observation, d Decision) error {
 			return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
 		}
 	case RecoverQuorum:
+		if len(o.KnownHealthy) > 0 && (d.Record == nil || !d.Record.Operator) {
+			return fmt.Errorf("invariant 10: recovery (%s) while %s of the last known membership answer as healthy voters", d.Reason, strings.Join(o.KnownHealthy, ", "))
+		}
 		if o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token && o.Record.Seeder == name && o.Record.ClusterID == 0 {
 			// Resuming the recovery this member recorded. From a snapshot
 			// (this member holds no data of it): never while an instance

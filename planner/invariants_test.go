@@ -90,6 +90,7 @@ var brokenPlanners = map[string]Faults{
 	"invariant 4: recover below a skipped epoch's data": {RecoverBesideSkippedEpoch: true},
 	"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
 	"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
+	"invariant 10: recover beside a forgotten majority": {RecoverBesideKnownHealthy: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

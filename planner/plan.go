@@ -228,6 +228,9 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if o.Unreachable > 0 {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
 		}
+		if d, ok := r.knownHealthy(o, name); ok {
+			return d, true
+		}
 		for _, p := range o.Peers {
 			if p.Token == l.Token && p.Epoch == l.Epoch && p.Revision > l.Revision {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true

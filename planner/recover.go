@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // Recovery sources.
@@ -40,10 +41,24 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member %s reports itself healthy: quorum is not lost everywhere", p.Name)}, true
 		}
 	}
+	if d, ok := r.knownHealthy(o, name); ok {
+		return d, true
+	}
 	if d, ok := newerThanRecord(o, name); ok {
 		return d, true
 	}
 	return r.pickRecovery(o, name, rec.Epoch, rec.Token, fmt.Sprintf("quorum lost for %s", o.QuorumLostFor))
+}
+
+// knownHealthy waits while a member of this member's last known
+// membership answers as a healthy voter, listed by the provider or not
+// (Observation.KnownHealthy): a quorum serves writes there, and a
+// recovery here would make a second cluster beside it.
+func (r rules) knownHealthy(o Observation, name string) (Decision, bool) {
+	if len(o.KnownHealthy) == 0 || !r.recoveryGuard(notBesideKnownHealthy) {
+		return Decision{}, false
+	}
+	return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as healthy voters: a quorum serves writes there, whatever the provider lists; not recovering beside it", strings.Join(o.KnownHealthy, ", "))}, true
 }
 
 // newerThanRecord waits while this member or a peer holds data of an epoch
@@ -105,6 +120,9 @@ func (r rules) takeover(o Observation, name string) (Decision, bool) {
 	}
 	if o.Unreachable > 0 {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("seeder %s of epoch %d is gone, but %d instance(s) do not answer: not taking over", rec.Seeder, rec.Epoch, o.Unreachable)}, true
+	}
+	if d, ok := r.knownHealthy(o, name); ok {
+		return d, true
 	}
 	for _, p := range o.Peers {
 		if p.Token == rec.Token {

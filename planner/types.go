@@ -66,6 +66,13 @@ type Observation struct {
 	// not answer: a hidden member may hold newer data or a working quorum
 	// (a partition), so no recovery starts while any is unreachable.
 	Unreachable int
+	// KnownHealthy names the members of this member's last known
+	// membership (its own data's, whatever the provider lists) that
+	// answered a probe of their client URL as healthy voters during a
+	// quorum loss: a majority the provider forgot (Nomad garbage-collected
+	// its allocations while a partition hid it) still serves writes, so no
+	// recovery or takeover starts beside it (invariant 10).
+	KnownHealthy []string
 	// DataInherited is true for a leaving member whose replacement
 	// inherits its data (Nomad moves a sticky, migrating disk).
 	DataInherited bool

@@ -41,11 +41,15 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.since.hold(quorumLost, false, now)
+		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
+			m.observeKnownHealthy(ctx, o) // a recovery of its own data it may resume
+		}
 		return
 	}
 	if o.Record.ClusterID != 0 {
 		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
 	}
+	m.observeKnownHealthy(ctx, o)
 	m.observeLatestSnapshot(ctx, o, now)
 }
 
