@@ -64,7 +64,7 @@ func WithChain(p Pair, chain []byte) Pair {
 // key can make one, so a CA rotation whose cross certificate verifies was
 // started by someone who holds the CA it replaces.
 func VerifyCross(prevCert, nextCert, cross []byte) error {
-	prev, err := Leaf(prevCert)
+	prev, err := OnlyCert(prevCert)
 	if err != nil {
 		return fmt.Errorf("old CA: %w", err)
 	}
@@ -72,9 +72,12 @@ func VerifyCross(prevCert, nextCert, cross []byte) error {
 	if err != nil {
 		return fmt.Errorf("new CA: %w", err)
 	}
-	c, err := Leaf(cross)
+	c, err := OnlyCert(cross)
 	if err != nil {
 		return fmt.Errorf("cross certificate: %w", err)
+	}
+	if bytes.Equal(prev.RawSubjectPublicKeyInfo, next.RawSubjectPublicKeyInfo) {
+		return errors.New("its new CA has the old CA's key: a rotation to the same CA")
 	}
 	if !c.IsCA || !bytes.Equal(c.RawSubject, next.RawSubject) || !bytes.Equal(c.RawSubjectPublicKeyInfo, next.RawSubjectPublicKeyInfo) {
 		return errors.New("the cross certificate does not certify the new CA (its name and key)")
@@ -86,4 +89,45 @@ func VerifyCross(prevCert, nextCert, cross []byte) error {
 		return fmt.Errorf("the cross certificate is not signed by the old CA's key: %w", err)
 	}
 	return nil
+}
+
+// OnlyCert parses b as exactly one PEM block of type CERTIFICATE with
+// nothing else around it but white space. Leaf reads the first
+// certificate and ignores what follows; where the bytes come from a record
+// anyone with key write may have written and are then trusted or stored
+// whole, what follows would be trusted too (a CA appended after the
+// expected one).
+func OnlyCert(b []byte) (*x509.Certificate, error) {
+	blk, rest := pem.Decode(b)
+	if blk == nil {
+		return nil, errors.New("no PEM certificate")
+	}
+	if blk.Type != "CERTIFICATE" {
+		return nil, fmt.Errorf("a PEM block of type %q, not a certificate", blk.Type)
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return nil, errors.New("more than one PEM block where exactly one certificate belongs")
+	}
+	return x509.ParseCertificate(blk.Bytes)
+}
+
+// Certificates returns every certificate of the PEM bytes b, each encoded
+// again on its own: blocks of another type, or that do not parse, are
+// dropped, so what is written from it holds certificates and nothing else
+// (etcd's loader takes every block, whatever its type).
+func Certificates(b []byte) []byte {
+	var out []byte
+	for {
+		var blk *pem.Block
+		blk, b = pem.Decode(b)
+		if blk == nil {
+			return out
+		}
+		if blk.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
+			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+		}
+	}
 }

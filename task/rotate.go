@@ -138,20 +138,23 @@ func (r Rotation) Verify(kek []byte) (certs.Pair, error) {
 	return next, nil
 }
 
-// chain is Chain, or Cross for records without one.
+// chain is Chain, or Cross for records without one: its certificates
+// only, each encoded again (certs.Certificates: a record's other blocks
+// never reach a file etcd loads).
 func (r Rotation) chain() []byte {
 	if len(r.Chain) > 0 {
-		return append([]byte{}, r.Chain...)
+		return certs.Certificates(r.Chain)
 	}
-	return append([]byte{}, r.Cross...)
+	return certs.Certificates(r.Cross)
 }
 
-// peerChain is PeerChain, or PeerCross for records without one.
+// peerChain is PeerChain, or PeerCross for records without one, the same
+// way.
 func (r Rotation) peerChain() []byte {
 	if len(r.PeerChain) > 0 {
-		return append([]byte{}, r.PeerChain...)
+		return certs.Certificates(r.PeerChain)
 	}
-	return append([]byte{}, r.PeerCross...)
+	return certs.Certificates(r.PeerCross)
 }
 
 // LoadRotation reads the CA rotation record; coord.ErrNotStored (wrapped)
@@ -284,9 +287,11 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		m.warnRotation(fmt.Sprintf("the CA rotation record replaces %s by %s, but this member's CA is %s: not following it", oldFP, newFP, curFP))
 		return false
 	}
-	trust := append(append([]byte{}, r.OldCert...), newCert...)
+	// What this member trusts is built from the parsed certificates,
+	// never from the record's bytes (Verify took exactly one old CA).
+	trust := append(certs.Certificates(r.OldCert), certs.Certificates(newCert)...)
 	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
-		trust = append([]byte{}, newCert...)
+		trust = certs.Certificates(newCert)
 	} else if curFP != oldFP && !m.alreadyTrusts(r.OldCert) {
 		// This member issues from the new CA already: the record would
 		// only add its old CA to what it trusts. The cross certificate
@@ -330,7 +335,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	// rotations': peers may still have their CAs loaded).
 	want := r.chain()
 	if !issuingNew {
-		want = bytes.TrimPrefix(want, r.Cross)
+		want = bytes.TrimPrefix(want, certs.Certificates(r.Cross))
 	}
 	if have := m.chain(); !bytes.Equal(have, want) {
 		m.rot.chain.Store(&want)
@@ -420,16 +425,15 @@ func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old
 		}
 		return old, cross, append([]byte{}, chain...), peerNew, nil
 	}
-	if len(r.PeerOld) > 0 && m.alreadyTrustsPeer(r.PeerOld) {
-		old = r.PeerOld
-	}
-	return append([]byte{}, old...), append([]byte{}, r.PeerCross...), append([]byte{}, chain...), peerNew, nil
+	return m.trustedAmong(r.PeerOld), certs.Certificates(r.PeerCross), chain, peerNew, nil
 }
 
-// alreadyTrustsPeer reports whether every certificate of peerCA is among
-// the peer CAs this member trusts now (those it follows, or its
-// peer-ca.crt, written by its last run).
-func (m *Member) alreadyTrustsPeer(peerCA []byte) bool {
+// trustedAmong returns the certificates of peerCA (a record's old peer
+// CA, which anyone with key write may have written) that this member's
+// peer port trusts already (those it follows, or its peer-ca.crt, written
+// by its last run), each encoded again; the others are dropped: a record
+// adds no peer CA of its own.
+func (m *Member) trustedAmong(peerCA []byte) []byte {
 	var have []byte
 	if t := m.rot.peerTrust.Load(); t != nil {
 		have = append(have, *t...)
@@ -441,13 +445,13 @@ func (m *Member) alreadyTrustsPeer(peerCA []byte) bool {
 	for _, c := range parseCerts(have) {
 		known[certs.Fingerprint(pemCert(c.Raw))] = true
 	}
-	want := parseCerts(peerCA)
-	for _, c := range want {
-		if !known[certs.Fingerprint(pemCert(c.Raw))] {
-			return false
+	var out []byte
+	for _, c := range parseCerts(peerCA) {
+		if p := pemCert(c.Raw); known[certs.Fingerprint(p)] {
+			out = append(out, p...)
 		}
 	}
-	return len(want) > 0
+	return out
 }
 
 func (m *Member) warnRotation(msg string) {
