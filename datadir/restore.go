@@ -23,6 +23,11 @@ type Source struct {
 	// anything is recorded (ChainShortError). 0 installs what verifies
 	// (an operator's restore of a snapshot named by hand).
 	Want int64
+	// Skip names segments to leave out of the chain (found damaged by an
+	// earlier install): the chain is built from the listing without them,
+	// so an overlapping segment bridges one as it does in the planner's
+	// view (the same listing, the same chain end).
+	Skip map[string]bool
 	// Progress, optional, reports the fetch.
 	Progress snapshot.Progress
 }
@@ -98,6 +103,15 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 		if err != nil {
 			return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
 		}
+		if len(src.Skip) > 0 {
+			kept := list[:0:0]
+			for _, m := range list {
+				if !src.Skip[m.Name] {
+					kept = append(kept, m)
+				}
+			}
+			list = kept
+		}
 		out.Chain, out.Gap = snapshot.Chain(list, meta)
 		fc, err := snapshot.FetchChain(ctx, src.Store, out.Chain, src.Encryption)
 		if err != nil {
@@ -120,6 +134,13 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 	in, err := next(meta)
 	if err != nil {
 		return out, err
+	}
+	// The replay folds the chain's revisions into few transactions: the
+	// bump must cover the revisions the lost cluster's clients saw up to
+	// the chain's end, whatever the bump the caller estimated from the
+	// taker's clock (a clock ahead made it too small).
+	if covered := out.End - meta.Revision; covered > 0 {
+		in.RevisionBump = max(in.RevisionBump, uint64(covered)+snapshot.MinRevisionBump)
 	}
 	out.Aside, err = InstallSnapshot(ctx, root, fetched, in, why)
 	return out, err

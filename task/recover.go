@@ -132,9 +132,17 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 		if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != next.Token) {
 			// The chain end the planner compared with every member's
 			// data: the install refuses before recording if it cannot
-			// reach it. (A recovery already recorded is resumed with
-			// what verifies.)
+			// reach it.
 			want = s.Revision
+		} else if cur != nil && !cur.Operator {
+			// A recovery recorded already (this member crashed between
+			// the record and the move-in, or Consul brought the record
+			// back) is resumed only as far as it still beats every
+			// member's data it sets aside: below that, it would drop
+			// writes a member holds (the planner chose the snapshot
+			// because its chain end beat them). An operator's restore
+			// was checked by the command, with -accept-data-loss.
+			want = maxDataRevision(o)
 		}
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, want)
 	}
@@ -163,7 +171,7 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if s == nil {
 		return fmt.Errorf("recovery from snapshot %s without a snapshot store", name)
 	}
-	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want}
+	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want, Skip: m.damagedDeltas}
 	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
 		if cur == nil || cur.Token != next.Token {
 			// The next epoch is recorded before anything starts (invariant
@@ -254,4 +262,19 @@ func (m *Member) clearForceNew() {
 		return
 	}
 	m.log.Info("ForceNew flag cleared")
+}
+
+// maxDataRevision is the highest revision of data this member or an
+// answering peer holds (0 when none holds any).
+func maxDataRevision(o planner.Observation) int64 {
+	var rev int64
+	if !o.Local.Empty && o.Local.Token != "" {
+		rev = o.Local.Revision
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			rev = max(rev, p.Revision)
+		}
+	}
+	return rev
 }
