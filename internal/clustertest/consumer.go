@@ -95,7 +95,18 @@ func (c *Consumer) work(ctx context.Context) {
 			}
 		}
 		if sess == nil {
-			s, err := concurrency.NewSession(c.cli, concurrency.WithTTL(ConsumerTTL), concurrency.WithContext(context.WithoutCancel(ctx)))
+			// The lease is granted with a deadline (NewSession's own
+			// grant has none, and a client whose endpoints all went away
+			// waited in it for good: CI's scale test hung in Finish);
+			// the session only keeps it alive, until CheckLeases.
+			gctx, gcancel := context.WithTimeout(ctx, 2*time.Second)
+			l, err := c.cli.Grant(gctx, ConsumerTTL)
+			gcancel()
+			if err != nil {
+				c.fail(fmt.Errorf("grant: %w", err))
+				continue
+			}
+			s, err := concurrency.NewSession(c.cli, concurrency.WithLease(l.ID), concurrency.WithContext(context.WithoutCancel(ctx)))
 			if err != nil {
 				c.fail(fmt.Errorf("session: %w", err))
 				continue
@@ -201,6 +212,11 @@ func (c *Consumer) Report() ConsumerReport {
 		Proclaims: c.proclaims, WatchEvents: c.watchEvents, WatchReopens: c.watchReopens, Errors: c.errs, LastError: c.lastErr}
 }
 
+// finishWait bounds how long Finish waits for the consumer's goroutines:
+// each of their calls has its own deadline, but a test must go on (and
+// report what it saw) even if one did not.
+const finishWait = 30 * time.Second
+
 // Finish stops the consumer's work; its last session stays open (its
 // lease alive) until CheckLeases.
 func (c *Consumer) Finish() {
@@ -209,7 +225,11 @@ func (c *Consumer) Finish() {
 	default:
 		close(c.stop)
 	}
-	<-c.done
+	select {
+	case <-c.done:
+	case <-time.After(finishWait):
+		c.fail(fmt.Errorf("the consumer's work did not stop within %s", finishWait))
+	}
 }
 
 // CheckLeases fails unless every acknowledged leased key whose lease is
