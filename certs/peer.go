@@ -115,19 +115,7 @@ func PeerCross(prev, next Pair) ([]byte, error) {
 		return nil, err
 	}
 	sn := sha256.Sum256(append([]byte("etcd-nomad peer CA cross\x00"), append(prevCert.Raw, nextCert.Raw...)...))
-	tmpl := &x509.Certificate{
-		SerialNumber:          new(big.Int).SetBytes(sn[:16]),
-		Subject:               nextCert.Subject,
-		SubjectKeyId:          nextCert.SubjectKeyId,
-		NotBefore:             nextCert.NotBefore,
-		NotAfter:              nextCert.NotAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              nextCert.KeyUsage,
-	}
-	if tmpl.NotAfter.After(prevCert.NotAfter) {
-		tmpl.NotAfter = prevCert.NotAfter
-	}
+	tmpl := crossTemplate(prevCert, nextCert, new(big.Int).SetBytes(sn[:16]))
 	// No path length limit on either: after several rotations a member
 	// whose etcd still runs with the first peer CA loaded verifies through
 	// one cross certificate per rotation.

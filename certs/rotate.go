@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 )
 
 // CA rotation without restarting etcd. etcd loads the CA it trusts once,
@@ -32,19 +33,7 @@ func CrossSign(prev, next Pair) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          nextCert.SerialNumber,
-		Subject:               nextCert.Subject,
-		SubjectKeyId:          nextCert.SubjectKeyId,
-		NotBefore:             nextCert.NotBefore,
-		NotAfter:              nextCert.NotAfter,
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              nextCert.KeyUsage,
-	}
-	if tmpl.NotAfter.After(prevCert.NotAfter) {
-		tmpl.NotAfter = prevCert.NotAfter
-	}
+	tmpl := crossTemplate(prevCert, nextCert, nextCert.SerialNumber)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, prevCert, nextCert.PublicKey, signer)
 	if err != nil {
 		return nil, fmt.Errorf("cross-sign the new CA: %w", err)
@@ -130,4 +119,24 @@ func Certificates(b []byte) []byte {
 			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
 		}
 	}
+}
+
+// crossTemplate is the cross certificate of CA next under CA prev: next's
+// name, key id, validity (cut at prev's end) and key usage, a CA with the
+// given serial number. CrossSign and PeerCross sign it.
+func crossTemplate(prev, next *x509.Certificate, serial *big.Int) *x509.Certificate {
+	tmpl := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               next.Subject,
+		SubjectKeyId:          next.SubjectKeyId,
+		NotBefore:             next.NotBefore,
+		NotAfter:              next.NotAfter,
+		IsCA:                  true,
+		BasicConstraintsValid: true,
+		KeyUsage:              next.KeyUsage,
+	}
+	if tmpl.NotAfter.After(prev.NotAfter) {
+		tmpl.NotAfter = prev.NotAfter
+	}
+	return tmpl
 }
