@@ -43,10 +43,23 @@ type KeySource interface {
 // ErrInvalid wraps every refusal of a token.
 var ErrInvalid = errors.New("invalid workload identity")
 
+// ErrUnavailable wraps a refusal because the Nomad cluster's keys could
+// not be read (Nomad's API down or hung): the token may be good, retry.
+var ErrUnavailable = errors.New("the Nomad cluster's keys cannot be read")
+
 // refetchEvery bounds how often an unknown key id makes the verifier read
 // the JWKS again (Nomad rotates its keys; a flood of bad tokens must not
-// become a flood of JWKS reads).
+// become a flood of JWKS reads). A failed read counts: a token that comes
+// within refetchEvery of it is refused with the same error.
 const refetchEvery = 10 * time.Second
+
+// FetchTimeout bounds one JWKS read. The read runs on its own, under no
+// caller's context and holding no lock, so a Nomad API that never answers
+// costs one goroutine for this long, never a caller's request: each
+// caller waits for it only as long as its own context allows. Nomad
+// answers from its local task API socket in milliseconds; 5 s leaves room
+// for a loaded agent and stays under the status port's read timeout.
+const FetchTimeout = 5 * time.Second
 
 // Verifier checks workload identities against a Nomad cluster's keys.
 type Verifier struct {
@@ -56,11 +69,21 @@ type Verifier struct {
 
 	mu      sync.Mutex
 	keys    map[string]crypto.PublicKey
-	fetched time.Time
+	tried   time.Time // the last read's start; zero before the first
+	err     error     // the last read's error
+	reading *read     // the read under way, shared by concurrent misses
+}
+
+// read is one JWKS read; done closes once keys or err is set.
+type read struct {
+	done chan struct{}
+	keys map[string]crypto.PublicKey
+	err  error
 }
 
 // Verify checks token's signature, expiry and audience, and returns its
-// claims. Refusals wrap ErrInvalid.
+// claims. Refusals wrap ErrInvalid; those for want of the cluster's keys
+// wrap ErrUnavailable too.
 func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	var c Claims
 	now := time.Now
@@ -84,26 +107,56 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 
 func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, error) {
 	v.mu.Lock()
-	defer v.mu.Unlock()
 	if k, ok := v.keys[kid]; ok {
+		v.mu.Unlock()
 		return k, nil
 	}
-	if !v.fetched.IsZero() && time.Since(v.fetched) < refetchEvery {
-		return nil, fmt.Errorf("unknown key id %q", kid)
+	r := v.reading
+	if r == nil {
+		if !v.tried.IsZero() && time.Since(v.tried) < refetchEvery {
+			err := v.err
+			v.mu.Unlock()
+			if err != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("unknown key id %q", kid)
+		}
+		r = &read{done: make(chan struct{})}
+		v.reading, v.tried = r, time.Now()
+		go v.read(r)
 	}
-	b, err := v.Keys.JWKS(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read the Nomad cluster's JWKS: %w", err)
+	v.mu.Unlock()
+	select {
+	case <-r.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: waiting for the JWKS: %w", ErrUnavailable, ctx.Err())
 	}
-	keys, err := ParseJWKS(b)
-	if err != nil {
-		return nil, err
+	if r.err != nil {
+		return nil, r.err
 	}
-	v.keys, v.fetched = keys, time.Now()
-	if k, ok := keys[kid]; ok {
+	if k, ok := r.keys[kid]; ok {
 		return k, nil
 	}
 	return nil, fmt.Errorf("unknown key id %q", kid)
+}
+
+// read carries out r and publishes its outcome.
+func (v *Verifier) read(r *read) {
+	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+	defer cancel()
+	b, err := v.Keys.JWKS(ctx)
+	if err != nil {
+		r.err = fmt.Errorf("%w: read the Nomad cluster's JWKS: %w", ErrUnavailable, err)
+	} else if r.keys, err = ParseJWKS(b); err != nil {
+		r.err = fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	v.mu.Lock()
+	if r.err == nil {
+		v.keys = r.keys
+	}
+	v.err, v.reading = r.err, nil
+	v.mu.Unlock()
+	close(r.done)
 }
 
 // ParseJWKS reads the RSA and Ed25519 public keys of a JWKS document, by

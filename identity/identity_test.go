@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/big"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,4 +92,72 @@ func TestVerifyAcceptsOnlyNomadTokensForUs(t *testing.T) {
 	none := jwt.NewWithClaims(jwt.SigningMethodNone, good)
 	s, _ := none.SignedString(jwt.UnsafeAllowNoneSignatureType)
 	bad("alg none", s)
+}
+
+// hungKeys is a Nomad API that accepts the JWKS request and never
+// answers: each call blocks until its context ends.
+type hungKeys struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (h *hungKeys) JWKS(ctx context.Context) ([]byte, error) {
+	h.mu.Lock()
+	h.calls++
+	h.mu.Unlock()
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (h *hungKeys) n() int { h.mu.Lock(); defer h.mu.Unlock(); return h.calls }
+
+// A JWKS read that hangs holds no lock others wait on: a caller whose own
+// context ends returns then, whatever the first caller's read does; the
+// read itself gives up at FetchTimeout though its caller set no deadline;
+// concurrent misses share that one read (Nomad sees one request); and a
+// failed read is not repeated by the next token before refetchEvery.
+func TestHungJWKSReadBlocksNoOne(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	now := time.Now()
+	tok := sign(t, key, "k1", Claims{Namespace: "default", Job: "billing",
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+	src := &hungKeys{}
+	v := &Verifier{Keys: src}
+	first := make(chan error, 1)
+	start := time.Now()
+	go func() { _, err := v.Verify(context.Background(), tok); first <- err }()
+	time.Sleep(100 * time.Millisecond)
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	second := make(chan error, 1)
+	go func() { _, err := v.Verify(ctx, tok); second <- err }()
+	select {
+	case err := <-second:
+		if err == nil || time.Since(start) > FetchTimeout {
+			t.Errorf("second caller: %v after %s", err, time.Since(start))
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatalf("a caller with a 1 s deadline is still waiting after 3 s behind another caller's hung JWKS read")
+	}
+	select {
+	case err := <-first:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Errorf("first caller: %v, want ErrUnavailable", err)
+		}
+		if d := time.Since(start); d > FetchTimeout+2*time.Second {
+			t.Errorf("hung read given up after %s, want about FetchTimeout %s", d, FetchTimeout)
+		}
+	case <-time.After(FetchTimeout + 3*time.Second):
+		t.Fatalf("a caller without a deadline still waits on the hung JWKS read %s after it started (FetchTimeout %s)", time.Since(start), FetchTimeout)
+	}
+	if n := src.n(); n != 1 {
+		t.Errorf("Nomad saw %d JWKS requests from two concurrent misses, want 1", n)
+	}
+	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("after a failed read: %v, want ErrUnavailable", err)
+	}
+	if n := src.n(); n != 1 {
+		t.Errorf("a token right after a failed read read the JWKS again (%d reads), want none before %s", n, refetchEvery)
+	}
 }
