@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -64,8 +63,13 @@ func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req CertRequest
-	if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-		http.Error(w, "decode request: "+err.Error(), http.StatusBadRequest)
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, exchangeMaxBody)).Decode(&req); err != nil {
+		code := http.StatusBadRequest
+		var mb *http.MaxBytesError
+		if errors.As(err, &mb) {
+			code = http.StatusRequestEntityTooLarge
+		}
+		http.Error(w, "decode request: "+err.Error(), code)
 		return
 	}
 	resp, err := m.exchange(r.Context(), req)
@@ -96,6 +100,9 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 		return CertResponse{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
 	}
 	claims, err := m.opts.Identities.Verify(ctx, req.Identity)
+	if errors.Is(err, identity.ErrUnavailable) {
+		return CertResponse{}, refuse(http.StatusServiceUnavailable, "%v", err)
+	}
 	if errors.Is(err, identity.ErrInvalid) {
 		return CertResponse{}, refuse(http.StatusUnauthorized, "%v", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.etcd.io/etcd/server/v3/etcdserver"
+	"golang.org/x/net/netutil"
+	"golang.org/x/time/rate"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -108,6 +110,52 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	return st, nil
 }
 
+// The status port's limits. It answers the network without a client
+// certificate (/health, /metrics, the exchange) from the process that runs
+// etcd: whatever a stranger can hold open here (descriptors, goroutines,
+// memory) it takes from etcd. Each limit is far above what the port's
+// legitimate clients need: the Consul check (one request every 2 s), the
+// other members' observations (one keep-alive connection each), a
+// Prometheus scraper, `etcd-nomad creds` at start and at each renewal.
+const (
+	// statusMaxConns caps the connections the member holds open on the
+	// status port; more wait in the kernel's backlog until one closes
+	// (at worst statusHeaderTimeout, for a connection that sends
+	// nothing). 256 is many times the legitimate clients and a small
+	// share of the process's descriptor limit, which etcd needs.
+	statusMaxConns = 256
+	// statusHeaderTimeout bounds the TLS handshake and a request's
+	// headers: a connection that sends nothing is closed after it.
+	statusHeaderTimeout = 5 * time.Second
+	// statusReadTimeout bounds a whole request, headers and body,
+	// however slowly the client trickles it: the largest body is the
+	// exchange's (exchangeMaxBody, a few KiB in practice).
+	statusReadTimeout = 10 * time.Second
+	// statusWriteTimeout bounds a request from its headers to the end of
+	// its answer: above /health's linearizable read (rpcTimeout), the
+	// exchange's JWKS read (identity.FetchTimeout) and a /metrics scrape.
+	statusWriteTimeout = 30 * time.Second
+	// statusIdleTimeout: a client that never closes its keep-alive
+	// connections cannot pin them (and their memory) for good.
+	statusIdleTimeout = 2 * time.Minute
+	// statusMaxStreams caps the concurrent requests of one HTTP/2
+	// connection (Go's default is 250), so the connection cap bounds the
+	// requests in flight too.
+	statusMaxStreams = 16
+	// exchangeMaxBody bounds a certificate request: a JWT and a PEM CSR
+	// are a few KiB.
+	exchangeMaxBody = 64 << 10
+	// exchangeRate and exchangeBurst pace the exchange, across all
+	// callers, before anything is read: each answer costs a signature
+	// (and a JWKS read on an unknown key id). An application asks once
+	// at start and then at two thirds of certificate_ttl, so a job of 20
+	// allocations starting at once is served in the burst, a larger one
+	// at 5 a second (creds retries with backoff). A flood is refused
+	// with 429 and delays other applications' exchanges, never etcd.
+	exchangeRate  = rate.Limit(5)
+	exchangeBurst = 20
+)
+
 func (m *Member) serveStatus() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
@@ -180,16 +228,30 @@ func (m *Member) serveStatus() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st)
 	})
-	mux.HandleFunc(ExchangePath, m.serveExchange)
+	if m.opts.Cluster.Access != nil {
+		// Without an access block no workload maps to a user: the
+		// exchange is not served at all (404), so a stranger gets nothing
+		// decoded or verified.
+		lim := rate.NewLimiter(exchangeRate, exchangeBurst)
+		mux.HandleFunc(ExchangePath, func(w http.ResponseWriter, r *http.Request) {
+			if !lim.Allow() {
+				w.Header().Set("Retry-After", "1")
+				http.Error(w, "too many certificate requests to this member: retry", http.StatusTooManyRequests)
+				return
+			}
+			m.serveExchange(w, r)
+		})
+	}
 	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{}))
 	addr := net.JoinHostPort(m.self.Address, strconv.Itoa(m.self.StatusPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on status address %s: %w", addr, err)
 	}
-	// IdleTimeout: a client that never closes its keep-alive connections
-	// cannot pin them (and their memory) for good.
-	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, IdleTimeout: 2 * time.Minute}
+	ln = netutil.LimitListener(ln, statusMaxConns)
+	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
+		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout,
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: statusMaxStreams}}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
 		if err == nil {
