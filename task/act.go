@@ -2,11 +2,13 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	"go.etcd.io/etcd/client/pkg/v3/types"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -66,7 +68,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		if o.LeaderID == d.MemberID && d.MemberID != o.SelfID {
 			m.takeLeadershipFrom(ctx, o, d.MemberID)
 		}
-		return m.removeMember(ctx, d)
+		return m.removeMember(ctx, o, d)
 	case planner.SetAside:
 		return m.setAside(d)
 	case planner.RecordCluster:
@@ -278,19 +280,32 @@ func (m *Member) startJoined(d planner.Decision, rec *planner.Record, id uint64,
 
 // clientEndpoints lists the instances' client URLs; self is included
 // only when its etcd runs.
-func (m *Member) clientEndpoints() []string {
+func (m *Member) clientEndpoints() []string { return m.clientEndpointsExcept("") }
+
+// clientEndpointsExcept is clientEndpoints without the instance named
+// except (unless it is the only one): a removal is sent to the members
+// that stay, so that the removed member, which may answer for itself and
+// stop, neither loses the answer nor refuses with its stale view.
+func (m *Member) clientEndpointsExcept(except string) []string {
 	m.mu.Lock()
 	running := m.etcd != nil
 	m.mu.Unlock()
-	var eps []string
+	var eps, skipped []string
 	insts, _ := m.opts.Provider.Instances(context.Background())
 	for _, in := range insts {
 		if in.ClientPort == 0 {
 			continue // an Unknown instance without its ports
 		}
+		if in.Name == except {
+			skipped = append(skipped, m.clientURL(in))
+			continue
+		}
 		if in.Name != m.opts.Name || running {
 			eps = append(eps, m.clientURL(in))
 		}
+	}
+	if len(eps) == 0 {
+		eps = skipped
 	}
 	// Migrating an outside cluster in: its members take membership
 	// changes too (the first joiner has no other way in).
@@ -311,13 +326,24 @@ func (m *Member) promote(ctx context.Context, d planner.Decision) error {
 	return nil
 }
 
-func (m *Member) removeMember(ctx context.Context, d planner.Decision) error {
-	err := m.changeMembership(ctx, m.clientEndpoints(), func(ctx context.Context, cli *clientv3.Client) error {
+func (m *Member) removeMember(ctx context.Context, o planner.Observation, d planner.Decision) error {
+	removed := ""
+	if i := findMember(o.Members, d.MemberID); i >= 0 {
+		removed = o.Members[i].Name
+	}
+	err := m.changeMembership(ctx, m.clientEndpointsExcept(removed), func(ctx context.Context, cli *clientv3.Client) error {
 		if _, err := cli.MemberRemove(ctx, d.MemberID); err != nil {
 			return fmt.Errorf("remove member %x: %w", d.MemberID, err)
 		}
 		return nil
 	})
+	if errors.Is(err, rpctypes.ErrMemberNotFound) {
+		// An earlier try was applied but its answer lost (the removed
+		// member answered for itself and stopped): the member is gone,
+		// which is what the decision asked for.
+		m.log.Info("member already removed", "member_id", types.ID(d.MemberID).String(), "reason", d.Reason)
+		return nil
+	}
 	if err != nil {
 		return err
 	}

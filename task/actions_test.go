@@ -542,11 +542,17 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 	d := planner.Decision{Kind: planner.RemoveMember, Name: "m0", MemberID: id1, Reason: "member m1 absent"}
 	// etcd refuses the removal until its new leader has been connected to
 	// the rest for 5 s ("unhealthy cluster"): the loop tries again.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+	// Each try observes the leader afresh, as the member's loop does: under
+	// the race detector leadership can move back to m0 before the removal
+	// (then there is nothing to hand over). A try applied whose answer was
+	// lost (m1 answered for itself and stopped) finds m1 gone on the next.
+	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		o.LeaderID = uint64(m0.etcd.Server.Leader())
 		err := m0.act(context.Background(), o, d)
 		if err == nil {
 			break
 		}
+		t.Logf("remove m1 (leader %x): %v", o.LeaderID, err)
 		if time.Now().After(deadline) {
 			t.Fatalf("remove the stale leader: %v", err)
 		}
@@ -556,5 +562,11 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 	}
 	if resp := memberList(t, cli); len(resp.Members) != 1 || resp.Members[0].ID != id0 {
 		t.Fatalf("members after the removal: %v", resp.Members)
+	}
+	// The same removal again, as after a try whose answer was lost: the
+	// member is gone, which is what the decision asks for.
+	o.LeaderID = id0
+	if err := m0.act(context.Background(), o, d); err != nil {
+		t.Fatalf("removing a member already removed: %v, want done", err)
 	}
 }

@@ -640,7 +640,7 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (ou
 	if o.LeaderID == o.SelfID {
 		m.handOffLeadership(ctx, o)
 	}
-	if err := m.removeMember(ctx, d); err != nil {
+	if err := m.removeMember(ctx, o, d); err != nil {
 		m.log.Info("leaving: removal refused, retrying (etcd refuses membership changes until the remaining voters have been connected for 5s)", "attempt", attempt, "error", err)
 		return false, true
 	}
