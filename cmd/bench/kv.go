@@ -19,6 +19,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
@@ -276,6 +277,18 @@ func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Resu
 	var res []bench.Result
 	var notes []string
 	if kv {
+		// Both sides also carry what real consumers do beside the load
+		// (a kept-alive session with leased keys, a lock, an election, a
+		// watch), as every test workload does: the same on each side.
+		consumers := map[*cluster]*clustertest.Consumer{}
+		for _, c := range []*cluster{plain, managed} {
+			consumers[c] = clustertest.StartConsumer(c.clis[0], "bench/consumer")
+		}
+		defer func() {
+			for _, cons := range consumers {
+				cons.Finish() // at most once: Finish is idempotent
+			}
+		}()
 		value := strings.Repeat("v", kvValueSize)
 		stats := map[*cluster]*sideStats{plain: {}, managed: {}}
 		for r := 0; r < e.opts.kvRounds; r++ {
@@ -298,6 +311,10 @@ func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Resu
 					e.log.Info("KV workload", "cluster", c.name, "round", r, "op", w.name, "ops_per_sec", int(lr.opsPerSec), "p99", lr.p99, "errors", lr.errors)
 				}
 			}
+		}
+		for _, c := range []*cluster{plain, managed} {
+			consumers[c].Finish()
+			notes = append(notes, fmt.Sprintf("Consumer on %s during the KV rounds: %s.", c.name, consumers[c].Report()))
 		}
 		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 		p := sideStats{put: []loadResult{median(stats[plain].put)}, rng: []loadResult{median(stats[plain].rng)}}
