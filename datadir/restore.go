@@ -81,57 +81,22 @@ func (e *ChainShortError) Error() string {
 // An error before next records nothing and changes no data dir; an error
 // from next installs nothing.
 func InstallNextEpoch(ctx context.Context, root string, src Source, next func(snapshot.Meta) (Incarnation, error), why string) (Installed, error) {
-	var out Installed
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return out, err
+		return Installed{}, err
 	}
 	// The snapshot is fetched into an etcd data dir beside the member's
 	// (the same filesystem: it is moved in, not copied). One left by an
 	// install that died is only a copy of the stored snapshot.
 	fetched := filepath.Join(root, ".install-"+src.Name)
 	if err := os.RemoveAll(fetched); err != nil {
-		return out, err
+		return Installed{}, err
 	}
 	defer os.RemoveAll(fetched) // nothing once it is moved in
-	meta, err := snapshot.FetchInto(ctx, src.Store, src.Name, fetched, src.Encryption, src.Progress)
+	out, err := fetchVerified(ctx, fetched, src)
 	if err != nil {
-		return out, fmt.Errorf("fetch snapshot %s: %w", src.Name, err)
+		return out, err
 	}
-	out.Snapshot, out.End = meta, meta.Revision
-	if !src.NoDeltas {
-		list, err := src.Store.List(ctx)
-		if err != nil {
-			return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
-		}
-		if len(src.Skip) > 0 {
-			kept := list[:0:0]
-			for _, m := range list {
-				if !src.Skip[m.Name] {
-					kept = append(kept, m)
-				}
-			}
-			list = kept
-		}
-		out.Chain, out.Gap = snapshot.Chain(list, meta)
-		fc, err := snapshot.FetchChain(ctx, src.Store, out.Chain, src.Encryption)
-		if err != nil {
-			return out, fmt.Errorf("fetch the deltas after snapshot %s: %w", src.Name, err)
-		}
-		out.End = max(out.End, fc.End)
-		if src.Want > out.End {
-			why := "the chain ends there"
-			if fc.Damaged != "" {
-				why = fc.Stopped
-			}
-			return out, &ChainShortError{Snapshot: src.Name, Want: src.Want, End: out.End, Damaged: fc.Damaged, Why: why}
-		}
-		out.Replay, err = snapshot.ApplyDeltas(ctx, fetched, fc.Segments, meta.Revision)
-		out.Replay.Stopped = fc.Stopped
-		if err != nil {
-			return out, fmt.Errorf("replay %d deltas over snapshot %s: %w", len(fc.Segments), src.Name, err)
-		}
-	}
-	in, err := next(meta)
+	in, err := next(out.Snapshot)
 	if err != nil {
 		return out, err
 	}
@@ -139,9 +104,72 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 	// bump must cover the revisions the lost cluster's clients saw up to
 	// the chain's end, whatever the bump the caller estimated from the
 	// taker's clock (a clock ahead made it too small).
-	if covered := out.End - meta.Revision; covered > 0 {
+	if covered := out.End - out.Snapshot.Revision; covered > 0 {
 		in.RevisionBump = max(in.RevisionBump, uint64(covered)+snapshot.MinRevisionBump)
 	}
 	out.Aside, err = InstallSnapshot(ctx, root, fetched, in, why)
 	return out, err
+}
+
+// VerifyInstall does what InstallNextEpoch does before it names and
+// records the next incarnation, in scratch (a directory it creates and
+// removes; as large as the database): the snapshot is fetched and
+// verified, every delta of its chain fetched, verified and applied, and a
+// verified end below src.Want is refused (ChainShortError). A command
+// that records a restore another process carries out later (an
+// operator's recovery, which a member installs at its next loop) calls it
+// first, so that nothing is recorded that cannot be installed whole.
+func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, error) {
+	if err := os.RemoveAll(scratch); err != nil {
+		return Installed{}, err
+	}
+	defer os.RemoveAll(scratch)
+	return fetchVerified(ctx, scratch, src)
+}
+
+// fetchVerified fetches and verifies snapshot src.Name into the etcd data
+// dir fetched and applies its verified chain to it (InstallNextEpoch's
+// steps before next).
+func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, error) {
+	var out Installed
+	meta, err := snapshot.FetchInto(ctx, src.Store, src.Name, fetched, src.Encryption, src.Progress)
+	if err != nil {
+		return out, fmt.Errorf("fetch snapshot %s: %w", src.Name, err)
+	}
+	out.Snapshot, out.End = meta, meta.Revision
+	if src.NoDeltas {
+		return out, nil
+	}
+	list, err := src.Store.List(ctx)
+	if err != nil {
+		return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
+	}
+	if len(src.Skip) > 0 {
+		kept := list[:0:0]
+		for _, m := range list {
+			if !src.Skip[m.Name] {
+				kept = append(kept, m)
+			}
+		}
+		list = kept
+	}
+	out.Chain, out.Gap = snapshot.Chain(list, meta)
+	fc, err := snapshot.FetchChain(ctx, src.Store, out.Chain, src.Encryption)
+	if err != nil {
+		return out, fmt.Errorf("fetch the deltas after snapshot %s: %w", src.Name, err)
+	}
+	out.End = max(out.End, fc.End)
+	if src.Want > out.End {
+		why := "the chain ends there"
+		if fc.Damaged != "" {
+			why = fc.Stopped
+		}
+		return out, &ChainShortError{Snapshot: src.Name, Want: src.Want, End: out.End, Damaged: fc.Damaged, Why: why}
+	}
+	out.Replay, err = snapshot.ApplyDeltas(ctx, fetched, fc.Segments, meta.Revision)
+	out.Replay.Stopped = fc.Stopped
+	if err != nil {
+		return out, fmt.Errorf("replay %d deltas over snapshot %s: %w", len(fc.Segments), src.Name, err)
+	}
+	return out, nil
 }

@@ -427,7 +427,7 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 	if cur == nil {
 		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
 	} else {
-		r.Index = cur.Index
+		r = writeBack(*cur, rec)
 		_, err = m.opts.Coordinator.UpdateRecord(ctx, l, r)
 	}
 	if err != nil {

@@ -1,6 +1,8 @@
 package task
 
 import (
+	"slices"
+
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
@@ -16,4 +18,19 @@ func PlannerRecord(r coord.Record) *planner.Record {
 func StoredRecord(r planner.Record, index uint64) coord.Record {
 	return coord.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: string(r.Source),
 		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator, Index: index}
+}
+
+// writeBack is the record to store for the planner's r in place of cur
+// (UpdateRecord compares cur.Index, so nothing stored since is
+// overwritten). The planner sees a migration's join list only as
+// Migrating: while r names cur's incarnation (its token and epoch) the
+// list is carried from cur, so that confirming or correcting the record
+// during a migration never drops the outside members' client URLs. A
+// record of another incarnation carries none: they were the older one's.
+func writeBack(cur coord.Record, r planner.Record) coord.Record {
+	out := StoredRecord(r, cur.Index)
+	if r.Token == cur.Token && r.Epoch == cur.Epoch {
+		out.Join = slices.Clone(cur.Join)
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -48,6 +50,10 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   it as the next epoch with a new cluster id, and the others set their
   data aside and join it. Unlike 'etcd-nomad snapshot restore', it works
   on members Nomad runs: the member restores it itself, at its next loop.
+  Before anything is recorded the command does the same with the
+  definition's keys, in $TMPDIR (as large as the database): a snapshot
+  that fails its checksum or decryption, or a delta that cannot be read
+  or fails its own, is refused, naming it, and nothing is recorded.
   Refused while any member holds data newer than the snapshot (recover
   from that member instead), unless -accept-data-loss: that data is then
   set aside, never deleted.
@@ -80,7 +86,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, cl, name, *member, *acceptLoss)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss)
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -116,12 +122,22 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // operatorRestore records an operator's recovery from snapshot name
 // ("latest": the newest), restored by member (by default the first
 // answering instance by name), under the lock, after observing every
-// instance (planner.OperatorSnapshotRecovery).
-func operatorRestore(ctx context.Context, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
+// instance (planner.OperatorSnapshotRecovery). Before anything is
+// recorded, the snapshot and its delta chain are fetched, verified and
+// replayed into a scratch copy the way the member installs them
+// (datadir.VerifyInstall): a snapshot that fails its checksum or
+// decryption, or a chain that cannot be fetched whole, is refused, so
+// that no member is set aside for a restore that cannot complete or that
+// would stop short of the chain end the recovery was compared at.
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
 	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
+	if err != nil {
+		return planner.Record{}, err
+	}
+	enc, err := backends.Encryption(cl)
 	if err != nil {
 		return planner.Record{}, err
 	}
@@ -150,7 +166,11 @@ func operatorRestore(ctx context.Context, cl *config.Cluster, name, member strin
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
 	}
-	info := &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
+	got, err := verifyRestore(ctx, ui, store, enc, full, end)
+	if err != nil {
+		return planner.Record{}, err
+	}
+	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
 		v.Snapshot, v.AcceptLoss, v.From = info, acceptLoss, member
 		if v.From == "" {
@@ -165,6 +185,36 @@ func operatorRestore(ctx context.Context, cl *config.Cluster, name, member strin
 		}
 		return planner.OperatorSnapshotRecovery(v)
 	})
+}
+
+// verifyRestore fetches snapshot full and its chain, ending at revision
+// end, into a scratch directory under $TMPDIR (as large as the database)
+// and verifies them as the member that restores them will: all or refuse.
+func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc snapshot.Encryption, full snapshot.Meta, end int64) (datadir.Installed, error) {
+	scratch, err := os.MkdirTemp("", "etcd-nomad-recover-")
+	if err != nil {
+		return datadir.Installed{}, err
+	}
+	defer os.RemoveAll(scratch)
+	ui.Output(fmt.Sprintf("fetching and verifying snapshot %s and the deltas after it (to revision %d) before recording anything", full.Name, end))
+	src := datadir.Source{Store: store, Encryption: enc, Name: full.Name, Want: end, Progress: progressPrinter(ui, "fetched")}
+	got, err := datadir.VerifyInstall(ctx, filepath.Join(scratch, "etcd"), src)
+	if err != nil {
+		var short *datadir.ChainShortError
+		if errors.As(err, &short) {
+			return got, err // it says nothing was recorded
+		}
+		return got, fmt.Errorf("%w: not restorable, nothing recorded", err)
+	}
+	if n := len(got.Chain); n > 0 {
+		ui.Output(fmt.Sprintf("verified snapshot %s (revision %d) and %d deltas after it, replayed to revision %d", full.Name, got.Snapshot.Revision, n, got.End))
+	} else {
+		ui.Output(fmt.Sprintf("verified snapshot %s (revision %d); no deltas after it", full.Name, got.Snapshot.Revision))
+	}
+	if got.Gap {
+		ui.Warn("the delta chain has a gap: changes after it are not replayed")
+	}
+	return got, nil
 }
 
 // recordOperatorRecovery takes the cluster lock, observes the record and

@@ -1,0 +1,120 @@
+package task
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Issue 24 item 6: the planner sees a record's join list (an outside
+// cluster being migrated in, 'etcd-nomad migrate') only as Migrating, and
+// StoredRecord writes none back. Every RecordCluster a member writes
+// during a migration, shaped as the planner shapes it from the record it
+// read (confirm the cluster id, correct it, re-record the same
+// incarnation), must keep the outside members' client URLs: without
+// them, members that have not joined yet find no member list to join
+// through while the outside members are the cluster's only voters. A
+// record of another incarnation (a re-record from newer data) carries
+// none: the URLs were of the older one.
+func TestRecordWriteBackKeepsTheJoinList(t *testing.T) {
+	join := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
+	for _, tc := range []struct {
+		what   string
+		stored coord.Record
+		// decide shapes the decision's record from the planner's view of
+		// the stored record, as planner/plan.go does.
+		decide   func(planner.Record) planner.Record
+		wantJoin []string
+	}{
+		{"confirm the cluster id", coord.Record{Token: "t1", Epoch: 1, Seeder: "migrate", Join: join},
+			func(r planner.Record) planner.Record { r.ClusterID = 0xc1; return r }, join},
+		{"correct the cluster id", coord.Record{ClusterID: 0xc0, Token: "t1", Epoch: 1, Seeder: "migrate", Join: join},
+			func(r planner.Record) planner.Record { r.ClusterID = 0xc1; return r }, join},
+		{"re-record the same incarnation from data", coord.Record{ClusterID: 0xc1, Token: "t1", Epoch: 1, Seeder: "migrate", Join: join},
+			func(r planner.Record) planner.Record {
+				return planner.Record{ClusterID: 0xc1, Token: "t1", Epoch: 1, Seeder: "m0"}
+			}, join},
+		{"re-record a newer incarnation from data", coord.Record{ClusterID: 0xc1, Token: "t1", Epoch: 1, Seeder: "migrate", Join: join},
+			func(r planner.Record) planner.Record {
+				return planner.Record{ClusterID: 0xc2, Token: "t2", Epoch: 2, Seeder: "m0"}
+			}, nil},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			k := newKit(t, "m0")
+			m := k.member("m0", nil)
+			ctx := context.Background()
+			l, err := k.co.Lock(ctx, "migrate")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := k.co.CreateRecord(ctx, l, tc.stored); err != nil {
+				t.Fatal(err)
+			}
+			l.Unlock(ctx)
+			m.lockForTest(t)
+			defer m.releaseLock(ctx)
+			m.mu.Lock()
+			view := PlannerRecord(*m.record)
+			m.mu.Unlock()
+			if !view.Migrating {
+				t.Fatalf("the planner's view of a record with a join list: %+v, want Migrating", view)
+			}
+			rc := tc.decide(*view)
+			if err := m.act(ctx, planner.Observation{}, planner.Decision{Kind: planner.RecordCluster, Name: "m0", Record: &rc}); err != nil {
+				t.Fatalf("record cluster: %v", err)
+			}
+			got, err := k.co.Record(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ClusterID != rc.ClusterID || got.Token != rc.Token || got.Epoch != rc.Epoch || !slices.Equal(got.Join, tc.wantJoin) {
+				t.Fatalf("record written back: %+v, want cluster %x token %s epoch %d with join list %v", got, rc.ClusterID, rc.Token, rc.Epoch, tc.wantJoin)
+			}
+		})
+	}
+}
+
+// The join list a write-back keeps is the one of the record it replaces,
+// compared and swapped: once the migration cleared it ('etcd-nomad
+// migrate' finishing), a member's write from the record it read before
+// fails and brings back nothing.
+func TestRecordWriteBackNeverBringsBackAClearedJoinList(t *testing.T) {
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	ctx := context.Background()
+	l, err := k.co.Lock(ctx, "migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.co.CreateRecord(ctx, l, coord.Record{ClusterID: 0xc0, Token: "t1", Epoch: 1, Seeder: "migrate", Join: []string{"http://10.0.0.1:2379"}}); err != nil {
+		t.Fatal(err)
+	}
+	l.Unlock(ctx)
+	m.lockForTest(t) // m reads the record with its join list
+	defer m.releaseLock(ctx)
+	// The migration finishes meanwhile (its own lock holder: a second
+	// writer under Consul's liveness-first locks).
+	cur, err := k.co.Record(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Join = nil
+	if _, err := k.co.UpdateRecord(ctx, m.lock, cur); err != nil {
+		t.Fatal(err)
+	}
+	m.mu.Lock()
+	rc := *PlannerRecord(*m.record)
+	m.mu.Unlock()
+	rc.ClusterID = 0xc1
+	err = m.act(ctx, planner.Observation{}, planner.Decision{Kind: planner.RecordCluster, Name: "m0", Record: &rc})
+	got, rerr := k.co.Record(ctx)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if err == nil || len(got.Join) != 0 {
+		t.Fatalf("write-back from a record read before the join list was cleared: %v; stored %+v, want a conflict and no join list", err, got)
+	}
+}
