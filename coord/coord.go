@@ -62,6 +62,10 @@ type Record struct {
 	// the member list and join through them until they run as voters.
 	// The migration clears it once the outside members are gone.
 	Join []string `json:"join,omitempty"`
+	// SourceRevision, for an operator's recovery from a snapshot, is the
+	// revision the command verified the snapshot's chain to reach: the
+	// seeder's install refuses below it.
+	SourceRevision int64 `json:"source_revision,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

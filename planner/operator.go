@@ -137,7 +137,7 @@ func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
-		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true}, nil
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision}, nil
 }
 
 func sorted(xs []string) []string {

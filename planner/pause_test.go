@@ -145,7 +145,7 @@ func TestOperatorSnapshotRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: refused: %v", c.name, err)
 		}
-		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true}
+		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true, SourceRevision: 50}
 		if got != want {
 			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
 		}

@@ -187,6 +187,11 @@ type Record struct {
 	// but while healthy they hold no slot of the desired size, so that
 	// members join beside them.
 	Migrating bool
+	// SourceRevision, for an operator's recovery from a snapshot, is the
+	// revision its command verified the snapshot and its delta chain to
+	// reach: the seeder's install refuses to stop below it (all or
+	// refuse), whatever happened to the store since. 0: no bound.
+	SourceRevision int64
 }
 
 // Source is a record's recovery source as the coordinator stores it: ""

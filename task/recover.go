@@ -143,6 +143,12 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 			// because its chain end beat them). An operator's restore
 			// was checked by the command, with -accept-data-loss.
 			want = maxDataRevision(o)
+		} else if cur != nil && cur.Token == next.Token {
+			// An operator's restore goes at least as far as its command
+			// verified the chain to reach (0 in records written before the
+			// bound existed); a chain damaged since is refused, and the
+			// operator records a new recovery.
+			want = cur.SourceRevision
 		}
 		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, want)
 	}

@@ -127,3 +127,68 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 		t.Fatalf("installed data at revision %d, want the first segment's %d (plus the bump)", rev, first.Revision)
 	}
 }
+
+// Issue 24: an operator's recovery from a snapshot was verified by its
+// command to reach the chain's end, and the record says so
+// (SourceRevision). A segment damaged between the command and the
+// seeder's install makes the install refuse, before anything is moved,
+// rather than restore the prefix (before, an operator's record set no
+// bound and the seeder installed what came before the damage).
+func TestOperatorRestoreReachesWhatItsCommandVerified(t *testing.T) {
+	k := newKit(t, "m0")
+	dir := filepath.Join(k.dir, "snapshots")
+	store, err := file.New(dir, k.cl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := k.memberWith("m0", k.co, &Snapshots{Store: store})
+	cli := k.seedForTest(m)
+	put(t, cli, "saved", "in-snapshot")
+	rec, _ := k.co.Record(context.Background())
+	ctx := context.Background()
+	snap, err := snapshot.Save(ctx, snapshot.From{Endpoint: m.clientURL(m.self), SpoolDir: k.dir}, store, snapshot.Source{Cluster: k.cl.Name, ClusterID: strconv.FormatUint(rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := storeDelta(t, store, snap, snap.Revision+1, 10)
+	second := storeDelta(t, store, snap, first.Revision+1, 10)
+
+	// The operator's command verified the whole chain and recorded it.
+	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name),
+		LastConfirmedToken: rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: second.Revision}
+	l, err := k.co.Lock(ctx, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.co.UpdateRecord(ctx, l, StoredRecord(op, rec.Index)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// Then the second segment is damaged in the store.
+	raw, err := os.ReadFile(filepath.Join(dir, second.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(filepath.Join(dir, second.Name), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := m.dir.ReadMeta()
+
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name, Record: &op}
+	m.lockForTest(t)
+	err = m.act(ctx, planner.Observation{}, d)
+	m.releaseLock(ctx)
+	var short *datadir.ChainShortError
+	if !errors.As(err, &short) || short.Want != second.Revision {
+		t.Fatalf("the operator's restore over a segment damaged since its command verified it: %v, want refused short of revision %d", err, second.Revision)
+	}
+	if aside := m.asideEntries(t); len(aside) != 0 {
+		t.Fatalf("data set aside by a refused restore: %v", aside)
+	}
+	if meta, err := m.dir.ReadMeta(); err != nil || meta != before {
+		t.Fatalf("metadata after the refused restore: %+v (%v), want %+v", meta, err, before)
+	}
+}

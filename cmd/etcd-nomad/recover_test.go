@@ -178,6 +178,10 @@ func TestRecoverFromAVerifiedSnapshotIsRecorded(t *testing.T) {
 	if err != nil || got.Epoch != 2 || got.Source != "snapshot:"+f.snap.Name || !got.Operator || got.Seeder != "m0" {
 		t.Fatalf("record after recover: %+v (%v)", got, err)
 	}
+	// The seeder's install must reach what the command verified.
+	if end := f.chain[len(f.chain)-1].Revision; got.SourceRevision != end {
+		t.Fatalf("the record bounds the seeder's install at revision %d, want the verified chain end %d", got.SourceRevision, end)
+	}
 	t.Logf("recover said: %s", ui.OutputWriter)
 	if out := ui.OutputWriter.String(); !strings.Contains(out, "verified") || !strings.Contains(out, strconv.Itoa(len(f.chain))+" deltas") {
 		t.Fatalf("recover printed no verification of the snapshot and its %d deltas: %s", len(f.chain), out)
