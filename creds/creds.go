@@ -35,13 +35,17 @@ const StatusPortMeta = "status_port"
 
 // Options say where the cluster and the identity are.
 type Options struct {
-	// Cluster is the cluster's name: its Consul service's.
-	Cluster string
-	// Prefix is the coordination prefix (coordination "consul" { prefix }),
-	// under which the leader publishes the CA certificate.
-	Prefix string
-	// Consul reads the service catalog and the CA certificate.
-	Consul *consulapi.Client
+	// Catalog says where the members are and which CA they publish:
+	// ConsulCatalog. Whoever may write Consul's keys or register its
+	// services decides what it returns, hence CAFingerprint.
+	Catalog Catalog
+	// CAFingerprint pins the cluster CA (ParseFingerprint's form). With
+	// it, the identity goes only to a member whose TLS chain verifies
+	// under the pinned CA (directly, or through a cross certificate the
+	// pinned CA signed during a CA rotation), and nothing is sent when
+	// the CA Consul publishes is not the pinned one. Empty: the CA Consul
+	// publishes is trusted as it is, with a warning.
+	CAFingerprint string
 	// IdentityFile holds the workload identity JWT (Nomad writes and
 	// renews it: identity { aud = ["etcd-nomad"] file = true }).
 	IdentityFile string
@@ -60,17 +64,46 @@ type Result struct {
 	Member string
 }
 
+// Catalog is what creds reads from Consul. Both answers are whatever a
+// writer of Consul's keys or catalog made them.
+type Catalog interface {
+	// CACert returns the CA certificates the leader publishes (PEM) and
+	// where they were read, for messages.
+	CACert(ctx context.Context) (pem []byte, where string, err error)
+	// Endpoints returns the exchange base URLs (https://host:port) of the
+	// passing members.
+	Endpoints(ctx context.Context) ([]string, error)
+}
+
 // Fetch obtains a certificate once and writes it.
 func Fetch(ctx context.Context, o Options) (Result, error) {
-	caPEM, err := caCert(ctx, o)
+	caPEM, where, err := o.Catalog.CACert(ctx)
 	if err != nil {
 		return Result{}, err
 	}
-	pool, err := certs.Pool(caPEM)
-	if err != nil {
-		return Result{}, fmt.Errorf("CA certificate in Consul: %w", err)
+	// With a pin the members must prove themselves to the pinned CA
+	// alone, and that is settled before anything is sent.
+	var pinned *x509.Certificate
+	roots := caPEM
+	if o.CAFingerprint == "" && o.Logger != nil {
+		o.Logger.Warn("the cluster CA is not pinned: trusting the CA certificate Consul holds, so whoever may write it can receive this task's workload identity and have the application trust its CA; set -ca-fingerprint ("+FingerprintEnv+") to the fingerprint `etcd-nomad tls fingerprint` prints",
+			"ca", certFingerprints(caPEM), "source", where)
 	}
-	eps, err := endpoints(ctx, o)
+	if o.CAFingerprint != "" {
+		pin, err := ParseFingerprint(o.CAFingerprint)
+		if err != nil {
+			return Result{}, err
+		}
+		if pinned, err = pinnedCA(pin, caPEM, o.Dir, where); err != nil {
+			return Result{}, err
+		}
+		roots = encodeCert(pinned)
+	}
+	pool, err := certs.Pool(roots)
+	if err != nil {
+		return Result{}, fmt.Errorf("CA certificate at %s: %w", where, err)
+	}
+	eps, err := o.Catalog.Endpoints(ctx)
 	if err != nil {
 		return Result{}, err
 	}
@@ -87,12 +120,16 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 	defer hc.CloseIdleConnections()
 	var errs []error
 	for _, ep := range eps {
-		resp, err := post(ctx, hc, ep, body)
+		resp, chains, err := post(ctx, hc, ep, body)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		f, err := certs.Write(o.Dir, "client", caPEM, certs.Pair{Cert: []byte(resp.Certificate), Key: key})
+		trust := caPEM
+		if pinned != nil {
+			trust = vouched(pinned, caPEM, chains)
+		}
+		f, err := certs.Write(o.Dir, "client", trust, certs.Pair{Cert: []byte(resp.Certificate), Key: key})
 		if err != nil {
 			return Result{}, fmt.Errorf("write %s: %w", o.Dir, err)
 		}
@@ -101,26 +138,32 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 	return Result{}, fmt.Errorf("no member issued a certificate: %w", errors.Join(errs...))
 }
 
-func post(ctx context.Context, hc *http.Client, ep string, body []byte) (task.CertResponse, error) {
+// post sends the exchange request to ep; it returns the answer and the
+// chains the member's certificate verified with.
+func post(ctx context.Context, hc *http.Client, ep string, body []byte) (task.CertResponse, [][]*x509.Certificate, error) {
 	var out task.CertResponse
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+task.ExchangePath, bytes.NewReader(body))
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := hc.Do(req)
 	if err != nil {
-		return out, err
+		return out, nil, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return out, fmt.Errorf("%s: %s: %s", ep, resp.Status, strings.TrimSpace(string(msg)))
+		return out, nil, fmt.Errorf("%s: %s: %s", ep, resp.Status, strings.TrimSpace(string(msg)))
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return out, fmt.Errorf("%s: decode: %w", ep, err)
+		return out, nil, fmt.Errorf("%s: decode: %w", ep, err)
 	}
-	return out, nil
+	var chains [][]*x509.Certificate
+	if resp.TLS != nil {
+		chains = resp.TLS.VerifiedChains
+	}
+	return out, chains, nil
 }
 
 // notAfter reads the certificate's expiry, or falls back to the one the
@@ -134,23 +177,37 @@ func notAfter(certPEM []byte, reported time.Time) time.Time {
 	return reported
 }
 
-func caCert(ctx context.Context, o Options) ([]byte, error) {
-	key := o.Prefix + "/" + o.Cluster + "/" + task.CACertKey
-	kv, _, err := o.Consul.KV().Get(key, (&consulapi.QueryOptions{}).WithContext(ctx))
-	if err != nil {
-		return nil, fmt.Errorf("read the cluster CA certificate at Consul key %s: %w", key, err)
-	}
-	if kv == nil {
-		return nil, fmt.Errorf("no CA certificate at Consul key %s yet (the leader publishes it when the definition has an access block)", key)
-	}
-	return kv.Value, nil
+// ConsulCatalog reads the cluster's Consul service and the CA certificate
+// its leader publishes at PREFIX/CLUSTER/ca.crt (task.CACertKey).
+type ConsulCatalog struct {
+	Client *consulapi.Client
+	// Prefix is the coordination prefix (coordination "consul" { prefix }).
+	Prefix string
+	// Cluster is the cluster's name: its Consul service's.
+	Cluster string
 }
 
-// endpoints lists the exchange URLs of the passing members.
-func endpoints(ctx context.Context, o Options) ([]string, error) {
-	entries, _, err := o.Consul.Health().Service(o.Cluster, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+var _ Catalog = ConsulCatalog{}
+
+// CACert reads the published CA certificate.
+func (c ConsulCatalog) CACert(ctx context.Context) ([]byte, string, error) {
+	key := c.Prefix + "/" + c.Cluster + "/" + task.CACertKey
+	where := "Consul key " + key
+	kv, _, err := c.Client.KV().Get(key, (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil {
-		return nil, fmt.Errorf("consul service %s: %w", o.Cluster, err)
+		return nil, where, fmt.Errorf("read the cluster CA certificate at %s: %w", where, err)
+	}
+	if kv == nil {
+		return nil, where, fmt.Errorf("no CA certificate at %s yet (the leader publishes it when the definition has an access block)", where)
+	}
+	return kv.Value, where, nil
+}
+
+// Endpoints lists the exchange URLs of the passing members.
+func (c ConsulCatalog) Endpoints(ctx context.Context) ([]string, error) {
+	entries, _, err := c.Client.Health().Service(c.Cluster, "", true, (&consulapi.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("consul service %s: %w", c.Cluster, err)
 	}
 	var out []string
 	for _, e := range entries {
@@ -165,7 +222,7 @@ func endpoints(ctx context.Context, o Options) ([]string, error) {
 		out = append(out, "https://"+net.JoinHostPort(addr, port))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("no passing instance of Consul service %s names its %s", o.Cluster, StatusPortMeta)
+		return nil, fmt.Errorf("no passing instance of Consul service %s names its %s", c.Cluster, StatusPortMeta)
 	}
 	sort.Strings(out)
 	return out, nil

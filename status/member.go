@@ -52,6 +52,11 @@ type Member struct {
 	// CA names the CA this member issues from and those it trusts (TLS
 	// auto), and the CA rotation phase it carried out.
 	CA *RotationView `json:"ca,omitempty"`
+	// CAKeyExposed, when set, says that a CA this member trusts had its
+	// key in the coordinator in the clear (an earlier version's, until a
+	// member migrated it to the sealed form): Consul snapshots taken
+	// before hold it. Set until `etcd-nomad tls rotate-ca` retires that CA.
+	CAKeyExposed string `json:"ca_key_exposed,omitempty"`
 }
 
 // RotationView is what /status reports of the CAs (TLS auto).

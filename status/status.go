@@ -143,6 +143,13 @@ func Format(st Cluster) string {
 			break
 		}
 	}
+	for _, m := range st.Members {
+		if m.CAKeyExposed != "" {
+			// The cluster's CA: said once.
+			fmt.Fprintf(&b, "\nCA KEY EXPOSED (seen by %s): %s", m.Name, m.CAKeyExposed)
+			break
+		}
+	}
 	if name, at, ok := earliestCert(st.Members); ok {
 		fmt.Fprintf(&b, "\ncertificates: the first to expire is %s's %s at %s (in %s)", name, at.name, at.when.Format(time.RFC3339), time.Until(at.when).Round(time.Second))
 	}

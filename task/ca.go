@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -57,11 +58,53 @@ func (m *Member) retirePlaintextCA(ctx context.Context, held certs.Pair) {
 		m.log.Error("the coordinator holds a plaintext cluster CA other than the sealed one: left in place for an operator", "plaintext_ca", certs.Fingerprint(old.Cert), "sealed_ca", certs.Fingerprint(held.Cert), "location", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
 		return
 	}
+	// Deleting the copy does not take the key back from the Consul
+	// snapshots (and backups of them) taken while it was there: the
+	// mark, stored first, keeps the members warning until a CA rotation.
+	if err := clusterca.MarkExposed(ctx, m.opts.Coordinator, certs.Fingerprint(held.Cert), time.Now()); err != nil {
+		m.log.Warn("plaintext cluster CA not deleted", "error", err)
+		return
+	}
 	if err := m.opts.Coordinator.Delete(ctx, clusterca.PlainKey); err != nil {
 		m.log.Warn("plaintext cluster CA not deleted", "error", err)
 		return
 	}
 	m.log.Info("deleted the plaintext cluster CA: the coordinator holds it sealed", "ca", certs.Fingerprint(held.Cert), "deleted", clusterca.Location(m.opts.Cluster, clusterca.PlainKey))
+}
+
+// readExposure reads the coordinator's mark of a CA whose key it held in
+// the clear (clusterca.ExposedKey) and logs it while this member trusts
+// that CA (once per mark and start).
+func (m *Member) readExposure(ctx context.Context) {
+	e, ok, err := clusterca.LoadExposure(ctx, m.caReads())
+	if err != nil {
+		m.log.Warn("mark of an exposed cluster CA key not read", "error", err)
+		return
+	}
+	if !ok {
+		m.caExposed.Store(nil)
+		return
+	}
+	prev := m.caExposed.Swap(&e)
+	if w := m.caKeyExposed(); w != "" && (prev == nil || *prev != e) {
+		m.log.Warn("the cluster CA's key was exposed: rotate the CA", "warning", w, "mark", clusterca.Location(m.opts.Cluster, clusterca.ExposedKey))
+	}
+}
+
+// caKeyExposed is the warning while this member issues from or trusts a CA
+// the coordinator marks as once held in the clear; "" otherwise. It stops
+// once a CA rotation retires that CA (phase retire: the new CA alone is
+// trusted), whether or not the mark is deleted.
+func (m *Member) caKeyExposed() string {
+	e := m.caExposed.Load()
+	v := m.rotationView()
+	if e == nil || v == nil {
+		return ""
+	}
+	if v.Issuer == e.CA || slices.Contains(v.Trusted, e.CA) {
+		return e.Warning()
+	}
+	return ""
 }
 
 // caKeyInUse is the coordinator key this member keeps the cluster CA under.

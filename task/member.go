@@ -119,6 +119,9 @@ type Member struct {
 	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
 	// caMismatch (under mu): the coordinator holds another CA than ca.
 	caMismatch *status.CAMismatch
+	// caExposed: the coordinator's mark of a CA whose key it held in the
+	// clear (clusterca.ExposedKey), read at every CA check; nil: none.
+	caExposed atomic.Pointer[clusterca.Exposure]
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd
@@ -326,6 +329,7 @@ func (m *Member) restoreCA(ctx context.Context) {
 		m.clearCAMismatch()
 		m.retirePlaintextCA(ctx, held)
 	}
+	m.readExposure(ctx)
 }
 
 func (m *Member) url(in provider.Instance, port int) string {

@@ -591,6 +591,14 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 			}); err != nil {
 				return err
 			}
+			// No member trusts the old CA now: a mark that its key was
+			// once in the clear (clusterca.ExposedKey) is over.
+			if e, ok, err := clusterca.LoadExposure(ctx, o.Coordinator); err == nil && ok && e.CA != newFP {
+				if err := o.Coordinator.Delete(ctx, clusterca.ExposedKey); err != nil {
+					return fmt.Errorf("delete %s: %w", clusterca.Location(o.Cluster, clusterca.ExposedKey), err)
+				}
+				say("deleted the mark of the old CA's exposed key")
+			}
 			r, err = setPhase(ctx, o, r, PhaseDone)
 		case PhaseDone:
 			say(fmt.Sprintf("CA rotation done in %s: the cluster CA is %s", time.Since(r.Started).Round(time.Millisecond), newFP))

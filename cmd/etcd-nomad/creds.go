@@ -24,7 +24,7 @@ func (c *credsCommand) Synopsis() string {
 func (c *credsCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad creds -cluster NAME -dir DIR [-prefix etcd-nomad]
-                        [-identity-file FILE] [-once]
+                        [-ca-fingerprint sha256:HEX] [-identity-file FILE] [-once]
 
   Runs in an application's Nomad job, beside the application: trades the
   task's workload identity for a short-lived etcd client certificate at a
@@ -36,13 +36,22 @@ Usage: etcd-nomad creds -cluster NAME -dir DIR [-prefix etcd-nomad]
   and exits (a prestart task, so the application starts with its files).
 
   Members are found in Consul (CONSUL_HTTP_ADDR, CONSUL_HTTP_TOKEN): the
-  cluster's service, and the CA certificate at PREFIX/NAME/ca.crt.
+  cluster's service, and the CA certificate at PREFIX/NAME/ca.crt. Whoever
+  may write those could receive the identity: pin the cluster CA with
+  -ca-fingerprint (the operator reads it with 'etcd-nomad tls fingerprint').
+  With a pin, the identity is sent only to a member whose certificate
+  verifies under the pinned CA, or under a new CA the pinned one
+  cross-signed during 'tls rotate-ca'; a CA in Consul that is neither is
+  refused, naming both fingerprints, before anything is sent. Without
+  one, the CA in Consul is trusted as it is, with a warning.
 
 Options:
   -cluster NAME         the cluster (its Consul service's name)
   -dir DIR              where to write; e.g. ${NOMAD_ALLOC_DIR}/etcd, shared
                         by the tasks of the allocation
   -prefix P             coordination "consul" prefix; default etcd-nomad
+  -ca-fingerprint FP    the cluster CA's pin, sha256:<hex of the SHA-256 of
+                        its DER>; default $ETCD_NOMAD_CA_FINGERPRINT
   -identity-file FILE   the workload identity; default
                         ${NOMAD_SECRETS_DIR}/nomad_etcd.jwt (identity "etcd")
   -once                 fetch one certificate and exit`)
@@ -55,9 +64,19 @@ func (c *credsCommand) Run(args []string) int {
 	prefix := fs.String("prefix", "etcd-nomad", "")
 	idFile := fs.String("identity-file", os.ExpandEnv("${NOMAD_SECRETS_DIR}/nomad_etcd.jwt"), "")
 	once := fs.Bool("once", false, "")
+	pin := fs.String("ca-fingerprint", os.Getenv(creds.FingerprintEnv), "")
 	if err := fs.Parse(args); err != nil || *cluster == "" || *dir == "" || fs.NArg() != 0 {
 		c.ui.Error(c.Help())
 		return 1
+	}
+	if *pin != "" {
+		// A pin given but unreadable fails here, never as no pin.
+		fp, err := creds.ParseFingerprint(*pin)
+		if err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+		*pin = fp
 	}
 	co, err := consul.EnvClient()
 	if err != nil {
@@ -65,7 +84,7 @@ func (c *credsCommand) Run(args []string) int {
 		return 1
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "etcd-nomad.creds", Output: os.Stderr})
-	o := creds.Options{Cluster: *cluster, Prefix: *prefix, Consul: co.Client, IdentityFile: *idFile, Dir: *dir, Logger: log}
+	o := creds.Options{Catalog: creds.ConsulCatalog{Client: co.Client, Prefix: *prefix, Cluster: *cluster}, CAFingerprint: *pin, IdentityFile: *idFile, Dir: *dir, Logger: log}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	if *once {

@@ -44,6 +44,7 @@ func Run(args []string) int {
 		"migrate":          func() (cli.Command, error) { return &migrateCommand{ui: ui}, nil },
 		"tls":              func() (cli.Command, error) { return &tlsCommand{}, nil },
 		"tls rotate-ca":    func() (cli.Command, error) { return &rotateCACommand{ui: ui}, nil },
+		"tls fingerprint":  func() (cli.Command, error) { return &fingerprintCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
 	if err != nil {

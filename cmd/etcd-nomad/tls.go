@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
@@ -19,9 +20,68 @@ import (
 
 type tlsCommand struct{}
 
-func (c *tlsCommand) Synopsis() string { return "Certificate operations (rotate-ca)" }
+func (c *tlsCommand) Synopsis() string { return "Certificate operations (rotate-ca, fingerprint)" }
 func (c *tlsCommand) Help() string {
-	return "Usage: etcd-nomad tls rotate-ca -config FILE\n\n  Subcommands: rotate-ca"
+	return "Usage: etcd-nomad tls rotate-ca|fingerprint -config FILE\n\n  Subcommands: rotate-ca, fingerprint"
+}
+
+type fingerprintCommand struct{ ui cli.Ui }
+
+func (c *fingerprintCommand) Synopsis() string {
+	return "Print the cluster CA's fingerprint, for applications to pin"
+}
+
+func (c *fingerprintCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: etcd-nomad tls fingerprint -config FILE
+
+  Prints the cluster CA's fingerprint (sha256:<hex of the SHA-256 of the
+  CA certificate's DER>), the value an application's 'etcd-nomad creds'
+  pins with -ca-fingerprint or ETCD_NOMAD_CA_FINGERPRINT. With Consul
+  coordination it opens the sealed CA with ETCD_NOMAD_CA_KEK
+  (nomad var get -item ca_kek nomad/jobs/JOB): the seal binds the
+  certificate to the KEK, so a certificate a writer of Consul's keys put
+  there is refused rather than printed. Run it again after
+  'tls rotate-ca' and update the pins.
+
+Options:
+  -config FILE   cluster definition`)
+}
+
+func (c *fingerprintCommand) Run(args []string) int {
+	fs := flag.NewFlagSet("tls fingerprint", flag.ContinueOnError)
+	path := fs.String("config", "", "")
+	if err := fs.Parse(args); err != nil || *path == "" || fs.NArg() != 0 {
+		c.ui.Error(c.Help())
+		return 1
+	}
+	cl := loadConfig(c.ui, *path)
+	if cl == nil {
+		return 1
+	}
+	if cl.TLS.Mode != config.TLSAuto {
+		c.ui.Error("tls fingerprint: the cluster CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files (openssl x509 -noout -fingerprint -sha256 -in CA_FILE)")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bc, err := backends.OpenClient(cl)
+	if err != nil {
+		c.ui.Error("tls fingerprint: " + err.Error())
+		return 1
+	}
+	kek, err := clusterca.KEKFromEnv()
+	if err != nil {
+		c.ui.Error("tls fingerprint: " + err.Error())
+		return 1
+	}
+	ca, err := clusterca.Read(ctx, bc.Coordinator, cl.Name, kek)
+	if err != nil {
+		c.ui.Error("tls fingerprint: " + err.Error())
+		return 1
+	}
+	c.ui.Output(certs.Fingerprint(ca.Cert))
+	return 0
 }
 func (c *tlsCommand) Run([]string) int { return cli.RunResultHelp }
 
