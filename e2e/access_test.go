@@ -21,7 +21,7 @@ import (
 // sidecar keeps it fresh, both with the workload identity "etcd"
 // (aud etcd-nomad); the app (a shell loop over the real etcdctl) reads
 // the files and the endpoints Consul lists. Arguments: binary, cluster,
-// Consul address, etcdctl.
+// Consul address, etcdctl, the CA fingerprint the creds tasks pin.
 const appJob = `job "e2e-app" {
   datacenters = ["dc1"]
   type        = "service"
@@ -44,7 +44,8 @@ const appJob = `job "e2e-app" {
         ttl  = "1h"
       }
       env {
-        CONSUL_HTTP_ADDR = %[3]q
+        CONSUL_HTTP_ADDR          = %[3]q
+        ETCD_NOMAD_CA_FINGERPRINT = %[5]q
       }
     }
 
@@ -65,7 +66,8 @@ const appJob = `job "e2e-app" {
         ttl  = "1h"
       }
       env {
-        CONSUL_HTTP_ADDR = %[3]q
+        CONSUL_HTTP_ADDR          = %[3]q
+        ETCD_NOMAD_CA_FINGERPRINT = %[5]q
       }
     }
 
@@ -141,7 +143,21 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	c.nomadRun("")
 	c.waitPassing(1, 2*time.Minute)
 
-	spec := fmt.Sprintf(appJob, binary, c.name, strings.TrimPrefix(consul.Addr, "http://"), etcdctl)
+	// The app pins the cluster CA (issue 29 item 5) as the README says:
+	// the fingerprint an operator reads with tls fingerprint and the KEK
+	// of the job's variable. A wrong pin makes creds refuse, and the app
+	// never writes.
+	kek, err := exec.Command(nomadBin, "var", "get", "-address", nomad.Addr, "-item", "ca_kek", "nomad/jobs/"+c.name).Output()
+	if err != nil {
+		t.Fatalf("nomad var get ca_kek: %v", err)
+	}
+	fpCmd := exec.Command(binary, "tls", "fingerprint", "-config", c.file)
+	fpCmd.Env = append(os.Environ(), "ETCD_NOMAD_CA_KEK="+strings.TrimSpace(string(kek)))
+	fp, err := fpCmd.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(fp), "sha256:") {
+		t.Fatalf("tls fingerprint: %v: %s", err, fp)
+	}
+	spec := fmt.Sprintf(appJob, binary, c.name, strings.TrimPrefix(consul.Addr, "http://"), etcdctl, strings.TrimSpace(string(fp)))
 	path := filepath.Join(c.dir, "app.nomad.hcl")
 	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
