@@ -4,7 +4,7 @@ DEMO_DIR ?= .demo
 # Packages whose code starts goroutines run under the race detector.
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 
-.PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
+.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -79,6 +79,13 @@ check: fmt vet
 
 unit:
 	$(GO) test -count=1 -short ./...
+
+## timing: where a `make test` run's time went, from its JSON files (the main
+## pass and JSON.race): per package and the slowest tests, in Markdown
+## (docs/test-timing.md). `make timing JSON=~/.cache/etcd-nomad/test-last.json`.
+JSON ?= $(TEST_JSON)
+timing:
+	@bash tools/timing.sh $(JSON)
 
 ## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
 ## `nomad job run`; `make demo-down` stops everything.
