@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Where the time of a `make test` run goes, from its gotestsum JSON files
-# (go test -json): TEST_JSON of the main pass and TEST_JSON.race of the race
-# pass, as `make test` writes them. Prints Markdown: each pass's wall time,
-# per package the elapsed time of its test binary, the sum of its top-level
-# tests and the difference (TestMain's setup: building binaries, starting
-# agents; negative when tests run in parallel), then the slowest top-level
-# tests. Needs jq; gotestsum comes from tools/gotestsum.sh.
+# (go test -json) as `make test` writes them: TEST_JSON of the main pass,
+# TEST_JSON.race and TEST_JSON.race-full of the race passes (those present).
+# Prints Markdown: each pass's wall time, per package the elapsed time of its
+# test binary, the sum of its top-level tests and the difference (TestMain's
+# setup: building binaries, starting agents; negative when tests run in
+# parallel), then the slowest top-level tests. Needs jq; gotestsum comes from
+# tools/gotestsum.sh.
 #
 #   tools/timing.sh FILE.json [N]      (make timing JSON=FILE.json)
 set -euo pipefail
 main=${1:?usage: tools/timing.sh FILE.json [N]}
-race=$main.race
 n=${2:-25}
 here=$(cd "$(dirname "$0")" && pwd)
 
@@ -39,7 +39,7 @@ total() {
 	jq -rs 'map(select((.Action == "pass" or .Action == "fail") and .Test == null) | .Elapsed) | add | . * 10 | round / 10' "$1"
 }
 
-for f in "$main" "$race"; do
+for f in "$main" "$main.race" "$main.race-full"; do
 	[ -f "$f" ] || continue
 	echo "### $(basename "$f")"
 	echo
@@ -57,11 +57,11 @@ echo
 echo '```'
 bash "$here/gotestsum.sh" tool slowest --jsonfile "$main" --threshold 1s | awk -v n="$n" '$2 !~ /\// && c++ < n'
 echo '```'
-if [ -f "$race" ]; then
+if [ -f "$main.race" ]; then
 	echo
 	echo "### The $n slowest top-level tests (race pass)"
 	echo
 	echo '```'
-	bash "$here/gotestsum.sh" tool slowest --jsonfile "$race" --threshold 1s | awk -v n="$n" '$2 !~ /\// && c++ < n'
+	bash "$here/gotestsum.sh" tool slowest --jsonfile "$main.race" --threshold 1s | awk -v n="$n" '$2 !~ /\// && c++ < n'
 	echo '```'
 fi
