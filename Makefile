@@ -1,10 +1,16 @@
 GO      ?= go
 BIN     ?= bin/etcd-nomad
 DEMO_DIR ?= .demo
-# Packages whose code starts goroutines run under the race detector.
+# Packages whose code starts goroutines run under the race detector, with
+# -short: no agent or server process (internal/tier). RACE_FULL_PKGS run
+# under it without -short as well: their code under test runs in the test
+# process against a real agent or server (the Consul coordinator, the S3
+# store), which -short skips. integration is not among them: its members are
+# separate processes built without -race.
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
+RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools test unit vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
+.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -54,24 +60,27 @@ fuzz-short:
 
 ## test: everything — formatting, vet, short fuzzing, unit, invariant,
 ## integration and e2e tests (real Nomad and Consul agents).
-## Both passes run through gotestsum (tools/gotestsum.sh): one line per
+## The passes run through gotestsum (tools/gotestsum.sh): one line per
 ## package with its time, the failures' output again at the end, and every
-## test's time in TEST_JSON (TEST_JSON.race for the race pass) for
-## `bash tools/gotestsum.sh tool slowest --jsonfile FILE`.
+## test's time in TEST_JSON (TEST_JSON.race and TEST_JSON.race-full for the
+## race passes) for `make timing JSON=TEST_JSON`.
 TEST_JSON ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/etcd-nomad/test-last.json
 GOTESTSUM = bash tools/gotestsum.sh --format pkgname-and-test-fails --format-hide-empty-pkg
 test: fmt vet build tools vuln fuzz-short
 	@mkdir -p $(dir $(TEST_JSON))
 	$(GOTESTSUM) --jsonfile $(TEST_JSON) -- -count=1 -timeout 40m ./...
 	$(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -race -short -timeout 20m $(RACE_PKGS)
+	$(GOTESTSUM) --jsonfile $(TEST_JSON).race-full -- -count=1 -race -timeout 10m $(RACE_FULL_PKGS)
 
 ## check: the inner loop, no agent process: gofmt, vet, go mod tidy, and
 ## the pure and embedded-etcd packages (the planner and its checker, the
 ## simulation's steps, config, certs, coordinators without Consul,
-## snapshots without S3, status, the test kit) with -short.
+## snapshots without S3, status, the test kit) with -short, which starts no
+## agent or server process (internal/tier): the tests that need one skip.
 CHECK_PKGS = ./planner/... ./sim/... ./config/... ./certs/... ./coord ./coord/local/... ./coord/coordtest/... \
 	./datadir/... ./jobs/... ./identity/... ./creds/... ./status/... ./snapshot ./snapshot/file/... ./snapshot/storetest/... \
-	./provider ./provider/static/... ./provider/asg/... ./internal/clustertest ./internal/bench/... ./internal/procstat/...
+	./provider ./provider/static/... ./provider/asg/... ./internal/clustertest ./internal/bench/... ./internal/procstat/... \
+	./coord/consul ./snapshot/s3 ./internal/tier
 .PHONY: check
 check: fmt vet
 	$(GO) mod tidy -diff
@@ -79,6 +88,13 @@ check: fmt vet
 
 unit:
 	$(GO) test -count=1 -short ./...
+
+## timing: where a `make test` run's time went, from its JSON files (the main
+## pass, JSON.race, JSON.race-full): per package and the slowest tests, in Markdown
+## (docs/test-timing.md). `make timing JSON=~/.cache/etcd-nomad/test-last.json`.
+JSON ?= $(TEST_JSON)
+timing:
+	@bash tools/timing.sh $(JSON)
 
 ## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
 ## `nomad job run`; `make demo-down` stops everything.

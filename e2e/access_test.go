@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // appJob is an application's job as its README section tells users to
@@ -123,6 +124,7 @@ func certSerial(path string) (string, time.Time, error) {
 // writing across renewals of a 15-second certificate, past the first
 // certificate's expiry.
 func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
 	if err != nil {
 		t.Skip(err)

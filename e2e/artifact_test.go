@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // releaseArchive returns a .tar.gz holding the etcd-nomad binary (0755) and
@@ -111,6 +112,7 @@ func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, versio
 // waiting for the previous one's check, and the cluster keeps its voters
 // and every acknowledged write.
 func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	rel := serveReleases(t)
 	c := newCluster(t, "e2e-artifact", 3)
 	orig, err := os.ReadFile(c.file)
@@ -156,6 +158,7 @@ func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 // is inside it. Three members start, find Nomad through the task API
 // socket and Consul, and pass their checks.
 func TestExecDriverRunsTheRelease(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	rel := serveReleases(t)
 	c := newCluster(t, "e2e-exec", 3)
 	orig, err := os.ReadFile(c.file)

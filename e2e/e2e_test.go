@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 )
 
@@ -61,6 +62,7 @@ func waitVoters(t *testing.T, c *cluster, want int, timeout time.Duration) {
 // Deploy 3 members from the rendered job with `nomad job run`, then kill -9
 // one member process, then `nomad alloc stop` one allocation.
 func TestDeployKillAndReplace(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-main", 3)
 	c.nomadRun("")
 	took := c.waitPassing(3, 3*time.Minute)
@@ -195,6 +197,7 @@ func TestDeployKillAndReplace(t *testing.T) {
 // Group count 3 -> 5 -> 3 via `nomad job run`: membership follows one step
 // at a time; a concurrent writer sees no long failure window.
 func TestScaleWithNomadJobRun(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-scale", 3)
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)
@@ -237,6 +240,7 @@ func TestScaleWithNomadJobRun(t *testing.T) {
 // A job update (changed env var) rolls one allocation at a time and never
 // drops below quorum.
 func TestRollingUpdateKeepsQuorum(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-roll", 3)
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)
@@ -314,10 +318,8 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 // All 3 allocations start from empty at the same moment: exactly one seeder
 // and one cluster id, repeated.
 func TestSimultaneousStartOneSeed(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	rounds := 10
-	if testing.Short() {
-		rounds = 2
-	}
 	for r := 0; r < rounds; r++ {
 		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
 			c := newCluster(t, fmt.Sprintf("e2e-seed-%02d", r), 3)
@@ -347,6 +349,7 @@ func TestSimultaneousStartOneSeed(t *testing.T) {
 
 // The rendered job of the shipped example is accepted by `nomad job validate`.
 func TestRenderedExampleValidates(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	spec, err := exec.Command(binary, "job", "render", "-binary", binary, "../examples/nomad.hcl").Output()
 	if err != nil {
 		t.Fatalf("job render: %v", err)
@@ -365,6 +368,7 @@ func TestRenderedExampleValidates(t *testing.T) {
 // dev agent has no EC2 attribute, so the resolver is shown the node's
 // hostname attribute, and the default attribute's absence is explained.
 func TestNodeResolverOnRealNomad(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	nodes, _, err := nomadClient(t).Nodes().List(nil)
 	if err != nil || len(nodes) == 0 {
 		t.Fatalf("nodes %v %v", nodes, err)
@@ -388,6 +392,7 @@ func TestNodeResolverOnRealNomad(t *testing.T) {
 // quorum. A writer runs throughout: its longest run of failed writes must
 // stay under a few seconds (before the fix: recovery_grace, 5 minutes).
 func TestTwoAllocsStoppedTogetherKeepQuorum(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-leave", 3)
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)

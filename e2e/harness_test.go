@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -33,9 +34,10 @@ var (
 )
 
 // TestMain builds etcd-nomad, starts one real Consul and one real Nomad dev
-// agent for the package, and stops both by PID at the end.
+// agent for the package, and stops both by PID at the end; in the short tier
+// (-short) it does none of it and every test skips.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(tier.Main(m, run))
 }
 
 func run(m *testing.M) int {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // memberEnv reads one variable of a running member's environment.
@@ -34,6 +36,7 @@ func memberEnv(t *testing.T, pid int, name string) string {
 // the job must still run: the members reach Nomad through their client's
 // task API socket and Consul at the definition's address.
 func TestMembersUseTheirClientsAddressesNotTheRenderers(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-addrs", 1)
 	cmd := exec.Command(binary, "job", "render", "-binary", binary, c.file)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR=http://127.0.0.1:1", "CONSUL_HTTP_ADDR=127.0.0.1:1")
@@ -66,6 +69,7 @@ func TestMembersUseTheirClientsAddressesNotTheRenderers(t *testing.T) {
 // allocation and Nomad places a replacement, which takes the sticky disk
 // over: the member comes back with its data.
 func TestCrashLoopingMemberIsRescheduled(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-crashloop", 1)
 	c.nomadRun("")
 	c.waitPassing(1, 2*time.Minute)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/nomad/pack"
 )
 
@@ -19,6 +20,7 @@ import (
 // pack embedded finds nothing to change (the same job version and
 // allocation): Nomad itself reads the two jobs as one.
 func TestPackRunsOnNomad(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-pack", 1)
 	spec, err := pack.Render("../nomad/pack/etcd", map[string]any{
 		"cluster_name":   c.name,

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -91,6 +92,7 @@ func revision(t *testing.T, c *cluster) int64 {
 // with ForceNewCluster, the empty members join as learners and are
 // promoted, and no acknowledged write is lost.
 func TestQuorumLossTwoMembersLost(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-qloss", 3)
 	c.extra = `  recovery_grace = "3s"`
 	c.writeDefinition(3, "")
@@ -144,6 +146,7 @@ func TestQuorumLossTwoMembersLost(t *testing.T) {
 // last flushed delta is there, though the full snapshot is older than all
 // of them, and the revision never goes backwards.
 func TestAllDataLostRecoverFromS3(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s3, err := devagents.StartS3(ctx, t.TempDir(), "etcd-e2e-backups")
@@ -310,6 +313,7 @@ func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]s
 // recorded, members never report two cluster ids for one epoch, and no
 // acknowledged key is lost.
 func TestRecoveryLockHolderKilled(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	rounds := 10
 	if v := os.Getenv("E2E_RECOVERY_ROUNDS"); v != "" {
 		fmt.Sscan(v, &rounds)

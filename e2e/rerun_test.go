@@ -11,6 +11,8 @@ import (
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 func (c *cluster) allocIDs() string {
@@ -39,6 +41,7 @@ func (c *cluster) jobVersion() uint64 {
 // here where neither is set, then re-submitted by `etcd-nomad job run`
 // where both are: the same job version and allocations.
 func TestJobRunAfterNomadJobRunIsANoOp(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	c := newCluster(t, "e2e-rerun", 1)
 	render := exec.Command(binary, "job", "render", "-binary", binary, c.file)
 	for _, kv := range os.Environ() {

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -35,6 +36,7 @@ import (
 // 'etcd-nomad job run' deploys three members, they pass their checks in
 // Consul, 'etcd-nomad status' reads them, and the cluster serves a write.
 func TestMemberOnTLSAgents(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
 	const name, size = "e2e-tls", 3
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 const accessRules = `
@@ -87,6 +88,7 @@ func certCN(t *testing.T, path string) (string, time.Time) {
 // leader's rules confine to /billing/. With the pinned etcdctl built
 // (make tools), the same eval line drives a real etcdctl.
 func TestEnvAndAccessRules(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 5*time.Second)
 	cfg := tc.lay.Config()

@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -25,6 +26,7 @@ import (
 // leaves and completes its lifecycle hook, a replacement joining, and an
 // unhealthy instance replaced only once no other replacement is in flight.
 func TestASGProviderLifecycle(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	clustertest.AWSEnv(t, "AKIDTEST", "secret")
 	inst := func(id, ip string) asgtest.Instance {
 		return asgtest.Instance{ID: id, Lifecycle: "InService", Health: "Healthy", PrivateIP: ip}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -38,6 +39,7 @@ func (tc *testCluster) savedCA(name string) []byte {
 // it saved keeps its own, rejoins its peers (who trust it), and reports
 // the mismatch with both fingerprints: log, /status and /health.
 func TestDefect6MemberKeepsItsSavedCA(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -123,6 +125,7 @@ func TestDefect6MemberKeepsItsSavedCA(t *testing.T) {
 // again: they are paused), does not create a CA: it waits until they store
 // the cluster's, then joins with it.
 func TestDefect6FreshMemberWaitsForTheClusterCA(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)

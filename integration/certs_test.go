@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
@@ -117,6 +118,7 @@ func served(addr string, roots *x509.CertPool) (*x509.Certificate, error) {
 // the new CA, the coordinator holds it, and a restarted member (its etcd
 // now trusting the new CA alone) rejoins.
 func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 30*time.Second)
 	tc.opts.CertificateTTL = 45 * time.Second
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {

@@ -10,16 +10,15 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // (a) Three members started at the same moment bootstrap exactly one
 // cluster with one seed, repeated.
 func TestSimultaneousStartSeedsOnce(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	rounds := 20
-	if testing.Short() {
-		rounds = 2
-	}
 	for r := 0; r < rounds; r++ {
 		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
 			tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
@@ -48,6 +47,7 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 // (b) kill -9 one member; it is restarted, rejoins with its data and keeps
 // its member id.
 func TestKilledMemberRejoinsWithItsData(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -79,6 +79,7 @@ func TestKilledMemberRejoinsWithItsData(t *testing.T) {
 // (c) Wipe one member's data dir: the old member is removed, a learner is
 // added and promoted, 3 voters again, no key lost.
 func TestWipedMemberIsReplaced(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -115,6 +116,7 @@ func TestWipedMemberIsReplaced(t *testing.T) {
 // (d) Size 3 → 5 → 3: one membership change at a time, never below
 // quorum, no key lost.
 func TestScaleUpAndDown(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 2*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -178,6 +180,7 @@ func TestScaleUpAndDown(t *testing.T) {
 // never started: one from a cluster of another name at first boot, one from
 // an earlier incarnation of the same name (other token) later.
 func TestForeignDataIsSetAside(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	foreign := func(name string) string {
 		other := newCluster(t, filepath.Join(t.TempDir(), name), 1, 5*time.Second)
 		other.opts.Name = name
@@ -270,6 +273,7 @@ func TestForeignDataIsSetAside(t *testing.T) {
 // second and left two connections open each time, which would have run a
 // long-lived member out of file descriptors.)
 func TestMemberConnectionsDoNotGrow(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // Losing the coordinator's state (Consul wiped: no record, no CA) while a
@@ -17,6 +18,7 @@ import (
 // again, and the member that starts meanwhile offers the CA it kept, never
 // a new one its peers do not trust. It rejoins with its data.
 func TestCoordinatorStateLossKeepsTheCA(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)

@@ -18,26 +18,32 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 var binary string
 
+// TestMain builds the etcd-nomad binary the tests run as member processes;
+// in the short tier (-short) it builds nothing and every test skips.
 func TestMain(m *testing.M) {
+	os.Exit(tier.Main(m, run))
+}
+
+func run(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "etcd-nomad-bin-")
 	if err != nil {
 		panic(err)
 	}
+	defer os.RemoveAll(dir)
 	binary = filepath.Join(dir, "etcd-nomad")
 	out, err := exec.Command("go", "build", "-o", binary, "../cmd/etcd-nomad").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build etcd-nomad: %v\n%s", err, out)
-		os.Exit(1)
+		return 1
 	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	return m.Run()
 }
 
 // testCluster is a local cluster of member processes owned by one test.

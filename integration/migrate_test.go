@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -89,13 +90,7 @@ func startOutside(t *testing.T, version string, n int) *outsideCluster {
 // key, and no client request that failed twice while a writer kept
 // writing.
 func TestMigrateInAPlainEtcdCluster(t *testing.T) {
-	if testing.Short() {
-		// The race run (-short) slows the machine enough that a write
-		// timed out twice (2 s each) as an outside leader was removed,
-		// in one run of four; the test's own code has no goroutine worth
-		// the race detector's time. The full run checks it.
-		t.Skip("plain etcd clusters and a timed writer: run without -short")
-	}
+	tier.Starts(t, "plain etcd servers and etcd-nomad member processes")
 	for _, version := range []string{"v3.5.35", devagents.EtcdctlVersion} {
 		t.Run(version, func(t *testing.T) { migrateIn(t, version) })
 	}

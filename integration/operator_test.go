@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -32,6 +33,7 @@ func (tc *testCluster) cli(args ...string) (code int, out string) {
 // answers, while an instance is silent and from a member without data.
 // The others join only after resume, and no acknowledged key is lost.
 func TestOperatorPauseAndRecover(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc := newCluster(t, t.TempDir(), 3, 2*time.Second) // recovery_grace: the 5m default, no automatic recovery here
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -118,6 +120,7 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 // (Continuous backup is off here: with it, the deltas recorded after the
 // snapshot hold m0's later writes too, and nothing is refused or lost.)
 func TestOperatorRecoverFromSnapshot(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 2*time.Second) // recovery_grace: the 5m default, no automatic recovery here
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")

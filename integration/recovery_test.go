@@ -10,12 +10,14 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // Two of three members stopped for good and replaced by empty ones: after
 // the grace period the survivor seeds the next epoch from its own data
 // (ForceNewCluster), the replacements join, and no acknowledged key is lost.
 func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc, before := startRecoverable(t, 5*time.Second)
 	c := tc.client()
 	putKeys(t, c, "acked", 200)
@@ -58,6 +60,7 @@ func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 // members take over: the one with the best data of the epoch before records
 // the epoch after, and no acknowledged key is lost.
 func TestRecoveryTakenOverWhenSeederNeverReturns(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	tc, before := startRecoverable(t, 3*time.Second)
 	putKeys(t, tc.client(), "acked", 100)
 	for _, n := range []string{"m0", "m1", "m2"} {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // Known secrets handed to a real member and the CLI: none may appear in
@@ -23,6 +25,7 @@ const (
 // and (2) every file the member, the coordinator, the snapshot store and
 // the CLI wrote is 0600-or-stricter and every directory 0700-or-stricter.
 func TestSecretsAndPermissions(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	t.Setenv("ETCD_NOMAD_TEST_PASSPHRASE", testPassphrase)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", testAWSSecret)
 	dir := t.TempDir()

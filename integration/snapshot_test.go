@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
@@ -25,6 +26,7 @@ func cli(t *testing.T, args ...string) string {
 // stopped member: a new epoch whose data is the snapshot's, revisions
 // bumped, and the other members setting their data aside and joining.
 func TestSnapshotSaveAndRestore(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 5*time.Second)
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")
@@ -103,6 +105,7 @@ func TestSnapshotSaveAndRestore(t *testing.T) {
 // member runs the schedule; only one saves), retention keeps 5, and no
 // joiner saves one before adding itself.
 func TestScheduledSnapshots(t *testing.T) {
+	tier.Starts(t, "etcd-nomad member processes")
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 2*time.Second)
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")

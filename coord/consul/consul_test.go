@@ -17,6 +17,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // When run with this variable set, the test binary is a lock holder
@@ -27,6 +28,12 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(holderEnv); addr != "" {
 		os.Exit(holdLock(addr, os.Getenv(holderEnv+"_PREFIX")))
 	}
+	os.Exit(tier.Main(m, run))
+}
+
+// run runs the tests, which start the package's Consul agent when they first
+// need it (consulAgent), and stops it.
+func run(m *testing.M) int {
 	code := m.Run()
 	if agent != nil {
 		if err := agent.Stop(10 * time.Second); err != nil {
@@ -34,7 +41,7 @@ func TestMain(m *testing.M) {
 		}
 		os.RemoveAll(agent.Dir)
 	}
-	os.Exit(code)
+	return code
 }
 
 func holdLock(addr, prefix string) int {
@@ -54,9 +61,11 @@ var (
 	agentErr  error
 )
 
-// consulAgent starts one real Consul dev agent for the package's tests.
+// consulAgent starts one real Consul dev agent for the package's tests; in
+// the short tier it skips t instead.
 func consulAgent(t *testing.T) string {
 	t.Helper()
+	tier.Starts(t, "a Consul agent")
 	agentOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "consul-test-")
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
@@ -33,8 +34,10 @@ var (
 	workDir string
 )
 
+// TestMain builds etcd-nomad and starts Consul and Nomad dev agents with
+// ACLs; in the short tier (-short) it does none of it and every test skips.
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	os.Exit(tier.Main(m, run))
 }
 
 func run(m *testing.M) int {
@@ -138,6 +141,7 @@ func assertClearError(t *testing.T, out string, code int, want ...string) {
 }
 
 func TestNoTokenNamesTheMissingToken(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	file := writeDefinition(t, "acl-notoken")
 	t.Run("status without CONSUL_HTTP_TOKEN", func(t *testing.T) {
 		out, code := cli(t, nil, "status", "-config", file)
@@ -161,6 +165,7 @@ func TestNoTokenNamesTheMissingToken(t *testing.T) {
 // under default-deny ACLs with a token, and are refused with ErrDenied
 // without one.
 func TestCoordinatorWithToken(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	newCoord := func(token string) *consul.Coordinator {
@@ -205,9 +210,7 @@ func TestCoordinatorWithToken(t *testing.T) {
 // ACLs: the members get NOMAD_TOKEN from their workload identity (policy
 // attached by job run) and CONSUL_HTTP_TOKEN from the job's Nomad variable.
 func TestJobRunWithTokens(t *testing.T) {
-	if testing.Short() {
-		t.Skip("deploys a cluster on real agents")
-	}
+	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	name := "acl-run"
 	file := writeDefinition(t, name)
 	// The members get a Consul token with exactly the policy the README
@@ -271,6 +274,7 @@ func allocLogs(t *testing.T, job string) string {
 // coordination) started without CONSUL_HTTP_TOKEN logs which token is
 // missing instead of raw HTTP errors, and keeps retrying.
 func TestMemberWithoutTokenSaysSo(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	dir := t.TempDir()
 	ports, err := localcluster.FreePorts(3)
 	if err != nil {

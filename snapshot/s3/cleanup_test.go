@@ -22,6 +22,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )
@@ -32,6 +33,7 @@ const bucket = "etcd-backups"
 // store on prefix "main/" and a raw SDK client to look behind it.
 func s3Env(t *testing.T, ctx context.Context, log hclog.Logger) (*s3.Store, *awss3.Client) {
 	t.Helper()
+	tier.Starts(t, "an S3 server")
 	agent, err := devagents.StartS3(ctx, t.TempDir(), bucket)
 	if err != nil {
 		t.Fatal(err)

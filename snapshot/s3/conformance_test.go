@@ -7,6 +7,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/storetest"
@@ -15,6 +16,7 @@ import (
 // TestConformance runs the store suite against a real S3 server
 // (versitygw, built by tools/build.sh), one fresh key prefix per case.
 func TestConformance(t *testing.T) {
+	tier.Starts(t, "an S3 server")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	agent, err := devagents.StartS3(ctx, t.TempDir(), bucket)

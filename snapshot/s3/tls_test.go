@@ -14,6 +14,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
@@ -22,6 +23,7 @@ import (
 // a private CA: it fails without ca_file (certificate not trusted) and
 // works with it.
 func TestStoreOverTLSWithCAFile(t *testing.T) {
+	tier.Starts(t, "an S3 server")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
