@@ -55,9 +55,10 @@ type Consumer struct {
 // a whole TTL; a lease that ends while its last answer's TTL still runs was
 // revoked by the cluster, not expired by the application.
 type leaseLife struct {
-	lastAck time.Time
-	lastTTL int64
-	ended   time.Time // zero while the channel is open
+	lastAck  time.Time
+	lastTTL  int64
+	answered bool      // a keepalive was answered since the grant
+	ended    time.Time // zero while the channel is open
 }
 
 // leaseSlack absorbs the round trip between the leader's renewal and the
@@ -68,7 +69,11 @@ const leaseSlack = time.Second
 // then) ended before the TTL of its last keepalive answer ran out, and by
 // how much.
 func (l leaseLife) endedEarly(end time.Time) (bool, time.Duration) {
-	if l.lastAck.IsZero() {
+	if l.lastAck.IsZero() || !l.answered && !l.ended.IsZero() {
+		// The client gives a lease up when its first keepalive goes
+		// unanswered for a while (clientv3's firstKeepAliveTimeout, a
+		// few seconds) and stops renewing it: etcd then expires it by
+		// its rule, a TTL after the grant.
 		return false, 0
 	}
 	expiry := l.lastAck.Add(time.Duration(l.lastTTL) * time.Second)
@@ -208,7 +213,7 @@ func (c *Consumer) observe(id clientv3.LeaseID, ttl int64) {
 	go func() {
 		for resp := range ch {
 			c.mu.Lock()
-			life.lastAck, life.lastTTL = time.Now(), resp.TTL
+			life.lastAck, life.lastTTL, life.answered = time.Now(), resp.TTL, true
 			c.mu.Unlock()
 		}
 		if c.watchCtx.Err() != nil {
@@ -317,12 +322,15 @@ func (c *Consumer) CheckLeases(t testing.TB, cli *clientv3.Client) ConsumerRepor
 	if sess != nil {
 		defer sess.Close()
 	}
-	alive := map[clientv3.LeaseID]bool{}
+	var alive map[clientv3.LeaseID]bool
 	var got map[string]clientv3.LeaseID
 	var read time.Time
 	WaitFor(t, time.Minute, "the leased keys and their leases read", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		// Each try reads the leases again, then the keys: a lease alive
+		// at a failed try may have expired by the next.
+		alive = map[clientv3.LeaseID]bool{}
 		for _, id := range leased {
 			if _, ok := alive[id]; ok {
 				continue
@@ -392,6 +400,9 @@ func endedLeases(acked map[string]clientv3.LeaseID, alive map[clientv3.LeaseID]b
 			continue
 		}
 		end, how := life.ended, "its keepalive channel closed"
+		if !life.answered && !end.IsZero() {
+			how = "given up by the client: its first keepalive went unanswered"
+		}
 		if end.IsZero() {
 			end, how = read, "found gone at the check"
 		}

@@ -33,20 +33,21 @@ func TestLostLeasedKeysAreThoseOfLiveLeases(t *testing.T) {
 // is judged at the check's time.
 func TestLeaseEndedWhileKeptAliveIsRevoked(t *testing.T) {
 	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
-	acked := map[string]clientv3.LeaseID{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5}
+	acked := map[string]clientv3.LeaseID{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}
 	alive := map[clientv3.LeaseID]bool{5: true}
 	lives := map[clientv3.LeaseID]leaseLife{
-		1: {lastAck: t0, lastTTL: 10, ended: t0.Add(4 * time.Second)},  // revoked 6 s early
-		2: {lastAck: t0, lastTTL: 10, ended: t0.Add(10 * time.Second)}, // expired
-		3: {lastAck: t0, lastTTL: 10},                                  // open, found gone at the read below
-		4: {lastAck: t0.Add(-time.Minute), lastTTL: 10},                // open, long unanswered: expired
-		5: {lastAck: t0, lastTTL: 10},                                  // alive
+		1: {lastAck: t0, lastTTL: 10, answered: true, ended: t0.Add(4 * time.Second)},  // revoked 6 s early
+		2: {lastAck: t0, lastTTL: 10, answered: true, ended: t0.Add(10 * time.Second)}, // expired
+		3: {lastAck: t0, lastTTL: 10, answered: true},                                  // open, found gone at the read below
+		4: {lastAck: t0.Add(-time.Minute), lastTTL: 10, answered: true},                // open, long unanswered: expired
+		5: {lastAck: t0, lastTTL: 10, answered: true},                                  // alive
+		6: {lastAck: t0, lastTTL: 10, ended: t0.Add(3 * time.Second)},                  // given up by the client before an answer
 	}
 	revoked, expired := endedLeases(acked, alive, lives, t0.Add(5*time.Second))
 	if len(revoked) != 2 || !strings.HasPrefix(revoked[0], "lease 1: its keepalive channel closed") || !strings.HasPrefix(revoked[1], "lease 3: found gone at the check") {
 		t.Fatalf("revoked %q", revoked)
 	}
-	if len(expired) != 2 || !strings.HasPrefix(expired[0], "lease 2 expired") || !strings.HasPrefix(expired[1], "lease 4 expired") {
+	if len(expired) != 3 || !strings.HasPrefix(expired[0], "lease 2 expired") || !strings.HasPrefix(expired[1], "lease 4 expired") || !strings.Contains(expired[2], "given up by the client") {
 		t.Fatalf("expired %q", expired)
 	}
 }
