@@ -140,6 +140,75 @@ func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision}, nil
 }
 
+// OperatorRecordLive decides 'etcd-nomad recover -record-live': the
+// record that names the cluster running with a quorum again, as a new
+// epoch, or why not. It is the way out of a wait the planner leaves to an
+// operator: the record names an epoch newer than the live cluster's that
+// never ran here as recorded (Consul restored an old record, or its
+// seeder is gone for good), so no member may take it over beside the live
+// cluster (invariant 10), and none may re-record the live cluster's older
+// epoch over it (invariant 9).
+//
+// The fence, every part of it over what the command saw under the lock:
+//   - the record is not confirmed (a confirmed one names a cluster that
+//     ran: its members follow it) and names another incarnation than the
+//     live one (the live cluster's members confirm their own record);
+//   - every instance answers (a silent one may hold the newer epoch's
+//     data, or another quorum);
+//   - a member answers as a healthy voter (its cluster has a quorum);
+//   - every member that holds data holds the live cluster's (its token
+//     and cluster id): the new record sets nothing aside.
+//
+// The record it returns names the live cluster's token and cluster id,
+// confirmed, at an epoch above the stored record's and every member's
+// (epochs only grow), with the lowest-named healthy voter as its seeder.
+// The members adopt that epoch in their metadata (AdoptEpoch) without
+// restarting etcd. The caller writes it with a compare-and-set on the
+// record it read.
+func OperatorRecordLive(v OperatorView) (Record, error) {
+	if v.Record == nil {
+		return Record{}, fmt.Errorf("there is no cluster record: the running members re-record their cluster themselves")
+	}
+	rec := v.Record
+	if rec.ClusterID != 0 {
+		return Record{}, fmt.Errorf("the record is confirmed (token %s epoch %d, cluster %x): it names a cluster that ran; not recording another over it (its members follow it, and a record older than a member's data is re-recorded by that member)", short(rec.Token), rec.Epoch, rec.ClusterID)
+	}
+	if len(v.Silent) > 0 {
+		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold epoch %d's data or another quorum; not recording (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "), rec.Epoch)
+	}
+	var live *PeerStatus
+	for i, p := range v.Answered {
+		if p.Healthy && p.Token != "" && (live == nil || p.Name < live.Name) {
+			live = &v.Answered[i]
+		}
+	}
+	if live == nil {
+		return Record{}, fmt.Errorf("no member answers as a healthy voter: no cluster runs with a quorum to record (recover a lost quorum with -from MEMBER or -from snapshot:NAME)")
+	}
+	if live.ClusterID == 0 {
+		return Record{}, fmt.Errorf("member %s answers as a healthy voter but names no cluster id", live.Name)
+	}
+	epoch := rec.Epoch
+	var others []string
+	for _, p := range v.Answered {
+		if p.Token == "" {
+			continue
+		}
+		if p.Token != live.Token || p.ClusterID != live.ClusterID {
+			others = append(others, fmt.Sprintf("%s (token %s epoch %d, cluster %x)", p.Name, short(p.Token), p.Epoch, p.ClusterID))
+		}
+		epoch = max(epoch, p.Epoch)
+	}
+	if len(others) > 0 {
+		return Record{}, fmt.Errorf("member(s) %s hold data of another incarnation than the cluster that runs with a quorum (token %s, cluster %x, healthy voter %s): not recording it over them (recording it would set their data aside)",
+			strings.Join(sorted(others), ", "), short(live.Token), live.ClusterID, live.Name)
+	}
+	if rec.Token == live.Token {
+		return Record{}, fmt.Errorf("the record already names the cluster that runs (token %s epoch %d): its members confirm it themselves", short(rec.Token), rec.Epoch)
+	}
+	return Record{ClusterID: live.ClusterID, Token: live.Token, Epoch: epoch + 1, Seeder: live.Name}, nil
+}
+
 func sorted(xs []string) []string {
 	out := append([]string(nil), xs...)
 	sort.Strings(out)

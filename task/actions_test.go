@@ -570,3 +570,44 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 		t.Fatalf("removing a member already removed: %v, want done", err)
 	}
 }
+
+// AdoptEpoch ('recover -record-live' recorded this member's running
+// cluster as a newer epoch): the metadata takes the record's epoch while
+// etcd runs on, same member, same data; a record naming another token or
+// cluster id, or an epoch not newer, changes nothing.
+func TestAdoptEpochRewritesOnlyTheMetadata(t *testing.T) {
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	cli := k.seedForTest(m)
+	put(t, cli, "k", "v")
+	before := m.waitMeta(t, func(mt datadir.Meta) bool { return mt.ClusterID != 0 })
+	for _, bad := range []planner.Record{
+		{ClusterID: before.ClusterID, Token: "another", Epoch: before.Epoch + 2},
+		{ClusterID: before.ClusterID + 1, Token: before.Token, Epoch: before.Epoch + 2},
+		{Token: before.Token, Epoch: before.Epoch + 2},
+		{ClusterID: before.ClusterID, Token: before.Token, Epoch: before.Epoch},
+	} {
+		d := planner.Decision{Kind: planner.AdoptEpoch, Name: "m0", Record: &bad}
+		if err := m.act(context.Background(), planner.Observation{}, d); err == nil {
+			t.Errorf("adopted %+v over metadata %+v", bad, before)
+		}
+		if meta, _ := m.dir.ReadMeta(); meta != before {
+			t.Fatalf("the metadata changed for %+v: %+v, was %+v", bad, meta, before)
+		}
+	}
+	rec := planner.Record{ClusterID: before.ClusterID, Token: before.Token, Epoch: before.Epoch + 2, Seeder: "m0"}
+	if err := m.act(context.Background(), planner.Observation{}, planner.Decision{Kind: planner.AdoptEpoch, Name: "m0", Record: &rec}); err != nil {
+		t.Fatal(err)
+	}
+	want := before
+	want.Epoch = rec.Epoch
+	if meta, err := m.dir.ReadMeta(); err != nil || meta != want {
+		t.Fatalf("metadata after adopting: %+v (%v), want %+v", meta, err, want)
+	}
+	if run, _ := m.running(); !run {
+		t.Fatal("etcd stopped while adopting an epoch")
+	}
+	if resp, err := cli.Get(context.Background(), "k"); err != nil || len(resp.Kvs) != 1 {
+		t.Fatalf("get after adopting: %v %v", resp, err)
+	}
+}
