@@ -2,7 +2,9 @@ package datadir
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -119,12 +121,27 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 // that records a restore another process carries out later (an
 // operator's recovery, which a member installs at its next loop) calls it
 // first, so that nothing is recorded that cannot be installed whole.
+// A segment found damaged is left out and the chain verified again around
+// it, as a member's installs do across its loops (Source.Skip): an
+// overlapping segment may bridge it.
 func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, error) {
-	if err := os.RemoveAll(scratch); err != nil {
-		return Installed{}, err
-	}
 	defer os.RemoveAll(scratch)
-	return fetchVerified(ctx, scratch, src)
+	skip := maps.Clone(src.Skip)
+	for {
+		if err := os.RemoveAll(scratch); err != nil {
+			return Installed{}, err
+		}
+		src.Skip = skip
+		got, err := fetchVerified(ctx, scratch, src)
+		var short *ChainShortError
+		if !errors.As(err, &short) || short.Damaged == "" || skip[short.Damaged] {
+			return got, err
+		}
+		if skip == nil {
+			skip = map[string]bool{}
+		}
+		skip[short.Damaged] = true
+	}
 }
 
 // fetchVerified fetches and verifies snapshot src.Name into the etcd data

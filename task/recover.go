@@ -208,11 +208,20 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if errors.As(err, &short) {
 		// Refused before anything was recorded: the planner decides
 		// again from a chain that ends before the damaged segment.
-		if short.Damaged != "" {
+		switch {
+		case short.Damaged != "":
 			if m.damagedDeltas == nil {
 				m.damagedDeltas = map[string]bool{}
 			}
 			m.damagedDeltas[short.Damaged] = true
+		case len(m.damagedDeltas) > 0:
+			// Short without a new damaged segment, while segments marked
+			// damaged earlier were left out: the marks may be stale (an
+			// object re-uploaded, a read that was what failed; an
+			// operator's command verified the whole chain since). The next
+			// try reads them again and marks what is still damaged.
+			m.log.Warn("forgetting the delta segments marked damaged: the next try reads them again", "segments", len(m.damagedDeltas))
+			m.damagedDeltas = nil
 		}
 		m.snapshotListed = time.Time{}
 		m.log.Warn("recovery from snapshot refused before recording: its chain does not reach the revision it was chosen for", "snapshot", name, "want", short.Want, "verified_end", short.End, "damaged", short.Damaged, "why", short.Why)
