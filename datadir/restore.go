@@ -127,6 +127,7 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, error) {
 	defer os.RemoveAll(scratch)
 	skip := maps.Clone(src.Skip)
+	var firstShort error // names the first damaged segment
 	for {
 		if err := os.RemoveAll(scratch); err != nil {
 			return Installed{}, err
@@ -134,8 +135,17 @@ func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, 
 		src.Skip = skip
 		got, err := fetchVerified(ctx, scratch, src)
 		var short *ChainShortError
-		if !errors.As(err, &short) || short.Damaged == "" || skip[short.Damaged] {
+		if !errors.As(err, &short) {
 			return got, err
+		}
+		if short.Damaged == "" || skip[short.Damaged] {
+			if firstShort != nil {
+				return got, firstShort // no way around: the damage is why
+			}
+			return got, err
+		}
+		if firstShort == nil {
+			firstShort = err
 		}
 		if skip == nil {
 			skip = map[string]bool{}
