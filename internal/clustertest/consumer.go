@@ -263,6 +263,9 @@ func (c *Consumer) watch(ctx context.Context) {
 type ConsumerReport struct {
 	LeasedKeys, Sessions, SessionsLost, Locks, Proclaims, WatchEvents, WatchReopens, Errors int
 	LastError                                                                               string
+	// LeasesExpired, filled in by CheckLeases, counts the leases that
+	// expired by etcd's rule: no keepalive answered for a whole TTL.
+	LeasesExpired int
 }
 
 func (r ConsumerReport) String() string {
@@ -366,6 +369,7 @@ func (c *Consumer) CheckLeases(t testing.TB, cli *clientv3.Client) ConsumerRepor
 	lost, ended := lostLeased(leased, alive, got)
 	revoked, expired := endedLeases(leased, alive, lives, read)
 	rep := c.Report()
+	rep.LeasesExpired = len(expired)
 	t.Logf("consumer: %s; %d keys of ended leases", rep, ended)
 	for _, e := range expired {
 		t.Logf("consumer: %s", e)
