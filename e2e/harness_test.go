@@ -243,7 +243,11 @@ func (c *cluster) client() *clientv3.Client {
 			eps = append(eps, m.ClientURL)
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	// The client follows the membership as a long-lived application's
+	// does (AutoSyncInterval): a rolling update or a scale-down gives
+	// every member a new address, and a client left with the old ones
+	// loses its sessions however well the cluster keeps quorum.
+	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 3 * time.Second, AutoSyncInterval: 2 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		c.t.Fatal(err)
 	}
