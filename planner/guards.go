@@ -94,10 +94,6 @@ type Faults struct {
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
-	// AdoptAnyNewerRecord: adopt the epoch of any newer record as this
-	// member's own, unconfirmed or naming another token or cluster id
-	// (its data would then pass for an incarnation it is not).
-	AdoptAnyNewerRecord bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -262,13 +258,12 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 type dataRule int
 
 const (
-	persistedName         dataRule = iota // identity is the name persisted in the data dir
-	ownIncarnationOnly                    // data of another cluster, or another incarnation than the record's, is never started as-is
-	epochsOnlyGrow                        // a record older than this member's epoch is never obeyed: the data re-records it
-	asideForConfirmed                     // only a confirmed newer record sets data aside
-	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
-	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
-	adoptOnlyOwnConfirmed                 // a newer record's epoch is adopted only when it is confirmed and names this data's token and cluster id
+	persistedName      dataRule = iota // identity is the name persisted in the data dir
+	ownIncarnationOnly                 // data of another cluster, or another incarnation than the record's, is never started as-is
+	epochsOnlyGrow                     // a record older than this member's epoch is never obeyed: the data re-records it
+	asideForConfirmed                  // only a confirmed newer record sets data aside
+	asideOnceNewerRuns                 // ...and only once a peer shows it running with a quorum
+	asideNotForOwn                     // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
 )
 
 // dataGuard reports whether rule holds.
@@ -286,8 +281,6 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SetAsideBeforeNewerRuns
 	case asideNotForOwn:
 		return !f.SettleOnOwnRecord
-	case adoptOnlyOwnConfirmed:
-		return !f.AdoptAnyNewerRecord
 	}
 	return true
 }

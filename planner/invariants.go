@@ -41,13 +41,12 @@ func Check(o Observation, d Decision) error {
 	// Invariant 5 for running members: an incarnation the record no longer
 	// names is never kept running by a membership decision. (Taking over a
 	// recovery restarts it as the next epoch: invariant 4 checks that.)
-	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum && d.Kind != AdoptEpoch && !(d.Kind == RecordCluster && o.Record.Epoch < o.Local.Epoch) {
+	if o.Running && o.Record != nil && o.Local.Token != "" && (o.Record.Token != o.Local.Token || o.Record.Epoch != o.Local.Epoch) && d.Kind != SetAside && d.Kind != Wait && d.Kind != RecoverQuorum && !(d.Kind == RecordCluster && o.Record.Epoch < o.Local.Epoch) {
 		return fmt.Errorf("invariant 5: %s while running epoch %d against record epoch %d", d.Kind, o.Local.Epoch, o.Record.Epoch)
 	}
 	// An operator's pause: nothing but waiting, starting this member's
-	// own data, adopting the epoch the record gives it, and the
-	// operator's own recovery by its source.
-	if o.Paused != "" && (d.Kind != Wait || d.NeedsLock) && d.Kind != Rejoin && d.Kind != AdoptEpoch {
+	// own data, and the operator's own recovery by its source.
+	if o.Paused != "" && (d.Kind != Wait || d.NeedsLock) && d.Kind != Rejoin {
 		r := o.Record
 		own := r != nil && r.Operator && r.ClusterID == 0 && r.Seeder == d.Name && (d.Kind == RecoverQuorum || d.Kind == RecordCluster || d.Kind == Wait)
 		if !own {
@@ -65,23 +64,6 @@ func Check(o Observation, d Decision) error {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
 	switch d.Kind {
-	case AdoptEpoch:
-		// Invariants 5 and 9: a member takes on only the epoch of a
-		// confirmed record that names its own incarnation (its data's
-		// token and cluster id), and only a newer one.
-		r, l := o.Record, o.Local
-		switch {
-		case r == nil || d.Record == nil || *d.Record != *r:
-			return fmt.Errorf("invariant 5: adopted an epoch from a record other than the one observed")
-		case l.Empty || l.Token == "" || l.Cluster != o.ClusterName:
-			return fmt.Errorf("invariant 5: adopted epoch %d without verified data", r.Epoch)
-		case r.ClusterID == 0:
-			return fmt.Errorf("invariant 5: adopted epoch %d of an unconfirmed record (token %s)", r.Epoch, r.Token)
-		case r.Token != l.Token || r.ClusterID != l.ClusterID:
-			return fmt.Errorf("invariant 5: adopted epoch %d of token %s cluster %x for data of token %s cluster %x", r.Epoch, r.Token, r.ClusterID, l.Token, l.ClusterID)
-		case r.Epoch <= l.Epoch:
-			return fmt.Errorf("invariant 9: adopted epoch %d over this data's epoch %d", r.Epoch, l.Epoch)
-		}
 	case DisarmCorrupt:
 		// A member's CORRUPT alarm is disarmed only once it has left the
 		// membership: its corrupt data never serves unnoticed.

@@ -91,7 +91,6 @@ var brokenPlanners = map[string]Faults{
 	"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
 	"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
 	"invariant 10: recover beside a forgotten majority": {RecoverBesideKnownHealthy: true},
-	"invariant 5: adopt any newer record's epoch":       {AdoptAnyNewerRecord: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

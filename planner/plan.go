@@ -23,9 +23,7 @@ func (f Faults) PlanLeave(o Observation) Decision { return f.paused(o, f.planLea
 
 // paused holds d back while an operator paused the cluster: only a
 // Wait, starting this member's own data (Rejoin: no membership change,
-// and a paused cluster must still come back after a restart), adopting
-// the epoch an operator recorded for this member's own incarnation
-// (AdoptEpoch: a metadata write, nothing else changes), and the
+// and a paused cluster must still come back after a restart), and the
 // recovery an operator recorded (Record.Operator: its source starts it and
 // confirms it) proceed. The held decision is named in the
 // reason, so status shows what resume would do.
@@ -34,7 +32,7 @@ func (r rules) paused(o Observation, d Decision) Decision {
 		return d
 	}
 	switch {
-	case d.Kind == Wait && !d.NeedsLock, d.Kind == Rejoin, d.Kind == AdoptEpoch:
+	case d.Kind == Wait && !d.NeedsLock, d.Kind == Rejoin:
 		return d
 	case (d.Kind == RecoverQuorum || d.Kind == RecordCluster || d.NeedsLock) && o.Record != nil && o.Record.Operator && o.Record.ClusterID == 0 && o.Record.Seeder == d.Name:
 		return d // the operator's own recovery, started and confirmed by its source
@@ -117,9 +115,6 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// before restarting: finish it.
 		return d
 	}
-	if d, ok := r.adoptEpoch(o, name); ok {
-		return d
-	}
 	if rec.ClusterID == 0 && rec.Epoch > l.Epoch && rec.Seeder != name && l.Token != rec.Token {
 		if d, ok := r.takeover(o, name); ok {
 			return d
@@ -154,29 +149,6 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
-}
-
-// adoptEpoch: an operator recorded the incarnation this member's data
-// belongs to as a newer epoch ('etcd-nomad recover -record-live', over a
-// record of a newer epoch that never ran, which Consul restored while this
-// cluster ran with a quorum). The record is confirmed and names this
-// data's token and cluster id: it is this member's own incarnation under
-// a newer number. The member writes the record's epoch into its metadata,
-// running or stopped, without stopping etcd or moving its data. Never for
-// an unconfirmed record (a seed or recovery that may not have run), one
-// of another token or cluster id (another incarnation: invariant 5), nor
-// an epoch that is not newer (invariant 9). ok is false when the record is
-// not such a one.
-func (r rules) adoptEpoch(o Observation, name string) (Decision, bool) {
-	rec, l := o.Record, o.Local
-	if rec == nil || l.Token == "" || l.Cluster != o.ClusterName || rec.Epoch <= l.Epoch {
-		return Decision{}, false
-	}
-	if r.dataGuard(adoptOnlyOwnConfirmed) && (rec.ClusterID == 0 || l.ClusterID != rec.ClusterID || l.Token != rec.Token) {
-		return Decision{}, false
-	}
-	rc := *rec
-	return Decision{Kind: AdoptEpoch, Name: name, Record: &rc, Reason: fmt.Sprintf("the confirmed record names this member's incarnation (token %s, cluster %x) as epoch %d, newer than its data's epoch %d: adopting epoch %d in its metadata (etcd and its data unchanged)", short(rec.Token), rec.ClusterID, rec.Epoch, l.Epoch, rec.Epoch)}, true
 }
 
 // settles reports whether the record may set aside this member's data (of
@@ -513,9 +485,6 @@ func (r rules) planRunning(o Observation, name string) Decision {
 	rec := o.Record
 	if rec == nil || rec.Epoch < o.Local.Epoch && r.dataGuard(epochsOnlyGrow) {
 		return r.rerecord(o, name)
-	}
-	if d, ok := r.adoptEpoch(o, name); ok {
-		return d
 	}
 	if o.Local.Token != "" && (rec.Token != o.Local.Token || rec.Epoch != o.Local.Epoch) {
 		if rec.ClusterID == 0 && rec.Seeder != name && rec.Epoch > o.Local.Epoch {

@@ -234,9 +234,6 @@ type PeerStatus struct {
 	Healthy  bool
 	// Revision is the newest revision in the peer's data.
 	Revision int64
-	// ClusterID is the etcd cluster id the peer runs (running) or its
-	// data's metadata names (stopped); 0 when unknown.
-	ClusterID uint64
 }
 
 // Kind names a decision.
@@ -280,13 +277,6 @@ const (
 	// (the leader, last, after handing leadership away), then disarm
 	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
 	Maintain Kind = "maintain"
-	// AdoptEpoch: write Record's epoch into this member's metadata: the
-	// confirmed record names this member's own incarnation (its token
-	// and cluster id) at a newer epoch, which an operator recorded over
-	// a record that named no live cluster ('etcd-nomad recover
-	// -record-live'). etcd is neither stopped nor restarted, and no data
-	// moves: the same cluster goes on under the newer epoch.
-	AdoptEpoch Kind = "adopt-epoch"
 	// DisarmCorrupt: disarm the CORRUPT alarms of the members Alarms
 	// names, which have left the membership (their data set aside): while
 	// any CORRUPT alarm is raised etcd refuses reads and writes.

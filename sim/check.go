@@ -61,7 +61,7 @@ func (w *World) check() {
 			continue
 		}
 		g := n.etcd.group
-		if n.data.token != g.token || !g.labeled(n.data.epoch) {
+		if n.data.token != g.token || n.data.epoch != g.epoch {
 			w.violate(InvForeignData, "%s serves %s (token %s) with data of token %s epoch %d", n.name, g, g.token, n.data.token, n.data.epoch)
 			return
 		}
@@ -219,9 +219,6 @@ func (w *World) healthy() bool {
 	for _, n := range w.slots {
 		if !n.up || n.alloc != allocRunning || n.etcd == nil || n.etcd.group != g {
 			return false
-		}
-		if d := n.data; d == nil || d.token != r.Token || d.epoch != r.Epoch {
-			return false // its metadata names another epoch (not adopted yet)
 		}
 		if m := g.member(n.etcd.memberID); m == nil || m.learner || !m.active {
 			return false

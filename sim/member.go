@@ -258,23 +258,6 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 		}}}
 	case planner.RecoverQuorum:
 		return w.recoverActions(n, d, rec)
-	case planner.AdoptEpoch:
-		r := *d.Record
-		return []action{{"write metadata (adopt the record's epoch)", func() (string, error) {
-			// task's adoptEpoch: the metadata read afresh must name the
-			// record's token and cluster id at an older epoch.
-			dd := n.data
-			if dd == nil || dd.token != r.Token || dd.clusterID != r.ClusterID || r.ClusterID == 0 || dd.epoch >= r.Epoch {
-				return "", errors.New("the metadata no longer names the record's incarnation at an older epoch")
-			}
-			was := dd.epoch
-			dd.epoch = r.Epoch
-			if g := dd.group; g != nil && g.epoch < r.Epoch {
-				g.former = append(g.former, g.epoch)
-				g.epoch = r.Epoch
-			}
-			return fmt.Sprintf("epoch %d (was %d)", r.Epoch, was), nil
-		}}}
 	case planner.Wait:
 		return nil
 	}

@@ -102,7 +102,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// Member.starting).
 			st.Token, st.Epoch = d.token, d.epoch
 		}
-		st.MemberID, st.ClusterID = d.memberID, d.clusterID
+		st.MemberID = d.memberID
 		if d.name != "" {
 			st.Name = d.name
 		}
@@ -114,7 +114,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 		return st
 	}
 	g := in.etcd.group
-	st.Running, st.MemberID, st.ClusterID = true, in.etcd.memberID, g.clusterID
+	st.Running, st.MemberID = true, in.etcd.memberID
 	m := g.member(in.etcd.memberID)
 	if m == nil {
 		return st

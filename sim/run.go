@@ -17,9 +17,6 @@ type Result struct {
 	Healthy time.Duration
 	Faults  int
 	Groups  int
-	// RecordedLive counts the operator's successful 'recover
-	// -record-live' runs.
-	RecordedLive int
 }
 
 // Run runs one seed: a fault phase of cfg.FaultSteps steps, then a quiet
@@ -27,7 +24,6 @@ type Result struct {
 // violation.
 func Run(cfg Config) (Result, *World) {
 	w := New(cfg)
-	operatorActed := false
 	for w.failure == nil {
 		if w.step == w.cfg.FaultSteps {
 			w.quiet, w.quietAt = true, w.now
@@ -39,18 +35,6 @@ func Run(cfg Config) (Result, *World) {
 				break
 			}
 			if w.now-w.quietAt > w.cfg.QuietTime {
-				if why := w.stuck(); why != "" && !w.cfg.NoOperator && !operatorActed {
-					// The operator's way out of a wait for an operator:
-					// record the live cluster again, if the fence
-					// allows; then the run must become healthy.
-					operatorActed = true
-					if refused := w.operatorRecordLive("stuck: " + why); refused == "" {
-						w.quietAt = w.now
-						continue
-					} else {
-						w.logf("operator", "recover -record-live refused: %s", refused)
-					}
-				}
 				if why := w.stuck(); why != "" {
 					w.logf("quiet", "stuck: %s (an operator must restore)", why)
 					return w.result(why), w
@@ -63,7 +47,7 @@ func Run(cfg Config) (Result, *World) {
 }
 
 func (w *World) result(stuck string) Result {
-	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Faults: w.faults, Groups: len(w.groups), RecordedLive: w.recordedLive}
+	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Faults: w.faults, Groups: len(w.groups)}
 	if w.quiet && w.failure == nil && stuck == "" {
 		r.Healthy = w.now - w.quietAt
 	}
@@ -79,12 +63,6 @@ func (w *World) Step() {
 		w.fault()
 	} else {
 		w.next()
-	}
-	if !w.cfg.NoOperator && w.opRng.Float64() < w.cfg.OperatorRate {
-		// An impatient operator, at any moment.
-		if refused := w.operatorRecordLive("impatient"); refused != "" && w.trace.verbose {
-			w.logf("operator", "recover -record-live refused: %s", refused)
-		}
 	}
 	w.refresh()
 	if w.rng.IntN(3) == 0 {

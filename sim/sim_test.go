@@ -131,27 +131,3 @@ func TestCorrectSystemRunsClean(t *testing.T) {
 	}
 	t.Log(explore(t, 1, steps))
 }
-
-// recordLiveSeeds are runs that end stuck for an operator without one: a
-// record of another incarnation that no member may take over beside a
-// cluster that runs with a quorum (seed 230: an unconfirmed seed record of
-// a gone seeder beside the live cluster of another token of its epoch; 796:
-// an unconfirmed record of epoch 4 beside the live cluster of another
-// token of epoch 4). With the operator's 'recover -record-live' each must
-// become healthy: its members adopt the new epoch (planner AdoptEpoch),
-// and the run ends with every voter's metadata naming the record.
-var recordLiveSeeds = []uint64{230, 796, 922}
-
-func TestOperatorRecordLiveEndsTheWait(t *testing.T) {
-	for _, s := range recordLiveSeeds {
-		without, _ := Run(Config{Seed: s, NoOperator: true})
-		if without.Violation != nil || without.Stuck == "" {
-			t.Fatalf("seed %d without the operator: violation %v, stuck %q; want stuck for an operator (the model changed: pick another seed)", s, without.Violation, without.Stuck)
-		}
-		with, w := Run(Config{Seed: s})
-		if with.Violation != nil || with.Stuck != "" || with.RecordedLive == 0 {
-			t.Fatalf("seed %d with the operator: violation %v, stuck %q, %d record-live runs; want healthy after recording the live cluster\ntrace:\n%s", s, with.Violation, with.Stuck, with.RecordedLive, w.Trace())
-		}
-		t.Logf("seed %d: stuck without the operator (%.120s); healthy %s after the quiet phase began, with it", s, without.Stuck, with.Healthy)
-	}
-}

@@ -57,14 +57,6 @@ type Config struct {
 	Defects Defects
 	// TraceLen is how many events the trace keeps (200 when 0).
 	TraceLen int
-	// OperatorRate is the chance that an impatient operator runs
-	// 'etcd-nomad recover -record-live' at a step (0.001 when 0); it
-	// succeeds only under planner.OperatorRecordLive's fence. And once
-	// the quiet phase ends stuck, the operator runs it (planner's wait
-	// "an operator must choose"), and the run gets another quiet phase.
-	OperatorRate float64
-	// NoOperator: no operator ever runs the command.
-	NoOperator bool
 }
 
 func (c *Config) defaults() {
@@ -83,25 +75,16 @@ func (c *Config) defaults() {
 	if c.TraceLen == 0 {
 		c.TraceLen = 200
 	}
-	if c.OperatorRate == 0 {
-		c.OperatorRate = 0.001
-	}
 }
 
 // World is the whole modeled system: allocations with their supervisor
 // and data, etcd clusters, the coordinator, the provider, the snapshot
 // store, simulated time and the trace.
 type World struct {
-	cfg Config
-	rng *rand.Rand
-	// opRng draws the operator's moments, apart from rng: a run the
-	// operator never changes keeps the schedule it had without one.
-	opRng *rand.Rand
-	// recordedLive counts the operator's successful 'recover
-	// -record-live' runs.
-	recordedLive int
-	now          time.Duration
-	step         int
+	cfg  Config
+	rng  *rand.Rand
+	now  time.Duration
+	step int
 
 	nodes  []*node // every allocation ever placed
 	slots  []*node // the current allocation of each slot
@@ -211,23 +194,6 @@ type group struct {
 	committed int64
 	leader    uint64
 	quorum    int // the partition side holding its quorum, -1 when none
-	// former are the epochs the group ran under before its members
-	// adopted a newer one (an operator recorded it again: AdoptEpoch).
-	former []uint64
-}
-
-// labeled reports whether data of epoch e names g's incarnation: its
-// epoch, or one it ran under before an adoption.
-func (g *group) labeled(e uint64) bool {
-	if e == g.epoch {
-		return true
-	}
-	for _, f := range g.former {
-		if f == e {
-			return true
-		}
-	}
-	return false
 }
 
 type gmember struct {
@@ -297,7 +263,7 @@ func (v *Violation) Error() string {
 // New builds the world of cfg: Size allocations placed, empty, no record.
 func New(cfg Config) *World {
 	cfg.defaults()
-	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), opRng: rand.New(rand.NewPCG(cfg.Seed, 0x0be)), byName: map[string]*node{}, nextID: 0x10}
+	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), byName: map[string]*node{}, nextID: 0x10}
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {

@@ -71,8 +71,6 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.removeMember(ctx, o, d)
 	case planner.SetAside:
 		return m.setAside(d)
-	case planner.AdoptEpoch:
-		return m.adoptEpoch(d)
 	case planner.RecordCluster:
 		return m.recordCluster(ctx, d)
 	case planner.RecoverQuorum:
@@ -412,37 +410,6 @@ func (m *Member) setAside(d planner.Decision) error {
 	m.startCorrupt = ""
 	m.log.Warn("data dir set aside (not deleted)", "to", dst, "reason", d.Reason)
 	return nil
-}
-
-// adoptEpoch carries out planner.AdoptEpoch: the record names this
-// member's incarnation (its token and cluster id) at a newer epoch, which
-// an operator recorded ('etcd-nomad recover -record-live'): the metadata
-// takes that epoch; etcd runs on untouched. The metadata is read afresh
-// and written only if it still names that incarnation at an older epoch.
-func (m *Member) adoptEpoch(d planner.Decision) error {
-	rec := d.Record
-	meta, err := m.dir.ReadMeta()
-	if err != nil {
-		return fmt.Errorf("read metadata: %w", err)
-	}
-	if meta.Token != rec.Token || meta.ClusterID != rec.ClusterID || rec.ClusterID == 0 || meta.Epoch >= rec.Epoch {
-		return fmt.Errorf("not adopting epoch %d: the metadata names token %s epoch %d cluster %x, the record token %s cluster %x",
-			rec.Epoch, shortTok(meta.Token), meta.Epoch, meta.ClusterID, shortTok(rec.Token), rec.ClusterID)
-	}
-	old := meta.Epoch
-	meta.Epoch = rec.Epoch
-	if err := m.dir.WriteMeta(meta); err != nil {
-		return fmt.Errorf("write metadata: %w", err)
-	}
-	m.log.Warn("adopted the epoch an operator recorded for this member's cluster", "epoch", rec.Epoch, "was", old, "cluster_id", types.ID(rec.ClusterID).String())
-	return nil
-}
-
-func shortTok(t string) string {
-	if len(t) > 8 {
-		return t[:8]
-	}
-	return t
 }
 
 func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {

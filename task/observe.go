@@ -165,7 +165,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID})
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision})
 		}(in)
 	}
 	wg.Wait()

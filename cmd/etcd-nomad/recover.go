@@ -26,14 +26,13 @@ import (
 type recoverCommand struct{ ui cli.Ui }
 
 func (c *recoverCommand) Synopsis() string {
-	return "Recover a cluster that lost its quorum from the member or the snapshot an operator chooses, or record the live cluster again"
+	return "Recover a cluster that lost its quorum from the member or the snapshot an operator chooses"
 }
 
 func (c *recoverCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
-       etcd-nomad recover -config FILE -record-live
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -66,30 +65,13 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   at a higher revision); the next epoch is recorded (compare-and-set)
   before MEMBER restarts.
 
-  -record-live makes the cluster that runs with a quorum the recorded one
-  again, when the record names a newer epoch that never ran beside it
-  (Consul restored an old record, or its seeder is gone for good) and the
-  members wait for an operator ("no takeover beside a live cluster and no
-  older epoch recorded over a newer one"). It records a new epoch, above
-  the stored one and every member's, naming the live cluster's token and
-  cluster id, confirmed; its members adopt that epoch in their metadata
-  at their next loop without restarting etcd, and the members without
-  data join it. Under the cluster lock, with a compare-and-set on the
-  record read; refused, saying why, when the record is confirmed or
-  already names the live cluster, when any instance does not answer, when
-  no member answers as a healthy voter (no quorum: use -from), when any
-  member holds data of another incarnation (named), or when the record
-  changed meanwhile.
-
 Options:
   -config FILE         cluster definition
   -from SOURCE         MEMBER, or snapshot:NAME (snapshot:latest: the newest)
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
                        snapshot) or another incarnation's data (with a
-                       member): set aside, not deleted
-  -record-live         record the cluster that runs with a quorum as a new
-                       epoch (alone: no -from, -member or -accept-data-loss)`)
+                       member): set aside, not deleted`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -97,29 +79,8 @@ func (c *recoverCommand) Run(args []string) int {
 	from := fs.String("from", "", "")
 	member := fs.String("member", "", "")
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
-	recordLive := fs.Bool("record-live", false, "")
-	cl := fs.load(c.ui, c.Help(), args, false)
+	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
-		return 1
-	}
-	if *recordLive {
-		if *from != "" || *member != "" || *acceptLoss {
-			c.ui.Error("recover: -record-live goes alone (no -from, -member or -accept-data-loss)")
-			return 1
-		}
-		ctx, cancel := signalContext()
-		defer cancel()
-		rec, err := operatorRecordLive(ctx, cl)
-		if err != nil {
-			c.ui.Error("recover: " + err.Error())
-			return 1
-		}
-		c.ui.Output(fmt.Sprintf("recorded epoch %d: the live cluster %x (token %s) again; its members adopt epoch %d at their next loop without restarting etcd, members without data join it",
-			rec.Epoch, rec.ClusterID, shortToken(rec.Token), rec.Epoch))
-		return 0
-	}
-	if *from == "" {
-		c.ui.Error(c.Help())
 		return 1
 	}
 	ctx, cancel := signalContext()
@@ -156,13 +117,6 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 		v.From, v.AcceptLoss = from, acceptLoss
 		return planner.OperatorRecovery(v)
 	})
-}
-
-// operatorRecordLive records the cluster that runs with a quorum as a new
-// epoch, under the lock, after observing every instance
-// (planner.OperatorRecordLive).
-func operatorRecordLive(ctx context.Context, cl *config.Cluster) (planner.Record, error) {
-	return recordOperatorRecovery(ctx, cl, planner.OperatorRecordLive)
 }
 
 // operatorRestore records an operator's recovery from snapshot name
@@ -298,16 +252,13 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 			continue
 		}
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
-			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID})
+			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision})
 	}
 	next, err := decide(v)
 	if err != nil {
 		return planner.Record{}, err
 	}
 	if _, err := co.UpdateRecord(ctx, l, task.StoredRecord(next, cur.Index)); err != nil {
-		if errors.Is(err, coord.ErrConflict) {
-			return planner.Record{}, fmt.Errorf("record epoch %d: the record changed while this command observed the members (nothing written; run it again to decide on the new record): %w", next.Epoch, err)
-		}
 		return planner.Record{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 	}
 	return next, nil
