@@ -10,7 +10,7 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate
+.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -31,6 +31,14 @@ tools:
 ## reachable; always self-tests the scanner. See tools/vuln.sh.
 vuln:
 	bash tools/vuln.sh
+
+## alerts: the Prometheus alerting rules in monitoring/ — promtool (built
+## from the pinned Prometheus module into the tools cache, tools/promtool)
+## checks them and runs their unit tests (monitoring/alerts_test.yml).
+alerts:
+	@promtool=$$(bash tools/build.sh promtool)/promtool-v0.316.0; \
+	$$promtool check rules monitoring/alerts.yml && \
+	$$promtool test rules monitoring/alerts_test.yml
 
 ## fuzz: Go native fuzzing of what parses untrusted input (the cluster
 ## definition, stored snapshots, members' /status, the cluster record, the
@@ -66,7 +74,7 @@ fuzz-short:
 ## race passes) for `make timing JSON=TEST_JSON`.
 TEST_JSON ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/etcd-nomad/test-last.json
 GOTESTSUM = bash tools/gotestsum.sh --format pkgname-and-test-fails --format-hide-empty-pkg
-test: fmt vet build tools vuln fuzz-short
+test: fmt vet build tools alerts vuln fuzz-short
 	@mkdir -p $(dir $(TEST_JSON))
 	$(GOTESTSUM) --jsonfile $(TEST_JSON) -- -count=1 -timeout 40m ./...
 	$(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -race -short -timeout 20m $(RACE_PKGS)
@@ -80,7 +88,7 @@ test: fmt vet build tools vuln fuzz-short
 CHECK_PKGS = ./planner/... ./sim/... ./config/... ./certs/... ./coord ./coord/local/... ./coord/coordtest/... \
 	./datadir/... ./jobs/... ./identity/... ./creds/... ./status/... ./snapshot ./snapshot/file/... ./snapshot/storetest/... \
 	./provider ./provider/static/... ./provider/asg/... ./internal/clustertest ./internal/bench/... ./internal/procstat/... \
-	./coord/consul ./snapshot/s3 ./internal/tier
+	./coord/consul ./snapshot/s3 ./internal/tier ./monitoring
 .PHONY: check
 check: fmt vet
 	$(GO) mod tidy -diff

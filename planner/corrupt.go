@@ -33,7 +33,7 @@ func (r rules) corrupt(o Observation, name string) (Decision, bool) {
 	}
 	good := goodVoters(o)
 	if v := voters(o.Members); len(good) < Quorum(v) && r.holdGuard(keepLastGoodCopy) {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("data found corrupt (%s), but only %d healthy voter(s) besides this member are named by no CORRUPT alarm, below the quorum %d of %d voters: keeping this data (it may be the best copy left); an operator must choose", o.Corrupt, len(good), Quorum(v), v)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("data found corrupt (%s), but only %d healthy voter(s) besides this member are named by no CORRUPT alarm, below the quorum %d of %d voters: keeping this data (it may be the best copy left); an operator must choose", o.Corrupt, len(good), Quorum(v), v)}, true
 	}
 	return Decision{Kind: SetAside, Name: name, Aside: AsideCorrupt, Reason: fmt.Sprintf("data found corrupt (%s) while %d healthy voter(s) hold good copies: stopping, setting the data aside and joining again as a learner", o.Corrupt, len(good))}, true
 }

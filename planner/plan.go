@@ -138,7 +138,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && r.dataGuard(ownIncarnationOnly) {
 		if why, ok := r.settles(o, name); !ok && !orphaned(o) {
-			return Decision{Kind: Wait, Name: name, Reason: why}
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why}
 		}
 		if d, ok := r.keepUntilNewerRuns(o, name); ok {
 			return d
@@ -223,7 +223,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 			return Decision{}, false // settles says why it waits
 		}
 		if q, live := quorumAnswers(o); live {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
 		}
 		if o.Unreachable > 0 {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
@@ -233,7 +233,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		}
 		for _, p := range o.Peers {
 			if p.Token == l.Token && p.Epoch == l.Epoch && p.Revision > l.Revision {
-				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
 			}
 		}
 	}
@@ -291,7 +291,7 @@ func (r rules) keepUntilNewerRuns(o Observation, name string) (Decision, bool) {
 		if s := o.LatestSnapshot; s != nil {
 			snap = fmt.Sprintf("the newest snapshot %s is older (revision %d)", s.Name, s.Revision)
 		}
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, no member holds it and %s: this data may hold writes no other copy has; keeping it: an operator must choose what to restore", why, snap)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, no member holds it and %s: this data may hold writes no other copy has; keeping it: an operator must choose what to restore", why, snap)}, true
 	}
 	return Decision{Kind: Wait, Name: name, Reason: why + ": keeping this data until it does (it may be the best copy left)"}, true
 }
@@ -394,7 +394,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				Reason: fmt.Sprintf("resuming the recovery of epoch %d from snapshot %s", rec.Epoch, snap)}
 		}
 		if rec.Seeder == name && rec.Source == FromData {
-			return Decision{Kind: Wait, Name: name, Reason: "this member recorded a recovery from data it no longer holds: an operator must restore a snapshot"}
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: "this member recorded a recovery from data it no longer holds: an operator must restore a snapshot"}
 		}
 		if rec.Seeder == name {
 			for _, p := range o.Peers {
@@ -406,7 +406,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				if p.Token != "" && p.Epoch >= rec.Epoch {
 					// Consul restored this member's old seed record while
 					// another incarnation runs: resuming would make two.
-					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded a seed of epoch %d, but peer %s holds another incarnation (token %s epoch %d): not resuming it; an operator must choose", rec.Epoch, p.Name, short(p.Token), p.Epoch)}
+					return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded a seed of epoch %d, but peer %s holds another incarnation (token %s epoch %d): not resuming it; an operator must choose", rec.Epoch, p.Name, short(p.Token), p.Epoch)}
 				}
 			}
 			if !o.HoldsLock {
@@ -497,7 +497,7 @@ func (r rules) planRunning(o Observation, name string) Decision {
 				// takeover would start a second cluster beside it
 				// (invariant 10), and re-recording this older epoch would
 				// make the record's epoch go back (invariant 9).
-				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, gone for %s, and never confirmed, while this member's epoch %d runs with a quorum: no takeover beside a live cluster and no older epoch recorded over a newer one; an operator must choose", rec.Epoch, rec.Seeder, o.SeederGoneFor, o.Local.Epoch)}
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, gone for %s, and never confirmed, while this member's epoch %d runs with a quorum: no takeover beside a live cluster and no older epoch recorded over a newer one; an operator must choose", rec.Epoch, rec.Seeder, o.SeederGoneFor, o.Local.Epoch)}
 			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
 		}
@@ -507,7 +507,7 @@ func (r rules) planRunning(o Observation, name string) Decision {
 			return d
 		}
 		if why, ok := r.settles(o, name); !ok {
-			return Decision{Kind: Wait, Name: name, Reason: why}
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why}
 		}
 		if d, ok := r.keepUntilNewerRuns(o, name); ok {
 			return d
@@ -948,11 +948,11 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
 	for _, p := range o.Peers {
 		if p.Token != "" {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; peer %s holds another incarnation (token %s epoch %d, revision %d): an operator must choose", why, p.Name, short(p.Token), p.Epoch, p.Revision)}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s; peer %s holds another incarnation (token %s epoch %d, revision %d): an operator must choose", why, p.Name, short(p.Token), p.Epoch, p.Revision)}, true
 		}
 	}
 	if o.RecoveryGrace <= 0 {
-		return Decision{Kind: Wait, Name: name, Reason: why + ": automatic recovery is off; an operator must restore it with 'etcd-nomad snapshot restore'"}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + ": automatic recovery is off; an operator must restore it with 'etcd-nomad snapshot restore'"}, true
 	}
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true

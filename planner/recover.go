@@ -90,11 +90,11 @@ func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataTo
 		return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
 	}
 	if o.Local.Learner && !o.Local.Empty && holds(o.Local.Token, o.Local.Epoch) && o.Local.Revision > src {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member is a learner holding revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", o.Local.Revision, src)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member is a learner holding revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", o.Local.Revision, src)}, true
 	}
 	for _, p := range o.Peers {
 		if p.Learner && holds(p.Token, p.Epoch) && p.Revision > src {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("learner %s holds revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", p.Name, p.Revision, src)}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("learner %s holds revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", p.Name, p.Revision, src)}, true
 		}
 	}
 	return Decision{}, false
@@ -205,7 +205,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
 		if o.LatestSnapshot == nil {
-			return Decision{Kind: Wait, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
 		from, target, srcRev = FromSnapshot, o.LatestSnapshot.Name, o.LatestSnapshot.Revision
 		// Any live member may seed from the snapshot: the lowest name.
@@ -258,11 +258,11 @@ func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, da
 		return token != "" && (epoch == rec.Epoch && token != rec.Token || dataToken != "" && epoch == dataEpoch && token != dataToken)
 	}
 	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && other(o.Local.Token, o.Local.Epoch) {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, o.Local.Epoch, short(o.Local.Token), o.Local.Revision)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, o.Local.Epoch, short(o.Local.Token), o.Local.Revision)}, true
 	}
 	for _, p := range o.Peers {
 		if other(p.Token, p.Epoch) {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, p.Name, p.Epoch, short(p.Token), p.Revision)}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds another incarnation of epoch %d (token %s, revision %d): two incarnations of one epoch; not recovering: an operator must choose", why, p.Name, p.Epoch, short(p.Token), p.Revision)}, true
 		}
 	}
 	return Decision{}, false
@@ -291,11 +291,11 @@ func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src 
 		return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && rev > src
 	}
 	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && older(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, src)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, src)}, true
 	}
 	for _, p := range o.Peers {
 		if older(p.Token, p.Epoch, p.Revision) {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, p.Name, p.Epoch, p.Revision, src)}, true
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, p.Name, p.Epoch, p.Revision, src)}, true
 		}
 	}
 	return Decision{}, false

@@ -313,6 +313,11 @@ type Decision struct {
 	// NeedsLock is true when the action requires the coordination lock and
 	// this member does not hold it: take it and observe again.
 	NeedsLock bool
+	// AwaitsOperator is true for a Wait that only an operator ends (two
+	// incarnations, newer data than any recovery source, nothing to
+	// recover from...): the reason says what to choose. The member exports
+	// it (etcd_nomad_awaiting_operator) for an alert to page someone.
+	AwaitsOperator bool
 }
 
 // AsideReason is why a SetAside sets the data dir aside; the set-aside

@@ -48,6 +48,11 @@ type Recorder struct {
 	FlushBytes int
 	// OnFlush, optional, is told of every stored segment.
 	OnFlush func(Meta)
+	// OnCaughtUp, optional, is told when every change the recorder saw
+	// is stored: after each flush, and at each FlushEvery tick with
+	// nothing pending (an idle cluster loses nothing). The time since it
+	// was last called is the live recovery point objective.
+	OnCaughtUp func(time.Time)
 	// Now, optional, is the clock (names and metadata times).
 	Now func() time.Time
 
@@ -89,6 +94,7 @@ func (r *Recorder) Run(ctx context.Context) error {
 			if err := r.flushOrHold(ctx, limit); err != nil {
 				return err
 			}
+			r.caughtUp()
 		case resp, ok := <-wch:
 			if !ok {
 				return final(fmt.Errorf("delta recorder: watch closed: %w", ctx.Err()))
@@ -106,9 +112,22 @@ func (r *Recorder) Run(ctx context.Context) error {
 				if err := r.flushOrHold(ctx, limit); err != nil {
 					return err
 				}
+				r.caughtUp()
 			}
 		}
 	}
+}
+
+// caughtUp tells OnCaughtUp when nothing is pending.
+func (r *Recorder) caughtUp() {
+	if r.OnCaughtUp == nil || len(r.pending.Events) > 0 {
+		return
+	}
+	now := time.Now
+	if r.Now != nil {
+		now = r.Now
+	}
+	r.OnCaughtUp(now())
 }
 
 // add appends one event, asking for the TTL of a lease not seen before.

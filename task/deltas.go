@@ -98,6 +98,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 			m.snapMetrics.deltaRevision.Set(float64(d.Revision))
 			m.snapMetrics.deltaLast.Set(float64(d.Created.Unix()))
 		},
+		OnCaughtUp: func(at time.Time) { m.snapMetrics.deltaCaughtUp.Set(float64(at.Unix())) },
 	}
 	go func() {
 		err := r.Run(rctx)

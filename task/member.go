@@ -216,8 +216,9 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		metrics: newMetrics(o.Cluster.Name, o.Name),
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
-	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
-	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name})
+	m.metrics.staleAfter.Set(o.Cluster.Provider.StaleAfter.Seconds())
+	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, o.Snapshots)
+	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, m.warnBefore)
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -411,6 +412,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		d = planner.Plan(o)
 	}
 	m.upkeep(ctx, o, planner.PlanUpkeep(o))
+	m.metrics.observed(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
 	if d.Kind != planner.Wait || d.NeedsLock {

@@ -48,13 +48,19 @@ type renewal struct {
 	mu       sync.Mutex
 	notAfter map[string]time.Time
 	expiry   *prometheus.GaugeVec
+	// warnAt is when each certificate enters its warning window
+	// (warnBefore of its name before it expires): the alert's threshold.
+	warnAt     *prometheus.GaugeVec
+	warnBefore func(name string) time.Duration
 }
 
-func newRenewal(reg prometheus.Registerer, labels prometheus.Labels) *renewal {
-	r := &renewal{notAfter: map[string]time.Time{}, expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+func newRenewal(reg prometheus.Registerer, labels prometheus.Labels, warnBefore func(name string) time.Duration) *renewal {
+	r := &renewal{notAfter: map[string]time.Time{}, warnBefore: warnBefore, expiry: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "etcd_nomad_certificate_expiry_timestamp_seconds", Help: "When each certificate this member uses expires (Unix seconds): member, root_client, and each trusted CA.", ConstLabels: labels,
+	}, []string{"certificate"}), warnAt: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "etcd_nomad_certificate_warning_timestamp_seconds", Help: "When each certificate this member uses enters its warning window (Unix seconds): the /health check warns from then on.", ConstLabels: labels,
 	}, []string{"certificate"})}
-	reg.MustRegister(r.expiry)
+	reg.MustRegister(r.expiry, r.warnAt)
 	return r
 }
 
@@ -63,6 +69,7 @@ func (r *renewal) set(name string, notAfter time.Time) {
 	r.notAfter[name] = notAfter
 	r.mu.Unlock()
 	r.expiry.WithLabelValues(name).Set(float64(notAfter.Unix()))
+	r.warnAt.WithLabelValues(name).Set(float64(notAfter.Add(-r.warnBefore(name)).Unix()))
 }
 
 // forgetCAs drops the CAs' expiries (set again from the trusted file).
@@ -73,6 +80,7 @@ func (r *renewal) forgetCAs() {
 		if strings.HasPrefix(n, certCA) {
 			delete(r.notAfter, n)
 			r.expiry.DeleteLabelValues(n)
+			r.warnAt.DeleteLabelValues(n)
 		}
 	}
 }
@@ -291,20 +299,24 @@ func parseCerts(b []byte) []*x509.Certificate {
 	}
 }
 
-// certWarning says which certificate expires within the warning window,
-// "" when none does.
-// The CAs' window is 30 days; the member's and root's is
-// certs.WarnBefore of the configured validity.
+// warnBefore is certificate name's warning window: the CAs' is 30 days;
+// the member's and root's is certs.WarnBefore of the configured validity.
+func (m *Member) warnBefore(name string) time.Duration {
+	if strings.HasPrefix(name, certCA) {
+		return certs.WarnBefore(config.DefaultMemberCertTTL)
+	}
+	return certs.WarnBefore(m.certTTL())
+}
+
+// certWarning says which certificate expires within the warning window
+// (warnBefore), "" when none does.
 func (m *Member) certWarning(now time.Time) string {
 	m.renew.mu.Lock()
 	defer m.renew.mu.Unlock()
 	var warn []string
 	for _, name := range sortedKeys(m.renew.notAfter) {
 		at := m.renew.notAfter[name]
-		window := certs.WarnBefore(m.certTTL())
-		if strings.HasPrefix(name, certCA) {
-			window = certs.WarnBefore(config.DefaultMemberCertTTL)
-		}
+		window := m.warnBefore(name)
 		if at.Sub(now) < window {
 			warn = append(warn, fmt.Sprintf("certificate %s expires %s (in %s, warning below %s)", name, at.UTC().Format(time.RFC3339), at.Sub(now).Round(time.Second), window))
 		}

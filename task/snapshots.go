@@ -63,9 +63,18 @@ type snapshotMetrics struct {
 	// Continuous backup: the last delta segment stored.
 	deltaRevision prometheus.Gauge
 	deltaLast     prometheus.Gauge
+	// newest is the newest full snapshot in the store, as this member
+	// last listed it or saved it (the leader lists it at every check);
+	// deltaCaughtUp is when this member's recorder last held no change
+	// unstored: time() minus it is the live RPO. The intervals say what
+	// the alerts compare them with (0: off).
+	newest        prometheus.Gauge
+	deltaCaughtUp prometheus.Gauge
+	interval      prometheus.Gauge
+	deltaInterval prometheus.Gauge
 }
 
-func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *snapshotMetrics {
+func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels, s *Snapshots) *snapshotMetrics {
 	g := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
 	}
@@ -78,8 +87,18 @@ func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels) *sna
 
 		deltaRevision: g("etcd_nomad_delta_last_revision", "Last revision of the last delta segment this member stored (continuous backup)."),
 		deltaLast:     g("etcd_nomad_delta_last_timestamp_seconds", "Time of the last delta segment this member stored."),
+
+		newest:        g("etcd_nomad_snapshot_newest_timestamp_seconds", "Creation time of the newest full snapshot in the store, as this member last listed or saved it (0: not yet known)."),
+		deltaCaughtUp: g("etcd_nomad_delta_caught_up_timestamp_seconds", "When this member's continuous backup last had every change stored (time() minus it is the live RPO; 0: not recording here)."),
+		interval:      g("etcd_nomad_snapshot_interval_seconds", "The scheduled full snapshots' interval (0: snapshots off)."),
+		deltaInterval: g("etcd_nomad_delta_interval_seconds", "How often continuous backup flushes its changes (0: continuous backup off)."),
 	}
-	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures, sm.deltaRevision, sm.deltaLast)
+	if s != nil {
+		sm.interval.Set(s.Interval.Seconds())
+		sm.deltaInterval.Set(max(s.DeltaEvery, 0).Seconds())
+	}
+	reg.MustRegister(sm.last, sm.revision, sm.size, sm.duration, sm.failures, sm.deltaRevision, sm.deltaLast,
+		sm.newest, sm.deltaCaughtUp, sm.interval, sm.deltaInterval)
 	return sm
 }
 
@@ -132,6 +151,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	m.snapMetrics.revision.Set(float64(meta.Revision))
 	m.snapMetrics.size.Set(float64(meta.Size))
 	m.snapMetrics.duration.Set(took.Seconds())
+	m.snapMetrics.newest.Set(float64(meta.Created.Unix()))
 	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
 	m.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
@@ -236,13 +256,16 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 		m.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)
 	}
+	full, _, _, ok := snapshot.Newest(list)
+	if ok {
+		m.snapMetrics.newest.Set(float64(full.Created.Unix()))
+	}
 	if m.wantFullSnapshot.Load() {
 		return true, nil // a new delta chain needs a full snapshot of this incarnation now
 	}
 	if msg := snapshot.ClockDisagrees(list); msg != "" {
 		m.log.Warn("a member's clock is off: snapshots are ordered by their epoch and revision, never by the time their takers wrote on them", "detail", msg)
 	}
-	full, _, _, ok := snapshot.Newest(list)
 	return !ok || time.Since(full.Created) >= s.Interval, nil
 }
 

@@ -224,7 +224,7 @@ func up(dir, bin string) error {
 	}
 	fmt.Printf(`
 etcd endpoints: %s
-Nomad UI:       %s/ui/jobs/etcd-demo
+Nomad job:      NOMAD_ADDR=%s %s job status etcd-demo
 Consul UI:      %s/ui/dc1/services/demo
 cluster summary in Consul KV: etcd-nomad/demo/summary
 Consul DNS:     demo.service.consul (SRV _demo._tcp.service.consul) on %s
@@ -239,7 +239,7 @@ Talk to etcd (endpoints from Consul, a 1-hour root client certificate):
   %s member list -w table
 
 Stop everything: make demo-down
-`, strings.Join(eps, ","), nomad.Addr, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
+`, strings.Join(eps, ","), nomad.Addr, nomadBin, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
 		evalLine(st, bin, defFile), etcdctl)
 	return nil
 }
