@@ -143,6 +143,11 @@ const (
 	// connection (Go's default is 250), so the connection cap bounds the
 	// requests in flight too.
 	statusMaxStreams = 16
+	// statusMaxHeaderBytes bounds a request's header lines (Go's default
+	// is 1 MiB): beyond it the member answers 431 and closes. The
+	// legitimate clients send a few hundred bytes; 16 KiB bounds what the
+	// connection cap's worth of stalled headers holds to a few MiB.
+	statusMaxHeaderBytes = 16 << 10
 	// exchangeMaxBody bounds a certificate request: a JWT and a PEM CSR
 	// are a few KiB.
 	exchangeMaxBody = 64 << 10
@@ -257,7 +262,7 @@ func (m *Member) serveStatus() error {
 	}
 	ln = netutil.LimitListener(ln, statusMaxConns)
 	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
-		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout,
+		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: statusMaxStreams}}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
