@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.etcd.io/etcd/server/v3/etcdserver"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
@@ -120,11 +119,20 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 // Prometheus scraper, `etcd-nomad creds` at start and at each renewal.
 const (
 	// statusMaxConns caps the connections the member holds open on the
-	// status port; more wait in the kernel's backlog until one closes
-	// (at worst statusHeaderTimeout, for a connection that sends
-	// nothing). 256 is many times the legitimate clients and a small
-	// share of the process's descriptor limit, which etcd needs.
+	// status port (statusListener). At the cap a new connection takes
+	// the place of the one idle longest; with none idle it waits in the
+	// kernel's backlog until one closes (at worst statusHeaderTimeout,
+	// for a connection that sends nothing, or statusWriteTimeout for one
+	// in a request). 256 is many times the legitimate clients and a
+	// small share of the process's descriptor limit, which etcd needs.
 	statusMaxConns = 256
+	// statusMaxConnsPerSource caps the connections of one source address
+	// (an IPv6 /64), closing the ones over it at once: one peer alone
+	// cannot fill statusMaxConns. 32 is far above what one host's
+	// legitimate clients hold (a Consul agent's check, a member's
+	// observations, the creds of the allocations on one Nomad client,
+	// each connection closed at statusIdleTimeout).
+	statusMaxConnsPerSource = 32
 	// statusHeaderTimeout bounds the TLS handshake and a request's
 	// headers: a connection that sends nothing is closed after it.
 	statusHeaderTimeout = 5 * time.Second
@@ -136,9 +144,11 @@ const (
 	// its answer: above /health's linearizable read (rpcTimeout), the
 	// exchange's JWKS read (identity.FetchTimeout) and a /metrics scrape.
 	statusWriteTimeout = 30 * time.Second
-	// statusIdleTimeout: a client that never closes its keep-alive
-	// connections cannot pin them (and their memory) for good.
-	statusIdleTimeout = 2 * time.Minute
+	// statusIdleTimeout closes a keep-alive connection that sends no
+	// request for this long: above the Consul check's interval and the
+	// members' observations, short enough that a client that never closes
+	// its connections gives them back soon.
+	statusIdleTimeout = 10 * time.Second
 	// statusMaxStreams caps the concurrent requests of one HTTP/2
 	// connection (Go's default is 250), so the connection cap bounds the
 	// requests in flight too.
@@ -260,8 +270,9 @@ func (m *Member) serveStatus() error {
 	if err != nil {
 		return fmt.Errorf("listen on status address %s: %w", addr, err)
 	}
-	ln = netutil.LimitListener(ln, statusMaxConns)
-	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
+	sl := newStatusListener(ln, statusMaxConns, statusMaxConnsPerSource)
+	ln = sl
+	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
 		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
 		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: statusMaxStreams}}
 	if m.scheme == "https" {
