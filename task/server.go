@@ -161,15 +161,29 @@ const (
 	// exchangeMaxBody bounds a certificate request: a JWT and a PEM CSR
 	// are a few KiB.
 	exchangeMaxBody = 64 << 10
-	// exchangeRate and exchangeBurst pace the exchange, across all
-	// callers, before anything is read: each answer costs a signature
-	// (and a JWKS read on an unknown key id). An application asks once
-	// at start and then at two thirds of certificate_ttl, so a job of 20
-	// allocations starting at once is served in the burst, a larger one
-	// at 5 a second (creds retries with backoff). A flood is refused
-	// with 429 and delays other applications' exchanges, never etcd.
-	exchangeRate  = rate.Limit(5)
-	exchangeBurst = 20
+	// The exchange is paced before anything is read (exchangeLimiter):
+	// each answer costs a signature (and a JWKS read on an unknown key
+	// id). An application asks once at start and then at two thirds of
+	// certificate_ttl.
+	//
+	// exchangeSourceRate and exchangeSourceBurst pace each source (a
+	// Nomad client's address): 20 allocations starting at once on one
+	// node are served in the burst, more at 2 a second (creds retries
+	// with backoff). A source's flood is refused with 429 and delays
+	// only that source's exchanges.
+	exchangeSourceRate  = rate.Limit(2)
+	exchangeSourceBurst = 20
+	// exchangeRate and exchangeBurst pace the requests the sources'
+	// buckets let through, all sources together: they bound the
+	// member's signing work, far above what a cluster's applications
+	// ask, and take exchangeRate/exchangeSourceRate (25) flooding
+	// sources to spend.
+	exchangeRate  = rate.Limit(50)
+	exchangeBurst = 200
+	// exchangeMaxSources bounds the sources whose buckets are kept (a
+	// few hundred KiB); past it the one seen least recently is
+	// forgotten.
+	exchangeMaxSources = 4096
 )
 
 func (m *Member) serveStatus() error {
@@ -254,9 +268,9 @@ func (m *Member) serveStatus() error {
 		// Without an access block no workload maps to a user: the
 		// exchange is not served at all (404), so a stranger gets nothing
 		// decoded or verified.
-		lim := rate.NewLimiter(exchangeRate, exchangeBurst)
+		lim := newExchangeLimiter(exchangeRate, exchangeBurst, exchangeSourceRate, exchangeSourceBurst, exchangeMaxSources)
 		mux.HandleFunc(ExchangePath, func(w http.ResponseWriter, r *http.Request) {
-			if !lim.Allow() {
+			if !lim.allow(sourceOf(r.RemoteAddr), time.Now()) {
 				w.Header().Set("Retry-After", "1")
 				http.Error(w, "too many certificate requests to this member: retry", http.StatusTooManyRequests)
 				return

@@ -211,15 +211,16 @@ func TestExchangeWithoutAccessIsNotServed(t *testing.T) {
 	}
 }
 
-// A burst of exchange requests beyond exchangeBurst is refused with 429
-// (and Retry-After) before anything is decoded or verified.
+// A burst of exchange requests from one source beyond exchangeSourceBurst
+// is refused with 429 (and Retry-After) before anything is decoded or
+// verified.
 func TestExchangeBurstIsRateLimited(t *testing.T) {
 	m, cfg := statusTarget(t, true, someKeys(t))
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	defer hc.CloseIdleConnections()
 	extra := 15
 	var limited, firstLimited int
-	for i := range exchangeBurst + extra {
+	for i := range exchangeSourceBurst + extra {
 		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
 		if err != nil {
 			t.Fatal(err)
@@ -237,10 +238,10 @@ func TestExchangeBurstIsRateLimited(t *testing.T) {
 		}
 	}
 	if limited < extra-3 {
-		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, exchangeBurst+extra, extra, exchangeBurst)
+		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, exchangeSourceBurst+extra, extra, exchangeSourceBurst)
 	}
-	if firstLimited < exchangeBurst-1 {
-		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, exchangeBurst)
+	if firstLimited < exchangeSourceBurst-1 {
+		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, exchangeSourceBurst)
 	}
 }
 

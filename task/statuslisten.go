@@ -46,10 +46,11 @@ func newStatusListener(ln net.Listener, max, perSource int) *statusListener {
 	return l
 }
 
-// sourceOf is what the per-source cap counts: the remote IPv4 address, or
-// the /64 of an IPv6 one (a single host commonly holds a whole /64).
-func sourceOf(a net.Addr) netip.Prefix {
-	ap, err := netip.ParseAddrPort(a.String())
+// sourceOf is what the per-source limits count, from a remote address
+// (host:port): the IPv4 address, or the /64 of an IPv6 one (a single host
+// commonly holds a whole /64).
+func sourceOf(remote string) netip.Prefix {
+	ap, err := netip.ParseAddrPort(remote)
 	if err != nil {
 		return netip.Prefix{}
 	}
@@ -68,7 +69,7 @@ func (l *statusListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		sc := &statusConn{Conn: c, l: l, source: sourceOf(c.RemoteAddr())}
+		sc := &statusConn{Conn: c, l: l, source: sourceOf(c.RemoteAddr().String())}
 		admitted, err := l.admit(sc)
 		if err != nil {
 			c.Close()

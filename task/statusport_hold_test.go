@@ -8,15 +8,27 @@ package task
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/identity"
 )
 
 // fromSource returns a dialer whose connections come from the address ip.
@@ -143,4 +155,90 @@ func TestStatusPortClosesAnIdleConnectionForANewOneAtTheCap(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	healthWithin(t, m, cfg, "127.0.0.2", statusHeaderTimeout, fmt.Sprintf("%d peers held %d keep-alive connections", statusMaxConns/statusMaxConnsPerSource, held))
+}
+
+// One unauthenticated peer floods the exchange with junk POSTs on four
+// keep-alive connections, as fast as the 429s come back; a workload on
+// another Nomad client (another source), retrying as creds does, gets its
+// certificates: the flood spends its source's bucket, and only the
+// requests that bucket lets through are charged to the global one. On the
+// reviewed commit one global bucket, charged first, refused the workload
+// nearly every time.
+func TestExchangeServesAWorkloadBesideAnotherSourcesFlood(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	enc := base64.RawURLEncoding
+	doc, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kid": "k", "kty": "RSA",
+		"n": enc.EncodeToString(key.N.Bytes()), "e": enc.EncodeToString(big.NewInt(int64(key.E)).Bytes())}}})
+	m, cfg := statusTarget(t, true, testKeys(doc))
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, identity.Claims{Namespace: "default", Job: "billing", Task: "app",
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{identity.Audience}, ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
+	tok.Header["kid"] = "k"
+	good, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := m.statusURL(m.self) + ExchangePath
+	legit := func() int {
+		csr, _, err := certs.NewCSR()
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := json.Marshal(CertRequest{Identity: good, CSR: string(csr)})
+		hc := clientFrom("127.0.0.2", cfg, 5*time.Second)
+		defer hc.CloseIdleConnections()
+		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
+		if err != nil {
+			return 0
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if c := legit(); c != http.StatusOK {
+		t.Fatalf("control: a valid identity without a flood got %d, want 200", c)
+	}
+
+	stop := make(chan struct{})
+	var sent, refused atomic.Int64
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hc := clientFrom("127.0.0.1", cfg, 5*time.Second)
+			defer hc.CloseIdleConnections()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				resp, err := hc.Post(url, "application/json", bytes.NewReader([]byte(`{}`)))
+				if err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusTooManyRequests {
+						refused.Add(1)
+					}
+				}
+				sent.Add(1)
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	time.Sleep(time.Second) // the flood's source has spent its burst
+
+	ok := 0
+	start := time.Now()
+	for range 20 {
+		if legit() == http.StatusOK {
+			ok++
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	rate := float64(sent.Load()) / time.Since(start).Seconds()
+	t.Logf("the workload got %d of 20 certificates under about %.0f junk requests/s from another source (%d of them refused 429)", ok, rate, refused.Load())
+	if ok < 18 {
+		t.Fatalf("the workload got %d of 20 certificates under a flood from another source: locked out", ok)
+	}
 }
