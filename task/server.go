@@ -149,10 +149,6 @@ const (
 	// members' observations, short enough that a client that never closes
 	// its connections gives them back soon.
 	statusIdleTimeout = 10 * time.Second
-	// statusMaxStreams caps the concurrent requests of one HTTP/2
-	// connection (Go's default is 250), so the connection cap bounds the
-	// requests in flight too.
-	statusMaxStreams = 16
 	// statusMaxHeaderBytes bounds a request's header lines (Go's default
 	// is 1 MiB): beyond it the member answers 431 and closes. The
 	// legitimate clients send a few hundred bytes; 16 KiB bounds what the
@@ -286,15 +282,24 @@ func (m *Member) serveStatus() error {
 	}
 	sl := newStatusListener(ln, statusMaxConns, statusMaxConnsPerSource)
 	ln = sl
+	// HTTP/1.1 only: one request at a time per connection, so the
+	// connection caps bound the requests in flight too. The port's
+	// clients (Consul's check, members, Prometheus, creds) gain nothing
+	// from HTTP/2, which would need its own limits.
+	var http1 http.Protocols
+	http1.SetHTTP1(true)
 	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
 		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: statusMaxStreams}}
+		Protocols: &http1}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
 		if err == nil {
 			// Read at each handshake, as etcd does: renewal replaces
 			// the file.
 			cfg.Certificates, cfg.GetCertificate = nil, m.serverCertificate
+			// Named here, not left to ServeTLS: GetConfigForClient
+			// below returns copies of this config.
+			cfg.NextProtos = []string{"http/1.1"}
 		}
 		if err == nil && m.ca != nil {
 			// /status also takes the status CA's clients (read-only
