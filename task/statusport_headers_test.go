@@ -35,11 +35,12 @@ func TestStatusPortBoundsTheHeaderBytesOfEachConnection(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range statusMaxConns {
+	for i := range statusMaxConns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, err := tls.Dial("tcp", statusAddr(m), cfg)
+			// From as many sources as the per-source cap takes.
+			c, err := tls.DialWithDialer(fromSource(fmt.Sprintf("127.0.0.%d", 30+i/statusMaxConnsPerSource)), "tcp", statusAddr(m), cfg)
 			if err != nil {
 				return
 			}
