@@ -94,8 +94,16 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 		if err != nil {
 			return Result{}, err
 		}
-		if pinned, err = pinnedCA(pin, caPEM, o.Dir, where); err != nil {
+		var retired bool
+		if pinned, retired, err = pinnedCA(pin, caPEM, o.Dir, where); err != nil {
 			return Result{}, err
+		}
+		if retired && o.Logger != nil {
+			// Not refused: a sidecar pinned before a rotation must keep
+			// its application running (README: Pin the cluster CA). Said
+			// at every fetch until the pin is updated.
+			o.Logger.Warn("RE-PIN: the pinned cluster CA is no longer published (a CA rotation retired it, or a writer of Consul's keys replaced it): this task still trusts it, from the ca.crt it wrote before, so whoever holds the retired CA's key can receive this task's workload identity and have the application trust it; set -ca-fingerprint ("+FingerprintEnv+") to the new fingerprint (`etcd-nomad tls fingerprint`, or the last line of `etcd-nomad tls rotate-ca`) and redeploy",
+				"pin", pin, "published", certFingerprints(caPEM), "source", where)
 		}
 		roots = encodeCert(pinned)
 	}

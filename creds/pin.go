@@ -70,20 +70,23 @@ func encodeCert(c *x509.Certificate) []byte {
 // creds wrote into dir before: after a CA rotation retires the pinned CA,
 // Consul publishes only the new one, and a running application keeps the
 // pinned certificate it wrote. Where the bytes come from does not matter:
-// only the pinned CA has that fingerprint. ErrCANotPinned names what
-// Consul holds and the pin.
-func pinnedCA(pin string, published []byte, dir, where string) (*x509.Certificate, error) {
+// only the pinned CA has that fingerprint. retired is true in the second
+// case: the pinned CA is no longer the cluster's, and whoever holds its
+// key (a rotation often retires a CA because its key leaked) can still
+// receive the identity; the caller warns. ErrCANotPinned names what Consul
+// holds and the pin.
+func pinnedCA(pin string, published []byte, dir, where string) (c *x509.Certificate, retired bool, err error) {
 	var seen []string
 	for _, c := range parseAll(published) {
 		if fingerprint(c) == pin {
-			return c, nil
+			return c, false, nil
 		}
 		seen = append(seen, fingerprint(c))
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "ca.crt")); err == nil {
 		for _, c := range parseAll(b) {
 			if fingerprint(c) == pin {
-				return c, nil
+				return c, true, nil
 			}
 		}
 	}
@@ -91,7 +94,7 @@ func pinnedCA(pin string, published []byte, dir, where string) (*x509.Certificat
 	if len(seen) > 0 {
 		held = strings.Join(seen, ", ")
 	}
-	return nil, fmt.Errorf("%w: %s holds %s, the pin (-ca-fingerprint, %s) is %s; the workload identity was sent nowhere. "+
+	return nil, false, fmt.Errorf("%w: %s holds %s, the pin (-ca-fingerprint, %s) is %s; the workload identity was sent nowhere. "+
 		"If an operator rotated the cluster CA (etcd-nomad tls rotate-ca), pin the new one (etcd-nomad tls fingerprint); if not, someone who may write Consul's keys replaced it",
 		ErrCANotPinned, where, held, FingerprintEnv, pin)
 }

@@ -73,9 +73,16 @@ func TestPlaintextCAMigrationWarnsUntilARotation(t *testing.T) {
 	}
 	rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
 	defer rcancel()
+	var last string
 	if err := task.RotateCA(rctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
-		Progress: func(s string) { t.Log("rotate-ca: " + s) }}); err != nil {
+		Progress: func(s string) { t.Log("rotate-ca: " + s); last = s }}); err != nil {
 		t.Fatal(err)
+	}
+	// Applications pinned to the exposed CA still trust it: the command's
+	// last line tells the operator to re-pin them, with the new
+	// fingerprint.
+	if next, err := clusterca.Read(bg, co, cl.Name, kek); err != nil || !strings.Contains(last, "re-pin") || !strings.Contains(last, certs.Fingerprint(next.Cert)) {
+		t.Errorf("rotate-ca's last line %q does not tell to re-pin the applications to the new CA (%v)", last, err)
 	}
 	if _, ok, err := clusterca.LoadExposure(bg, co); ok || err != nil {
 		t.Errorf("the mark after the rotation: %v %v, want none", ok, err)

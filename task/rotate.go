@@ -602,6 +602,10 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 			r, err = setPhase(ctx, o, r, PhaseDone)
 		case PhaseDone:
 			say(fmt.Sprintf("CA rotation done in %s: the cluster CA is %s", time.Since(r.Started).Round(time.Millisecond), newFP))
+			// A running creds pinned to the old CA keeps trusting it
+			// (creds/pin.go): the rotation does not end an exposure of
+			// the old CA's key for it.
+			say(fmt.Sprintf("re-pin the applications: set ETCD_NOMAD_CA_FINGERPRINT (creds -ca-fingerprint) to %s in every application job and redeploy; until then a creds pinned to the old CA still trusts it, and sends its workload identity to whatever the old CA's key signs", newFP))
 			return nil
 		}
 		if err != nil {

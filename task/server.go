@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.etcd.io/etcd/server/v3/etcdserver"
-	"golang.org/x/net/netutil"
 	"golang.org/x/time/rate"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
@@ -120,11 +119,20 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 // Prometheus scraper, `etcd-nomad creds` at start and at each renewal.
 const (
 	// statusMaxConns caps the connections the member holds open on the
-	// status port; more wait in the kernel's backlog until one closes
-	// (at worst statusHeaderTimeout, for a connection that sends
-	// nothing). 256 is many times the legitimate clients and a small
-	// share of the process's descriptor limit, which etcd needs.
+	// status port (statusListener). At the cap a new connection takes
+	// the place of the one idle longest; with none idle it waits in the
+	// kernel's backlog until one closes (at worst statusHeaderTimeout,
+	// for a connection that sends nothing, or statusWriteTimeout for one
+	// in a request). 256 is many times the legitimate clients and a
+	// small share of the process's descriptor limit, which etcd needs.
 	statusMaxConns = 256
+	// statusMaxConnsPerSource caps the connections of one source address
+	// (an IPv6 /64), closing the ones over it at once: one peer alone
+	// cannot fill statusMaxConns. 32 is far above what one host's
+	// legitimate clients hold (a Consul agent's check, a member's
+	// observations, the creds of the allocations on one Nomad client,
+	// each connection closed at statusIdleTimeout).
+	statusMaxConnsPerSource = 32
 	// statusHeaderTimeout bounds the TLS handshake and a request's
 	// headers: a connection that sends nothing is closed after it.
 	statusHeaderTimeout = 5 * time.Second
@@ -136,25 +144,42 @@ const (
 	// its answer: above /health's linearizable read (rpcTimeout), the
 	// exchange's JWKS read (identity.FetchTimeout) and a /metrics scrape.
 	statusWriteTimeout = 30 * time.Second
-	// statusIdleTimeout: a client that never closes its keep-alive
-	// connections cannot pin them (and their memory) for good.
-	statusIdleTimeout = 2 * time.Minute
-	// statusMaxStreams caps the concurrent requests of one HTTP/2
-	// connection (Go's default is 250), so the connection cap bounds the
-	// requests in flight too.
-	statusMaxStreams = 16
+	// statusIdleTimeout closes a keep-alive connection that sends no
+	// request for this long: above the Consul check's interval and the
+	// members' observations, short enough that a client that never closes
+	// its connections gives them back soon.
+	statusIdleTimeout = 10 * time.Second
+	// statusMaxHeaderBytes bounds a request's header lines (Go's default
+	// is 1 MiB): beyond it the member answers 431 and closes. The
+	// legitimate clients send a few hundred bytes; 16 KiB bounds what the
+	// connection cap's worth of stalled headers holds to a few MiB.
+	statusMaxHeaderBytes = 16 << 10
 	// exchangeMaxBody bounds a certificate request: a JWT and a PEM CSR
 	// are a few KiB.
 	exchangeMaxBody = 64 << 10
-	// exchangeRate and exchangeBurst pace the exchange, across all
-	// callers, before anything is read: each answer costs a signature
-	// (and a JWKS read on an unknown key id). An application asks once
-	// at start and then at two thirds of certificate_ttl, so a job of 20
-	// allocations starting at once is served in the burst, a larger one
-	// at 5 a second (creds retries with backoff). A flood is refused
-	// with 429 and delays other applications' exchanges, never etcd.
-	exchangeRate  = rate.Limit(5)
-	exchangeBurst = 20
+	// The exchange is paced before anything is read (exchangeLimiter):
+	// each answer costs a signature (and a JWKS read on an unknown key
+	// id). An application asks once at start and then at two thirds of
+	// certificate_ttl.
+	//
+	// exchangeSourceRate and exchangeSourceBurst pace each source (a
+	// Nomad client's address): 20 allocations starting at once on one
+	// node are served in the burst, more at 2 a second (creds retries
+	// with backoff). A source's flood is refused with 429 and delays
+	// only that source's exchanges.
+	exchangeSourceRate  = rate.Limit(2)
+	exchangeSourceBurst = 20
+	// exchangeRate and exchangeBurst pace the requests the sources'
+	// buckets let through, all sources together: they bound the
+	// member's signing work, far above what a cluster's applications
+	// ask, and take exchangeRate/exchangeSourceRate (25) flooding
+	// sources to spend.
+	exchangeRate  = rate.Limit(50)
+	exchangeBurst = 200
+	// exchangeMaxSources bounds the sources whose buckets are kept (a
+	// few hundred KiB); past it the one seen least recently is
+	// forgotten.
+	exchangeMaxSources = 4096
 )
 
 func (m *Member) serveStatus() error {
@@ -239,9 +264,9 @@ func (m *Member) serveStatus() error {
 		// Without an access block no workload maps to a user: the
 		// exchange is not served at all (404), so a stranger gets nothing
 		// decoded or verified.
-		lim := rate.NewLimiter(exchangeRate, exchangeBurst)
+		lim := newExchangeLimiter(exchangeRate, exchangeBurst, exchangeSourceRate, exchangeSourceBurst, exchangeMaxSources)
 		mux.HandleFunc(ExchangePath, func(w http.ResponseWriter, r *http.Request) {
-			if !lim.Allow() {
+			if !lim.allow(sourceOf(r.RemoteAddr), time.Now()) {
 				w.Header().Set("Retry-After", "1")
 				http.Error(w, "too many certificate requests to this member: retry", http.StatusTooManyRequests)
 				return
@@ -255,16 +280,26 @@ func (m *Member) serveStatus() error {
 	if err != nil {
 		return fmt.Errorf("listen on status address %s: %w", addr, err)
 	}
-	ln = netutil.LimitListener(ln, statusMaxConns)
-	m.http = &http.Server{Handler: mux, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
-		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout,
-		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: statusMaxStreams}}
+	sl := newStatusListener(ln, statusMaxConns, statusMaxConnsPerSource)
+	ln = sl
+	// HTTP/1.1 only: one request at a time per connection, so the
+	// connection caps bound the requests in flight too. The port's
+	// clients (Consul's check, members, Prometheus, creds) gain nothing
+	// from HTTP/2, which would need its own limits.
+	var http1 http.Protocols
+	http1.SetHTTP1(true)
+	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
+		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
+		Protocols: &http1}
 	if m.scheme == "https" {
 		cfg, err := certs.ServerConfig(m.tlsFiles)
 		if err == nil {
 			// Read at each handshake, as etcd does: renewal replaces
 			// the file.
 			cfg.Certificates, cfg.GetCertificate = nil, m.serverCertificate
+			// Named here, not left to ServeTLS: GetConfigForClient
+			// below returns copies of this config.
+			cfg.NextProtos = []string{"http/1.1"}
 		}
 		if err == nil && m.ca != nil {
 			// /status also takes the status CA's clients (read-only

@@ -150,12 +150,14 @@ func openFDs(t *testing.T) int {
 	return len(ents)
 }
 
-// Connections opened and left silent, more than the status port's cap:
-// the member accepts (and holds a descriptor for) at most statusMaxConns
-// of them, the rest wait in the kernel's backlog; a legitimate /health
-// that arrives behind them is answered once the silent ones reach the
-// header timeout, not starved. On main every connection was accepted:
-// thousands exhaust the descriptors of the process that runs etcd.
+// Connections opened and left silent, more than the status port's cap,
+// from as many sources as it takes (statusMaxConnsPerSource each): the
+// member accepts (and holds a descriptor for) at most statusMaxConns of
+// them, the rest wait in the kernel's backlog; a legitimate /health from
+// another source that arrives behind them is answered once the silent
+// ones reach the header timeout, not starved. On main every connection
+// was accepted: thousands exhaust the descriptors of the process that
+// runs etcd.
 func TestStatusPortCapsConnections(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
 	before := openFDs(t)
@@ -166,8 +168,8 @@ func TestStatusPortCapsConnections(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for range n {
-		c, err := net.Dial("tcp", statusAddr(m))
+	for i := range n {
+		c, err := fromSource(fmt.Sprintf("127.0.0.%d", 20+i/statusMaxConnsPerSource)).Dial("tcp", statusAddr(m))
 		if err != nil {
 			t.Fatalf("dial %d: %v", len(conns), err)
 		}
@@ -178,7 +180,7 @@ func TestStatusPortCapsConnections(t *testing.T) {
 	if accepted > statusMaxConns+16 {
 		t.Errorf("the member holds %d descriptors for %d silent connections, want at most the cap %d", accepted, n, statusMaxConns)
 	}
-	hc := &http.Client{Timeout: statusHeaderTimeout + 5*time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
+	hc := clientFrom("127.0.0.3", cfg, statusHeaderTimeout+5*time.Second)
 	defer hc.CloseIdleConnections()
 	start := time.Now()
 	resp, err := hc.Get("https://" + statusAddr(m) + "/health")
@@ -209,15 +211,16 @@ func TestExchangeWithoutAccessIsNotServed(t *testing.T) {
 	}
 }
 
-// A burst of exchange requests beyond exchangeBurst is refused with 429
-// (and Retry-After) before anything is decoded or verified.
+// A burst of exchange requests from one source beyond exchangeSourceBurst
+// is refused with 429 (and Retry-After) before anything is decoded or
+// verified.
 func TestExchangeBurstIsRateLimited(t *testing.T) {
 	m, cfg := statusTarget(t, true, someKeys(t))
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	defer hc.CloseIdleConnections()
 	extra := 15
 	var limited, firstLimited int
-	for i := range exchangeBurst + extra {
+	for i := range exchangeSourceBurst + extra {
 		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
 		if err != nil {
 			t.Fatal(err)
@@ -235,10 +238,10 @@ func TestExchangeBurstIsRateLimited(t *testing.T) {
 		}
 	}
 	if limited < extra-3 {
-		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, exchangeBurst+extra, extra, exchangeBurst)
+		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, exchangeSourceBurst+extra, extra, exchangeSourceBurst)
 	}
-	if firstLimited < exchangeBurst-1 {
-		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, exchangeBurst)
+	if firstLimited < exchangeSourceBurst-1 {
+		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, exchangeSourceBurst)
 	}
 }
 

@@ -38,11 +38,12 @@ Usage: etcd-nomad tls fingerprint -config FILE
   Prints the cluster CA's fingerprint (sha256:<hex of the SHA-256 of the
   CA certificate's DER>), the value an application's 'etcd-nomad creds'
   pins with -ca-fingerprint or ETCD_NOMAD_CA_FINGERPRINT. With Consul
-  coordination it opens the sealed CA with ETCD_NOMAD_CA_KEK
-  (nomad var get -item ca_kek nomad/jobs/JOB): the seal binds the
-  certificate to the KEK, so a certificate a writer of Consul's keys put
-  there is refused rather than printed. Run it again after
-  'tls rotate-ca' and update the pins.
+  coordination it needs ETCD_NOMAD_CA_KEK (nomad var get -item ca_kek
+  nomad/jobs/JOB) and refuses without it: it opens the sealed CA with
+  the KEK, and the seal binds the certificate to the KEK, so a
+  certificate a writer of Consul's keys put there is refused rather than
+  printed. Only with local coordination is a plaintext CA read without
+  the KEK. Run it again after 'tls rotate-ca' and update the pins.
 
 Options:
   -config FILE   cluster definition`)
@@ -63,14 +64,26 @@ func (c *fingerprintCommand) Run(args []string) int {
 		c.ui.Error("tls fingerprint: the cluster CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files (openssl x509 -noout -fingerprint -sha256 -in CA_FILE)")
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	bc, err := backends.OpenClient(cl)
+	kek, err := clusterca.KEKFromEnv()
 	if err != nil {
 		c.ui.Error("tls fingerprint: " + err.Error())
 		return 1
 	}
-	kek, err := clusterca.KEKFromEnv()
+	if kek == nil && cl.Coordination.Kind != config.CoordLocal {
+		// Without the KEK, clusterca.Read takes a plaintext CA, which
+		// with Consul is one any writer of its keys can plant: the
+		// fingerprint printed here is pinned into every application, so
+		// only the sealed CA is taken. The local coordinator's directory
+		// is the machine's own, as are the members' data directories.
+		c.ui.Error("tls fingerprint: " + certs.KEKEnv + " is not set: with " + cl.Coordination.Kind +
+			" coordination the fingerprint is read only from the CA sealed with the cluster's key encryption key " +
+			"(a plaintext CA there may be anyone's who can write the coordinator's keys); " +
+			"export " + certs.KEKEnv + "=\"$(nomad var get -item ca_kek nomad/jobs/JOB)\" and run it again")
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	bc, err := backends.OpenClient(cl)
 	if err != nil {
 		c.ui.Error("tls fingerprint: " + err.Error())
 		return 1
