@@ -72,6 +72,9 @@ func TestASGProviderLifecycle(t *testing.T) {
 	}
 	sup := &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: false, Log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
+		if t.Failed() {
+			quitForStacks(sup, lay)
+		}
 		if err := sup.StopAll(20 * time.Second); err != nil {
 			t.Error(err)
 		}

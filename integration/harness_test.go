@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -69,6 +71,9 @@ func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCl
 	tc.sup = &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: true,
 		Log: hclog.New(&hclog.LoggerOptions{Name: "supervisor", Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
+		if t.Failed() {
+			quitForStacks(tc.sup, tc.lay)
+		}
 		if err := tc.sup.StopAll(20 * time.Second); err != nil {
 			t.Errorf("stop members: %v", err)
 		}
@@ -79,11 +84,55 @@ func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCl
 	return tc
 }
 
+// quitForStacks sends SIGQUIT to every member still running, so that its
+// goroutines land in its log (Go prints them and exits) for dumpLogs: a
+// member that went silent (CI once saw one log nothing for 60 s, then not
+// even its stop) shows where it waits.
+func quitForStacks(sup *localcluster.Supervisor, lay localcluster.Layout) {
+	files, _ := filepath.Glob(filepath.Join(lay.LogDir(), "*.log"))
+	var quit []int
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".log")
+		if pid := sup.PID(name); pid > 0 && sup.Kill(name, syscall.SIGQUIT) == nil {
+			quit = append(quit, pid)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range quit {
+		for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// memberStacks is the goroutine dump a SIGQUIT left in log: the
+// goroutines with a frame of this module, at most n lines.
+func memberStacks(log string, n int) string {
+	i := strings.Index(log, "SIGQUIT: quit")
+	if i < 0 {
+		return ""
+	}
+	var out []string
+	for _, g := range strings.Split(log[i:], "\n\n") {
+		if strings.Contains(g, "etcd-nomad/etcd-nomad/") {
+			out = append(out, strings.Split(g, "\n")...)
+			out = append(out, "")
+		}
+	}
+	if len(out) > n {
+		out = append(out[:n], "…")
+	}
+	return strings.Join(out, "\n")
+}
+
 func (tc *testCluster) dumpLogs() {
 	files, _ := filepath.Glob(filepath.Join(tc.lay.LogDir(), "*.log"))
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		tc.t.Logf("=== %s (etcd-nomad lines, last 60)\n%s", f, clustertest.SupervisorLines(string(b), 60))
+		if st := memberStacks(string(b), 300); st != "" {
+			tc.t.Logf("=== %s: goroutines with this module's frames at SIGQUIT\n%s", f, st)
+		}
 	}
 }
 
