@@ -132,9 +132,12 @@ type Member struct {
 	// since: from when the timed conditions hold (loop only).
 	since    since
 	departed bool
-	left     bool // this member removed itself (leave)
-	starting bool // an act that starts etcd is in progress
-	client   *clientv3.Client
+	// leavingErr is the provider's last error telling whether this
+	// instance is being taken away (loop only), said once.
+	leavingErr string
+	left       bool // this member removed itself (leave)
+	starting   bool // an act that starts etcd is in progress
+	client     *clientv3.Client
 	// membersFrom (under mu): the endpoints whose member list the last
 	// observation holds (nil when it holds none).
 	membersFrom []string

@@ -41,7 +41,17 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 		return false
 	}
 	leaving, err := dp.Leaving(ctx)
-	return err == nil && leaving
+	if err != nil {
+		// Said once per distinct error: a provider that cannot tell keeps
+		// this member from departing (its lifecycle hook waits).
+		if msg := err.Error(); msg != m.leavingErr {
+			m.log.Warn("cannot tell whether this instance is being taken away", "error", err)
+			m.leavingErr = msg
+		}
+		return false
+	}
+	m.leavingErr = ""
+	return leaving
 }
 
 // upkeep carries out the upkeep the planner decided (planner.PlanUpkeep),
