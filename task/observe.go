@@ -49,14 +49,22 @@ func (m *Member) caReads() Reads {
 	return m.opts.Coordinator
 }
 
+// providerTimeout bounds the provider's calls in one observation (Nomad's
+// or AWS's API): a call that never answers makes the observation fail,
+// logged, rather than hold the loop (and with it every decision, a
+// departure included) for good.
+const providerTimeout = 15 * time.Second
+
 // observeFrom is observe reading the record and the pause from reads.
 func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observation, error) {
 	now := m.opts.Clock.Now()
-	insts, err := m.opts.Provider.Instances(ctx)
+	pctx, pcancel := context.WithTimeout(ctx, providerTimeout)
+	defer pcancel()
+	insts, err := m.opts.Provider.Instances(pctx)
 	if err != nil {
 		return planner.Observation{}, fmt.Errorf("list instances: %w", err)
 	}
-	size, err := m.opts.Provider.DesiredSize(ctx)
+	size, err := m.opts.Provider.DesiredSize(pctx)
 	if err != nil {
 		return planner.Observation{}, fmt.Errorf("desired size: %w", err)
 	}
@@ -130,7 +138,9 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		o.Instances = append(o.Instances, planner.Instance{Name: m.opts.Name, PeerURL: m.peerURL(m.self)})
 	}
 	if r, ok := m.opts.Provider.(replacer); ok && m.opts.Cluster.Provider.ReplaceAfter > 0 {
-		inFlight, err := r.ReplacementInFlight(ctx)
+		rctx, rcancel := context.WithTimeout(ctx, providerTimeout)
+		inFlight, err := r.ReplacementInFlight(rctx)
+		rcancel()
 		if err != nil {
 			return planner.Observation{}, fmt.Errorf("replacement state: %w", err)
 		}

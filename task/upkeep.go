@@ -40,7 +40,9 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 	if !ok || m.departed {
 		return false
 	}
-	leaving, err := dp.Leaving(ctx)
+	lctx, cancel := context.WithTimeout(ctx, providerTimeout)
+	defer cancel()
+	leaving, err := dp.Leaving(lctx)
 	if err != nil {
 		// Said once per distinct error: a provider that cannot tell keeps
 		// this member from departing (its lifecycle hook waits).
