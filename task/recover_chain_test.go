@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -58,23 +59,10 @@ func storeDelta(t *testing.T, store snapshot.Store, base snapshot.Meta, first in
 // observation's chain ends before the damaged segment, and the recovery
 // chosen for that end installs what precedes it.
 func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
-	k := newKit(t, "m0")
-	dir := filepath.Join(k.dir, "snapshots")
-	store, err := file.New(dir, k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store})
-	cli := k.seedForTest(m)
-	put(t, cli, "saved", "in-snapshot")
-	rec, _ := k.co.Record(context.Background())
+	f := newChainFixture(t)
+	k, dir, m, rec, snap, first, second := f.k, f.dir, f.m, f.rec, f.snap, f.first, f.second
 	ctx := context.Background()
-	snap, err := snapshot.Save(ctx, snapshot.From{Endpoint: m.clientURL(m.self), SpoolDir: k.dir}, store, snapshot.Source{Cluster: k.cl.Name, ClusterID: strconv.FormatUint(rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := storeDelta(t, store, snap, snap.Revision+1, 10)
-	second := storeDelta(t, store, snap, first.Revision+1, 10)
+	var err error
 	raw, err := os.ReadFile(filepath.Join(dir, second.Name))
 	if err != nil {
 		t.Fatal(err)
@@ -135,23 +123,10 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 // rather than restore the prefix (before, an operator's record set no
 // bound and the seeder installed what came before the damage).
 func TestOperatorRestoreReachesWhatItsCommandVerified(t *testing.T) {
-	k := newKit(t, "m0")
-	dir := filepath.Join(k.dir, "snapshots")
-	store, err := file.New(dir, k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store})
-	cli := k.seedForTest(m)
-	put(t, cli, "saved", "in-snapshot")
-	rec, _ := k.co.Record(context.Background())
+	f := newChainFixture(t)
+	k, dir, m, rec, snap, second := f.k, f.dir, f.m, f.rec, f.snap, f.second
 	ctx := context.Background()
-	snap, err := snapshot.Save(ctx, snapshot.From{Endpoint: m.clientURL(m.self), SpoolDir: k.dir}, store, snapshot.Source{Cluster: k.cl.Name, ClusterID: strconv.FormatUint(rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := storeDelta(t, store, snap, snap.Revision+1, 10)
-	second := storeDelta(t, store, snap, first.Revision+1, 10)
+	var err error
 
 	// The operator's command verified the whole chain and recorded it.
 	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name),
@@ -191,4 +166,40 @@ func TestOperatorRestoreReachesWhatItsCommandVerified(t *testing.T) {
 	if meta, err := m.dir.ReadMeta(); err != nil || meta != before {
 		t.Fatalf("metadata after the refused restore: %+v (%v), want %+v", meta, err, before)
 	}
+}
+
+// chainFixture is a one-member cluster m (record rec) with a file snapshot
+// store in dir holding a full snapshot and a chain of two delta segments
+// after it (first, second: 10 revisions each).
+type chainFixture struct {
+	k             *kit
+	dir           string
+	store         snapshot.Store
+	m             *Member
+	rec           coord.Record
+	snap          snapshot.Meta
+	first, second snapshot.Meta
+}
+
+func newChainFixture(t *testing.T) chainFixture {
+	t.Helper()
+	f := chainFixture{k: newKit(t, "m0")}
+	f.dir = filepath.Join(f.k.dir, "snapshots")
+	store, err := file.New(f.dir, f.k.cl.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = store
+	f.m = f.k.memberWith("m0", f.k.co, &Snapshots{Store: store})
+	cli := f.k.seedForTest(f.m)
+	put(t, cli, "saved", "in-snapshot")
+	f.rec, _ = f.k.co.Record(context.Background())
+	f.snap, err = snapshot.Save(context.Background(), snapshot.From{Endpoint: f.m.clientURL(f.m.self), SpoolDir: f.k.dir}, store,
+		snapshot.Source{Cluster: f.k.cl.Name, ClusterID: strconv.FormatUint(f.rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.first = storeDelta(t, store, f.snap, f.snap.Revision+1, 10)
+	f.second = storeDelta(t, store, f.snap, f.first.Revision+1, 10)
+	return f
 }

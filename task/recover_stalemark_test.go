@@ -2,13 +2,9 @@ package task
 
 import (
 	"context"
-	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
-	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // Data-safety review: a member's in-memory mark of a damaged
@@ -21,23 +17,10 @@ import (
 // moved), but the operator's recovery never completes on this seeder and
 // the refusal names no damaged segment.
 func TestOperatorRestoreIsNotStoppedByAStaleDamagedMark(t *testing.T) {
-	k := newKit(t, "m0")
-	dir := filepath.Join(k.dir, "snapshots")
-	store, err := file.New(dir, k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store})
-	cli := k.seedForTest(m)
-	put(t, cli, "saved", "in-snapshot")
-	rec, _ := k.co.Record(context.Background())
+	f := newChainFixture(t)
+	k, m, rec, snap, second := f.k, f.m, f.rec, f.snap, f.second
 	ctx := context.Background()
-	snap, err := snapshot.Save(ctx, snapshot.From{Endpoint: m.clientURL(m.self), SpoolDir: k.dir}, store, snapshot.Source{Cluster: k.cl.Name, ClusterID: strconv.FormatUint(rec.ClusterID, 16), Epoch: 1}, snapshot.Encryption{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	first := storeDelta(t, store, snap, snap.Revision+1, 10)
-	second := storeDelta(t, store, snap, first.Revision+1, 10)
+	var err error
 	// An earlier automatic attempt found the second segment damaged.
 	m.damagedDeltas = map[string]bool{second.Name: true}
 
