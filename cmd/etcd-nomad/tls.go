@@ -56,12 +56,8 @@ func (c *fingerprintCommand) Run(args []string) int {
 		c.ui.Error(c.Help())
 		return 1
 	}
-	cl := loadConfig(c.ui, *path)
+	cl := loadAutoTLS(c.ui, "tls fingerprint", *path, " (openssl x509 -noout -fingerprint -sha256 -in CA_FILE)")
 	if cl == nil {
-		return 1
-	}
-	if cl.TLS.Mode != config.TLSAuto {
-		c.ui.Error("tls fingerprint: the cluster CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files (openssl x509 -noout -fingerprint -sha256 -in CA_FILE)")
 		return 1
 	}
 	kek, err := clusterca.KEKFromEnv()
@@ -144,12 +140,8 @@ func (c *rotateCACommand) Run(args []string) int {
 		c.ui.Error(c.Help())
 		return 1
 	}
-	cl := loadConfig(c.ui, *path)
+	cl := loadAutoTLS(c.ui, "tls rotate-ca", *path, "")
 	if cl == nil {
-		return 1
-	}
-	if cl.TLS.Mode != config.TLSAuto {
-		c.ui.Error("tls rotate-ca: the cluster's CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files")
 		return 1
 	}
 	if *retire < 0 {
@@ -188,4 +180,19 @@ func (c *rotateCACommand) Run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// loadAutoTLS loads the cluster definition at path for command cmd, which
+// works on the members' own CA: nil (said why) unless its tls mode is
+// "auto". hint ends the refusal (how to do it with the operator's files).
+func loadAutoTLS(ui cli.Ui, cmd, path, hint string) *config.Cluster {
+	cl := loadConfig(ui, path)
+	if cl == nil {
+		return nil
+	}
+	if cl.TLS.Mode != config.TLSAuto {
+		ui.Error(cmd + ": the cluster CA is the members' own only with tls mode \"auto\"; mode " + cl.TLS.Mode + " uses the operator's files" + hint)
+		return nil
+	}
+	return cl
 }
