@@ -124,23 +124,11 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 // bound and the seeder installed what came before the damage).
 func TestOperatorRestoreReachesWhatItsCommandVerified(t *testing.T) {
 	f := newChainFixture(t)
-	k, dir, m, rec, snap, second := f.k, f.dir, f.m, f.rec, f.snap, f.second
+	dir, m, snap, second := f.dir, f.m, f.snap, f.second
 	ctx := context.Background()
-	var err error
 
 	// The operator's command verified the whole chain and recorded it.
-	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name),
-		LastConfirmedToken: rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: second.Revision}
-	l, err := k.co.Lock(ctx, "operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.co.UpdateRecord(ctx, l, StoredRecord(op, rec.Index)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	op := f.recordOperatorRestore(t)
 	// Then the second segment is damaged in the store.
 	raw, err := os.ReadFile(filepath.Join(dir, second.Name))
 	if err != nil {
@@ -202,4 +190,25 @@ func newChainFixture(t *testing.T) chainFixture {
 	f.first = storeDelta(t, store, f.snap, f.snap.Revision+1, 10)
 	f.second = storeDelta(t, store, f.snap, f.first.Revision+1, 10)
 	return f
+}
+
+// recordOperatorRestore records, as 'recover -from snapshot:' does once it
+// verified the whole chain, an operator's restore of f's snapshot bounded
+// by the chain's end, and returns it.
+func (f chainFixture) recordOperatorRestore(t *testing.T) planner.Record {
+	t.Helper()
+	ctx := context.Background()
+	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name),
+		LastConfirmedToken: f.rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: f.second.Revision}
+	l, err := f.k.co.Lock(ctx, "operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.k.co.UpdateRecord(ctx, l, StoredRecord(op, f.rec.Index)); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return op
 }

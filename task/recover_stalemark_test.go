@@ -18,24 +18,13 @@ import (
 // the refusal names no damaged segment.
 func TestOperatorRestoreIsNotStoppedByAStaleDamagedMark(t *testing.T) {
 	f := newChainFixture(t)
-	k, m, rec, snap, second := f.k, f.m, f.rec, f.snap, f.second
+	m, snap, second := f.m, f.snap, f.second
 	ctx := context.Background()
 	var err error
 	// An earlier automatic attempt found the second segment damaged.
 	m.damagedDeltas = map[string]bool{second.Name: true}
 
-	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name),
-		LastConfirmedToken: rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: second.Revision}
-	l, err := k.co.Lock(ctx, "operator")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := k.co.UpdateRecord(ctx, l, StoredRecord(op, rec.Index)); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	op := f.recordOperatorRestore(t)
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name, Record: &op}
 	for try := 1; try <= 2; try++ {
 		m.lockForTest(t)
