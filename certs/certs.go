@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/big"
 	"net"
 	"os"
@@ -276,17 +277,43 @@ func Write(dir, prefix string, caCert []byte, p Pair) (Files, error) {
 	}
 	f := Files{CA: filepath.Join(dir, "ca.crt"), Cert: filepath.Join(dir, prefix+".crt"), Key: filepath.Join(dir, prefix+".key")}
 	for path, b := range map[string][]byte{f.CA: caCert, f.Cert: p.Cert, f.Key: p.Key} {
-		if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-			continue
-		}
-		if err := os.WriteFile(path+".tmp", b, 0o600); err != nil {
-			return Files{}, err
-		}
-		if err := os.Rename(path+".tmp", path); err != nil {
+		if err := replaceFile(path, b); err != nil {
 			return Files{}, err
 		}
 	}
 	return f, nil
+}
+
+// replaceFile writes b to path (0600) through path.tmp and a rename, so a
+// reader sees the old file or the new one. It follows no symlink: one at
+// path is refused (someone planted it: writing through it would put a
+// key where they chose, replacing it would hide the plant), and one at
+// path.tmp is removed, not followed; the temporary file is then created
+// with O_EXCL|O_NOFOLLOW, so a link planted meanwhile fails the write.
+func replaceFile(path string, b []byte) error {
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file (%s): refusing to write through or over it", path, fi.Mode().Type())
+	}
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	w, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|oNoFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(b)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, path)
 }
 
 // ClientConfig builds a TLS client config that trusts caFile and presents

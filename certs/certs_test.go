@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -98,4 +100,36 @@ func TestSignClientCSRIgnoresTheRequestedName(t *testing.T) {
 
 func tlsPair(certPEM, keyPEM []byte) (tls.Certificate, error) {
 	return tls.X509KeyPair(certPEM, keyPEM)
+}
+
+// Write refuses a symlink planted at a file's path and leaves its target
+// untouched; one planted at the temporary file it writes first is removed,
+// not followed.
+func TestWriteRefusesPlantedSymlinks(t *testing.T) {
+	now := time.Now()
+	ca, err := NewCA("c", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := IssueClient(ca, "root", now, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, planted := range []string{"client.key", "client.key.tmp"} {
+		dir := t.TempDir()
+		target := filepath.Join(t.TempDir(), "target")
+		if err := os.WriteFile(target, []byte("not yours"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, planted)); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Write(dir, "client", ca.Cert, p)
+		if planted == "client.key" && err == nil {
+			t.Errorf("a symlink at %s: written, want a refusal", planted)
+		}
+		if b, _ := os.ReadFile(target); string(b) != "not yours" {
+			t.Errorf("a symlink at %s: its target now holds %q", planted, b)
+		}
+	}
 }

@@ -53,6 +53,13 @@ var ErrUnavailable = errors.New("the Nomad cluster's keys cannot be read")
 // within refetchEvery of it is refused with the same error.
 const refetchEvery = 10 * time.Second
 
+// keysMaxAge bounds how long keys from one JWKS read are trusted: the
+// first token after it reads the JWKS again, and the keys that read no
+// longer lists stop verifying. Without it a key Nomad rotated out (or
+// removed after a leak) would verify tokens until the process restarts.
+// An hour bounds that, at the cost of one JWKS read an hour per member.
+const keysMaxAge = time.Hour
+
 // FetchTimeout bounds one JWKS read. The read runs on its own, under no
 // caller's context and holding no lock, so a Nomad API that never answers
 // costs one goroutine for this long, never a caller's request: each
@@ -64,21 +71,24 @@ const FetchTimeout = 5 * time.Second
 // Verifier checks workload identities against a Nomad cluster's keys.
 type Verifier struct {
 	Keys KeySource
-	// Now, optional, defaults to time.Now.
+	// Now, optional, defaults to time.Now: the clock for tokens' expiry,
+	// keysMaxAge and refetchEvery.
 	Now func() time.Time
 
 	mu      sync.Mutex
-	keys    map[string]crypto.PublicKey
-	tried   time.Time // the last read's start; zero before the first
-	err     error     // the last read's error
-	reading *read     // the read under way, shared by concurrent misses
+	keys    map[string]crypto.PublicKey // exactly those of the last good read
+	fetched time.Time                   // the last good read's start
+	tried   time.Time                   // the last read's start; zero before the first
+	err     error                       // the last read's error
+	reading *read                       // the read under way, shared by concurrent misses
 }
 
 // read is one JWKS read; done closes once keys or err is set.
 type read struct {
-	done chan struct{}
-	keys map[string]crypto.PublicKey
-	err  error
+	done  chan struct{}
+	start time.Time
+	keys  map[string]crypto.PublicKey
+	err   error
 }
 
 // Verify checks token's signature, expiry and audience, and returns its
@@ -86,12 +96,8 @@ type read struct {
 // wrap ErrUnavailable too.
 func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	var c Claims
-	now := time.Now
-	if v.Now != nil {
-		now = v.Now
-	}
 	p := jwt.NewParser(jwt.WithValidMethods([]string{"RS256", "RS384", "RS512", "EdDSA"}), jwt.WithAudience(Audience),
-		jwt.WithExpirationRequired(), jwt.WithTimeFunc(now), jwt.WithLeeway(5*time.Second))
+		jwt.WithExpirationRequired(), jwt.WithTimeFunc(v.now), jwt.WithLeeway(5*time.Second))
 	_, err := p.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
 		return v.key(ctx, kid)
@@ -106,14 +112,18 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 }
 
 func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, error) {
+	now := v.now()
 	v.mu.Lock()
-	if k, ok := v.keys[kid]; ok {
+	fresh := now.Sub(v.fetched) < keysMaxAge
+	if k, ok := v.keys[kid]; ok && fresh {
 		v.mu.Unlock()
 		return k, nil
 	}
 	r := v.reading
 	if r == nil {
-		if !v.tried.IsZero() && time.Since(v.tried) < refetchEvery {
+		if !v.tried.IsZero() && now.Sub(v.tried) < refetchEvery {
+			// Keys past keysMaxAge are not used even then: the read
+			// that failed was the one meant to confirm them.
 			err := v.err
 			v.mu.Unlock()
 			if err != nil {
@@ -121,8 +131,8 @@ func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, error
 			}
 			return nil, fmt.Errorf("unknown key id %q", kid)
 		}
-		r = &read{done: make(chan struct{})}
-		v.reading, v.tried = r, time.Now()
+		r = &read{done: make(chan struct{}), start: now}
+		v.reading, v.tried = r, now
 		go v.read(r)
 	}
 	v.mu.Unlock()
@@ -140,7 +150,15 @@ func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, error
 	return nil, fmt.Errorf("unknown key id %q", kid)
 }
 
-// read carries out r and publishes its outcome.
+func (v *Verifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
+}
+
+// read carries out r and publishes its outcome: on success its keys
+// replace the cached ones, so a key the JWKS no longer lists is dropped.
 func (v *Verifier) read(r *read) {
 	ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
 	defer cancel()
@@ -152,7 +170,7 @@ func (v *Verifier) read(r *read) {
 	}
 	v.mu.Lock()
 	if r.err == nil {
-		v.keys = r.keys
+		v.keys, v.fetched = r.keys, r.start
 	}
 	v.err, v.reading = r.err, nil
 	v.mu.Unlock()

@@ -161,3 +161,61 @@ func TestHungJWKSReadBlocksNoOne(t *testing.T) {
 		t.Errorf("a token right after a failed read read the JWKS again (%d reads), want none before %s", n, refetchEvery)
 	}
 }
+
+// A fetched key is trusted for keysMaxAge at most: the first token after
+// that reads the JWKS again, and a key the new JWKS no longer lists (Nomad
+// rotated it out) stops verifying; within keysMaxAge a known key costs no
+// read.
+func TestKeysOlderThanMaxAgeAreFetchedAgainAndRotatedOutOnesDropped(t *testing.T) {
+	old, _ := rsa.GenerateKey(rand.Reader, 2048)
+	next, _ := rsa.GenerateKey(rand.Reader, 2048)
+	clock := time.Now()
+	src := &staticKeys{doc: jwks(t, "k1", &old.PublicKey)}
+	v := &Verifier{Keys: src, Now: func() time.Time { return clock }}
+	claims := Claims{Namespace: "default", Job: "billing",
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(clock.Add(3 * keysMaxAge))}}
+	oldTok, nextTok := sign(t, old, "k1", claims), sign(t, next, "k2", claims)
+	if _, err := v.Verify(context.Background(), oldTok); err != nil {
+		t.Fatalf("k1 token with k1 in the JWKS: %v", err)
+	}
+	src.doc = jwks(t, "k2", &next.PublicKey) // Nomad rotated k1 out
+
+	clock = clock.Add(keysMaxAge - time.Second)
+	if _, err := v.Verify(context.Background(), oldTok); err != nil || src.reads != 1 {
+		t.Errorf("within keysMaxAge: %v after %d JWKS reads, want the cached k1 and 1 read", err, src.reads)
+	}
+	clock = clock.Add(2 * time.Second)
+	if _, err := v.Verify(context.Background(), oldTok); !errors.Is(err, ErrInvalid) {
+		t.Errorf("k1 token after keysMaxAge, k1 gone from the JWKS: %v, want ErrInvalid", err)
+	}
+	if src.reads != 2 {
+		t.Errorf("JWKS read %d times, want a second read once the keys are older than keysMaxAge", src.reads)
+	}
+	if _, err := v.Verify(context.Background(), nextTok); err != nil || src.reads != 2 {
+		t.Errorf("k2 token after the refetch: %v after %d reads, want accepted from the new keys", err, src.reads)
+	}
+}
+
+// A key absent from the latest successful fetch stops verifying, whatever
+// made that fetch happen (here a token with a new key id).
+func TestKeyDroppedFromTheJWKSStopsVerifyingAfterTheNextFetch(t *testing.T) {
+	old, _ := rsa.GenerateKey(rand.Reader, 2048)
+	next, _ := rsa.GenerateKey(rand.Reader, 2048)
+	clock := time.Now()
+	src := &staticKeys{doc: jwks(t, "k1", &old.PublicKey)}
+	v := &Verifier{Keys: src, Now: func() time.Time { return clock }}
+	claims := Claims{Namespace: "default", Job: "billing",
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(clock.Add(time.Hour))}}
+	oldTok, nextTok := sign(t, old, "k1", claims), sign(t, next, "k2", claims)
+	if _, err := v.Verify(context.Background(), oldTok); err != nil {
+		t.Fatal(err)
+	}
+	src.doc = jwks(t, "k2", &next.PublicKey)
+	clock = clock.Add(refetchEvery)
+	if _, err := v.Verify(context.Background(), nextTok); err != nil {
+		t.Fatalf("k2 token: %v", err)
+	}
+	if _, err := v.Verify(context.Background(), oldTok); !errors.Is(err, ErrInvalid) {
+		t.Errorf("k1 token after a fetch that no longer lists k1: %v, want ErrInvalid", err)
+	}
+}

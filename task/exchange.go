@@ -114,12 +114,34 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 		return CertResponse{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
 	}
 	now := time.Now()
-	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, a.CertificateTTL)
+	ttl := certificateTTL(a.CertificateTTL, now, claims.ExpiresAt.Time)
+	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, ttl)
 	if err != nil {
 		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
 	}
-	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", a.CertificateTTL)
-	return CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(a.CertificateTTL)}, nil
+	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", ttl)
+	return CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}, nil
+}
+
+// exchangeTokenMargin is how long a certificate may outlive the workload
+// identity that bought it. Nomad renews a task's identity before it
+// expires, and `creds` renews its certificate at two thirds of its life,
+// so an application whose token is short-lived exchanges a fresh one in
+// time; the minute covers the clocks of the member and Nomad's servers
+// disagreeing (the verifier itself allows 5 s of leeway).
+const exchangeTokenMargin = time.Minute
+
+// certificateTTL is the validity of a certificate issued at now for a
+// token expiring at exp: access.certificate_ttl, capped so that the
+// certificate ends by exp + exchangeTokenMargin. A stolen or revoked
+// token buys no more than its own remaining life (and the margin), not
+// certificate_ttl; a token that is about to expire still gets a
+// certificate, of at least the margin less the verifier's leeway.
+func certificateTTL(ttl time.Duration, now, exp time.Time) time.Duration {
+	if left := exp.Add(exchangeTokenMargin).Sub(now); left < ttl {
+		return left
+	}
+	return ttl
 }
 
 // caCertRepublish paces the leader's writes of the CA certificate: at

@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"math/big"
 	"net/http"
 	"strings"
@@ -109,5 +111,53 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	}
 	if resp, _ := ask(token("billing", "nomadproject.io")); resp.StatusCode != http.StatusUnauthorized {
 		t.Errorf("token for another audience: %s, want 401", resp.Status)
+	}
+}
+
+// A certificate does not outlive the token that bought it by more than
+// exchangeTokenMargin: a token expiring in 2 minutes with certificate_ttl
+// 1h gets a certificate (and a not_after) ending by exp + the margin, not
+// in an hour.
+func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
+	key, _ := rsa.GenerateKey(rand.Reader, 2048)
+	enc := base64.RawURLEncoding
+	doc, _ := json.Marshal(map[string]any{"keys": []map[string]string{{"kid": "k", "kty": "RSA",
+		"n": enc.EncodeToString(key.N.Bytes()), "e": enc.EncodeToString(big.NewInt(int64(key.E)).Bytes())}}})
+	exp := time.Now().Add(2 * time.Minute).Truncate(time.Second)
+	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, identity.Claims{Namespace: "default", Job: "billing", Task: "app",
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{identity.Audience}, ExpiresAt: jwt.NewNumericDate(exp)}})
+	tok.Header["kid"] = "k"
+	signed, err := tok.SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	k := newKit(t, "a")
+	k.cl.TLS.Mode = config.TLSAuto
+	k.cl.Access = &config.Access{CertificateTTL: time.Hour,
+		Roles: []config.Role{{Name: "billing", ReadWrite: []string{"/billing/"}}},
+		Users: []config.User{{Name: "billing-api", Roles: []string{"billing"}, NomadJobs: []string{"billing"}}}}
+	m := k.member("a", nil)
+	m.opts.Identities = &identity.Verifier{Keys: testKeys(doc)}
+	k.seed(m)
+	csr, _, err := certs.NewCSR()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := m.exchange(context.Background(), CertRequest{Identity: signed, CSR: string(csr)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit := exp.Add(exchangeTokenMargin)
+	blk, _ := pem.Decode([]byte(out.Certificate))
+	cert, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cert.NotAfter.After(limit) || out.NotAfter.After(limit) {
+		t.Errorf("certificate ends %s (not_after %s), want by the token's expiry %s + %s", cert.NotAfter, out.NotAfter, exp, exchangeTokenMargin)
+	}
+	if cert.NotAfter.Before(exp) {
+		t.Errorf("certificate ends %s, before the token's expiry %s: capped too short", cert.NotAfter, exp)
 	}
 }

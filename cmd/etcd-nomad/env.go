@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,7 +168,11 @@ func operatorCert(ctx context.Context, cl *config.Cluster, o envOptions) (certs.
 // when given, else under $XDG_RUNTIME_DIR (a per-user tmpfs), else under
 // the temp dir in a directory named after the user id. A directory that
 // is not this user's, or that others may write to, is refused: whoever
-// could swap it could read the key.
+// could swap it could read the key. So is one whose parent belongs to
+// another user (root excepted) or that others may write to without the
+// sticky bit, as on /tmp: they could rename our directory away and put
+// theirs in its place. The parent is checked before anything is created
+// in it.
 func envDir(dir, cluster string) (string, error) {
 	if dir == "" {
 		if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
@@ -180,26 +185,45 @@ func envDir(dir, cluster string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	parent := filepath.Dir(dir)
+	if _, err := os.Stat(parent); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(parent, 0o700); err != nil {
+			return "", err
+		}
+	}
+	if err := trustedParent(parent); err != nil {
 		return "", err
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return "", err
 	}
 	if err := privateDir(dir); err != nil {
 		return "", err
 	}
-	// Whoever may write to the parent could swap the directory, unless
-	// the sticky bit (as on /tmp) keeps them from renaming our entries.
-	parent := filepath.Dir(dir)
-	fi, err := os.Stat(parent)
-	if err != nil {
+	if err := os.Chmod(dir, 0o700); err != nil {
 		return "", err
 	}
-	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
-		return "", fmt.Errorf("%s may be written by others (%s) and is not sticky: choose another -dir", parent, fi.Mode().Perm())
-	}
 	return dir, nil
+}
+
+// trustedParent checks that only this user or root may replace entries of
+// d: it is owned by one of them, and others may not write to it unless
+// the sticky bit keeps them from renaming our entries.
+func trustedParent(d string) error {
+	fi, err := os.Stat(d)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", d)
+	case !ok || int(st.Uid) != os.Getuid() && st.Uid != 0:
+		return fmt.Errorf("%s is not owned by this user (uid %d) or root: choose another -dir", d, os.Getuid())
+	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0:
+		return fmt.Errorf("%s may be written by others (%s) and is not sticky: choose another -dir", d, fi.Mode().Perm())
+	}
+	return nil
 }
 
 // privateDir checks that d is a directory (not a link) owned by this user

@@ -50,3 +50,41 @@ func TestEnvDirIsPrivate(t *testing.T) {
 		t.Errorf("a directory under a sticky world-writable parent (as /tmp): %v", err)
 	}
 }
+
+// A directory another user owns is refused, and so is a parent another
+// user owns (it could rename our directory away and put its own in its
+// place), before env creates anything in it. Root and this user may own
+// the parent.
+func TestEnvDirRefusesDirectoriesOfAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("chown to another uid needs root")
+	}
+	const nobody = 65534
+	base := t.TempDir()
+	mkdirOwned := func(d string, mode os.FileMode, uid int) {
+		t.Helper()
+		if err := os.Mkdir(d, mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(d, uid, uid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	theirs := filepath.Join(base, "theirs")
+	mkdirOwned(theirs, 0o700, nobody)
+	if _, err := envDir(theirs, "c"); err == nil || !strings.Contains(err.Error(), "not owned by this user") {
+		t.Errorf("a directory owned by uid %d: %v, want a refusal", nobody, err)
+	}
+	parent := filepath.Join(base, "parent")
+	mkdirOwned(parent, 0o755, nobody)
+	if _, err := envDir(filepath.Join(parent, "c"), "c"); err == nil || !strings.Contains(err.Error(), "not owned by this user") {
+		t.Errorf("a new directory under a parent owned by uid %d: %v, want a refusal", nobody, err)
+	}
+	if _, err := os.Lstat(filepath.Join(parent, "c")); err == nil {
+		t.Errorf("env created %s before refusing its parent", filepath.Join(parent, "c"))
+	}
+	mkdirOwned(filepath.Join(parent, "mine"), 0o700, os.Getuid())
+	if _, err := envDir(filepath.Join(parent, "mine"), "c"); err == nil || !strings.Contains(err.Error(), "not owned by this user") {
+		t.Errorf("our directory under a parent owned by uid %d: %v, want a refusal", nobody, err)
+	}
+}
