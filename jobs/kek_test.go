@@ -24,18 +24,32 @@ type memVars struct {
 	index  uint64
 	writes int
 	deny   bool
+	// hold makes the first hold reads wait, each with what it read,
+	// until all of them have read: members that all find no key.
+	hold int
+	gate chan struct{}
 }
 
 func (m *memVars) Peek(path string, _ *api.QueryOptions) (*api.Variable, *api.QueryMeta, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.vars[path]
-	if !ok {
-		return nil, nil, nil
+	var c *api.Variable
+	if v, ok := m.vars[path]; ok {
+		c = new(*v)
+		c.Items = maps.Clone(v.Items)
 	}
-	c := *v
-	c.Items = maps.Clone(v.Items)
-	return &c, nil, nil
+	wait := m.gate
+	if m.hold > 0 {
+		if m.hold--; m.hold == 0 {
+			close(m.gate)
+		}
+	} else {
+		wait = nil
+	}
+	m.mu.Unlock()
+	if wait != nil {
+		<-wait
+	}
+	return c, nil, nil
 }
 
 func (m *memVars) write(v *api.Variable, check uint64) (*api.Variable, *api.WriteMeta, error) {
@@ -94,11 +108,11 @@ func TestDecideKEK(t *testing.T) {
 	}
 }
 
-// Members that all start without a key, at once, end with one key: the
-// variable's, written by exactly one of them.
+// Members that all start without a key, at once, and all find none, end
+// with one key: the variable's, written by exactly one of them.
 func TestRacingMembersEndWithOneKEK(t *testing.T) {
-	vars := &memVars{}
 	const n = 8
+	vars := &memVars{hold: n, gate: make(chan struct{})}
 	keys := make([]string, n)
 	created := make([]bool, n)
 	errs := make([]error, n)
