@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -86,11 +87,16 @@ func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	}
 	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
 	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	runCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
 	for _, line := range cmds {
 		sh := exec.CommandContext(runCtx, "sh", "-c", line)
 		sh.Dir, sh.Env = c.dir, env
+		// At the deadline the whole command goes (sh forks nomad, which
+		// keeps following a deployment whose members never pass).
+		sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGTERM) }
+		sh.WaitDelay = 10 * time.Second
 		out, err := sh.CombinedOutput()
 		t.Logf("$ %s (%s)\n%s", line, time.Since(start).Round(time.Second), out)
 		if err != nil {
