@@ -113,13 +113,17 @@ func readItem(ctx context.Context, vars varStore, denied func(error) error, name
 }
 
 // memberDenied explains a refusal to a member: under Nomad ACLs a workload
-// identity may read its job's variable, not write it (Nomad grants write
-// only by policy), so an operator creates the key first.
+// identity may read its job's variable, not write it (Nomad checks writes
+// against policies alone), so an operator creates the key first.
 func memberDenied(cli *api.Client, job, namespace string) func(error) error {
 	path := TokenVariable(job)
 	return func(err error) error {
-		return nomad.Denied(cli, "write variable "+path+" with the member's workload identity",
-			"an operator to create the key first: "+FirstKEKCommand(job, namespace), err)
+		err = nomad.Denied(cli, "write variable "+path+" with the member's workload identity", `variables write on path "`+path+`"`, err)
+		if !errors.Is(err, nomad.ErrDenied) {
+			return err
+		}
+		return fmt.Errorf("%w. Under Nomad ACLs a workload identity may read its job's variable, not write it: "+
+			"create the key once before the members start: %s (or deploy with 'etcd-nomad job run', which does)", err, FirstKEKCommand(job, namespace))
 	}
 }
 

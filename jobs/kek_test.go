@@ -3,7 +3,6 @@ package jobs
 import (
 	"context"
 	"errors"
-	"fmt"
 	"maps"
 	"strings"
 	"sync"
@@ -192,12 +191,11 @@ func TestMemberKEKRefusesWhenTheSealedCAsKeyIsGone(t *testing.T) {
 	}
 }
 
-// Where the workload identity may not write (Nomad ACLs), the refusal
-// reaches the member's error as the caller's denied wraps it.
+// Where the workload identity may not write (Nomad ACLs), the member's
+// error names the one command an operator runs first.
 func TestMemberKEKWriteDeniedNamesTheFirstCommand(t *testing.T) {
 	vars := &memVars{deny: true}
-	denied := func(err error) error { return fmt.Errorf("%w; first: %s", err, FirstKEKCommand("etcd", "")) }
-	_, _, err := memberCAKEK(context.Background(), vars, denied, "etcd", "", sealed(false))
+	_, _, err := memberCAKEK(context.Background(), vars, memberDenied(nil, "etcd", ""), "etcd", "", sealed(false))
 	want := "nomad var put -check-index 0 nomad/jobs/etcd ca_kek=$(openssl rand -base64 32)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("err = %v, want it to name %q", err, want)
