@@ -224,6 +224,18 @@ func (c *cluster) status() (status.Cluster, error) {
 
 func (c *cluster) client() *clientv3.Client {
 	c.t.Helper()
+	cli, err := clientv3.New(c.clientConfig())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { cli.Close() })
+	return cli
+}
+
+// clientConfig is the configuration of client(): the members' client URLs
+// and the cluster's client TLS.
+func (c *cluster) clientConfig() clientv3.Config {
+	c.t.Helper()
 	cl := c.config()
 	co, err := backends.Coordinator(cl)
 	if err != nil {
@@ -247,12 +259,7 @@ func (c *cluster) client() *clientv3.Client {
 	// does (AutoSyncInterval): a rolling update or a scale-down gives
 	// every member a new address, and a client left with the old ones
 	// loses its sessions however well the cluster keeps quorum.
-	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 3 * time.Second, AutoSyncInterval: 2 * time.Second, Logger: zap.NewNop()})
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	c.t.Cleanup(func() { cli.Close() })
-	return cli
+	return clientv3.Config{Endpoints: eps, TLS: tc, DialTimeout: 3 * time.Second, AutoSyncInterval: 2 * time.Second, Logger: zap.NewNop()}
 }
 
 // allocs lists the job's allocations that Nomad wants running.

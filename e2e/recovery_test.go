@@ -16,6 +16,7 @@ import (
 	"filippo.io/age"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
@@ -139,14 +140,27 @@ func TestQuorumLossTwoMembersLost(t *testing.T) {
 	w.CheckLeases(t, c.client())
 }
 
-// Every member loses its data at once: after recovery_grace one member
-// restores the newest S3 snapshot (fetched, decrypted, verified) with a
-// revision bump and replays the delta segments recorded after it
-// (continuous backup); the others join. Every key acknowledged up to the
-// last flushed delta is there, though the full snapshot is older than all
-// of them, and the revision never goes backwards.
-func TestAllDataLostRecoverFromS3(t *testing.T) {
-	tier.Starts(t, "Consul and Nomad agents")
+// s3Cluster is a 3-member cluster (recovery_grace 3s) backed up to a real S3
+// server (versitygw): one full snapshot at once (interval 1h), then delta
+// segments every second, encrypted to an X25519 recipient (a passphrase
+// would need scrypt's 256 MiB per snapshot).
+type s3Cluster struct {
+	*cluster
+	// store reads the backups straight from the S3 server.
+	store snapshot.Store
+	// before is the record of the running incarnation, full its first full
+	// snapshot.
+	before coord.Record
+	full   snapshot.Meta
+}
+
+// startS3Cluster starts the S3 server (stopped when the test ends) and the
+// cluster, whose members reach the store at endpoint(the server's address):
+// the address itself, or a proxy in front of it. It returns once the three
+// members pass their checks and a full snapshot of the running incarnation
+// is stored.
+func startS3Cluster(t *testing.T, name string, endpoint func(s3Addr string) string) *s3Cluster {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s3, err := devagents.StartS3(ctx, t.TempDir(), "etcd-e2e-backups")
@@ -155,8 +169,6 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}
 	t.Cleanup(func() { s3.Stop(10 * time.Second) })
 	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
-	// Members encrypt to an X25519 recipient and decrypt with its identity
-	// file (a passphrase would need scrypt's 256 MiB per snapshot).
 	id, err := age.GenerateX25519Identity()
 	if err != nil {
 		t.Fatal(err)
@@ -166,7 +178,7 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := newCluster(t, "e2e-s3dr", 3)
+	c := newCluster(t, name, 3)
 	c.extra = fmt.Sprintf(`  recovery_grace = "3s"
   snapshot {
     interval       = "1h" # one full snapshot, at once; everything after it comes from deltas
@@ -182,36 +194,84 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
       recipients    = [%q]
       identity_file = %q
     }
-  }`, s3.Addr, id.Recipient().String(), idFile)
+  }`, endpoint(s3.Addr), id.Recipient().String(), idFile)
 	c.writeDefinition(3, "")
 	c.nomadRun(strings.Join([]string{
 		`AWS_ACCESS_KEY_ID = "` + devagents.S3AccessKey + `"`,
 		`AWS_SECRET_ACCESS_KEY = "` + devagents.S3SecretKey + `"`,
 	}, "\n        "))
 	c.waitPassing(3, 3*time.Minute)
-	_, before := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
-	store, err := backends.Store(ctx, c.config())
-	if err != nil {
+	s := &s3Cluster{cluster: c}
+	_, s.before = clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
+	direct := c.config()
+	direct.Snapshot.Endpoint = s3.Addr
+	if s.store, err = backends.Store(ctx, direct); err != nil {
 		t.Fatal(err)
 	}
-	var full snapshot.Meta
 	// A snapshot taken before the record named the cluster id is no base
 	// for a chain: the leader takes one of the confirmed incarnation.
 	waitFor(t, time.Minute, "a full snapshot of the running incarnation", func() (bool, string) {
-		list, err := store.List(context.Background())
+		list, err := s.store.List(context.Background())
 		var ok bool
-		full, _, _, ok = snapshot.Newest(list)
-		return ok && err == nil && full.ClusterID == fmt.Sprintf("%x", before.ClusterID), fmt.Sprint(len(list), full.Name, full.ClusterID, err)
+		s.full, _, _, ok = snapshot.Newest(list)
+		return ok && err == nil && s.full.ClusterID == fmt.Sprintf("%x", s.before.ClusterID), fmt.Sprint(len(list), s.full.Name, s.full.ClusterID, err)
 	})
+	return s
+}
+
+// waitDeltas waits until the delta segments after the first full snapshot
+// reach revision rev.
+func (s *s3Cluster) waitDeltas(t *testing.T, rev int64) {
+	t.Helper()
+	waitFor(t, time.Minute, fmt.Sprintf("deltas up to revision %d", rev), func() (bool, string) {
+		list, err := s.store.List(context.Background())
+		newest, chain, end, _ := snapshot.Newest(list)
+		return newest.Name == s.full.Name && end >= rev, fmt.Sprintf("%d deltas after %s to revision %d (%v)", len(chain), newest.Name, end, err)
+	})
+}
+
+// restoredFrom checks that rec, the record after a loss of every data dir,
+// is the next epoch restored from the first full snapshot, older than the
+// revision written after it (replayed from its deltas), and returns that
+// snapshot's metadata.
+func (s *s3Cluster) restoredFrom(t *testing.T, rec coord.Record, written int64) snapshot.Meta {
+	t.Helper()
+	name, ok := strings.CutPrefix(rec.Source, "snapshot:")
+	if rec.Epoch != s.before.Epoch+1 || !ok {
+		t.Fatalf("record after recovery %+v, want epoch %d from a snapshot", rec, s.before.Epoch+1)
+	}
+	list, err := s.store.List(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		if m.Name != name {
+			continue
+		}
+		if m.Name != s.full.Name || m.Revision >= written {
+			t.Fatalf("recovered from %s at revision %d; want the first full snapshot %s, older than the %d written after it", name, m.Revision, s.full.Name, written)
+		}
+		return m
+	}
+	t.Fatalf("snapshot %s named by the record is not in the store", name)
+	return snapshot.Meta{}
+}
+
+// Every member loses its data at once: after recovery_grace one member
+// restores the newest S3 snapshot (fetched, decrypted, verified) with a
+// revision bump and replays the delta segments recorded after it
+// (continuous backup); the others join. Every key acknowledged up to the
+// last flushed delta is there, though the full snapshot is older than all
+// of them, and the revision never goes backwards.
+func TestAllDataLostRecoverFromS3(t *testing.T) {
+	tier.Starts(t, "Consul and Nomad agents")
+	s := startS3Cluster(t, "e2e-s3dr", func(addr string) string { return addr })
+	c := s.cluster
 	w := clustertest.StartWriter(c.client(), "acked")
 	putN(t, c, "snap", 100)
 	acked, _ := w.Finish()
 	written := revision(t, c)
-	waitFor(t, time.Minute, fmt.Sprintf("deltas up to revision %d", written), func() (bool, string) {
-		list, err := store.List(context.Background())
-		newest, chain, end, _ := snapshot.Newest(list)
-		return newest.Name == full.Name && end >= written, fmt.Sprintf("%d deltas after %s to revision %d (%v)", len(chain), newest.Name, end, err)
-	})
+	s.waitDeltas(t, written)
 
 	st, err := c.status()
 	if err != nil {
@@ -219,32 +279,13 @@ func TestAllDataLostRecoverFromS3(t *testing.T) {
 	}
 	loseMembers(t, st.Members...)
 	lost := time.Now()
-	_, rec := clustertest.WaitOnRecord(t, 3*time.Minute, before.Epoch+1, true, c.recorded)
+	_, rec := clustertest.WaitOnRecord(t, 3*time.Minute, s.before.Epoch+1, true, c.recorded)
 	waitVoters(t, c, 3, 2*time.Minute)
 	t.Logf("all data lost -> recovered from S3, 3 healthy voters in %s", time.Since(lost).Round(100*time.Millisecond))
 
-	name, ok := strings.CutPrefix(rec.Source, "snapshot:")
-	if rec.Epoch != before.Epoch+1 || !ok {
-		t.Fatalf("record after recovery %+v, want epoch %d from a snapshot", rec, before.Epoch+1)
-	}
-	var used *snapshot.Meta
-	list, err := store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range list {
-		if list[i].Name == name {
-			used = &list[i]
-		}
-	}
-	if used == nil {
-		t.Fatalf("snapshot %s named by the record is not in the store", name)
-	}
-	if used.Name != full.Name || used.Revision >= written {
-		t.Fatalf("recovered from %s at revision %d; want the first full snapshot %s, older than the %d written after it", name, used.Revision, full.Name, written)
-	}
+	used := s.restoredFrom(t, rec, written)
 	if n := countPrefix(t, c, "snap"); n != 100 {
-		t.Fatalf("%d of the 100 keys written after snapshot %s (replayed from its deltas)", n, name)
+		t.Fatalf("%d of the 100 keys written after snapshot %s (replayed from its deltas)", n, used.Name)
 	}
 	clustertest.CheckAcked(t, c.client(), acked)
 	w.CheckLeases(t, c.client())
