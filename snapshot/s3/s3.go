@@ -25,6 +25,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -63,6 +64,17 @@ type Store struct {
 	o   Options
 	cli *s3.Client
 	up  *manager.Uploader
+
+	// metas caches the metadata List read, by name, with the ETag it was
+	// read at: a listing reads again only what is new or rewritten (a
+	// member lists every loop, and a delta chain adds an object a second).
+	mu    sync.Mutex
+	metas map[string]cachedMeta
+}
+
+type cachedMeta struct {
+	etag string
+	m    snapshot.Meta
 }
 
 var (
@@ -168,26 +180,82 @@ func notFound(err error) bool {
 }
 
 func (s *Store) meta(ctx context.Context, name string) (snapshot.Meta, error) {
+	m, _, err := s.metaTagged(ctx, name)
+	return m, err
+}
+
+// metaTagged reads an object's metadata and the ETag it was read at.
+func (s *Store) metaTagged(ctx context.Context, name string) (snapshot.Meta, string, error) {
 	var m snapshot.Meta
 	out, err := s.cli.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(s.o.Bucket), Key: aws.String(s.key(name + metaSuffix))})
 	if err != nil {
 		if notFound(err) {
-			return m, fmt.Errorf("snapshot %s: %w", name, os.ErrNotExist)
+			return m, "", fmt.Errorf("snapshot %s: %w", name, os.ErrNotExist)
 		}
-		return m, fmt.Errorf("read metadata of %s: %w", name, err)
+		return m, "", fmt.Errorf("read metadata of %s: %w", name, err)
 	}
 	defer out.Body.Close()
 	b, err := io.ReadAll(out.Body)
 	if err != nil {
-		return m, fmt.Errorf("read metadata of %s: %w", name, err)
+		return m, "", fmt.Errorf("read metadata of %s: %w", name, err)
 	}
 	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("metadata of %s: %w: %w", name, errCorrupt, err)
+		return m, "", fmt.Errorf("metadata of %s: %w: %w", name, errCorrupt, err)
 	}
 	if m.Name != name {
-		return m, fmt.Errorf("metadata of %s names %q: %w", name, m.Name, errCorrupt)
+		return m, "", fmt.Errorf("metadata of %s names %q: %w", name, m.Name, errCorrupt)
 	}
-	return m, nil
+	return m, aws.ToString(out.ETag), nil
+}
+
+// listMetaAttempts and listMetaBackoff bound List's reads of one metadata
+// object beyond the SDK's own three attempts: one read that failed them
+// all failed the whole listing, and with it the member's observation or
+// recovery attempt (seen with a store resetting 1 connection in 5: each
+// failure cost a recovery try, about 11 s).
+const (
+	listMetaAttempts = 4
+	listMetaBackoff  = 250 * time.Millisecond
+)
+
+// listedMeta is a metadata object as List needs it: from the cache when
+// the listing shows the ETag it was read at, else read (with retries) and
+// cached.
+func (s *Store) listedMeta(ctx context.Context, name, etag string) (snapshot.Meta, error) {
+	s.mu.Lock()
+	c, ok := s.metas[name]
+	s.mu.Unlock()
+	if ok && etag != "" && c.etag == etag {
+		return c.m, nil
+	}
+	var err error
+	for i := 0; i < listMetaAttempts; i++ {
+		if i > 0 {
+			select {
+			case <-ctx.Done():
+				return snapshot.Meta{}, fmt.Errorf("read metadata of %s: %w (after: %w)", name, ctx.Err(), err)
+			case <-time.After(listMetaBackoff << (i - 1)):
+			}
+		}
+		var m snapshot.Meta
+		var read string
+		m, read, err = s.metaTagged(ctx, name)
+		switch {
+		case err == nil:
+			if read != "" {
+				s.mu.Lock()
+				if s.metas == nil {
+					s.metas = map[string]cachedMeta{}
+				}
+				s.metas[name] = cachedMeta{etag: read, m: m}
+				s.mu.Unlock()
+			}
+			return m, nil
+		case errors.Is(err, os.ErrNotExist), errors.Is(err, errCorrupt), ctx.Err() != nil:
+			return m, err
+		}
+	}
+	return snapshot.Meta{}, fmt.Errorf("%w (%d attempts)", err, listMetaAttempts)
 }
 
 // errCorrupt marks metadata that cannot be read as a snapshot's.
@@ -214,8 +282,9 @@ func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, snapshot.
 
 // objects lists the keys under the prefix (not below a further "/"):
 // snapshot names to their last modification, metadata names apart.
-func (s *Store) objects(ctx context.Context) (data map[string]time.Time, metas []string, err error) {
+func (s *Store) objects(ctx context.Context) (data map[string]time.Time, metas map[string]string, err error) {
 	data = map[string]time.Time{}
+	metas = map[string]string{}
 	pg := s3.NewListObjectsV2Paginator(s.cli, &s3.ListObjectsV2Input{Bucket: aws.String(s.o.Bucket), Prefix: aws.String(s.o.Prefix)})
 	for pg.HasMorePages() {
 		page, err := pg.NextPage(ctx)
@@ -228,7 +297,7 @@ func (s *Store) objects(ctx context.Context) (data map[string]time.Time, metas [
 				continue
 			}
 			if name, ok := strings.CutSuffix(k, metaSuffix); ok {
-				metas = append(metas, name)
+				metas[name] = aws.ToString(obj.ETag)
 			} else {
 				data[k] = aws.ToTime(obj.LastModified)
 			}
@@ -247,9 +316,16 @@ func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.mu.Lock()
+	for name := range s.metas {
+		if _, ok := metas[name]; !ok {
+			delete(s.metas, name) // deleted: forget it
+		}
+	}
+	s.mu.Unlock()
 	var out []snapshot.Meta
-	for _, name := range metas {
-		m, err := s.meta(ctx, name)
+	for name, etag := range metas {
+		m, err := s.listedMeta(ctx, name, etag)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue // deleted since the listing
@@ -277,7 +353,7 @@ func (s *Store) Sweep(ctx context.Context, cutoff time.Time) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, name := range metas {
+	for name := range metas {
 		delete(data, name)
 	}
 	var removed []string
