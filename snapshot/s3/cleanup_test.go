@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -33,6 +34,12 @@ const bucket = "etcd-backups"
 // store on prefix "main/" and a raw SDK client to look behind it.
 func s3Env(t *testing.T, ctx context.Context, log hclog.Logger) (*s3.Store, *awss3.Client) {
 	t.Helper()
+	return s3EnvWith(t, ctx, log, nil)
+}
+
+// s3EnvWith is s3Env with the store's HTTP client (nil: the SDK's).
+func s3EnvWith(t *testing.T, ctx context.Context, log hclog.Logger, hc *http.Client) (*s3.Store, *awss3.Client) {
+	t.Helper()
 	tier.Starts(t, "an S3 server")
 	agent, err := devagents.StartS3(ctx, t.TempDir(), bucket)
 	if err != nil {
@@ -40,7 +47,7 @@ func s3Env(t *testing.T, ctx context.Context, log hclog.Logger) (*s3.Store, *aws
 	}
 	t.Cleanup(func() { agent.Stop(10 * time.Second) })
 	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
-	store, err := s3.New(ctx, s3.Options{Bucket: bucket, Prefix: "main/", Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true, Log: log})
+	store, err := s3.New(ctx, s3.Options{Bucket: bucket, Prefix: "main/", Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true, Log: log, HTTPClient: hc})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
-	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )
@@ -50,19 +47,8 @@ func (r *metaReads) count() int {
 
 func countingStore(t *testing.T, ctx context.Context) (*s3.Store, *metaReads) {
 	t.Helper()
-	tier.Starts(t, "an S3 server")
-	agent, err := devagents.StartS3(ctx, t.TempDir(), bucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { agent.Stop(10 * time.Second) })
-	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
 	reads := &metaReads{}
-	store, err := s3.New(ctx, s3.Options{Bucket: bucket, Prefix: "main/", Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true,
-		HTTPClient: &http.Client{Transport: reads}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _ := s3EnvWith(t, ctx, nil, &http.Client{Transport: reads})
 	return store, reads
 }
 
