@@ -83,6 +83,10 @@ type cluster struct {
 	// extra is HCL added inside the cluster block (recovery_grace,
 	// snapshot, ...).
 	extra string
+	// quota, when set, is etcd's quota_backend_bytes: a small one keeps
+	// the members' sticky disks small when clusters run at once
+	// (nomadjob.Definition.Quota).
+	quota string
 	// kek is the cluster CA's key encryption key the members read from
 	// the job's Nomad variable (set by nomadRun): etcd clients need it.
 	kek []byte
@@ -106,7 +110,7 @@ func (c *cluster) writeDefinition(size int, extraEnv string) {
 	c.t.Helper()
 	c.size = size
 	nomadjob.Definition{
-		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e",
+		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e", Quota: c.quota,
 		Nomad: nomadjob.SingleClient(consul.Addr), Extra: c.extra, Comment: extraEnv,
 	}.Write(c.t, c.file)
 }
