@@ -51,6 +51,7 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 // its member id.
 func TestKilledMemberRejoinsWithItsData(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -83,6 +84,7 @@ func TestKilledMemberRejoinsWithItsData(t *testing.T) {
 // added and promoted, 3 voters again, no key lost.
 func TestWipedMemberIsReplaced(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -120,6 +122,7 @@ func TestWipedMemberIsReplaced(t *testing.T) {
 // quorum, no key lost.
 func TestScaleUpAndDown(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 2*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -184,6 +187,7 @@ func TestScaleUpAndDown(t *testing.T) {
 // an earlier incarnation of the same name (other token) later.
 func TestForeignDataIsSetAside(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	foreign := func(name string) string {
 		other := newCluster(t, filepath.Join(t.TempDir(), name), 1, 5*time.Second)
 		other.opts.Name = name
