@@ -63,6 +63,7 @@ func waitVoters(t *testing.T, c *cluster, want int, timeout time.Duration) {
 // one member process, then `nomad alloc stop` one allocation.
 func TestDeployKillAndReplace(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-main", 3)
 	c.nomadRun("")
 	took := c.waitPassing(3, 3*time.Minute)

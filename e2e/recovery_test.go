@@ -93,6 +93,7 @@ func revision(t *testing.T, c *cluster) int64 {
 // promoted, and no acknowledged write is lost.
 func TestQuorumLossTwoMembersLost(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-qloss", 3)
 	c.extra = `  recovery_grace = "3s"`
 	c.writeDefinition(3, "")
@@ -320,6 +321,7 @@ func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]s
 // sequential test on its own record, members and keys.
 func TestRecoveryLockHolderKilled(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	rounds := 10
 	if v := os.Getenv("E2E_RECOVERY_ROUNDS"); v != "" {
 		fmt.Sscan(v, &rounds)
