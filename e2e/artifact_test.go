@@ -113,6 +113,7 @@ func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, versio
 // and every acknowledged write.
 func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	rel := serveReleases(t)
 	c := newCluster(t, "e2e-artifact", 3)
 	orig, err := os.ReadFile(c.file)
@@ -159,6 +160,7 @@ func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 // socket and Consul, and pass their checks.
 func TestExecDriverRunsTheRelease(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	rel := serveReleases(t)
 	c := newCluster(t, "e2e-exec", 3)
 	orig, err := os.ReadFile(c.file)

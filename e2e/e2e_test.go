@@ -63,6 +63,7 @@ func waitVoters(t *testing.T, c *cluster, want int, timeout time.Duration) {
 // one member process, then `nomad alloc stop` one allocation.
 func TestDeployKillAndReplace(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-main", 3)
 	c.nomadRun("")
 	took := c.waitPassing(3, 3*time.Minute)
@@ -319,36 +320,47 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 	}
 }
 
+// concurrentQuota is quota_backend_bytes for clusters that run at once on
+// the one Nomad client: a 1.5 GiB sticky disk per member instead of 5 GiB,
+// so nine members fit however little disk the dev agent saw free.
+const concurrentQuota = "256MiB"
+
 // All 3 allocations start from empty at the same moment: exactly one seeder
-// and one cluster id, repeated.
+// and one cluster id, repeated. The rounds are independent clusters (their
+// own job, Consul prefix and ports) and mostly wait on Nomad and Consul, so
+// three run at a time.
 func TestSimultaneousStartOneSeed(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
 	rounds := 10
+	var names []string
 	for r := 0; r < rounds; r++ {
-		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
-			c := newCluster(t, fmt.Sprintf("e2e-seed-%02d", r), 3)
-			c.nomadRun("")
-			c.waitPassing(3, 3*time.Minute)
-			st, err := c.status()
-			if err != nil {
-				t.Fatal(err)
-			}
-			ids := map[uint64]bool{}
-			for _, m := range st.Members {
-				ids[m.ClusterID] = true
-			}
-			if len(ids) != 1 {
-				t.Fatalf("members report %d cluster ids: %v", len(ids), ids)
-			}
-			seeds := 0
-			for _, a := range c.allocs() {
-				seeds += strings.Count(allocLog(a.ID), "state=new")
-			}
-			if seeds != 1 {
-				t.Fatalf("%d members started a new cluster, want 1", seeds)
-			}
-		})
+		names = append(names, fmt.Sprintf("round%02d", r))
 	}
+	clustertest.Concurrently(t, 3, names, func(t *testing.T, r int) {
+		c := newCluster(t, fmt.Sprintf("e2e-seed-%02d", r), 3)
+		c.quota = concurrentQuota
+		c.writeDefinition(3, "")
+		c.nomadRun("")
+		c.waitPassing(3, 3*time.Minute)
+		st, err := c.status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[uint64]bool{}
+		for _, m := range st.Members {
+			ids[m.ClusterID] = true
+		}
+		if len(ids) != 1 {
+			t.Fatalf("members report %d cluster ids: %v", len(ids), ids)
+		}
+		seeds := 0
+		for _, a := range c.allocs() {
+			seeds += strings.Count(allocLog(a.ID), "state=new")
+		}
+		if seeds != 1 {
+			t.Fatalf("%d members started a new cluster, want 1", seeds)
+		}
+	})
 }
 
 // The rendered job of the shipped example is accepted by `nomad job validate`.

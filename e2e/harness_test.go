@@ -36,6 +36,16 @@ var (
 // TestMain builds etcd-nomad, starts one real Consul and one real Nomad dev
 // agent for the package, and stops both by PID at the end; in the short tier
 // (-short) it does none of it and every test skips.
+//
+// Parallel tests. A test calls t.Parallel when it disturbs nothing but its
+// own job (a cluster name, Consul prefix and ports of its own), changes no
+// environment variable (t.Setenv), neither restarts nor reconfigures the
+// shared agents nor changes the node, and asserts no time bound that a
+// loaded machine could break (a writer's longest failure window, writes
+// that must all succeed across a certificate's renewals). Go runs the
+// parallel tests after every serial one has ended, -parallel (GOMAXPROCS)
+// at a time, so the serial tests keep the agents to themselves.
+// docs/test-timing.md lists which tests are which and why.
 func TestMain(m *testing.M) {
 	os.Exit(tier.Main(m, run))
 }
@@ -83,6 +93,10 @@ type cluster struct {
 	// extra is HCL added inside the cluster block (recovery_grace,
 	// snapshot, ...).
 	extra string
+	// quota, when set, is etcd's quota_backend_bytes: a small one keeps
+	// the members' sticky disks small when clusters run at once
+	// (nomadjob.Definition.Quota).
+	quota string
 	// kek is the cluster CA's key encryption key the members read from
 	// the job's Nomad variable (set by nomadRun): etcd clients need it.
 	kek []byte
@@ -106,7 +120,7 @@ func (c *cluster) writeDefinition(size int, extraEnv string) {
 	c.t.Helper()
 	c.size = size
 	nomadjob.Definition{
-		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e",
+		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e", Quota: c.quota,
 		Nomad: nomadjob.SingleClient(consul.Addr), Extra: c.extra, Comment: extraEnv,
 	}.Write(c.t, c.file)
 }

@@ -37,6 +37,7 @@ func memberEnv(t *testing.T, pid int, name string) string {
 // task API socket and Consul at the definition's address.
 func TestMembersUseTheirClientsAddressesNotTheRenderers(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-addrs", 1)
 	cmd := exec.Command(binary, "job", "render", "-binary", binary, c.file)
 	cmd.Env = append(os.Environ(), "NOMAD_ADDR=http://127.0.0.1:1", "CONSUL_HTTP_ADDR=127.0.0.1:1")
@@ -70,6 +71,7 @@ func TestMembersUseTheirClientsAddressesNotTheRenderers(t *testing.T) {
 // over: the member comes back with its data.
 func TestCrashLoopingMemberIsRescheduled(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-crashloop", 1)
 	c.nomadRun("")
 	c.waitPassing(1, 2*time.Minute)

@@ -21,6 +21,7 @@ import (
 // allocation): Nomad itself reads the two jobs as one.
 func TestPackRunsOnNomad(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-pack", 1)
 	spec, err := pack.Render("../nomad/pack/etcd", map[string]any{
 		"cluster_name":   c.name,

@@ -94,6 +94,7 @@ func revision(t *testing.T, c *cluster) int64 {
 // promoted, and no acknowledged write is lost.
 func TestQuorumLossTwoMembersLost(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-qloss", 3)
 	c.extra = `  recovery_grace = "3s"`
 	c.writeDefinition(3, "")
@@ -353,8 +354,15 @@ func clusterIDs(t *testing.T, c *cluster) (stop func() map[uint64]map[uint64][]s
 // Each time Nomad restarts it, it resumes, exactly one new epoch is
 // recorded, members never report two cluster ids for one epoch, and no
 // acknowledged key is lost.
+//
+// A round mostly waits (the killed holder's Consul session must expire, up
+// to twice its 15 s TTL, then recovery_grace), so the rounds are shared out
+// over three clusters that run at once, each a run of consecutive rounds
+// (every kill point, r%3, comes up on each) with every check of the
+// sequential test on its own record, members and keys.
 func TestRecoveryLockHolderKilled(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	rounds := 10
 	if v := os.Getenv("E2E_RECOVERY_ROUNDS"); v != "" {
 		fmt.Sscan(v, &rounds)
@@ -363,17 +371,32 @@ func TestRecoveryLockHolderKilled(t *testing.T) {
 	if v := os.Getenv("E2E_RECOVERY_SEED"); v != "" {
 		fmt.Sscan(v, &seed)
 	}
-	t.Logf("%d rounds, seed %d (replay with E2E_RECOVERY_SEED=%d)", rounds, seed, seed)
-	rng := rand.New(rand.NewSource(seed))
+	clusters := min(3, rounds)
+	t.Logf("%d rounds on %d clusters, seed %d (cluster k draws from seed+k; replay with E2E_RECOVERY_SEED=%d)", rounds, clusters, seed, seed)
+	var names []string
+	var from []int
+	for k := 0; k < clusters; k++ {
+		names = append(names, fmt.Sprintf("cluster%d", k))
+		from = append(from, k*rounds/clusters)
+	}
+	from = append(from, rounds)
+	clustertest.Concurrently(t, clusters, names, func(t *testing.T, k int) {
+		killLockHolders(t, fmt.Sprintf("e2e-rkill-%d", k), from[k], from[k+1], rand.New(rand.NewSource(seed+int64(k))))
+	})
+}
 
-	c := newCluster(t, "e2e-rkill", 3)
+// killLockHolders runs rounds first to end-1 of TestRecoveryLockHolderKilled
+// on a cluster of its own.
+func killLockHolders(t *testing.T, name string, first, end int, rng *rand.Rand) {
+	c := newCluster(t, name, 3)
 	c.extra = `  recovery_grace = "3s"`
+	c.quota = concurrentQuota
 	c.writeDefinition(3, "")
 	c.nomadRun("")
 	c.waitPassing(3, 3*time.Minute)
 	_, rec := clustertest.WaitOnRecord(t, time.Minute, 0, true, c.recorded)
 	stop := clusterIDs(t, c)
-	for r := 0; r < rounds; r++ {
+	for r := first; r < end; r++ {
 		putN(t, c, fmt.Sprintf("round%02d", r), 20)
 		st, err := c.status()
 		if err != nil {
@@ -432,7 +455,7 @@ func TestRecoveryLockHolderKilled(t *testing.T) {
 			t.Errorf("epoch %d: members reported %d cluster ids: %v", epoch, len(ids), ids)
 		}
 	}
-	for r := 0; r < rounds; r++ {
+	for r := first; r < end; r++ {
 		if n := countPrefix(t, c, fmt.Sprintf("round%02d", r)); n != 20 {
 			t.Errorf("round %d: %d of 20 acknowledged keys", r, n)
 		}

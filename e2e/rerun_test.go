@@ -42,6 +42,7 @@ func (c *cluster) jobVersion() uint64 {
 // where both are: the same job version and allocations.
 func TestJobRunAfterNomadJobRunIsANoOp(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
+	t.Parallel() // disturbs only its own job: see harness_test.go
 	c := newCluster(t, "e2e-rerun", 1)
 	render := exec.Command(binary, "job", "render", "-binary", binary, c.file)
 	for _, kv := range os.Environ() {

@@ -40,6 +40,7 @@ func (tc *testCluster) savedCA(name string) []byte {
 // the mismatch with both fingerprints: log, /status and /health.
 func TestDefect6MemberKeepsItsSavedCA(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -126,6 +127,7 @@ func TestDefect6MemberKeepsItsSavedCA(t *testing.T) {
 // the cluster's, then joins with it.
 func TestDefect6FreshMemberWaitsForTheClusterCA(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)

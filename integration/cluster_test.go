@@ -15,39 +15,43 @@ import (
 )
 
 // (a) Three members started at the same moment bootstrap exactly one
-// cluster with one seed, repeated.
+// cluster with one seed, repeated. Each round is a cluster of its own
+// (directory, local coordinator, ports), so four run at a time.
 func TestSimultaneousStartSeedsOnce(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
 	rounds := 20
+	var names []string
 	for r := 0; r < rounds; r++ {
-		t.Run(fmt.Sprintf("round%02d", r), func(t *testing.T) {
-			tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
-			tc.startAll()
-			tc.waitHealthy(60 * time.Second)
-			st, rec := tc.waitConfirmed(30 * time.Second)
-			seeds := 0
-			for i := 0; i < 3; i++ {
-				seeds += strings.Count(logOf(t, tc.lay, localcluster.MemberName(i)), "state=new")
-			}
-			if seeds != 1 {
-				t.Fatalf("%d members started a new cluster, want exactly 1", seeds)
-			}
-			for _, m := range st.Members {
-				if m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
-					t.Fatalf("member %s reports cluster %x epoch %d, record says %x epoch %d", m.Name, m.ClusterID, m.Epoch, rec.ClusterID, rec.Epoch)
-				}
-			}
-			if rec.ClusterID == 0 || rec.Epoch != 1 {
-				t.Fatalf("record not confirmed: %+v", rec)
-			}
-		})
+		names = append(names, fmt.Sprintf("round%02d", r))
 	}
+	clustertest.Concurrently(t, 4, names, func(t *testing.T, _ int) {
+		tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
+		tc.startAll()
+		tc.waitHealthy(60 * time.Second)
+		st, rec := tc.waitConfirmed(30 * time.Second)
+		seeds := 0
+		for i := 0; i < 3; i++ {
+			seeds += strings.Count(logOf(t, tc.lay, localcluster.MemberName(i)), "state=new")
+		}
+		if seeds != 1 {
+			t.Fatalf("%d members started a new cluster, want exactly 1", seeds)
+		}
+		for _, m := range st.Members {
+			if m.ClusterID != rec.ClusterID || m.Epoch != rec.Epoch {
+				t.Fatalf("member %s reports cluster %x epoch %d, record says %x epoch %d", m.Name, m.ClusterID, m.Epoch, rec.ClusterID, rec.Epoch)
+			}
+		}
+		if rec.ClusterID == 0 || rec.Epoch != 1 {
+			t.Fatalf("record not confirmed: %+v", rec)
+		}
+	})
 }
 
 // (b) kill -9 one member; it is restarted, rejoins with its data and keeps
 // its member id.
 func TestKilledMemberRejoinsWithItsData(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -80,6 +84,7 @@ func TestKilledMemberRejoinsWithItsData(t *testing.T) {
 // added and promoted, 3 voters again, no key lost.
 func TestWipedMemberIsReplaced(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)
@@ -117,6 +122,7 @@ func TestWipedMemberIsReplaced(t *testing.T) {
 // quorum, no key lost.
 func TestScaleUpAndDown(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 2*time.Second)
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
@@ -181,6 +187,7 @@ func TestScaleUpAndDown(t *testing.T) {
 // an earlier incarnation of the same name (other token) later.
 func TestForeignDataIsSetAside(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	foreign := func(name string) string {
 		other := newCluster(t, filepath.Join(t.TempDir(), name), 1, 5*time.Second)
 		other.opts.Name = name

@@ -19,6 +19,7 @@ import (
 // a new one its peers do not trust. It rejoins with its data.
 func TestCoordinatorStateLossKeepsTheCA(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc := newCluster(t, t.TempDir(), 3, 5*time.Second)
 	tc.startAll()
 	st := tc.waitHealthy(60 * time.Second)

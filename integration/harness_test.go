@@ -29,6 +29,15 @@ var binary string
 
 // TestMain builds the etcd-nomad binary the tests run as member processes;
 // in the short tier (-short) it builds nothing and every test skips.
+//
+// Parallel tests. Every test's cluster is its own: a directory, a local
+// coordinator in it, ports of its own. A test calls t.Parallel when it also
+// changes no environment variable (t.Setenv), runs no writer whose every
+// put must succeed or whose gaps are measured, and asserts no time bound a
+// loaded machine could break (a 10 s wait, scheduled snapshots' spacing, a
+// connection count over time). Go runs the parallel tests after every
+// serial one has ended, -parallel (GOMAXPROCS) at a time.
+// docs/test-timing.md lists which tests are which and why.
 func TestMain(m *testing.M) {
 	os.Exit(tier.Main(m, run))
 }

@@ -121,6 +121,7 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 // snapshot hold m0's later writes too, and nothing is refused or lost.)
 func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 2*time.Second) // recovery_grace: the 5m default, no automatic recovery here
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")

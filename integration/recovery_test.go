@@ -18,6 +18,7 @@ import (
 // (ForceNewCluster), the replacements join, and no acknowledged key is lost.
 func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc, before := startRecoverable(t, 5*time.Second)
 	c := tc.client()
 	putKeys(t, c, "acked", 200)
@@ -61,6 +62,7 @@ func TestQuorumLossRecoveryFromSurvivor(t *testing.T) {
 // the epoch after, and no acknowledged key is lost.
 func TestRecoveryTakenOverWhenSeederNeverReturns(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	tc, before := startRecoverable(t, 3*time.Second)
 	putKeys(t, tc.client(), "acked", 100)
 	for _, n := range []string{"m0", "m1", "m2"} {

@@ -27,6 +27,7 @@ func cli(t *testing.T, args ...string) string {
 // bumped, and the other members setting their data aside and joining.
 func TestSnapshotSaveAndRestore(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
+	t.Parallel() // its own directory and ports: see harness_test.go
 	dir := t.TempDir()
 	tc := newCluster(t, dir, 3, 5*time.Second)
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")

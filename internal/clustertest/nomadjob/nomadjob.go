@@ -56,6 +56,12 @@ type Definition struct {
 	StaleAfter string
 	// Prefix is the Consul prefix; SessionTTL, when set, its session_ttl.
 	Prefix, SessionTTL string
+	// Quota, when set, is etcd's quota_backend_bytes. The sticky disk of
+	// each member is twice that plus 1 GiB (5 GiB at the default 2 GiB),
+	// which a dev agent counts against the disk space free when it
+	// started: tests running several clusters on one client set a small
+	// quota so that every member is placed.
+	Quota string
 	// Nomad is HCL added inside the nomad block (distinct_hosts, the
 	// members' consul { address }).
 	Nomad string
@@ -75,7 +81,10 @@ func SingleClient(consulAddr string) string {
 
 // HCL returns the definition's text.
 func (d Definition) HCL() string {
-	var tls, ttl string
+	var tls, ttl, quota string
+	if d.Quota != "" {
+		quota = fmt.Sprintf("\n    quota_backend_bytes = %q", d.Quota)
+	}
 	if d.TLSMode != "" {
 		tls = fmt.Sprintf("\n  tls {\n    mode = %q\n  }\n", d.TLSMode)
 	}
@@ -87,7 +96,7 @@ func (d Definition) HCL() string {
 
   etcd {
     heartbeat_interval = "100ms"
-    election_timeout   = "1s"
+    election_timeout   = "1s"%s
   }
 %s
   provider "nomad" {
@@ -108,7 +117,7 @@ func (d Definition) HCL() string {
 %s
 }
 # %s
-`, d.Name, d.Size, tls, d.StaleAfter, d.Prefix, ttl, d.Nomad, d.Extra, d.Comment)
+`, d.Name, d.Size, quota, tls, d.StaleAfter, d.Prefix, ttl, d.Nomad, d.Extra, d.Comment)
 }
 
 // Write writes the definition to path.
