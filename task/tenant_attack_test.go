@@ -428,3 +428,152 @@ func TestTenantCanTakeAnotherTenantsKeylessLease(t *testing.T) {
 		t.Errorf("the victim's session kept renewing a lease that holds the attacker's key")
 	}
 }
+
+// etcd has no per-tenant quota (a documented limit): one tenant writing
+// under its own prefix until the database passes quota_backend_bytes
+// stops every tenant's writes and lease grants, root's too, until its
+// keys are deleted. What the product owes meanwhile: reads keep working
+// for everyone, the member neither restarts nor stops answering (its
+// /health verdict stays healthy and says NOSPACE), its NOSPACE
+// maintenance compacts and defragments but keeps the alarm while the live
+// data is above 90% of the quota, and loses no acknowledged key. Once
+// root deletes the tenant's keys, the next maintenance (within
+// maintainBackoff of the one that failed) disarms the alarm and everyone
+// writes again.
+func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fills a 1 MiB quota and waits out the maintenance backoff")
+	}
+	k := newKit(t, "a")
+	k.cl.TLS.Mode = config.TLSAuto
+	k.cl.Access = tenantAccess()
+	k.cl.Etcd.QuotaBackendBytes = config.MinQuotaBackendBytes
+	k.cl.Etcd.DefragRatio = 0 // NOSPACE alone
+	m := k.member("a", nil)
+	runLoop(t, m)
+	waitUntil(t, 30*time.Second, "the member leads", func() (bool, string) { return m.etcdServerLeader() != 0, m.reason() })
+	m.mu.Lock()
+	e := m.etcd
+	m.mu.Unlock()
+	root := rootClient(t, m)
+	waitUntil(t, 30*time.Second, "the access rules applied", func() (bool, string) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		st, err := readAuth(ctx, root)
+		return err == nil && st.Enabled && len(st.Roles) == 2, fmt.Sprintf("%+v %v", st, err)
+	})
+	app, victim := userClient(t, m, "billing-api"), userClient(t, m, "shipping-api")
+	put(t, victim, "/shipping/before", "kept")
+
+	// The attack: unique keys of 8 KiB under /billing/, retried through
+	// NOSPACE (the maintenance disarms it while compaction and
+	// defragmentation still make room) until the maintenance gives up.
+	ctx := context.Background()
+	value := strings.Repeat("b", 8<<10)
+	acked := map[string]bool{}
+	refused := 0
+	start := time.Now()
+	for i := 0; ; {
+		if time.Since(start) > 2*time.Minute {
+			t.Fatalf("after %d keys and %d NOSPACE refusals the quota never stayed full: %s", len(acked), refused, m.reason())
+		}
+		key := fmt.Sprintf("/billing/fill/%04d", i)
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := app.Put(pctx, key, value)
+		cancel()
+		if err == nil {
+			acked[key] = true
+			i++
+			continue
+		}
+		if !errors.Is(err, rpctypes.ErrNoSpace) {
+			t.Fatalf("put %s: %v", key, err)
+		}
+		refused++
+		if strings.Contains(m.reason(), "NOSPACE kept") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("the tenant wrote %d keys of 8 KiB (%d refusals with NOSPACE) in %s: %s", len(acked), refused, time.Since(start).Round(time.Millisecond), m.reason())
+
+	// Every tenant's writes and lease grants fail, root's too; reads work.
+	for name, cli := range map[string]*clientv3.Client{"the other tenant": victim, "root": root, "the attacker": app} {
+		key := "/shipping/during"
+		if cli == app {
+			key = "/billing/during"
+		}
+		if err := putErr(cli, key); !errors.Is(err, rpctypes.ErrNoSpace) {
+			t.Errorf("limit changed: %s's put while the tenant fills the quota: %v, want NOSPACE (update README)", name, err)
+		}
+	}
+	gctx, gcancel := context.WithTimeout(ctx, 5*time.Second)
+	if _, err := victim.Grant(gctx, 10); !errors.Is(err, rpctypes.ErrNoSpace) {
+		t.Errorf("the other tenant's lease grant while full: %v, want NOSPACE", err)
+	}
+	gcancel()
+	if v := getVal(t, victim, "/shipping/before"); v != "kept" {
+		t.Errorf("the other tenant reads /shipping/before as %q while full", v)
+	}
+	// The member: the same etcd, answering, healthy, saying NOSPACE.
+	m.mu.Lock()
+	same := m.etcd == e
+	m.mu.Unlock()
+	if !same {
+		t.Errorf("the member restarted etcd while full: %s", m.reason())
+	}
+	hctx, hcancel := context.WithTimeout(ctx, 5*time.Second)
+	st, err := m.health(hctx)
+	hcancel()
+	if err != nil || !st.Healthy || !st.NoSpace {
+		t.Errorf("health while full: healthy %v, nospace %v, %v; want healthy and NOSPACE", st.Healthy, st.NoSpace, err)
+	}
+	checkKept := func(when string) {
+		t.Helper()
+		r, err := root.Get(ctx, "/billing/fill/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := map[string]bool{}
+		for _, kv := range r.Kvs {
+			have[string(kv.Key)] = true
+		}
+		for key := range acked {
+			if !have[key] {
+				t.Errorf("%s: acknowledged %s lost", when, key)
+			}
+		}
+	}
+	checkKept("after the maintenance that kept NOSPACE")
+
+	// Root deletes the tenant's keys (a delete is not refused under
+	// NOSPACE); the next maintenance compacts, defragments and disarms.
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	dr, err := root.Delete(dctx, "/billing/fill/", clientv3.WithPrefix())
+	dcancel()
+	if err != nil {
+		t.Fatalf("root deleting the tenant's keys under NOSPACE: %v", err)
+	}
+	if dr.Deleted < int64(len(acked)) {
+		t.Errorf("root deleted %d keys, the tenant had %d acknowledged", dr.Deleted, len(acked))
+	}
+	deleted := time.Now()
+	waitUntil(t, maintainBackoff+time.Minute, "every tenant writes again", func() (bool, string) {
+		for _, cli := range []*clientv3.Client{victim, root} {
+			if err := putErr(cli, "/shipping/after"); err != nil {
+				return false, fmt.Sprintf("%v; %s", err, m.reason())
+			}
+		}
+		return putErr(app, "/billing/after") == nil, m.reason()
+	})
+	t.Logf("root's delete to writes again: %s", time.Since(deleted).Round(time.Millisecond))
+	if v := getVal(t, root, "/shipping/before"); v != "kept" {
+		t.Errorf("/shipping/before is %q after the maintenance", v)
+	}
+	m.mu.Lock()
+	same = m.etcd == e
+	m.mu.Unlock()
+	if !same {
+		t.Errorf("the member restarted etcd during the maintenance: %s", m.reason())
+	}
+}
