@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -473,6 +474,9 @@ func (m *Member) start(name, token, state, initial string) error {
 		}
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
+	// Lease ids etcd chooses are guessable; a key-less lease is anyone's
+	// who knows its id (randomLeaseID).
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID)}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
