@@ -17,9 +17,12 @@ package task
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +32,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 )
 
@@ -228,6 +232,40 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	for _, a := range attempts {
 		if why := denied(a.do()); why != "" {
 			t.Errorf("%s: %s, want etcd's permission refusal", a.name, why)
+		}
+	}
+	// etcd's HTTP/JSON gateway on the same port: it refuses a certificate
+	// with a CN (it would reach gRPC as the member's own connection).
+	pair, err := certs.IssueClient(*m.ca, "billing-api", time.Now(), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kp, err := tls.X509KeyPair(pair.Cert, pair.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, _ := certs.Pool(m.ca.Cert)
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}}}
+	defer hc.CloseIdleConnections()
+	for path, body := range map[string]string{
+		"/v3/kv/range":               `{"key":"` + base64.StdEncoding.EncodeToString([]byte("/shipping/secret")) + `"}`,
+		"/v3/kv/put":                 `{"key":"` + base64.StdEncoding.EncodeToString([]byte("/shipping/secret")) + `","value":"b3duZWQ="}`,
+		"/v3/kv/compaction":          `{"revision":"` + fmt.Sprint(old+1) + `"}`,
+		"/v3/maintenance/defragment": `{}`,
+		"/v3/maintenance/snapshot":   `{}`,
+		"/v3/auth/disable":           `{}`,
+		"/v3/auth/user/grant":        `{"user":"billing-api","role":"root"}`,
+		"/v3/cluster/member/remove":  `{"ID":"` + fmt.Sprint(self) + `"}`,
+	} {
+		resp, err := hc.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Errorf("gateway %s: %v", path, err)
+			continue
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), "CommonName") {
+			t.Errorf("gateway %s with the tenant's certificate: %s %s, want 400 (a CN is refused)", path, resp.Status, b)
 		}
 	}
 	// Password authentication does not stand in for the certificate: the
