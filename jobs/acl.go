@@ -56,7 +56,7 @@ func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken str
 		return nil
 	}
 	path := TokenVariable(job)
-	if _, err := setItem(ctx, cli, namespace, path, TokenKey, consulToken, false); err != nil {
+	if _, err := setItem(ctx, cli.Variables(), writeDenied(cli, path), namespace, path, TokenKey, consulToken, false); err != nil {
 		return fmt.Errorf("store the members' Consul token in variable %s: %w", path, err)
 	}
 	fmt.Fprintf(out, "stored the members' Consul token in Nomad variable %s (key %s)\n", path, TokenKey)
@@ -73,7 +73,7 @@ func EnsureCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (s
 		return "", err
 	}
 	path := TokenVariable(job)
-	kek, err := setItem(ctx, cli, namespace, path, CAKEKKey, fresh, true)
+	kek, err := setItem(ctx, cli.Variables(), writeDenied(cli, path), namespace, path, CAKEKKey, fresh, true)
 	if err != nil {
 		return "", fmt.Errorf("store the cluster CA's key encryption key in variable %s: %w", path, err)
 	}
@@ -83,15 +83,29 @@ func EnsureCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (s
 	return kek, nil
 }
 
+// varStore is the part of Nomad's variables API (*api.Variables) that
+// setItem needs: a read and the two check-and-set writes.
+type varStore interface {
+	Peek(path string, q *api.QueryOptions) (*api.Variable, *api.QueryMeta, error)
+	CheckedCreate(v *api.Variable, w *api.WriteOptions) (*api.Variable, *api.WriteMeta, error)
+	CheckedUpdate(v *api.Variable, w *api.WriteOptions) (*api.Variable, *api.WriteMeta, error)
+}
+
+var _ varStore = (*api.Variables)(nil)
+
+// writeDenied names what writing the variable path needs when Nomad's
+// ACLs refuse it.
+func writeDenied(cli *api.Client, path string) func(error) error {
+	return func(err error) error {
+		return nomad.Denied(cli, "write variable "+path, `variables write on path "`+path+`"`, err)
+	}
+}
+
 // setItem sets key in the Nomad variable path to value, keeping its other
 // items (a variable is written whole, so read, change, write with a check
 // of its index, and again on a conflict); keep leaves an existing value.
-// It returns the value stored.
-func setItem(ctx context.Context, cli *api.Client, namespace, path, key, value string, keep bool) (string, error) {
-	vars := cli.Variables()
-	denied := func(err error) error {
-		return nomad.Denied(cli, "write variable "+path, `variables write on path "`+path+`"`, err)
-	}
+// It returns the value stored; denied wraps the errors of Nomad's API.
+func setItem(ctx context.Context, vars varStore, denied func(error) error, namespace, path, key, value string, keep bool) (string, error) {
 	for range 5 {
 		v, _, err := vars.Peek(path, (&api.QueryOptions{Namespace: namespace}).WithContext(ctx))
 		if err != nil {

@@ -405,8 +405,11 @@ job "{{.C.Nomad.Job}}" {
       # Under Consul ACLs the member's CONSUL_HTTP_TOKEN comes from the
       # Nomad variable {{.C.Nomad.Job | printf "nomad/jobs/%s"}} (key consul_token), never from
       # this file, and so does the key that seals the cluster CA's key in
-      # Consul (key ca_kek, ETCD_NOMAD_CA_KEK; 'etcd-nomad job run' creates
-      # it). A changed token is used from the member's next restart.
+      # Consul (key ca_kek, ETCD_NOMAD_CA_KEK). Where it is missing, the
+      # first member creates it there (check-and-set: one key) and every
+      # member reads it; under Nomad ACLs, whose workload identities may
+      # only read, create it first ('etcd-nomad job run' does). A changed
+      # token is used from the member's next restart.
       template {
         destination = "secrets/member.env"
         env         = true

@@ -163,7 +163,8 @@ func (m *Member) chooseCA(ctx context.Context) (certs.Pair, error) {
 	}
 	if kek == nil && m.opts.Cluster.Coordination.Kind == config.CoordConsul {
 		return certs.Pair{}, fmt.Errorf("TLS auto with Consul coordination keeps the cluster CA's key in Consul sealed with a key encryption key only members hold: set %s (32 bytes, base64). "+
-			"The rendered job takes it from the Nomad variable nomad/jobs/<job>, key ca_kek, which `etcd-nomad job run` creates; by hand, add the item ca_kek=$(openssl rand -base64 32) to that variable (nomad var put replaces every item: repeat consul_token)", certs.KEKEnv)
+			"The rendered job takes it from the Nomad variable nomad/jobs/<job>, key ca_kek, which its first member creates where its workload identity may write the variable (no Nomad ACLs) and `etcd-nomad job run` creates otherwise; "+
+			"by hand: nomad var put -check-index 0 nomad/jobs/<job> ca_kek=$(openssl rand -base64 32) (create-only; where the variable exists, add the item and keep consul_token)", certs.KEKEnv)
 	}
 	if errors.Is(err, clusterca.ErrCASealed) {
 		return certs.Pair{}, err

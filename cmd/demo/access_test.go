@@ -74,6 +74,7 @@ func checkOperatorAccess(t *testing.T, dir, bin string) {
 	if _, err := cli.Put(ctx, "hello", "world"); err != nil {
 		t.Errorf("put with the eval line's credentials: %v", err)
 	}
+	checkConsumerSurvivesARestart(t, dir, cli)
 	if etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion); err == nil {
 		c := exec.Command("sh", "-c", line+` && "$ETCDCTL" member list && "$ETCDCTL" get hello --print-value-only`)
 		c.Env = append(sh.Env, "ETCDCTL="+etcdctl)

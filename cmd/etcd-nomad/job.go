@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -26,7 +27,12 @@ func (c *jobCommand) Help() string {
 }
 func (c *jobCommand) Run([]string) int { return cli.RunResultHelp }
 
-type jobRenderCommand struct{ ui cli.Ui }
+type jobRenderCommand struct {
+	ui cli.Ui
+	// stdout receives the job (os.Stdout when nil); the ui's error
+	// writer, what the operator should know first.
+	stdout io.Writer
+}
 
 func (c *jobRenderCommand) Synopsis() string { return "Print the Nomad job of a cluster definition" }
 func (c *jobRenderCommand) Help() string {
@@ -42,8 +48,10 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
   Nomad and read CONSUL_HTTP_TOKEN from the Nomad variable nomad/jobs/JOB
   (key consul_token); see 'job run -store-consul-token'. With TLS auto the
   members also read the key that seals the cluster CA's key in Consul from
-  that variable (key ca_kek): 'job run' creates it, or add it yourself
-  (openssl rand -base64 32) before 'nomad job run'.
+  that variable (key ca_kek); where it is missing the first member creates
+  it there (check-and-set: one key for all). Under Nomad ACLs, whose
+  workload identities may only read the variable, 'job run' creates it, or
+  run the command this prints (on stderr) before 'nomad job run'.
 
 Options:
   -binary PATH   etcd-nomad's path on the Nomad clients, over the
@@ -72,11 +80,18 @@ func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec st
 }
 
 func (c *jobRenderCommand) Run(args []string) int {
-	spec, _, ok := renderJob(c.ui, flag.NewFlagSet("job render", flag.ContinueOnError), args, c.Help())
+	spec, cl, ok := renderJob(c.ui, flag.NewFlagSet("job render", flag.ContinueOnError), args, c.Help())
 	if !ok {
 		return 1
 	}
-	fmt.Fprint(os.Stdout, spec)
+	if note := kekNote(cl); note != "" {
+		c.ui.Warn(note)
+	}
+	out := c.stdout
+	if out == nil {
+		out = os.Stdout
+	}
+	fmt.Fprint(out, spec)
 	return 0
 }
 

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
@@ -13,8 +16,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
+	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
@@ -68,6 +75,12 @@ func (c *memberCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
+	if kek == nil && kekInJobVariable(cl) {
+		if kek, err = memberKEK(ctx, cl, parts.Coordinator, log); err != nil {
+			c.ui.Error(err.Error())
+			return 1
+		}
+	}
 	if parts.Static != nil {
 		go watchStatic(ctx, log, *path, parts.Static)
 	}
@@ -79,6 +92,12 @@ func (c *memberCommand) Run(args []string) int {
 	if cl.Provider.Kind == config.ProviderNomad {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
+	}
+	if why := backends.Unauthenticated(cl, kek); why != "" {
+		log.Warn(why)
+	}
+	if parts.Store != nil && !parts.Encryption.Enabled() {
+		log.Warn("snapshots are stored unencrypted: the snapshot block has no encryption")
 	}
 	if parts.Store != nil {
 		opts.Snapshots = &task.Snapshots{Store: parts.Store, Encryption: parts.Encryption, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
@@ -93,6 +112,61 @@ func (c *memberCommand) Run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// kekInJobVariable: the member runs in a Nomad allocation of a cluster
+// whose key encryption key lives in the job's Nomad variable.
+func kekInJobVariable(cl *config.Cluster) bool {
+	return kekInVariable(cl) && os.Getenv("NOMAD_ALLOC_ID") != ""
+}
+
+// kekInVariable: cl's members on Nomad seal the cluster CA in Consul (TLS
+// auto), with a key encryption key kept in the job's Nomad variable.
+func kekInVariable(cl *config.Cluster) bool {
+	return cl.Provider.Kind == config.ProviderNomad && cl.Coordination.Kind == config.CoordConsul && cl.TLS.Mode == config.TLSAuto
+}
+
+// kekNote is what validate and job render say up front about that key:
+// who creates it, and the one command to run before a plain `nomad job
+// run` where the members may not (Nomad ACLs); "" when cl has no such key.
+func kekNote(cl *config.Cluster) string {
+	if !kekInVariable(cl) {
+		return ""
+	}
+	return fmt.Sprintf("note: the key that seals the cluster CA in Consul lives in Nomad variable %s (key %s); the first member creates it "+
+		"when its workload identity may write that variable (Nomad without ACLs). Under Nomad ACLs workload identities may only read it: "+
+		"before 'nomad job run', run once\n  %s\n(or deploy with 'etcd-nomad job run', which creates it)",
+		jobs.TokenVariable(cl.Nomad.Job), jobs.CAKEKKey, jobs.FirstKEKCommand(cl.Nomad.Job, cl.Nomad.Namespace))
+}
+
+// memberKEK takes the key encryption key from the job's Nomad variable
+// (jobs.MemberCAKEK) for a member whose environment has none: the job was
+// submitted with a plain `nomad job run` before anyone created the key.
+func memberKEK(ctx context.Context, cl *config.Cluster, co coord.Coordinator, log hclog.Logger) ([]byte, error) {
+	cli, err := nomadglue.Client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	sealed := func(ctx context.Context) (bool, error) {
+		_, err := co.Load(ctx, clusterca.SealedKey)
+		if errors.Is(err, coord.ErrNotStored) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	path := jobs.TokenVariable(cl.Nomad.Job)
+	text, created, err := jobs.MemberCAKEK(ctx, cli, cl.Nomad.Job, cmp.Or(cl.Nomad.Namespace, os.Getenv("NOMAD_NAMESPACE")), sealed)
+	if err != nil {
+		return nil, fmt.Errorf("%s is not set and the job's variable gave none: %w", certs.KEKEnv, err)
+	}
+	if created {
+		log.Info("created the cluster CA's key encryption key in the job's Nomad variable (first writer wins)", "variable", path, "key", jobs.CAKEKKey)
+	} else {
+		log.Info("read the cluster CA's key encryption key from the job's Nomad variable", "variable", path, "key", jobs.CAKEKKey)
+	}
+	return certs.ParseKEK(text)
 }
 
 // watchStatic re-reads the definition when it changes and replaces the

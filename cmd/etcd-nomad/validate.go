@@ -44,6 +44,9 @@ func (c *validateCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("%s: %s: cluster %q, %d members, provider %s, coordination %s, tls %s",
 		path, valid, cl.Name, cl.Size, cl.Provider.Kind, cl.Coordination.Kind, cl.TLS.Mode))
+	if note := kekNote(cl); note != "" {
+		c.ui.Output(note)
+	}
 	return 0
 }
 

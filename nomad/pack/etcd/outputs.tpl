@@ -22,9 +22,10 @@ README, "Clients").
 [[- end ]]
 [[- if eq (var "tls_mode" .) "auto" ]]
 
-The members refuse to start until the Nomad variable
-nomad/jobs/[[ template "etcd.job_name" . ]] holds the key that seals the cluster CA (key ca_kek).
-If you have not put it there before this run:
+The key that seals the cluster CA lives in the Nomad variable
+nomad/jobs/[[ template "etcd.job_name" . ]] (key ca_kek). Without Nomad ACLs the first member
+creates it there. Under Nomad ACLs the members may only read it, and refuse
+to start until it is there: if you have not put it there before this run,
 
-  nomad var put nomad/jobs/[[ template "etcd.job_name" . ]] ca_kek=$(openssl rand -base64 32)
+  nomad var put -check-index 0 nomad/jobs/[[ template "etcd.job_name" . ]] ca_kek=$(openssl rand -base64 32)
 [[- end ]]
