@@ -474,9 +474,9 @@ func (m *Member) start(name, token, state, initial string) error {
 		}
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
-	// Lease ids etcd chooses are guessable; a key-less lease is anyone's
-	// who knows its id (randomLeaseID).
-	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID)}
+	// A key-less lease is anyone's who knows its id: the ids etcd chooses
+	// are guessable, and LeaseLeases lists them (leaseid.go).
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID, rootLeaseList)}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)

@@ -6,7 +6,13 @@ import (
 	"encoding/binary"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+
+	"github.com/etcd-nomad/etcd-nomad/certs"
 )
 
 // randomLeaseID is a gRPC interceptor on the client port that gives a
@@ -33,4 +39,38 @@ func randomLeaseID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handle
 		}
 	}
 	return handler(ctx, req)
+}
+
+// rootLeaseList is a gRPC interceptor on the client port that answers
+// LeaseLeases to root alone. etcd answers it to any user while no lease
+// holds a key the user may not read, and then lists every lease id:
+// another tenant's key-less leases among them. The access block grants no
+// one the root role (config refuses it), so root's CN is etcd's only
+// administrator; a request through etcd's HTTP gateway arrives on the
+// member's own connection (etcd ignores its CN, so does this). Without a
+// client certificate (TLS off) etcd decides alone.
+func rootLeaseList(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if _, ok := req.(*pb.LeaseLeasesRequest); ok {
+		if cn, ok := clientCN(ctx); ok && cn != certs.RootUser {
+			return nil, rpctypes.ErrGRPCPermissionDenied
+		}
+	}
+	return handler(ctx, req)
+}
+
+// clientCN is the CN of the verified client certificate ctx's request
+// came with ("" through etcd's HTTP gateway); ok is false without one.
+func clientCN(ctx context.Context) (string, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.AuthInfo == nil {
+		return "", false
+	}
+	ti, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(ti.State.VerifiedChains) == 0 || len(ti.State.VerifiedChains[0]) == 0 {
+		return "", false
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok && len(md["grpcgateway-accept"]) > 0 {
+		return "", true
+	}
+	return ti.State.VerifiedChains[0][0].Subject.CommonName, true
 }
