@@ -14,6 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -473,6 +474,9 @@ func (m *Member) start(name, token, state, initial string) error {
 		}
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
+	// A key-less lease is anyone's who knows its id: the ids etcd chooses
+	// are guessable, and LeaseLeases lists them (leaseid.go).
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID, rootLeaseList)}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
