@@ -47,7 +47,7 @@ type Options struct {
 	// publishes is trusted as it is, with a warning.
 	CAFingerprint string
 	// IdentityFile holds the workload identity JWT (Nomad writes and
-	// renews it: identity { aud = ["etcd-nomad"] file = true }).
+	// renews it: identity { aud = ["etcd-nomad:<cluster>"] file = true }).
 	IdentityFile string
 	// Dir receives ca.crt, client.crt and client.key (0600, dir 0700).
 	Dir string
@@ -136,6 +136,9 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 		trust := caPEM
 		if pinned != nil {
 			trust = vouched(pinned, caPEM, chains)
+		}
+		if resp.Warning != "" && o.Logger != nil {
+			o.Logger.Warn(resp.Warning, "member", ep)
 		}
 		f, err := certs.Write(o.Dir, "client", trust, certs.Pair{Cert: []byte(resp.Certificate), Key: key})
 		if err != nil {

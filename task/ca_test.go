@@ -172,7 +172,7 @@ func TestDefect6SavedCANotReplacedByTheCoordinators(t *testing.T) {
 
 	runUntilEnd(ctx, t, cancel, m)
 	pool, _ := certs.Pool(mine.Cert)
-	pair, _ := certs.Issue(mine, "test-client", nil, time.Now())
+	pair := statusReaderPair(t, mine)
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}
 	defer hc.CloseIdleConnections()
 	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)

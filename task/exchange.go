@@ -15,7 +15,8 @@ import (
 )
 
 // The exchange: an application's task on the same Nomad cluster trades
-// its workload identity (a JWT Nomad signed, audience identity.Audience)
+// its workload identity (a JWT Nomad signed, audience
+// identity.ClusterAudience of this cluster)
 // for a short-lived client certificate from the cluster CA, whose CN is
 // the user the access rules map its job to (user { nomad_jobs = [...] }).
 // The caller sends a certificate request and keeps its key; the CA key
@@ -38,6 +39,9 @@ type CertResponse struct {
 	Certificate string    `json:"certificate"`
 	CA          string    `json:"ca"`
 	NotAfter    time.Time `json:"not_after"`
+	// Warning, when set, is for the application's operator: creds logs
+	// it (the token's audience is the bare one of earlier versions).
+	Warning string `json:"warning,omitempty"`
 }
 
 // CACertKey is the coordinator key where the leader publishes the cluster
@@ -99,7 +103,7 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 	case m.opts.Identities == nil:
 		return CertResponse{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
 	}
-	claims, err := m.opts.Identities.Verify(ctx, req.Identity)
+	claims, err := m.opts.Identities.Verify(ctx, req.Identity, m.opts.Cluster.Name)
 	if errors.Is(err, identity.ErrUnavailable) {
 		return CertResponse{}, refuse(http.StatusServiceUnavailable, "%v", err)
 	}
@@ -120,7 +124,19 @@ func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, e
 		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
 	}
 	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", ttl)
-	return CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}, nil
+	resp := CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}
+	if claims.LegacyAudience {
+		resp.Warning = legacyAudienceWarning(m.opts.Cluster.Name)
+		m.log.Warn(resp.Warning, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task)
+	}
+	return resp, nil
+}
+
+// legacyAudienceWarning is what the member logs, and the answer tells
+// creds, for a token taken for the bare audience identity.Audience.
+func legacyAudienceWarning(cluster string) string {
+	return fmt.Sprintf("the workload identity's audience is %q, which every etcd-nomad cluster takes: a token sent to another cluster's members buys a certificate here too; "+
+		"set the identity block's aud to [%q] (a later version refuses %q)", identity.Audience, identity.ClusterAudience(cluster), identity.Audience)
 }
 
 // exchangeTokenMargin is how long a certificate may outlive the workload

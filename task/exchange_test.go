@@ -50,9 +50,7 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
-	k.cl.Access = &config.Access{CertificateTTL: 45 * time.Second,
-		Roles: []config.Role{{Name: "billing", ReadWrite: []string{"/billing/"}}},
-		Users: []config.User{{Name: "billing-api", Roles: []string{"billing"}, NomadJobs: []string{"billing"}}}}
+	k.cl.Access = billingAccess(45 * time.Second)
 	m := k.member("a", nil)
 	m.opts.Identities = &identity.Verifier{Keys: testKeys(doc)}
 	k.seed(m)
@@ -85,7 +83,7 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 		}
 		return resp, out
 	}
-	resp, out := ask(token("billing", identity.Audience))
+	resp, out := ask(token("billing", identity.ClusterAudience("kit")))
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("mapped job: %s", resp.Status)
 	}
@@ -106,7 +104,7 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	if err := putErr(app, "/other/x"); err == nil {
 		t.Errorf("exchanged certificate writes outside /billing/")
 	}
-	if resp, _ := ask(token("other-job", identity.Audience)); resp.StatusCode != http.StatusForbidden {
+	if resp, _ := ask(token("other-job", identity.ClusterAudience("kit"))); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("unmapped job: %s, want 403", resp.Status)
 	}
 	if resp, _ := ask(token("billing", "nomadproject.io")); resp.StatusCode != http.StatusUnauthorized {
@@ -125,7 +123,7 @@ func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
 		"n": enc.EncodeToString(key.N.Bytes()), "e": enc.EncodeToString(big.NewInt(int64(key.E)).Bytes())}}})
 	exp := time.Now().Add(2 * time.Minute).Truncate(time.Second)
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, identity.Claims{Namespace: "default", Job: "billing", Task: "app",
-		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{identity.Audience}, ExpiresAt: jwt.NewNumericDate(exp)}})
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{identity.ClusterAudience("kit")}, ExpiresAt: jwt.NewNumericDate(exp)}})
 	tok.Header["kid"] = "k"
 	signed, err := tok.SignedString(key)
 	if err != nil {
@@ -134,9 +132,7 @@ func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
 
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
-	k.cl.Access = &config.Access{CertificateTTL: time.Hour,
-		Roles: []config.Role{{Name: "billing", ReadWrite: []string{"/billing/"}}},
-		Users: []config.User{{Name: "billing-api", Roles: []string{"billing"}, NomadJobs: []string{"billing"}}}}
+	k.cl.Access = billingAccess(time.Hour)
 	m := k.member("a", nil)
 	m.opts.Identities = &identity.Verifier{Keys: testKeys(doc)}
 	k.seed(m)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -84,13 +83,7 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() (bo
 
 // healthOf returns m's /health status code and body.
 func healthOf(m *Member) (int, string) {
-	resp, err := http.Get(m.statusURL(m.self) + "/health")
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return getWith(http.DefaultClient, m.statusURL(m.self)+"/health")
 }
 
 // NOSPACE without a human: a 3-member cluster with a 16 MiB quota is

@@ -85,7 +85,7 @@ func TestMemberLifecycle(t *testing.T) {
 	}
 	pool, _ := certs.Pool(ca.Cert)
 	noCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, nil)}}
-	pair, _ := certs.Issue(ca, "test-client", nil, time.Now())
+	pair := statusReaderPair(t, ca)
 	withCert := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &pair)}}
 	base := "https://127.0.0.1:" + itoa(ports.Status)
 
@@ -115,7 +115,10 @@ func TestMemberLifecycle(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &st) != nil || !st.Healthy || st.MemberID == 0 || st.Epoch != 1 {
 		t.Fatalf("/status: %d %s", code, body)
 	}
-	code, body = get(t, noCert, base+"/metrics")
+	if code, _ := get(t, noCert, base+"/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without a client certificate: %d, want 401", code)
+	}
+	code, body = get(t, withCert, base+"/metrics")
 	for _, want := range []string{"etcd_nomad_decisions_total", "etcd_server_has_leader"} {
 		if code != http.StatusOK || !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s (status %d)", want, code)

@@ -21,8 +21,12 @@ import (
 // checking the server (an attacker does not care who answers): the status
 // code, or the error of a handshake or request the member refused.
 func peerGet(url string, kp tls.Certificate) (int, error) {
+	// Presented whatever CAs the peer port asks for: with Certificates
+	// alone Go sends no certificate the server's list does not name, and
+	// the refusal would be for no certificate at all.
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
-		InsecureSkipVerify: true, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}}}
+		InsecureSkipVerify: true, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }}}}
 	defer hc.CloseIdleConnections()
 	resp, err := hc.Get(url)
 	if err != nil {

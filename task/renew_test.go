@@ -242,7 +242,7 @@ func TestMemberRenewsCertificatesWhileRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	statusPair, _ := certs.Issue(ca, "test-client", nil, time.Now())
+	statusPair := statusReaderPair(t, ca)
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &statusPair), DisableKeepAlives: true}}
 	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)
 	waitStatus(t, hc, base)
@@ -367,7 +367,7 @@ func TestHealthWarnsOfAnExpiringCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool, _ := certs.Pool(ca.Cert)
-	statusPair, _ := certs.Issue(ca, "test-client", nil, time.Now())
+	statusPair := statusReaderPair(t, ca)
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsConfig(pool, &statusPair)}}
 	defer hc.CloseIdleConnections()
 	base := "https://127.0.0.1:" + itoa(cl.Provider.Static[0].StatusPort)

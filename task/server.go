@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,7 +68,9 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 			// it never seeds a recovery (invariant 4).
 			st.Learner = m.dir.Learner(st.MemberID)
 		}
-		return st, fmt.Errorf("etcd not running (%s: %s)", st.Decision, st.Reason)
+		// The decision's reason may name member ids: it is on /status,
+		// not in /health's answer to anyone.
+		return st, fmt.Errorf("etcd not running (decision %s; its reason on /status)", st.Decision)
 	}
 	srv := e.Server
 	st.Running = true
@@ -228,7 +229,7 @@ func (m *Member) serveStatus() error {
 			// A warning, not critical: the member serves reads; the
 			// corrupt member's data is set aside and its alarm disarmed.
 			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for member(s) %s: writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, strings.Join(st.Corrupt, ","), warn)
+			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for %d member(s) (which: /status): writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, len(st.Corrupt), warn)
 			return
 		}
 		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
@@ -249,17 +250,28 @@ func (m *Member) serveStatus() error {
 			fmt.Fprintf(w, "warning: %s role=%s%s\n", st.Name, role, warn)
 			return
 		}
-		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d member=%x cluster=%x epoch=%d%s\n", st.Name, role, st.Revision, st.DBSize, st.MemberID, st.ClusterID, st.Epoch, warn)
+		// No member or cluster id, epoch or raft index: /health answers
+		// anyone (and Consul publishes it as the check's output), and
+		// those are what forging raft messages takes. /status has them.
+		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d%s\n", st.Name, role, st.Revision, st.DBSize, warn)
 	})
-	mux.HandleFunc("/status", func(w http.ResponseWriter, r *http.Request) {
-		if r.TLS != nil && len(r.TLS.VerifiedChains) == 0 {
-			http.Error(w, "status requires a client certificate from the cluster CA or its status CA", http.StatusUnauthorized)
-			return
-		}
+	// statusCA is the status CA of the member's CA at start (a CA
+	// rotation adds the next one's: m.rot.statusCAs).
+	var statusCA []byte
+	readers := func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if code, why := m.statusReader(r, statusCA); code != 0 {
+				http.Error(w, why, code)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	}
+	mux.Handle("/status", readers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, _ := m.health(r.Context())
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(st)
-	})
+	})))
 	if m.opts.Cluster.Access != nil {
 		// Without an access block no workload maps to a user: the
 		// exchange is not served at all (404), so a stranger gets nothing
@@ -274,7 +286,7 @@ func (m *Member) serveStatus() error {
 			m.serveExchange(w, r)
 		})
 	}
-	mux.Handle("/metrics", promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", readers(promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{})))
 	addr := net.JoinHostPort(m.self.Address, strconv.Itoa(m.self.StatusPort))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -307,6 +319,7 @@ func (m *Member) serveStatus() error {
 			var st certs.Pair
 			if st, err = certs.StatusCA(*m.ca); err == nil {
 				cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
+				statusCA = st.Cert
 			}
 		}
 		if err != nil {
@@ -326,6 +339,43 @@ func (m *Member) serveStatus() error {
 		go func() { _ = m.http.Serve(ln) }()
 	}
 	return nil
+}
+
+// statusReader decides whether r may read /status and /metrics: 0, or
+// the refusal's HTTP status and text. Both name every member and its ids,
+// revision and decisions, and etcd's metrics raft's terms and indexes:
+// what forging raft messages takes. With TLS auto they are served to a
+// client certificate of a status CA this member accepts (statusCA, and
+// during a CA rotation the next CA's), which `status` and `tls
+// status-cert` present, or to etcd's root user's from a cluster CA (the
+// members' own clients, `env`, `snapshot`); an application's certificate
+// from the exchange is refused. With TLS files, to any certificate of the
+// definition's CA: there is no status CA, and that CA opens the peer port
+// too. With TLS off, to everyone, as etcd's own ports.
+func (m *Member) statusReader(r *http.Request, statusCA []byte) (int, string) {
+	switch {
+	case r.TLS == nil:
+		return 0, ""
+	case len(r.TLS.VerifiedChains) == 0:
+		return http.StatusUnauthorized, "this needs a client certificate from the cluster's status CA (etcd-nomad tls status-cert) or etcd's root user's"
+	case m.ca == nil:
+		return 0, ""
+	}
+	accepted := parseCerts(statusCA)
+	if s := m.rot.statusCAs.Load(); s != nil {
+		accepted = append(accepted, parseCerts(*s)...)
+	}
+	for _, chain := range r.TLS.VerifiedChains {
+		if chain[0].Subject.CommonName == certs.RootUser {
+			return 0, ""
+		}
+		for _, ca := range accepted {
+			if chain[len(chain)-1].Equal(ca) {
+				return 0, ""
+			}
+		}
+	}
+	return http.StatusForbidden, fmt.Sprintf("the client certificate of %q is neither from the cluster's status CA (etcd-nomad tls status-cert) nor etcd's root user's", r.TLS.PeerCertificates[0].Subject.CommonName)
 }
 
 // metrics are the operator's own, beside etcd's on /metrics. Each gauge

@@ -44,9 +44,7 @@ func statusTarget(t *testing.T, access bool, keys identity.KeySource) (*Member, 
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
 	if access {
-		k.cl.Access = &config.Access{CertificateTTL: time.Minute,
-			Roles: []config.Role{{Name: "billing", ReadWrite: []string{"/billing/"}}},
-			Users: []config.User{{Name: "billing-api", Roles: []string{"billing"}, NomadJobs: []string{"billing"}}}}
+		k.cl.Access = billingAccess(time.Minute)
 	}
 	m := k.member("a", nil)
 	m.opts.Identities = &identity.Verifier{Keys: keys}
@@ -60,6 +58,14 @@ func statusTarget(t *testing.T, access bool, keys identity.KeySource) (*Member, 
 	// The attacker trusts the member's CA (it is public) and presents no
 	// certificate.
 	return m, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+}
+
+// billingAccess maps job billing to user billing-api, whose role
+// read-writes /billing/.
+func billingAccess(ttl time.Duration) *config.Access {
+	return &config.Access{CertificateTTL: ttl,
+		Roles: []config.Role{{Name: "billing", ReadWrite: []string{"/billing/"}}},
+		Users: []config.User{{Name: "billing-api", Roles: []string{"billing"}, NomadJobs: []string{"billing"}}}}
 }
 
 func statusAddr(m *Member) string {

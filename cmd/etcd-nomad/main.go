@@ -45,6 +45,7 @@ func Run(args []string) int {
 		"tls":              func() (cli.Command, error) { return &tlsCommand{}, nil },
 		"tls rotate-ca":    func() (cli.Command, error) { return &rotateCACommand{ui: ui}, nil },
 		"tls fingerprint":  func() (cli.Command, error) { return &fingerprintCommand{ui: ui}, nil },
+		"tls status-cert":  func() (cli.Command, error) { return &statusCertCommand{ui: ui}, nil },
 	}
 	code, err := c.Run()
 	if err != nil {

@@ -20,9 +20,11 @@ import (
 
 type tlsCommand struct{}
 
-func (c *tlsCommand) Synopsis() string { return "Certificate operations (rotate-ca, fingerprint)" }
+func (c *tlsCommand) Synopsis() string {
+	return "Certificate operations (rotate-ca, fingerprint, status-cert)"
+}
 func (c *tlsCommand) Help() string {
-	return "Usage: etcd-nomad tls rotate-ca|fingerprint -config FILE\n\n  Subcommands: rotate-ca, fingerprint"
+	return "Usage: etcd-nomad tls rotate-ca|fingerprint|status-cert -config FILE\n\n  Subcommands: rotate-ca, fingerprint, status-cert"
 }
 
 type fingerprintCommand struct{ ui cli.Ui }

@@ -47,6 +47,26 @@ func fingerprintConfig(t *testing.T, coordination string) string {
 	return path
 }
 
+// localClusterWithCA is a definition with local coordination whose
+// coordinator holds a new cluster CA, sealed with kek when given.
+func localClusterWithCA(t *testing.T, kek []byte) (string, *local.Coordinator, certs.Pair) {
+	t.Helper()
+	coordDir := t.TempDir()
+	cfgPath := fingerprintConfig(t, fmt.Sprintf(`coordination "local" { dir = %q }`, coordDir))
+	co, err := local.New(coordDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := certs.NewCA("unit", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := clusterca.Offer(context.Background(), co, ca, kek); err != nil {
+		t.Fatal(err)
+	}
+	return cfgPath, co, ca
+}
+
 func runFingerprint(cfgPath string) (int, string) {
 	ui := cli.NewMockUi()
 	code := (&fingerprintCommand{ui: ui}).Run([]string{"-config", cfgPath})
@@ -76,18 +96,9 @@ func TestFingerprintWithConsulRequiresTheKEK(t *testing.T) {
 // can write the members' data directories too): there, without a KEK, the
 // plaintext CA is read; with the KEK a planted plaintext CA is refused.
 func TestFingerprintWithTheKEKRefusesAPlantedPlaintextCA(t *testing.T) {
-	coordDir := t.TempDir()
-	cfgPath := fingerprintConfig(t, fmt.Sprintf(`coordination "local" { dir = %q }`, coordDir))
-	co, err := local.New(coordDir)
-	if err != nil {
-		t.Fatal(err)
-	}
 	bg := context.Background()
 	kek := bytes.Repeat([]byte{8}, certs.KEKSize)
-	ca, _ := certs.NewCA("unit", time.Now())
-	if _, err := clusterca.Offer(bg, co, ca, kek); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath, co, ca := localClusterWithCA(t, kek)
 	t.Setenv(certs.KEKEnv, base64.StdEncoding.EncodeToString(kek))
 	if code, out := runFingerprint(cfgPath); code != 0 || out != certs.Fingerprint(ca.Cert) {
 		t.Fatalf("control, with the KEK: %d %q", code, out)
