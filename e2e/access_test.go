@@ -2,16 +2,22 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
@@ -20,11 +26,15 @@ import (
 // appJob is an application's job as its README section tells users to
 // write it: a prestart task fetches the first certificate, a poststart
 // sidecar keeps it fresh, both with the workload identity "etcd"
-// (aud etcd-nomad); the app (a shell loop over the real etcdctl) reads
-// the files and the endpoints Consul lists. Arguments: binary, cluster,
-// Consul address, etcdctl, the CA fingerprint the creds tasks pin.
+// (aud etcd-nomad:<cluster>); the app (a shell loop over the real
+// etcdctl) reads the files and the endpoints Consul lists. It runs in its
+// own namespace, appNamespace. The README's example uses the exec driver;
+// raw_exec here, as every e2e job (the dev agents' client runs raw_exec,
+// DESIGN.md). Arguments: binary, cluster, Consul address, etcdctl, the
+// CA fingerprint the creds tasks pin.
 const appJob = `job "e2e-app" {
   datacenters = ["dc1"]
+  namespace   = "` + appNamespace + `"
   type        = "service"
 
   group "app" {
@@ -40,7 +50,7 @@ const appJob = `job "e2e-app" {
       }
       identity {
         name = "etcd"
-        aud  = ["etcd-nomad"]
+        aud  = ["etcd-nomad:%[2]s"]
         file = true
         ttl  = "1h"
       }
@@ -62,7 +72,7 @@ const appJob = `job "e2e-app" {
       }
       identity {
         name = "etcd"
-        aud  = ["etcd-nomad"]
+        aud  = ["etcd-nomad:%[2]s"]
         file = true
         ttl  = "1h"
       }
@@ -102,6 +112,10 @@ EOS
 }
 `
 
+// appNamespace is the application's own Nomad namespace: the access
+// block maps "namespace/job", and the token names it.
+const appNamespace = "e2e-apps"
+
 func certSerial(path string) (string, time.Time, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -122,7 +136,10 @@ func certSerial(path string) (string, time.Time, error) {
 // a client certificate without the CA key (its workload identity, traded
 // at a member), writes under its prefix, is refused outside it, and keeps
 // writing across renewals of a 15-second certificate, past the first
-// certificate's expiry.
+// certificate's expiry. The app runs in its own namespace with the
+// cluster's audience (etcd-nomad:<cluster>), and its certificate, first
+// and renewed, is refused on every member's peer port (the handshake) and
+// on /status and /metrics (403) of the status port (issue 29).
 func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
 	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
@@ -138,7 +155,7 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
     }
     user "app-user" {
       roles      = ["app"]
-      nomad_jobs = ["e2e-app"]
+      nomad_jobs = ["` + appNamespace + `/e2e-app"]
     }
   }`
 	c.writeDefinition(1, "")
@@ -164,18 +181,23 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	if err := os.WriteFile(path, []byte(spec), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if out, err := exec.Command(nomadBin, "namespace", "apply", "-address", nomad.Addr, "-description", "e2e applications", appNamespace).CombinedOutput(); err != nil {
+		t.Fatalf("nomad namespace apply: %v\n%s", err, out)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			dumpApp(t)
 		}
-		stopJob(t, "e2e-app")
+		if out, err := exec.Command(nomadBin, "job", "stop", "-purge", "-namespace", appNamespace, "-address", nomad.Addr, "e2e-app").CombinedOutput(); err != nil {
+			t.Logf("nomad job stop e2e-app: %v\n%s", err, out)
+		}
 	})
 	if out, err := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, path).CombinedOutput(); err != nil {
 		t.Fatalf("nomad job run app: %v\n%s", err, out)
 	}
 	var alloc string
 	waitFor(t, 2*time.Minute, "the app writing under /app/", func() (bool, string) {
-		list, _, err := nomadClient(t).Jobs().Allocations("e2e-app", false, nil)
+		list, _, err := nomadClient(t).Jobs().Allocations("e2e-app", false, &nomadapi.QueryOptions{Namespace: appNamespace})
 		if err != nil || len(list) == 0 {
 			return false, fmt.Sprintf("allocations: %v", err)
 		}
@@ -195,6 +217,8 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	if !strings.HasSuffix(first, "CN=app-user") {
 		t.Errorf("app certificate %s, want CN=app-user", first)
 	}
+	certDir := filepath.Dir(certFile)
+	appRefusedBeyondItsRole(t, c, certDir)
 	seen := map[string]bool{first: true}
 	waitFor(t, 90*time.Second, "two renewals and writes past the first certificate's expiry", func() (bool, string) {
 		s, _, err := certSerial(certFile)
@@ -216,6 +240,9 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	if n := strings.Count(log, "\nfail "); n > 0 {
 		t.Errorf("%d of the app's writes failed across renewals:\n%s", n, log)
 	}
+	// The renewed certificate is no more than the first: refused on every
+	// peer port and on /status and /metrics.
+	appRefusedBeyondItsRole(t, c, certDir)
 	// The writes are in etcd, under the app's prefix.
 	cli := c.client()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -229,13 +256,94 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	}
 }
 
+// appRefusedBeyondItsRole checks issue 29's boundaries with the app's
+// own certificate files in dir (as creds wrote them): every member's peer
+// port refuses the handshake (no /members, no raft), and every member's
+// status port answers /status and /metrics with 403 (they name member
+// ids and raft's indexes) while /health, the Consul check, answers
+// without ids.
+func appRefusedBeyondItsRole(t *testing.T, c *cluster, dir string) {
+	t.Helper()
+	kp, err := tls.LoadX509KeyPair(filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	st, err := c.status()
+	if err != nil || len(st.Members) == 0 {
+		t.Fatalf("status: %v (%d members)", err, len(st.Members))
+	}
+	// The attacker does not care whom it talks to: it skips verifying the
+	// member, so only the member's refusal can fail the request; and it
+	// presents its certificate whatever CAs the member asks for (with
+	// Certificates alone Go sends none the member's list does not name,
+	// and the refusal would be for no certificate at all).
+	peerClient := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		InsecureSkipVerify: true, MinVersion: tls.VersionTLS12,
+		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &kp, nil }}}}
+	defer peerClient.CloseIdleConnections()
+	for _, m := range st.Members {
+		resp, err := peerClient.Get(m.PeerURL + "/members")
+		if err == nil {
+			resp.Body.Close()
+			t.Errorf("member %s's peer port answered the app's certificate: GET /members %s", m.Name, resp.Status)
+			continue
+		}
+		if !strings.Contains(err.Error(), "tls: ") || strings.Contains(err.Error(), "certificate required") {
+			t.Errorf("member %s's peer port: %v, want the TLS handshake refused", m.Name, err)
+			continue
+		}
+		t.Logf("member %s's peer port %s refused the app's certificate: %v", m.Name, m.PeerURL, err)
+	}
+	svcs, _, err := consulClient(t).Catalog().Service(c.name, "", nil)
+	if err != nil || len(svcs) != len(st.Members) {
+		t.Fatalf("catalog: %d services (%v), %d members", len(svcs), err, len(st.Members))
+	}
+	app := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{
+		RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}}}
+	defer app.CloseIdleConnections()
+	for _, s := range svcs {
+		addr := s.ServiceAddress
+		if addr == "" {
+			addr = s.Address
+		}
+		base := "https://" + net.JoinHostPort(addr, s.ServiceMeta["status_port"])
+		for _, path := range []string{"/status", "/metrics", "/health"} {
+			resp, err := app.Get(base + path)
+			if err != nil {
+				t.Errorf("%s%s with the app's certificate: %v", base, path, err)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := http.StatusForbidden
+			if path == "/health" {
+				want = http.StatusOK
+				if strings.Contains(string(b), "member=") || strings.Contains(string(b), "cluster=") {
+					t.Errorf("%s/health names ids: %q", base, b)
+				}
+			}
+			if resp.StatusCode != want {
+				t.Errorf("%s%s with the app's certificate: %s %.100q, want %d", base, path, resp.Status, b, want)
+			} else {
+				t.Logf("%s%s with the app's certificate: %s %.60q", base, path, resp.Status, strings.TrimSpace(string(b)))
+			}
+		}
+	}
+}
+
 func appLog(alloc, file string) string {
 	b, _ := os.ReadFile(filepath.Join(nomad.AllocDir, alloc, "alloc", "logs", file))
 	return string(b)
 }
 
 func dumpApp(t *testing.T) {
-	list, _, err := nomadClient(t).Jobs().Allocations("e2e-app", true, nil)
+	list, _, err := nomadClient(t).Jobs().Allocations("e2e-app", true, &nomadapi.QueryOptions{Namespace: appNamespace})
 	if err != nil {
 		return
 	}

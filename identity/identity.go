@@ -14,17 +14,31 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Audience is the "aud" a workload identity must carry to be exchanged
-// for an etcd client certificate: the app's job declares an identity
-// block with aud = ["etcd-nomad"], so that no token minted for another
-// service (Nomad's default identity, Vault's, Consul's) is accepted.
+// Audience is the prefix of the "aud" a workload identity must carry to
+// be exchanged for an etcd client certificate: cluster main's members take
+// ClusterAudience("main"), "etcd-nomad:main", which the app's job asks
+// for in its identity block (aud = ["etcd-nomad:main"]). No token minted
+// for another service (Nomad's default identity, Vault's, Consul's) is
+// accepted, nor one minted for another etcd-nomad cluster: a token an
+// application sent to cluster B's members buys nothing from cluster A's.
+//
+// Audience alone, the one every cluster took before per-cluster
+// audiences, is still taken, with Claims.LegacyAudience set so that the
+// exchange warns, unless the token also names another cluster's audience:
+// refusing it would stop every application at the members' rolling
+// update, and an application can ask for both (aud = ["etcd-nomad",
+// "etcd-nomad:main"]) to be served by members of either version.
 const Audience = "etcd-nomad"
+
+// ClusterAudience is the audience cluster's exchange takes.
+func ClusterAudience(cluster string) string { return Audience + ":" + cluster }
 
 // Claims are a workload identity's claims that matter here.
 type Claims struct {
@@ -33,6 +47,9 @@ type Claims struct {
 	Task         string `json:"nomad_task"`
 	AllocationID string `json:"nomad_allocation_id"`
 	jwt.RegisteredClaims
+	// LegacyAudience is set when the token was taken for the bare
+	// Audience of earlier versions, not its cluster's own.
+	LegacyAudience bool `json:"-"`
 }
 
 // KeySource returns a JWKS document.
@@ -91,12 +108,16 @@ type read struct {
 	err   error
 }
 
-// Verify checks token's signature, expiry and audience, and returns its
+// Verify checks token's signature and expiry, and that its audience is
+// cluster's (ClusterAudience; Audience, see there), and returns its
 // claims. Refusals wrap ErrInvalid; those for want of the cluster's keys
 // wrap ErrUnavailable too.
-func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
+func (v *Verifier) Verify(ctx context.Context, token, cluster string) (Claims, error) {
+	if cluster == "" {
+		return Claims{}, fmt.Errorf("%w: no cluster to verify the audience for", ErrInvalid)
+	}
 	var c Claims
-	p := jwt.NewParser(jwt.WithValidMethods([]string{"RS256", "RS384", "RS512", "EdDSA"}), jwt.WithAudience(Audience),
+	p := jwt.NewParser(jwt.WithValidMethods([]string{"RS256", "RS384", "RS512", "EdDSA"}),
 		jwt.WithExpirationRequired(), jwt.WithTimeFunc(v.now), jwt.WithLeeway(5*time.Second))
 	_, err := p.ParseWithClaims(token, &c, func(t *jwt.Token) (any, error) {
 		kid, _ := t.Header["kid"].(string)
@@ -105,10 +126,38 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	if err != nil {
 		return Claims{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	if c.LegacyAudience, err = audienceFor(c.Audience, cluster); err != nil {
+		return Claims{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
 	if c.Job == "" || c.Namespace == "" {
 		return Claims{}, fmt.Errorf("%w: no nomad_job_id or nomad_namespace claim", ErrInvalid)
 	}
 	return c, nil
+}
+
+// audienceFor checks that a token for the audiences aud is for cluster:
+// it names ClusterAudience(cluster), or the bare Audience (legacy) and no
+// other cluster's.
+func audienceFor(aud []string, cluster string) (legacy bool, err error) {
+	own := ClusterAudience(cluster)
+	var others []string
+	for _, a := range aud {
+		switch {
+		case a == own:
+			return false, nil
+		case a == Audience:
+			legacy = true
+		case strings.HasPrefix(a, Audience+":"):
+			others = append(others, a)
+		}
+	}
+	switch {
+	case len(others) > 0:
+		return false, fmt.Errorf("token for %s, not for this cluster (%s)", strings.Join(others, ", "), own)
+	case !legacy:
+		return false, fmt.Errorf("token audience %q does not name %s", aud, own)
+	}
+	return true, nil
 }
 
 func (v *Verifier) key(ctx context.Context, kid string) (crypto.PublicKey, error) {

@@ -56,8 +56,8 @@ func TestVerifyAcceptsOnlyNomadTokensForUs(t *testing.T) {
 	v := &Verifier{Keys: src}
 	now := time.Now()
 	good := Claims{Namespace: "default", Job: "billing", Task: "app", AllocationID: "a1",
-		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}}
-	c, err := v.Verify(context.Background(), sign(t, key, "k1", good))
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{ClusterAudience("main")}, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), IssuedAt: jwt.NewNumericDate(now)}}
+	c, err := v.Verify(context.Background(), sign(t, key, "k1", good), "main")
 	if err != nil {
 		t.Fatalf("valid token refused: %v", err)
 	}
@@ -66,7 +66,7 @@ func TestVerifyAcceptsOnlyNomadTokensForUs(t *testing.T) {
 	}
 	bad := func(name string, tok string) {
 		t.Helper()
-		if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrInvalid) {
+		if _, err := v.Verify(context.Background(), tok, "main"); !errors.Is(err, ErrInvalid) {
 			t.Errorf("%s: %v, want ErrInvalid", name, err)
 		}
 	}
@@ -120,18 +120,18 @@ func TestHungJWKSReadBlocksNoOne(t *testing.T) {
 	key, _ := rsa.GenerateKey(rand.Reader, 2048)
 	now := time.Now()
 	tok := sign(t, key, "k1", Claims{Namespace: "default", Job: "billing",
-		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{ClusterAudience("main")}, ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	src := &hungKeys{}
 	v := &Verifier{Keys: src}
 	first := make(chan error, 1)
 	start := time.Now()
-	go func() { _, err := v.Verify(context.Background(), tok); first <- err }()
+	go func() { _, err := v.Verify(context.Background(), tok, "main"); first <- err }()
 	time.Sleep(100 * time.Millisecond)
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	second := make(chan error, 1)
-	go func() { _, err := v.Verify(ctx, tok); second <- err }()
+	go func() { _, err := v.Verify(ctx, tok, "main"); second <- err }()
 	select {
 	case err := <-second:
 		if err == nil || time.Since(start) > FetchTimeout {
@@ -154,7 +154,7 @@ func TestHungJWKSReadBlocksNoOne(t *testing.T) {
 	if n := src.n(); n != 1 {
 		t.Errorf("Nomad saw %d JWKS requests from two concurrent misses, want 1", n)
 	}
-	if _, err := v.Verify(context.Background(), tok); !errors.Is(err, ErrUnavailable) {
+	if _, err := v.Verify(context.Background(), tok, "main"); !errors.Is(err, ErrUnavailable) {
 		t.Errorf("after a failed read: %v, want ErrUnavailable", err)
 	}
 	if n := src.n(); n != 1 {
@@ -173,25 +173,25 @@ func TestKeysOlderThanMaxAgeAreFetchedAgainAndRotatedOutOnesDropped(t *testing.T
 	src := &staticKeys{doc: jwks(t, "k1", &old.PublicKey)}
 	v := &Verifier{Keys: src, Now: func() time.Time { return clock }}
 	claims := Claims{Namespace: "default", Job: "billing",
-		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(clock.Add(3 * keysMaxAge))}}
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{ClusterAudience("main")}, ExpiresAt: jwt.NewNumericDate(clock.Add(3 * keysMaxAge))}}
 	oldTok, nextTok := sign(t, old, "k1", claims), sign(t, next, "k2", claims)
-	if _, err := v.Verify(context.Background(), oldTok); err != nil {
+	if _, err := v.Verify(context.Background(), oldTok, "main"); err != nil {
 		t.Fatalf("k1 token with k1 in the JWKS: %v", err)
 	}
 	src.doc = jwks(t, "k2", &next.PublicKey) // Nomad rotated k1 out
 
 	clock = clock.Add(keysMaxAge - time.Second)
-	if _, err := v.Verify(context.Background(), oldTok); err != nil || src.reads != 1 {
+	if _, err := v.Verify(context.Background(), oldTok, "main"); err != nil || src.reads != 1 {
 		t.Errorf("within keysMaxAge: %v after %d JWKS reads, want the cached k1 and 1 read", err, src.reads)
 	}
 	clock = clock.Add(2 * time.Second)
-	if _, err := v.Verify(context.Background(), oldTok); !errors.Is(err, ErrInvalid) {
+	if _, err := v.Verify(context.Background(), oldTok, "main"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("k1 token after keysMaxAge, k1 gone from the JWKS: %v, want ErrInvalid", err)
 	}
 	if src.reads != 2 {
 		t.Errorf("JWKS read %d times, want a second read once the keys are older than keysMaxAge", src.reads)
 	}
-	if _, err := v.Verify(context.Background(), nextTok); err != nil || src.reads != 2 {
+	if _, err := v.Verify(context.Background(), nextTok, "main"); err != nil || src.reads != 2 {
 		t.Errorf("k2 token after the refetch: %v after %d reads, want accepted from the new keys", err, src.reads)
 	}
 }
@@ -205,17 +205,17 @@ func TestKeyDroppedFromTheJWKSStopsVerifyingAfterTheNextFetch(t *testing.T) {
 	src := &staticKeys{doc: jwks(t, "k1", &old.PublicKey)}
 	v := &Verifier{Keys: src, Now: func() time.Time { return clock }}
 	claims := Claims{Namespace: "default", Job: "billing",
-		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{Audience}, ExpiresAt: jwt.NewNumericDate(clock.Add(time.Hour))}}
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{ClusterAudience("main")}, ExpiresAt: jwt.NewNumericDate(clock.Add(time.Hour))}}
 	oldTok, nextTok := sign(t, old, "k1", claims), sign(t, next, "k2", claims)
-	if _, err := v.Verify(context.Background(), oldTok); err != nil {
+	if _, err := v.Verify(context.Background(), oldTok, "main"); err != nil {
 		t.Fatal(err)
 	}
 	src.doc = jwks(t, "k2", &next.PublicKey)
 	clock = clock.Add(refetchEvery)
-	if _, err := v.Verify(context.Background(), nextTok); err != nil {
+	if _, err := v.Verify(context.Background(), nextTok, "main"); err != nil {
 		t.Fatalf("k2 token: %v", err)
 	}
-	if _, err := v.Verify(context.Background(), oldTok); !errors.Is(err, ErrInvalid) {
+	if _, err := v.Verify(context.Background(), oldTok, "main"); !errors.Is(err, ErrInvalid) {
 		t.Errorf("k1 token after a fetch that no longer lists k1: %v, want ErrInvalid", err)
 	}
 }
