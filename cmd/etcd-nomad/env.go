@@ -209,7 +209,27 @@ func envDir(dir, cluster string) (string, error) {
 // trustedParent checks that only this user or root may replace entries of
 // d: it is owned by one of them, and others may not write to it unless
 // the sticky bit keeps them from renaming our entries.
+//
+// A symlink at d is followed only when this user or root owns it and the
+// directory holding it passes the same check: whoever owns the link (in a
+// sticky /tmp, whoever created /tmp/etcd-nomad-<uid> first) could later
+// point it at a directory of theirs, with their own ca.crt.
 func trustedParent(d string) error {
+	li, err := os.Lstat(d)
+	if err != nil {
+		return err
+	}
+	if li.Mode()&os.ModeSymlink != 0 {
+		st, ok := li.Sys().(*syscall.Stat_t)
+		if !ok || int(st.Uid) != os.Getuid() && st.Uid != 0 {
+			return fmt.Errorf("%s is a symlink not owned by this user (uid %d) or root: its owner could point it elsewhere; choose another -dir", d, os.Getuid())
+		}
+		if up := filepath.Dir(d); up != d {
+			if err := trustedParent(up); err != nil {
+				return fmt.Errorf("symlink %s: %w", d, err)
+			}
+		}
+	}
 	fi, err := os.Stat(d)
 	if err != nil {
 		return err

@@ -88,3 +88,47 @@ func TestEnvDirRefusesDirectoriesOfAnotherUser(t *testing.T) {
 		t.Errorf("our directory under a parent owned by uid %d: %v, want a refusal", nobody, err)
 	}
 }
+
+// A symlink at the parent's path that another user owns (in a sticky
+// directory such as /tmp, where they may create /tmp/etcd-nomad-<uid>
+// first) passed the parent check, which followed it to a directory of
+// ours; they could later point it at a directory of theirs holding their
+// own ca.crt, which the operator's etcdctl then trusts (security review,
+// session 11, finding 8). The link itself must be ours or root's.
+func TestEnvDirRefusesAParentSymlinkOfAnotherUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("lchown to another uid needs root")
+	}
+	const nobody = 65534
+	base := t.TempDir()
+	tmp := filepath.Join(base, "tmp")
+	if err := os.Mkdir(tmp, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o777|os.ModeSticky); err != nil {
+		t.Fatal(err)
+	}
+	ours := filepath.Join(base, "ours")
+	if err := os.Mkdir(ours, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(tmp, "etcd-nomad-0")
+	if err := os.Symlink(ours, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, nobody, nobody); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envDir(filepath.Join(link, "c"), "c"); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Errorf("a parent that is a symlink owned by uid %d: %v, want a refusal naming the symlink", nobody, err)
+	}
+	// Our own link (or root's) in the same place is fine: in a sticky
+	// directory only its owner may replace it.
+	mine := filepath.Join(tmp, "mine")
+	if err := os.Symlink(ours, mine); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := envDir(filepath.Join(mine, "c"), "c"); err != nil {
+		t.Errorf("a parent that is our own symlink in a sticky directory: %v", err)
+	}
+}
