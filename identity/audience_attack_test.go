@@ -13,8 +13,8 @@ import (
 
 // A token replayed at another cluster's members: cluster main takes a
 // token whose audiences name etcd-nomad:main, and the bare etcd-nomad
-// of earlier versions (flagged legacy) only when no other cluster's
-// audience is named beside it; a token for etcd-nomad:other, a prefix
+// of earlier versions (flagged legacy), and only when no other cluster's
+// audience is named beside either; a token for etcd-nomad:other, a prefix
 // look-alike, an empty cluster or a verifier asked for no cluster is
 // refused.
 func TestVerifyTakesOnlyThisClustersAudience(t *testing.T) {
@@ -31,7 +31,10 @@ func TestVerifyTakesOnlyThisClustersAudience(t *testing.T) {
 	}{
 		{[]string{"etcd-nomad:main"}, true, false},
 		{[]string{"etcd-nomad", "etcd-nomad:main"}, true, false},
-		{[]string{"etcd-nomad:other", "etcd-nomad:main"}, true, false}, // asked for both clusters by its job
+		// A token naming two clusters is sent to both clusters' members:
+		// each could replay it at the other (security review, session 11).
+		{[]string{"etcd-nomad:other", "etcd-nomad:main"}, false, false},
+		{[]string{"etcd-nomad:main", "etcd-nomad:other"}, false, false},
 		{[]string{"etcd-nomad"}, true, true},
 		{[]string{"nomadproject.io", "etcd-nomad"}, true, true},
 		{[]string{"etcd-nomad:other"}, false, false},

@@ -136,15 +136,18 @@ func (v *Verifier) Verify(ctx context.Context, token, cluster string) (Claims, e
 }
 
 // audienceFor checks that a token for the audiences aud is for cluster:
-// it names ClusterAudience(cluster), or the bare Audience (legacy) and no
-// other cluster's.
+// it names ClusterAudience(cluster), or the bare Audience (legacy), and no
+// other cluster's: a token naming two clusters goes to both clusters'
+// members, and each could replay it at the other (an application that
+// uses two clusters takes one identity per cluster).
 func audienceFor(aud []string, cluster string) (legacy bool, err error) {
 	own := ClusterAudience(cluster)
 	var others []string
+	mine := false
 	for _, a := range aud {
 		switch {
 		case a == own:
-			return false, nil
+			mine = true
 		case a == Audience:
 			legacy = true
 		case strings.HasPrefix(a, Audience+":"):
@@ -152,8 +155,12 @@ func audienceFor(aud []string, cluster string) (legacy bool, err error) {
 		}
 	}
 	switch {
+	case len(others) > 0 && mine:
+		return false, fmt.Errorf("token for %s besides this cluster's %s: the other cluster's members could replay it here; give the application one identity per cluster", strings.Join(others, ", "), own)
 	case len(others) > 0:
 		return false, fmt.Errorf("token for %s, not for this cluster (%s)", strings.Join(others, ", "), own)
+	case mine:
+		return false, nil
 	case !legacy:
 		return false, fmt.Errorf("token audience %q does not name %s", aud, own)
 	}

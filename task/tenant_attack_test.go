@@ -268,6 +268,24 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 			t.Errorf("gateway %s with the tenant's certificate: %s %s, want 400 (a CN is refused)", path, resp.Status, b)
 		}
 	}
+	// A documented limit: etcd serves its own /metrics, /debug/vars,
+	// /version and /health on the client port to any certificate of the
+	// cluster CA (embed's serveClients; no setting removes them), so a
+	// tenant reads cluster-wide counters (puts, keys, leases granted,
+	// gRPC calls by method): a side channel on other tenants' activity,
+	// beside what Status already shows (security review, session 11).
+	for _, path := range []string{"/metrics", "/debug/vars"} {
+		resp, err := hc.Get(url + path)
+		if err != nil {
+			t.Errorf("client port %s: %v", path, err)
+			continue
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("limit changed: the client port's %s answered a tenant %s: update README's threat model", path, resp.Status)
+		}
+	}
 	// Password authentication does not stand in for the certificate: the
 	// access block's users have no password, and root's is none either.
 	for _, user := range []string{"root", "shipping-api", "billing-api"} {

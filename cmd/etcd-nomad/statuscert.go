@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
@@ -73,6 +74,10 @@ func (c *statusCertCommand) Run(args []string) int {
 		c.ui.Error("tls status-cert: -ttl must be positive and -name not empty")
 		return 1
 	}
+	if *name == "root" {
+		c.ui.Error("tls status-cert: -name root is refused: a certificate named root opens /status as etcd's root user does; name the scraper (default prometheus)")
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	co, err := backends.Coordinator(cl)
@@ -83,6 +88,12 @@ func (c *statusCertCommand) Run(args []string) int {
 	issuer, caCert, err := clusterca.StatusIssuer(ctx, co, cl.Name)
 	if err != nil {
 		c.ui.Error("tls status-cert: " + err.Error())
+		return 1
+	}
+	if bytes.Equal(issuer.Cert, caCert) {
+		// StatusIssuer falls back to the plaintext cluster CA for members
+		// of earlier versions: its certificates would open etcd itself.
+		c.ui.Error("tls status-cert: the coordinator holds no status CA (members of an earlier version): a certificate from the cluster CA would open etcd's client port too; upgrade the members (each stores the status CA at start) and run this again")
 		return 1
 	}
 	now := time.Now()
