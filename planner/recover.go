@@ -300,3 +300,42 @@ func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src 
 	}
 	return Decision{}, false
 }
+
+// InstallWant is the revision a recovery from a snapshot (d, From
+// FromSnapshot) must reach with the snapshot's verified delta chain, cur
+// being the record it read (nil if none): the install is refused below it
+// before anything is recorded. A new recovery must reach the chain end
+// the planner compared with every member's data; a recovery recorded
+// already (the member crashed between the record and the install, or
+// Consul brought the record back) only as far as it still beats every
+// member's data it sets aside (the planner chose the snapshot because its
+// chain end beat them); an operator's restore as far as its command
+// verified the chain to reach (SourceRevision; 0 in records written
+// before the bound existed: what verifies).
+func InstallWant(o Observation, d Decision, cur *Record) int64 {
+	if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != d.Record.Token) {
+		return s.Revision
+	}
+	if cur != nil && !cur.Operator {
+		return maxDataRevision(o)
+	}
+	if cur != nil && cur.Token == d.Record.Token {
+		return cur.SourceRevision
+	}
+	return 0
+}
+
+// maxDataRevision is the highest revision of data this member or an
+// answering peer holds (0 when none holds any).
+func maxDataRevision(o Observation) int64 {
+	var rev int64
+	if !o.Local.Empty && o.Local.Token != "" {
+		rev = o.Local.Revision
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" {
+			rev = max(rev, p.Revision)
+		}
+	}
+	return rev
+}

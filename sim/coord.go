@@ -152,9 +152,51 @@ func (w *World) instances(n *node) []*node {
 // takeSnapshot saves the content of g's leader to the store.
 func (w *World) takeSnapshot(g *group) string {
 	w.nextID++
-	s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: g.branch, rev: g.committed, epoch: g.epoch}
+	s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: g.branch, rev: g.committed, epoch: g.epoch, created: w.now}
+	if ln := w.runningNode(g, g.leader); ln != nil {
+		s.created += ln.skew
+	}
 	w.store = append(w.store, s)
 	return s.name
+}
+
+// recordDeltas is the leader's recorder (task/deltas.go): for every
+// cluster with a quorum it extends the chain of the newest full snapshot
+// of that incarnation with a segment holding the writes since the chain's
+// end.
+func (w *World) recordDeltas() {
+	for _, g := range w.groups {
+		if g.quorum < 0 {
+			continue
+		}
+		i := w.newest(func(s *snapshot) bool { return s.branch == g.branch && s.epoch == g.epoch })
+		if i < 0 {
+			continue
+		}
+		if s := &w.store[i]; g.committed > s.chainEnd(nil) {
+			// Named within its snapshot: the world's id counter (member
+			// ids, tokens) stays what it was before chains were modeled.
+			s.chain = append(s.chain, segment{name: s.name + "-d" + itoa(len(s.chain)+1), end: g.committed})
+		}
+	}
+}
+
+// damageSegment damages one segment of the newest snapshot's chain: it
+// fails its checksum from now on.
+func (w *World) damageSegment() {
+	i := w.newest(func(*snapshot) bool { return true })
+	if i < 0 {
+		return
+	}
+	s := &w.store[i]
+	if len(s.chain) == 0 {
+		return
+	}
+	g := &s.chain[w.crng.IntN(len(s.chain))]
+	if !g.damaged {
+		g.damaged = true
+		w.logf("fault", "delta segment %s of %s (end %d) damaged", g.name, s.name, g.end)
+	}
 }
 
 func itoa(i int) string {

@@ -30,25 +30,64 @@
 //     stale lists; ProviderDropsUnknown drops unknown allocations;
 //   - snapshots labeled by content (the history and revision they hold),
 //     every 30 s and before membership changes;
+//   - delta backups, a permanent part of the model: the leader's recorder
+//     extends the chain of its incarnation's newest full snapshot every
+//     3 s with a segment holding the writes since the chain's end; a
+//     segment may be damaged (fails its checksum from then on). A member
+//     observes the newest snapshot at its chain's end without the
+//     segments it found damaged (task's newestSnapshot). A recovery or a
+//     seed from the store does what datadir.InstallNextEpoch does: it
+//     fetches and verifies the snapshot and its whole chain before the
+//     next epoch is recorded; a read error at any segment, or a crash
+//     during the fetch, fails it with nothing recorded; a damaged segment
+//     ends the chain, and a verified end below the revision it was chosen
+//     for (the planner's, or for a resumed recovery every member's data,
+//     or an operator record's SourceRevision) is refused and the segment
+//     marked damaged (forgotten on a crash) so that the planner decides
+//     again; the installed data holds the verified end. The store's copy
+//     of a write is its snapshot with its chain up to the first damaged
+//     segment. InstallChainPrefix reverts the fix (the prefix before a
+//     cut is installed and reported as a success);
+//   - with Config.CollectRunning, Nomad making allocations terminal while
+//     their processes still run and serve (hosts cut off from the Nomad
+//     servers, not from their peers: replacements are placed, the
+//     provider no longer lists them, their supervisors cannot list
+//     instances; their client stops them when it reconnects, their disk
+//     going with them) and task's guard against it: during a quorum loss
+//     a member probes its data's last known membership (KnownHealthy).
+//     Off by default: today's product starts a second cluster beside such
+//     a majority in about a quarter of the runs, because replacements
+//     that hold no data have no membership to probe (sim seed 5);
+//   - per-member clocks: every allocation's wall clock is off by up to
+//     90 s either way, and a snapshot's Created is its taker's clock;
+//     every ordering of snapshots (the newest a member observes and
+//     recovers from, the one the recorder extends) is snapshot.Later's
+//     (epoch, then revision, Created only breaking a tie).
+//     NewestByCreated reverts it (the clock decides);
 //   - client writes to every cluster with a quorum; an acknowledged write
 //     is the committed revision of a quorum.
 //
 // What it does not model: etcd's log below the revision (members in the
 // quorum's partition side are caught up at once, others lag), elections
-// and terms (the lowest live voter leads), two allocations of one slot at
-// once (Nomad replacing a disconnected allocation while it still runs),
-// sticky-disk migration (a replacement always starts empty), the CA and
-// TLS, ASG replacement (ReplaceInstance), snapshot retention and damaged
-// snapshots, Consul's lock-delay, message loss beyond partitions (a stall
-// delays a member's next steps). A decision's first step runs in the
-// same step as its observation.
+// and terms (the lowest live voter leads), sticky-disk migration (a
+// replacement always starts empty), the CA and TLS, ASG replacement
+// (ReplaceInstance), snapshot retention (the store keeps every snapshot)
+// and damaged full snapshots, overlapping delta segments (one bridging a
+// damaged one), a chain broken by compaction, the replay itself (its
+// leases expiring while it runs, its read-back), the store's listing
+// cache (snapshotListEvery), clocks anywhere but a snapshot's Created (the
+// supervisor's durations are simulated time), operator commands (pause,
+// resume, recover -from), Consul's lock-delay, message loss beyond
+// partitions (a stall delays a member's next steps). A decision's first
+// step runs in the same step as its observation.
 //
 // Invariants (check.go): at most one cluster with a quorum; no two seeds
 // of one epoch while the first still has a copy; no member serving a
 // cluster with data (metadata) of another incarnation; the serving cluster
 // holds every acknowledged write that still exists in a copy (data dir,
-// set aside or not, or snapshot); no data of a member of a cluster with a
-// quorum set aside; no cluster started without a voter; a stopping member
+// set aside or not, or snapshot up to the verified end of its delta
+// chain; not the disk of an allocation Nomad made terminal); no data of a
+// member of a cluster with a quorum set aside; no cluster started without a voter; a stopping member
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size
 // within QuietTime, unless only an operator can help (Result.Stuck: no

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"os"
 	"testing"
 	"time"
 )
@@ -13,12 +14,13 @@ var untriaged = map[uint64]bool{}
 
 // explore runs consecutive seeds from seed until steps are spent; it fails
 // on every violation that is not a known finding, printing its trace.
+// SIM_COLLECT=1 adds Config.CollectRunning (off by default: see doc.go).
 func explore(t *testing.T, seed uint64, steps int) string {
 	start, last := time.Now(), time.Now()
 	done, runs := 0, 0
 	stuck := 0
 	for s := seed; done < steps; s++ {
-		r, w := Run(Config{Seed: s})
+		r, w := Run(Config{Seed: s, CollectRunning: os.Getenv("SIM_COLLECT") != ""})
 		done += r.Steps
 		runs++
 		switch {

@@ -89,6 +89,7 @@ func (w *World) kill(n *node) {
 	n.quorumLostSince, n.seederGoneSince = -1, -1
 	n.absentAt, n.unhealthyAt = map[uint64]time.Duration{}, map[uint64]time.Duration{}
 	n.startFailures, n.record, n.answered = 0, nil, nil
+	n.damaged = nil
 }
 
 func (w *World) partition() {
@@ -133,6 +134,9 @@ func (w *World) cutNomad() {
 	after := w.jitter(2*time.Second, 30*time.Second)
 	w.logf("fault", "%s's Nomad client disconnected: allocation unknown (heals in %s)", n.name, fmtDur(after))
 	w.schedule(after, "reconnect "+n.name+" to Nomad", func(w *World) string {
+		if n.collected {
+			return n.name + " stays cut off"
+		}
 		n.noNomad = false
 		if n.alloc == allocUnknown {
 			n.alloc = allocRunning
@@ -140,6 +144,56 @@ func (w *World) cutNomad() {
 		w.listChanged()
 		return n.name + "'s client reconnected"
 	})
+}
+
+// collectRunning: the hosts running etcd but one are cut off from the
+// Nomad servers, not from their peers (nor from Consul), and
+// Nomad declares their allocations lost and garbage-collects them
+// (terminal; replacements are placed) while their processes still run and
+// serve. The provider no longer lists them. Their supervisors cannot list
+// instances (they do nothing); their etcd runs on until their client
+// reconnects and stops it.
+func (w *World) collectRunning() {
+	var c []*node
+	for _, n := range w.slots {
+		if (n.alloc == allocUnknown || n.alloc == allocRunning) && n.up && n.etcd != nil && !n.hostDown && n.leave == nil {
+			c = append(c, n)
+		}
+	}
+	if len(c) == 0 {
+		return
+	}
+	// One host keeps its link to the Nomad servers (when more than one
+	// runs): the others, a majority of a cluster of three, are collected.
+	kept := -1
+	if len(c) > 1 {
+		kept = w.crng.IntN(len(c))
+	}
+	after := 30*time.Second + time.Duration(w.crng.Int64N(int64(90*time.Second)))
+	for i, n := range c {
+		if i == kept {
+			continue
+		}
+		n.alloc, n.collected, n.noNomad = allocTerminal, true, true
+		r := w.place(n.slot)
+		w.logf("fault", "Nomad declares %s lost and garbage-collects it while it still runs (replacement %s placed; its client reconnects in %s)", n.name, r.name, fmtDur(after))
+		w.schedule(after, "reconnect "+n.name+" to Nomad", func(w *World) string {
+			n.noNomad, n.collected = false, false
+			if !n.gone() {
+				return n.name + "'s client reconnected"
+			}
+			w.stopCollected(n)
+			return n.name + "'s client reconnected: its allocation is terminal, the client stops it"
+		})
+	}
+	w.listChanged()
+}
+
+// stopCollected: the client of a collected allocation reconnects and
+// stops it; its disk goes with it.
+func (w *World) stopCollected(n *node) {
+	w.kill(n)
+	n.data, n.aside = nil, nil
 }
 
 // nodeDown: the host stops answering (process down, client disconnected);
@@ -218,6 +272,12 @@ func (w *World) restoreOlder() {
 func (w *World) heal() {
 	for _, n := range w.nodes {
 		n.side, n.noConsul = 0, false
+		if n.collected {
+			n.collected = false
+			if n.gone() {
+				w.stopCollected(n)
+			}
+		}
 		if n.noNomad && !n.hostDown {
 			n.noNomad = false
 			if n.alloc == allocUnknown {

@@ -257,14 +257,14 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 			return fmt.Sprintf("record %s epoch %d cluster %x", r.Token, r.Epoch, r.ClusterID), nil
 		}}}
 	case planner.RecoverQuorum:
-		return w.recoverActions(n, d, rec)
+		return w.recoverActions(n, o, d, rec)
 	case planner.Wait:
 		return nil
 	}
 	return []action{{"unsupported", func() (string, error) { return "", fmt.Errorf("decision %s not modeled", d.Kind) }}}
 }
 
-func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record) []action {
+func (w *World) recoverActions(n *node, o planner.Observation, d planner.Decision, cur *planner.Record) []action {
 	next := *d.Record
 	record := action{"record the next epoch (CAS, fenced)", func() (string, error) {
 		if err := w.heldLock(n); err != nil {
@@ -295,7 +295,7 @@ func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record)
 	if d.From == planner.FromSnapshot {
 		var snap *snapshot
 		return []action{
-			{"fetch snapshot " + d.Target, func() (string, error) {
+			{"fetch snapshot " + d.Target + " and its delta chain, verify", func() (string, error) {
 				for i := range w.store {
 					if w.store[i].name == d.Target {
 						snap = &w.store[i]
@@ -304,14 +304,15 @@ func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record)
 				if snap == nil {
 					return "", errors.New("no such snapshot")
 				}
-				return fmt.Sprintf("revision %d", snap.rev), nil
+				return w.fetchChain(n, o, d, cur, snap)
 			}},
 			record, stop,
-			{"install the snapshot", func() (string, error) {
+			{"install the snapshot, replay its chain", func() (string, error) {
 				w.setAside(n, "recovered-over")
-				br := w.newBranch(snap.branch, snap.rev)
-				n.data = &data{cluster: clusterName, name: n.name, token: next.Token, epoch: next.Epoch, wal: true, restored: true, branch: br, rev: snap.rev + revisionBump}
-				return fmt.Sprintf("data of epoch %d at revision %d", next.Epoch, snap.rev+revisionBump), nil
+				end := n.fetchedEnd
+				br := w.newBranch(snap.branch, end)
+				n.data = &data{cluster: clusterName, name: n.name, token: next.Token, epoch: next.Epoch, wal: true, restored: true, branch: br, rev: end + revisionBump}
+				return fmt.Sprintf("data of epoch %d at revision %d", next.Epoch, end+revisionBump), nil
 			}},
 		}
 	}
@@ -325,6 +326,45 @@ func (w *World) recoverActions(n *node, d planner.Decision, cur *planner.Record)
 		}},
 		{"start (ForceNewCluster)", func() (string, error) { return w.startExisting(n) }},
 	}
+}
+
+// fetchChain is datadir.InstallNextEpoch's steps before the next epoch is
+// recorded (task's recoverFromSnapshot): the snapshot and every segment
+// of its chain are fetched and verified; a read error is an error (the
+// next loop tries again, nothing recorded); a damaged segment ends the
+// chain, and a verified end below the revision the recovery was chosen
+// for is refused (ChainShortError: the member marks the segment damaged,
+// or forgets stale marks, and the planner decides again). A crash during
+// the fetch leaves nothing: the fetched copy is not the member's data.
+// With InstallChainPrefix, a cut chain installs its prefix instead.
+func (w *World) fetchChain(n *node, o planner.Observation, d planner.Decision, cur *planner.Record, snap *snapshot) (string, error) {
+	want := planner.InstallWant(o, d, cur)
+	if k := len(snap.chain); k > 0 && w.crng.IntN(100) < readErrorPct {
+		cut := w.crng.IntN(k)
+		if !w.cfg.Defects.InstallChainPrefix {
+			return "", fmt.Errorf("fetch delta %s: read error (nothing recorded; the next loop tries again)", snap.chain[cut].name)
+		}
+		pre := *snap
+		pre.chain = snap.chain[:cut]
+		end, _ := pre.verifiedEnd(n.damaged)
+		n.fetchedEnd = end
+		return fmt.Sprintf("read error at delta %s: installs the prefix up to revision %d (want %d)", snap.chain[cut].name, end, want), nil
+	}
+	end, damaged := snap.verifiedEnd(n.damaged)
+	if end < want && !w.cfg.Defects.InstallChainPrefix {
+		switch {
+		case damaged != "":
+			if n.damaged == nil {
+				n.damaged = map[string]bool{}
+			}
+			n.damaged[damaged] = true
+		case len(n.damaged) > 0:
+			n.damaged = nil
+		}
+		return "", fmt.Errorf("chain of %s verifies up to revision %d, below the %d it was chosen for (damaged %q): not installed, nothing recorded", snap.name, end, want, damaged)
+	}
+	n.fetchedEnd = end
+	return fmt.Sprintf("revision %d (want %d, %d deltas)", end, want, len(snap.chain)), nil
 }
 
 func (w *World) snapshotBeforeChange(n *node) {
@@ -423,8 +463,8 @@ func (w *World) setAside(n *node, why string) {
 				d.superseded = true
 			}
 		}
-		for _, s := range w.store {
-			if held(s.branch, s.rev) {
+		for i := range w.store {
+			if end, _ := w.store[i].verifiedEnd(nil); held(w.store[i].branch, end) {
 				d.superseded = true
 			}
 		}

@@ -261,11 +261,14 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		// snapshots, which a seed must not abandon (seedFromSnapshot,
 		// restoreOverOwnRecord), as task/recover.go does.
 		n.quorumLostSince = -1
-		w.latestSnapshot(o)
+		w.latestSnapshot(n, o)
 		return
 	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
+		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
+			w.knownHealthy(n, o) // a recovery of its own data it may resume
+		}
 		return
 	}
 	if rec.ClusterID != 0 {
@@ -274,12 +277,41 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		}
 		o.QuorumLostFor = w.now - n.quorumLostSince
 	}
-	w.latestSnapshot(o)
+	w.knownHealthy(n, o)
+	w.latestSnapshot(n, o)
 }
 
-func (w *World) latestSnapshot(o *planner.Observation) {
-	if k := len(w.store); k > 0 {
-		s := w.store[k-1]
-		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.rev, Epoch: s.epoch}
+// knownHealthy is task's observeKnownHealthy: every member of n's last
+// known membership (its data's cluster's) but itself is asked on its
+// client URL, whatever the provider lists; one that answers for n's
+// cluster id with a leader is named.
+func (w *World) knownHealthy(n *node, o *planner.Observation) {
+	d := n.data
+	if o.MembersKnown || o.Record == nil || o.Local.Empty || o.Local.ClusterID == 0 || d == nil || d.group == nil {
+		return
+	}
+	for _, m := range d.group.members {
+		if m.id == o.SelfID || m.name == n.name || m.name == "" {
+			continue
+		}
+		p := w.byPeer(m.peerURL)
+		if p == nil || !reachable(n, p) || p.etcd == nil {
+			continue
+		}
+		if g := p.etcd.group; g.clusterID == o.Local.ClusterID && g.leader != 0 && g.quorum == p.side {
+			o.KnownHealthy = append(o.KnownHealthy, m.name)
+		}
+	}
+}
+
+// latestSnapshot is task's newestSnapshot: the newest full snapshot
+// (snapshot.Later: by epoch and revision, the taker's clock only breaking
+// a tie), its
+// revision the end of its delta chain without the segments n found
+// damaged.
+func (w *World) latestSnapshot(n *node, o *planner.Observation) {
+	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 {
+		s := &w.store[i]
+		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(n.damaged), Epoch: s.epoch}
 	}
 }

@@ -76,6 +76,16 @@ func (w *World) Step() {
 		}
 		w.snapAt = w.now
 	}
+	if w.now >= w.deltaAt+deltaEvery {
+		w.recordDeltas()
+		w.deltaAt = w.now
+	}
+	if !w.quiet && w.crng.Float64() < damagePerStep {
+		w.damageSegment()
+	}
+	if w.cfg.CollectRunning && !w.quiet && w.crng.Float64() < gcPerStep {
+		w.collectRunning()
+	}
 	w.check()
 }
 

@@ -21,7 +21,19 @@ const (
 	snapshotEvery   = 30 * time.Second
 	staleListMax    = 2 * time.Second // how old the provider's list may be
 	clusterName     = "c"
-	revisionBump    = 1_000_000 // task's RevisionBump on a snapshot restore
+	revisionBump    = 1_000_000       // task's RevisionBump on a snapshot restore
+	deltaEvery      = 3 * time.Second // the leader's recorder writes a delta segment
+	// readErrorPct is the chance (percent) that fetching a snapshot with a
+	// non-empty delta chain hits a read error at one of its segments;
+	// damagePerStep the chance per fault step that a stored segment is
+	// damaged (fails its checksum from then on).
+	readErrorPct  = 20
+	damagePerStep = 0.002
+	// gcPerStep is the chance per fault step that Nomad makes the
+	// allocation of a disconnected client terminal (declared lost and
+	// garbage-collected) while its process still runs.
+	gcPerStep = 0.001
+	maxSkew   = 90 * time.Second // how far an allocation's clock may be off
 )
 
 // Defects turns the fixes of the safety review off, one switch each: the
@@ -39,6 +51,17 @@ type Defects struct {
 	// writes the metadata that its /status names, so a peer may see
 	// the record gone (Consul lost its state) and no seed here.
 	SeedRecordBeforeMetadata bool
+	// InstallChainPrefix (the replay defect of the second safety round):
+	// an install of a snapshot with its delta chain that a read error or
+	// a damaged segment cuts installs the snapshot and the segments before
+	// the cut and reports success, with no check against the revision the
+	// planner chose it for, as task's recovery did before
+	// datadir.InstallNextEpoch fetched and verified the whole chain first.
+	InstallChainPrefix bool
+	// NewestByCreated: the newest snapshot is the one its taker's clock
+	// says was created last, as before snapshot.Later ordered snapshots
+	// by (epoch, revision) with the creation time only breaking a tie.
+	NewestByCreated bool
 }
 
 // Config describes one run.
@@ -57,6 +80,15 @@ type Config struct {
 	Defects Defects
 	// TraceLen is how many events the trace keeps (200 when 0).
 	TraceLen int
+	// CollectRunning adds the fault collectRunning: Nomad makes the
+	// allocations of hosts cut off from its servers (not from their
+	// peers) terminal and places replacements while their processes
+	// still serve. Off by default: with it, today's product starts a
+	// second cluster in about a quarter of the runs (sim seed 5: the
+	// replacements hold no data, so no last known membership to probe,
+	// and recover from the store beside the collected majority; see
+	// doc.go). The KnownHealthy guard's catch runs with it.
+	CollectRunning bool
 }
 
 func (c *Config) defaults() {
@@ -81,8 +113,14 @@ func (c *Config) defaults() {
 // and data, etcd clusters, the coordinator, the provider, the snapshot
 // store, simulated time and the trace.
 type World struct {
-	cfg  Config
-	rng  *rand.Rand
+	cfg Config
+	rng *rand.Rand
+	// crng draws the delta chain's faults (read errors, damage): a stream
+	// of its own, so that the schedule of every other fault of a seed is
+	// what it was before the chain was modeled.
+	crng *rand.Rand
+	// srng draws each allocation's clock skew, a stream of its own too.
+	srng *rand.Rand
 	now  time.Duration
 	step int
 
@@ -104,6 +142,7 @@ type World struct {
 	failState string
 	branches  int
 	snapAt    time.Duration
+	deltaAt   time.Duration
 	faults    int
 }
 
@@ -118,12 +157,17 @@ type node struct {
 	side      int  // network partition side
 	noConsul  bool // cut off from Consul
 	noNomad   bool // its Nomad client is disconnected (allocation unknown)
+	collected bool // Nomad garbage-collected its allocation while it ran: cut off until its own reconnect
 	hostDown  bool // its host is down (nothing restarts it until it is back)
 	// stalledUntil: the process is stalled (slow, its messages delayed)
 	// until then; it cannot act, so a leave cannot progress meanwhile.
 	stalledUntil time.Duration
-	lastFail     string
-	lastReason   string
+	// skew is how far this allocation's wall clock runs ahead (behind
+	// when negative) of simulated time: the Created of the snapshots it
+	// takes.
+	skew       time.Duration
+	lastFail   string
+	lastReason string
 
 	data  *data
 	aside []*data
@@ -145,6 +189,12 @@ type node struct {
 	answered        *group // the cluster whose member list the last observation read
 	lastSnapshot    time.Duration
 	leave           *leave
+	// damaged names the delta segments an install found damaged
+	// (task's Member.damagedDeltas): left out of the chain it observes.
+	damaged map[string]bool
+	// fetchedEnd is the verified end of the snapshot and chain the
+	// current recovery fetched.
+	fetchedEnd int64
 }
 
 type allocStatus int
@@ -155,6 +205,12 @@ const (
 	allocStopping             // stopped gracefully: listed (Unknown) until the process has left
 	allocTerminal             // stopped for good
 )
+
+// gone reports whether Nomad made n's allocation terminal while its
+// process still runs (its client disconnected: the server declared it
+// lost, garbage-collected it): the provider no longer lists it, it still
+// serves, and its client stops it when it reconnects.
+func (n *node) gone() bool { return n.alloc == allocTerminal && n.up }
 
 // data is a data dir's content: etcd-nomad's metadata and etcd's data,
 // modeled by the incarnation it belongs to and the writes it holds.
@@ -219,6 +275,81 @@ type snapshot struct {
 	branch *branch
 	rev    int64
 	epoch  uint64
+	// created is the taker's wall clock when it took it.
+	created time.Duration
+	// chain is the delta segments the leader's recorder wrote after it,
+	// in order: each holds the writes since the previous end.
+	chain []segment
+}
+
+// segment is one delta backup segment: it ends at revision end; a damaged
+// one fails its checksum.
+type segment struct {
+	name    string
+	end     int64
+	damaged bool
+}
+
+// later is snapshot.Later: a higher epoch, then a higher revision; the
+// taker's clock only breaks a tie. byCreated orders by the clock alone
+// (NewestByCreated).
+func (s *snapshot) later(o *snapshot, byCreated bool) bool {
+	if byCreated {
+		return s.created > o.created
+	}
+	if s.epoch != o.epoch {
+		return s.epoch > o.epoch
+	}
+	if s.rev != o.rev {
+		return s.rev > o.rev
+	}
+	return s.created > o.created
+}
+
+// newest returns the index of the newest snapshot among those ok
+// accepts, -1 if none.
+func (w *World) newest(ok func(*snapshot) bool) int {
+	best := -1
+	for i := range w.store {
+		s := &w.store[i]
+		if ok(s) && (best < 0 || s.later(&w.store[best], w.cfg.Defects.NewestByCreated)) {
+			best = i
+		}
+	}
+	return best
+}
+
+// chainEnd is the end of s with its chain as a reader that leaves out the
+// segments in skip sees it, before fetching (the listing: a damaged
+// segment is not known as such until it is read): what follows a
+// left-out segment cannot be replayed (no overlapping segment bridges one
+// in the model).
+func (s *snapshot) chainEnd(skip map[string]bool) int64 {
+	end := s.rev
+	for _, g := range s.chain {
+		if skip[g.name] {
+			break
+		}
+		end = g.end
+	}
+	return end
+}
+
+// verifiedEnd is the end of s with its chain once every segment is read
+// and checked (segments in skip left out): the first damaged one ends it
+// and is named.
+func (s *snapshot) verifiedEnd(skip map[string]bool) (int64, string) {
+	end := s.rev
+	for _, g := range s.chain {
+		if skip[g.name] {
+			break
+		}
+		if g.damaged {
+			return end, g.name
+		}
+		end = g.end
+	}
+	return end, ""
 }
 
 type listVersion struct {
@@ -263,7 +394,7 @@ func (v *Violation) Error() string {
 // New builds the world of cfg: Size allocations placed, empty, no record.
 func New(cfg Config) *World {
 	cfg.defaults()
-	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), byName: map[string]*node{}, nextID: 0x10}
+	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), crng: rand.New(rand.NewPCG(cfg.Seed, 0xde17a)), srng: rand.New(rand.NewPCG(cfg.Seed, 0xc10c)), byName: map[string]*node{}, nextID: 0x10}
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {
@@ -284,6 +415,7 @@ func (w *World) place(slot int) *node {
 		absentAt: map[uint64]time.Duration{}, unhealthyAt: map[uint64]time.Duration{},
 		nextAt: w.now + w.jitter(100*time.Millisecond, time.Second)}
 	n.peerURL = "http://" + n.name + ":2380"
+	n.skew = time.Duration(w.srng.Int64N(int64(2*maxSkew))) - maxSkew
 	n.quorumLostSince, n.seederGoneSince = -1, -1
 	if old := w.slots[slot]; old != nil {
 		n.side = old.side

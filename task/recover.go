@@ -128,29 +128,11 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 	}
 	next := StoredRecord(*d.Record, index)
 	if d.From == planner.FromSnapshot {
-		var want int64
-		if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != next.Token) {
-			// The chain end the planner compared with every member's
-			// data: the install refuses before recording if it cannot
-			// reach it.
-			want = s.Revision
-		} else if cur != nil && !cur.Operator {
-			// A recovery recorded already (this member crashed between
-			// the record and the move-in, or Consul brought the record
-			// back) is resumed only as far as it still beats every
-			// member's data it sets aside: below that, it would drop
-			// writes a member holds (the planner chose the snapshot
-			// because its chain end beat them). An operator's restore
-			// was checked by the command, with -accept-data-loss.
-			want = maxDataRevision(o)
-		} else if cur != nil && cur.Token == next.Token {
-			// An operator's restore goes at least as far as its command
-			// verified the chain to reach (0 in records written before the
-			// bound existed); a chain damaged since is refused, and the
-			// operator records a new recovery.
-			want = cur.SourceRevision
+		var rec *planner.Record
+		if cur != nil {
+			rec = PlannerRecord(*cur)
 		}
-		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, want)
+		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, planner.InstallWant(o, d, rec))
 	}
 	if cur.Token != next.Token {
 		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)
@@ -277,19 +259,4 @@ func (m *Member) clearForceNew() {
 		return
 	}
 	m.log.Info("ForceNew flag cleared")
-}
-
-// maxDataRevision is the highest revision of data this member or an
-// answering peer holds (0 when none holds any).
-func maxDataRevision(o planner.Observation) int64 {
-	var rev int64
-	if !o.Local.Empty && o.Local.Token != "" {
-		rev = o.Local.Revision
-	}
-	for _, p := range o.Peers {
-		if p.Token != "" {
-			rev = max(rev, p.Revision)
-		}
-	}
-	return rev
 }
