@@ -124,8 +124,12 @@ type Member struct {
 	ID       uint64
 	Name     string // empty for a member added but never started
 	PeerURLs []string
-	Learner  bool
-	Healthy  bool
+	// ClientURLs are the member's client URLs (empty until it started):
+	// the leader's summary carries them, for a member without data to
+	// probe (task's observeKnownHealthy).
+	ClientURLs []string
+	Learner    bool
+	Healthy    bool
 	// AbsentFor is how long no provider instance has matched this member
 	// (by name, or by peer URL for an unstarted member); 0 while present.
 	AbsentFor time.Duration

@@ -3,10 +3,13 @@ package task
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -79,42 +83,123 @@ func (m *Member) lastKnownMembers() ([]knownMember, error) {
 // for this member's cluster with a leader proves a quorum serves writes
 // there (a majority Nomad forgot: its allocations garbage-collected while
 // a partition hid them), and the planner recovers nothing beside it.
+// The members of the leader's last summary in the coordinator are asked
+// too, for the record's cluster or the summary's (Consul lost the record:
+// observeQuorumLoss asks without one): a member without data (a
+// replacement) has no membership of its own (sim seed 5 with CollectRunning: two
+// voters collected while they served, the third replaced, and an empty
+// replacement recovered from the store beside them). A stale or planted
+// summary only adds probes: only an answer for the record's cluster id
+// with a leader, over the peer TLS, blocks.
 func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation) {
-	if o.MembersKnown || o.Record == nil || o.Local.Empty || o.Local.ClusterID == 0 {
+	if o.MembersKnown {
 		return
 	}
-	known, err := m.lastKnownMembers()
-	if err != nil {
-		m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)
-		return
+	type probe struct {
+		k          knownMember
+		clusterIDs []uint64
+	}
+	var probes []probe
+	if o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 {
+		known, err := m.lastKnownMembers()
+		if err != nil {
+			m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)
+		}
+		for _, k := range known {
+			probes = append(probes, probe{k, []uint64{o.Local.ClusterID}})
+		}
+	}
+	summary, members := m.summaryMembers(ctx)
+	var ids []uint64
+	if o.Record != nil && o.Record.ClusterID != 0 {
+		ids = append(ids, o.Record.ClusterID)
+	}
+	if summary != 0 {
+		ids = append(ids, summary)
+	}
+	if len(ids) > 0 {
+		for _, k := range members {
+			probes = append(probes, probe{k, ids})
+		}
 	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
-		healthy []string
+		healthy = map[string]string{} // name → the URL that answered
 	)
-	for _, k := range known {
-		if k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 {
+	asked := map[string]bool{}
+	for _, p := range probes {
+		k := p.k
+		key := fmt.Sprintf("%s %x %v", k.name, p.clusterIDs, k.clientURLs)
+		if k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 || asked[key] {
 			continue
 		}
+		asked[key] = true
 		wg.Add(1)
-		go func(k knownMember) {
+		go func(k knownMember, clusterIDs []uint64) {
 			defer wg.Done()
-			if url, ok := m.answersWithLeader(ctx, k.clientURLs, o.Local.ClusterID); ok {
+			if url, ok := m.answersWithLeader(ctx, k.clientURLs, clusterIDs...); ok {
 				mu.Lock()
-				healthy = append(healthy, fmt.Sprintf("%s (%s)", k.name, url))
+				if _, seen := healthy[k.name]; !seen {
+					healthy[k.name] = url
+				}
 				mu.Unlock()
 			}
-		}(k)
+		}(k, p.clusterIDs)
 	}
 	wg.Wait()
-	sort.Strings(healthy)
-	o.KnownHealthy = healthy
+	for name, url := range healthy {
+		o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (%s)", name, url))
+	}
+	sort.Strings(o.KnownHealthy)
+}
+
+// maxSummaryProbes and maxSummaryURLs bound what a summary makes a member
+// probe: a Consul writer may plant one (README, threat model).
+const (
+	maxSummaryProbes = 16
+	maxSummaryURLs   = 4
+)
+
+// summaryMembers returns the cluster id of the leader's last summary in
+// the coordinator and its members with their client URLs; none when it
+// cannot be read.
+func (m *Member) summaryMembers(ctx context.Context) (uint64, []knownMember) {
+	sr, ok := m.opts.Coordinator.(summaryReader)
+	if !ok {
+		return 0, nil
+	}
+	b, err := sr.Get(ctx, "summary")
+	if err != nil {
+		if !errors.Is(err, coord.ErrNotStored) {
+			m.log.Warn("cluster summary unreadable: its members are not probed before a recovery", "error", err)
+		}
+		return 0, nil
+	}
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		m.log.Warn("cluster summary undecodable: its members are not probed before a recovery", "error", err)
+		return 0, nil
+	}
+	if len(s.Members) > maxSummaryProbes {
+		m.log.Warn("cluster summary lists too many members: only the first are probed before a recovery", "members", len(s.Members), "probed", maxSummaryProbes)
+		s.Members = s.Members[:maxSummaryProbes]
+	}
+	var out []knownMember
+	for _, sm := range s.Members {
+		if len(sm.ClientURLs) > maxSummaryURLs {
+			sm.ClientURLs = sm.ClientURLs[:maxSummaryURLs]
+		}
+		id, _ := strconv.ParseUint(sm.ID, 16, 64)
+		out = append(out, knownMember{id: id, name: sm.Name, clientURLs: sm.ClientURLs})
+	}
+	clusterID, _ := strconv.ParseUint(s.ClusterID, 16, 64)
+	return clusterID, out
 }
 
 // answersWithLeader reports whether any of urls answers etcd's Status for
-// cluster clusterID with a leader and no error, and which one.
-func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID uint64) (string, bool) {
+// one of clusterIDs with a leader and no error, and which one.
+func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterIDs ...uint64) (string, bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
 		return "", false
@@ -124,7 +209,7 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err == nil && st.Leader != 0 && len(st.Errors) == 0 && st.Header != nil && st.Header.ClusterId == clusterID {
+		if err == nil && st.Leader != 0 && len(st.Errors) == 0 && st.Header != nil && slices.Contains(clusterIDs, st.Header.ClusterId) {
 			return u, true
 		}
 	}

@@ -388,6 +388,7 @@ func (m *Member) loop(ctx context.Context) bool {
 	o, err := m.observeLoop(ctx, reads)
 	if err != nil {
 		m.log.Warn("observation failed", "error", err)
+		m.publishSummaryUnobserved(ctx)
 		m.releaseLock(ctx)
 		return false
 	}
@@ -704,6 +705,12 @@ type summaryWriter interface {
 	Put(ctx context.Context, key string, value []byte) error
 }
 
+// summaryReader is implemented by coordinators that can read the summary
+// back (Put's key): a member without data probes its members.
+type summaryReader interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+}
+
 // Summary is the cluster-level view the leader publishes.
 type Summary struct {
 	Cluster   string          `json:"cluster"`
@@ -717,12 +724,15 @@ type Summary struct {
 	Members   []SummaryMember `json:"members"`
 }
 
-// SummaryMember is one member in a Summary.
+// SummaryMember is one member in a Summary. ClientURLs are what a member
+// without data probes during a quorum loss (observeKnownHealthy): it has
+// no membership of its own.
 type SummaryMember struct {
-	Name    string `json:"name"`
-	ID      string `json:"id"`
-	Learner bool   `json:"learner"`
-	Healthy bool   `json:"healthy"`
+	Name       string   `json:"name"`
+	ID         string   `json:"id"`
+	Learner    bool     `json:"learner"`
+	Healthy    bool     `json:"healthy"`
+	ClientURLs []string `json:"client_urls,omitempty"`
 }
 
 // publishSummary writes the summary (Upkeep.PublishSummary: this member
@@ -745,8 +755,13 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 		if mem.ID == o.LeaderID {
 			s.Leader = mem.Name
 		}
-		s.Members = append(s.Members, SummaryMember{Name: mem.Name, ID: fmt.Sprintf("%x", mem.ID), Learner: mem.Learner, Healthy: mem.Healthy})
+		s.Members = append(s.Members, SummaryMember{Name: mem.Name, ID: fmt.Sprintf("%x", mem.ID), Learner: mem.Learner, Healthy: mem.Healthy, ClientURLs: mem.ClientURLs})
 	}
+	m.writeSummary(ctx, sw, s)
+}
+
+// writeSummary writes s when it changed since this member last wrote it.
+func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) {
 	b, err := json.Marshal(s)
 	if err != nil || bytes.Equal(b, m.summary) {
 		return
@@ -756,6 +771,41 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 		return
 	}
 	m.summary = b
+}
+
+// publishSummaryUnobserved writes the summary when the loop's observation
+// failed (the provider does not answer: this host may be cut off from the
+// Nomad servers while Nomad collects its allocation) and this member's
+// server leads the cluster of the record it read last: the membership
+// its own server knows, with the client URLs a member without data probes
+// (observeKnownHealthy). Without it the summary kept naming members gone
+// since, and an empty replacement recovered beside a collected majority
+// that still served (sim seed 63 with CollectRunning).
+func (m *Member) publishSummaryUnobserved(ctx context.Context) {
+	sw, ok := m.opts.Coordinator.(summaryWriter)
+	m.mu.Lock()
+	e, rec := m.etcd, m.record
+	m.mu.Unlock()
+	if !ok || e == nil || rec == nil || rec.ClusterID == 0 {
+		return
+	}
+	srv := e.Server
+	if srv.Leader() == 0 || srv.Leader() != srv.MemberID() || uint64(srv.Cluster().ID()) != rec.ClusterID {
+		return
+	}
+	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", rec.ClusterID), Epoch: rec.Epoch, Desired: m.opts.Cluster.Size}
+	for _, mem := range srv.Cluster().Members() {
+		if mem.IsLearner {
+			s.Learners++
+		} else {
+			s.Voters++
+		}
+		if mem.ID == srv.MemberID() {
+			s.Leader = mem.Name
+		}
+		s.Members = append(s.Members, SummaryMember{Name: mem.Name, ID: fmt.Sprintf("%x", uint64(mem.ID)), Learner: mem.IsLearner, ClientURLs: mem.ClientURLs})
+	}
+	m.writeSummary(ctx, sw, s)
 }
 
 // replacer is implemented by providers that can replace an instance

@@ -269,7 +269,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	seen := map[uint64]bool{}
 	for i, pm := range resp.Members {
 		seen[pm.ID] = true
-		o.Members[i] = planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, Learner: pm.IsLearner,
+		o.Members[i] = planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, ClientURLs: pm.ClientURLs, Learner: pm.IsLearner,
 			AbsentFor: m.since.hold(condition{condAbsent, pm.ID}, !present(pm.Name, pm.PeerURLs), now)}
 	}
 	m.probeHealth(ctx, cli, resp.Members, o)

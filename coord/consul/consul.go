@@ -332,7 +332,11 @@ func (c *Coordinator) LoadOrStore(ctx context.Context, key string, value []byte)
 // consistent read: a value stored a moment ago by another member is seen.
 // It needs key read permission only.
 func (c *Coordinator) Load(ctx context.Context, key string) ([]byte, error) {
-	k := c.key("kv/" + key)
+	return c.read(ctx, c.key("kv/"+key))
+}
+
+// read is a consistent read of the full key k, or coord.ErrNotStored.
+func (c *Coordinator) read(ctx context.Context, k string) ([]byte, error) {
 	pair, _, err := c.o.Client.KV().Get(k, (&api.QueryOptions{RequireConsistent: true}).WithContext(ctx))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", k, c.deniedRead("read "+k, err))
@@ -367,6 +371,12 @@ func (c *Coordinator) Delete(ctx context.Context, key string) error {
 func (c *Coordinator) Put(ctx context.Context, key string, value []byte) error {
 	_, err := c.o.Client.KV().Put(&api.KVPair{Key: c.key(key), Value: value}, (&api.WriteOptions{}).WithContext(ctx))
 	return c.denied("write "+c.key(key), err)
+}
+
+// Get reads an informational key Put wrote (the cluster summary), or
+// coord.ErrNotStored. A consistent read; key read permission only.
+func (c *Coordinator) Get(ctx context.Context, key string) ([]byte, error) {
+	return c.read(ctx, c.key(key))
 }
 
 // Pause reads the operator's pause (key "pause"), consistently.

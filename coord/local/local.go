@@ -269,6 +269,12 @@ func (c *Coordinator) Put(_ context.Context, key string, value []byte) error {
 	return writeAtomic(path, value)
 }
 
+// Get reads an informational key Put wrote (the cluster summary), or
+// coord.ErrNotStored.
+func (c *Coordinator) Get(ctx context.Context, key string) ([]byte, error) {
+	return c.Load(ctx, key)
+}
+
 // kvPath is the file of key, which must not name another directory.
 func (c *Coordinator) kvPath(key string) (string, error) {
 	if strings.ContainsAny(key, "/\\") || key == "" {
