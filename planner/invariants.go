@@ -78,6 +78,9 @@ func Check(o Observation, d Decision) error {
 		if o.Running || !o.Local.Empty {
 			return fmt.Errorf("invariant 1: seed with data or while running")
 		}
+		if len(o.KnownHealthy) > 0 && (d.Record == nil || !d.Record.Operator) {
+			return fmt.Errorf("invariant 10: seed (%s) while %s of the last known membership answer as healthy voters", d.Reason, strings.Join(o.KnownHealthy, ", "))
+		}
 		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && d.Record != nil && d.Record.Token != r.Token {
 			// Taking over the empty seed of a gone seeder: as the next
 			// epoch, only with no copy of anything anywhere.

@@ -350,6 +350,12 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// would start a second cluster whose record sets it aside.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but %d instance(s) do not answer: they may hold the cluster's data; not seeding until every instance answers", o.Unreachable)}
 		}
+		if d, ok := r.knownHealthy(o, name); ok {
+			// Consul lost its state (the record with it) while a
+			// majority the provider no longer lists still serves: a
+			// seed or a restore here would start a second cluster.
+			return d
+		}
 		if s := o.LatestSnapshot; s != nil && r.seedGuard(restoreBeforeSeed) {
 			// Consul lost its state and every member its data, but the
 			// store holds the cluster's snapshots: seeding empty would
@@ -371,6 +377,13 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// that incarnation: starting it again would make a second
 			// cluster of the same token and epoch.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d but holds no data of it, and %d instance(s) do not answer: they may run it; not starting it again until every instance answers", rec.Epoch, o.Unreachable)}
+		}
+		if rec.Seeder == name {
+			if d, ok := r.knownHealthy(o, name); ok {
+				// Consul restored this member's old record while a
+				// cluster the provider no longer lists still serves.
+				return d
+			}
 		}
 		if rec.Seeder == name && rec.Source != FromData && r.resumeGuard(resumeNotOverNewerSnapshot) {
 			if d, ok := r.restoreOverOwnRecord(o, name); ok {
@@ -988,6 +1001,9 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	why := fmt.Sprintf("seeder %s of the unconfirmed epoch %d is gone for %s", rec.Seeder, rec.Epoch, o.SeederGoneFor)
 	if o.Unreachable > 0 {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: not taking over", why, o.Unreachable)}, true
+	}
+	if d, ok := r.knownHealthy(o, name); ok {
+		return d, true // Consul restored an old record while a cluster serves
 	}
 	for _, p := range o.Peers {
 		if p.Token != "" {

@@ -28,6 +28,7 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
 		m.since.hold(quorumLost, false, now)
+		m.observeKnownHealthy(ctx, o) // the summary's members: Consul lost its state, a majority may serve
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
@@ -36,6 +37,7 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
 		m.since.hold(quorumLost, false, now)
+		m.observeKnownHealthy(ctx, o)
 		m.observeLatestSnapshot(ctx, o, now)
 		return
 	}
