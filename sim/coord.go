@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -16,11 +17,74 @@ type coordinator struct {
 	session uint64
 	expires time.Duration
 	history []recordVersion // every record written, for a restore of an older state
+	// summary is the cluster summary the leader publishes (task's
+	// publishSummary): the members' peer URLs (their client URLs in
+	// task) and the cluster id. Informational, not fenced; an empty
+	// member probes its members (knownHealthy).
+	summary *clusterSummary
 }
 
 type recordVersion struct {
-	rec   *planner.Record
-	index uint64
+	rec     *planner.Record
+	index   uint64
+	summary *clusterSummary // the summary stored when the record was written
+}
+
+// clusterSummary is task's Summary, as far as the model reads it.
+type clusterSummary struct {
+	clusterID uint64
+	members   []summaryMember
+}
+
+type summaryMember struct {
+	id      uint64
+	name    string
+	peerURL string
+}
+
+// publishSummary is task's publishSummary (planner.PlanUpkeep's
+// PublishSummary: the confirmed leader, a record read): the members it
+// observed, written when they changed.
+func (w *World) publishSummary(o planner.Observation) {
+	s := &clusterSummary{clusterID: o.Record.ClusterID}
+	for _, m := range o.Members {
+		url := ""
+		if len(m.PeerURLs) > 0 {
+			url = m.PeerURLs[0]
+		}
+		s.members = append(s.members, summaryMember{id: m.ID, name: m.Name, peerURL: url})
+	}
+	w.storeSummary(s)
+}
+
+// publishSummaryUnlisted is task's publishSummaryWithoutObservation: a
+// leader whose observation failed on the provider (its host cut off from
+// the Nomad servers) still writes the membership its own server knows,
+// for the cluster of the record it read last: Nomad may collect its
+// allocation while it serves (sim seed 63 with CollectRunning: the
+// summary named only members gone, and an empty replacement recovered
+// beside the collected majority).
+func (w *World) publishSummaryUnlisted(n *node) {
+	if n.etcd == nil || n.noConsul || w.cfg.Defects.NoSummaryProbe {
+		return
+	}
+	g := n.etcd.group
+	if g.leader != n.etcd.memberID || g.quorum != n.side || n.record == nil || n.record.ClusterID != g.clusterID {
+		return
+	}
+	s := &clusterSummary{clusterID: g.clusterID}
+	for _, m := range g.members {
+		s.members = append(s.members, summaryMember{id: m.id, name: m.name, peerURL: m.peerURL})
+	}
+	w.storeSummary(s)
+}
+
+func (w *World) storeSummary(s *clusterSummary) {
+	if old := w.coord.summary; old != nil && old.clusterID == s.clusterID && slices.Equal(old.members, s.members) {
+		return
+	}
+	w.coord.summary = s
+	w.logf("summary", "cluster %x: %v", s.clusterID, s.members)
 }
 
 var (
@@ -100,7 +164,7 @@ func (w *World) updateRecord(n *node, r planner.Record) error {
 func (w *World) setRecord(r planner.Record) {
 	w.coord.index = w.id()
 	w.coord.record = &r
-	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index})
+	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index, summary: w.coord.summary})
 }
 
 // listed is the provider's current instance list: allocations that run,

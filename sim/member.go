@@ -36,6 +36,7 @@ func (w *World) runNode(n *node) {
 func (w *World) loop(n *node) {
 	o, err := w.observe(n)
 	if err != nil {
+		w.publishSummaryUnlisted(n)
 		w.unlock(n)
 		if err.Error() != n.lastFail {
 			w.logf(n.name, "observation failed: %v (the loop skips until it succeeds)", err)
@@ -47,6 +48,9 @@ func (w *World) loop(n *node) {
 	n.lastFail = ""
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
+	if planner.PlanUpkeep(o).PublishSummary {
+		w.publishSummary(o) // task's upkeep runs before the decision's acts
+	}
 	if d.NeedsLock {
 		err := w.lock(n)
 		w.logf(n.name, "%s -> wait (%s) => lock: %s", summary(o), d.Reason, errOr(err, "taken"))

@@ -26,6 +26,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		StaleAfter:    staleAfter,
 		NewToken:      "tok" + itoa(int(w.nextID)),
 		StartFailures: n.startFailures,
+		Upkeep:        planner.UpkeepState{Summary: true},
 	}
 	o.Local = w.local(n)
 	if n.etcd != nil {
@@ -261,6 +262,7 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		// snapshots, which a seed must not abandon (seedFromSnapshot,
 		// restoreOverOwnRecord), as task/recover.go does.
 		n.quorumLostSince = -1
+		w.knownHealthy(n, o) // the summary's members (Consul lost the record, or restored an old one)
 		w.latestSnapshot(n, o)
 		return
 	}
@@ -284,22 +286,46 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 // knownHealthy is task's observeKnownHealthy: every member of n's last
 // known membership (its data's cluster's) but itself is asked on its
 // client URL, whatever the provider lists; one that answers for n's
-// cluster id with a leader is named.
+// cluster id with a leader is named. The members of the leader's summary
+// in the coordinator are asked too, for the record's cluster id or the
+// summary's: a member without data (a replacement) has no membership of
+// its own (sim seed 5 with CollectRunning), and a member without a record
+// (Consul lost its state) none to compare with but the summary's.
 func (w *World) knownHealthy(n *node, o *planner.Observation) {
-	d := n.data
-	if o.MembersKnown || o.Record == nil || o.Local.Empty || o.Local.ClusterID == 0 || d == nil || d.group == nil {
+	if o.MembersKnown {
 		return
 	}
-	for _, m := range d.group.members {
-		if m.id == o.SelfID || m.name == n.name || m.name == "" {
-			continue
+	probe := func(name, peerURL string, clusterID uint64) {
+		p := w.byPeer(peerURL)
+		if p == nil || p == n || !reachable(n, p) || p.etcd == nil {
+			return
 		}
-		p := w.byPeer(m.peerURL)
-		if p == nil || !reachable(n, p) || p.etcd == nil {
-			continue
+		if g := p.etcd.group; g.clusterID == clusterID && g.leader != 0 && g.quorum == p.side {
+			for _, k := range o.KnownHealthy {
+				if k == name {
+					return
+				}
+			}
+			o.KnownHealthy = append(o.KnownHealthy, name)
 		}
-		if g := p.etcd.group; g.clusterID == o.Local.ClusterID && g.leader != 0 && g.quorum == p.side {
-			o.KnownHealthy = append(o.KnownHealthy, m.name)
+	}
+	if d := n.data; o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 && d != nil && d.group != nil {
+		for _, m := range d.group.members {
+			if m.id == o.SelfID || m.name == n.name || m.name == "" {
+				continue
+			}
+			probe(m.name, m.peerURL, o.Local.ClusterID)
+		}
+	}
+	if s := w.coord.summary; s != nil && !w.cfg.Defects.NoSummaryProbe {
+		for _, m := range s.members {
+			if m.id == o.SelfID || m.name == n.name || m.name == "" {
+				continue
+			}
+			if o.Record != nil && o.Record.ClusterID != 0 {
+				probe(m.name, m.peerURL, o.Record.ClusterID)
+			}
+			probe(m.name, m.peerURL, s.clusterID)
 		}
 	}
 }

@@ -44,6 +44,7 @@ var defects = []struct {
 	{"InstallChainPrefix", Defects{InstallChainPrefix: true}, 0, false, ""},
 	{"NewestByCreated", Defects{NewestByCreated: true}, 0, false, ""},
 	{"RecoverBesideKnownHealthy", Defects{Planner: planner.Faults{RecoverBesideKnownHealthy: true}}, 240, true, ""},
+	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
 }
 
 // maxSeeds bounds the search for each defect.
@@ -148,20 +149,20 @@ func TestCorrectSystemRunsClean(t *testing.T) {
 	t.Log(explore(t, 1, steps))
 }
 
-// TestCollectedMajorityFinding pins the product defect that keeps
-// Config.CollectRunning off by default: on sim seed 5 Nomad collects two
-// running voters of three (their hosts cut off from its servers, not from
-// their peers), the third leaves gracefully, and the three replacements,
-// all empty, have no last known membership to probe (task's
-// observeKnownHealthy needs local data): one recovers from the store
-// beside the collected majority that still serves. When the product
-// closes this, the test fails: turn CollectRunning on by default.
-func TestCollectedMajorityFinding(t *testing.T) {
+// TestCollectedMajorityIsProbed is sim seed 5 with Config.CollectRunning:
+// Nomad collects two running voters of three (their hosts cut off from
+// its servers, not from their peers), the third leaves gracefully, and
+// the three replacements are all empty: before they probed the members of
+// the leader's summary (task's observeKnownHealthy needed local data),
+// one recovered from the store beside the collected majority that still
+// served (two live clusters). NoSummaryProbe reverts the fix.
+func TestCollectedMajorityIsProbed(t *testing.T) {
 	r, w := Run(Config{Seed: 5, CollectRunning: true})
-	if r.Violation == nil || r.Violation.Invariant != InvSplitBrain {
-		t.Fatalf("seed 5 with CollectRunning: %v (want %q): the finding changed; see doc.go", r.Violation, InvSplitBrain)
+	if r.Violation != nil {
+		t.Fatalf("seed 5 with CollectRunning: %v\n%s", r.Violation, w.Trace())
 	}
-	if testing.Verbose() {
-		t.Logf("%v\n%s", r.Violation, w.Trace())
+	d, _ := Run(Config{Seed: 5, CollectRunning: true, Defects: Defects{NoSummaryProbe: true}})
+	if d.Violation == nil || d.Violation.Invariant != InvSplitBrain {
+		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v (want %q): the test no longer shows the defect", d.Violation, InvSplitBrain)
 	}
 }
