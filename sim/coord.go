@@ -216,9 +216,10 @@ func (w *World) instances(n *node) []*node {
 // takeSnapshot saves the content of g's leader to the store.
 func (w *World) takeSnapshot(g *group) string {
 	w.nextID++
-	s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: g.branch, rev: g.committed, epoch: g.epoch, created: w.now}
+	s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: g.branch, rev: g.committed, epoch: g.epoch, created: w.now, clusterID: g.clusterID}
 	if ln := w.runningNode(g, g.leader); ln != nil {
 		s.created += ln.skew
+		s.taker = ln.peerURL
 	}
 	w.store = append(w.store, s)
 	return s.name

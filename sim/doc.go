@@ -57,15 +57,16 @@
 //     a member probes its data's last known membership and the members
 //     of the leader's summary in the coordinator (KnownHealthy), which a
 //     leader writes even while its provider does not answer; an empty
-//     member probes the summary without a record too, and no seed,
-//     restore or takeover runs beside an answer. Off by default: 99
-//     violations remain in 1496 runs at 3M steps from seed 7 (370 in 1632
-//     before the summary probe, sim seed 5): mostly Consul losing its
-//     state, the summary with it, while a collected majority serves (an
-//     empty member restores the store's snapshot before a leader writes
-//     the summary again), and collected hosts holding a newer epoch's
-//     copy beside an older record Consul restored. NoSummaryProbe reverts
-//     the probe;
+//     member probes the summary without a record too (and the member
+//     the newest snapshot was taken from), and no seed, restore or
+//     takeover runs beside an answer. Off by default: 83 violations
+//     remain in 1488 runs at 3M steps from seed 7 (370 in 1632 before
+//     the summary probe, sim seed 5): mostly Consul losing its state,
+//     the summary with it, while a collected majority serves (an empty
+//     member restores the store's snapshot before a leader writes the
+//     summary again), and collected hosts holding a newer epoch's copy
+//     beside an older record Consul restored. NoSummaryProbe reverts
+//     the probes;
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and

@@ -317,6 +317,12 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			probe(m.name, m.peerURL, o.Local.ClusterID)
 		}
 	}
+	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && o.Record == nil && w.store[i].taker != "" && !w.cfg.Defects.NoSummaryProbe {
+		// No record (Consul lost its state, the summary with it): the
+		// newest snapshot's metadata names the member it was taken from.
+		s := &w.store[i]
+		probe(strings.TrimSuffix(strings.TrimPrefix(s.taker, "http://"), ":2380"), s.taker, s.clusterID)
+	}
 	if s := w.coord.summary; s != nil && !w.cfg.Defects.NoSummaryProbe {
 		for _, m := range s.members {
 			if m.id == o.SelfID || m.name == n.name || m.name == "" {

@@ -284,6 +284,10 @@ type snapshot struct {
 	epoch  uint64
 	// created is the taker's wall clock when it took it.
 	created time.Duration
+	// clusterID and taker are its metadata's cluster id and Endpoint:
+	// the member it was streamed from (the leader then).
+	clusterID uint64
+	taker     string
 	// chain is the delta segments the leader's recorder wrote after it,
 	// in order: each holds the writes since the previous end.
 	chain []segment

@@ -106,4 +106,20 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 	} else {
 		t.Log(fmt.Sprintf("without the summary m3 would %s: %s", d.Kind, d.Reason))
 	}
+	// Consul lost its state, the record and the summary with it: the
+	// newest snapshot's metadata names the member it was taken from (m0),
+	// which answers for the snapshot's cluster; no restore beside it.
+	o := planner.Observation{ClusterName: k.cl.Name, Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true},
+		Instances: []planner.Instance{{Name: "m3"}}, HoldsLock: true, NewToken: "n", RecoveryGrace: k.cl.RecoveryGrace}
+	m3.observeQuorumLoss(ctx, &o, time.Now())
+	if o.LatestSnapshot == nil || len(o.KnownHealthy) == 0 || !strings.Contains(o.KnownHealthy[0], "taker of") {
+		t.Fatalf("no record: snapshot %v, known healthy %q, want the snapshot's taker", o.LatestSnapshot, o.KnownHealthy)
+	}
+	if d := planner.Plan(o); d.Kind != planner.Wait || !strings.Contains(d.Reason, "last known membership") {
+		t.Fatalf("no record: %s (%s), want a wait naming the snapshot's taker", d.Kind, d.Reason)
+	}
+	o.KnownHealthy = nil
+	if d := planner.Plan(o); d.Kind != planner.RecoverQuorum {
+		t.Fatalf("no record, no probe: %s (%s), want the restore the probe prevents", d.Kind, d.Reason)
+	}
 }

@@ -27,6 +27,7 @@ type knownMember struct {
 	id         uint64
 	name       string
 	clientURLs []string
+	clusterID  string // hex; a snapshot's taker only
 }
 
 // storedMember is etcd's JSON for a member in its backend's members
@@ -122,6 +123,14 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			probes = append(probes, probe{k, ids})
 		}
 	}
+	if t := m.latestSnapshotTaker; o.Record == nil && len(t.clientURLs) > 0 {
+		// No record (Consul lost its state, the summary with it): the
+		// newest snapshot's metadata names the member it was streamed
+		// from, for its cluster.
+		if id, err := strconv.ParseUint(t.clusterID, 16, 64); err == nil && id != 0 {
+			probes = append(probes, probe{t, []uint64{id}})
+		}
+	}
 	var (
 		wg      sync.WaitGroup
 		mu      sync.Mutex
@@ -131,7 +140,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	for _, p := range probes {
 		k := p.k
 		key := fmt.Sprintf("%s %x %v", k.name, p.clusterIDs, k.clientURLs)
-		if k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 || asked[key] {
+		if k.id != 0 && k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 || asked[key] {
 			continue
 		}
 		asked[key] = true

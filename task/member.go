@@ -168,6 +168,9 @@ type Member struct {
 	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
+	// latestSnapshotTaker is the member latestSnapshot was taken from:
+	// without a record a member probes it (observeKnownHealthy).
+	latestSnapshotTaker knownMember
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
@@ -28,8 +29,8 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
 		m.since.hold(quorumLost, false, now)
-		m.observeKnownHealthy(ctx, o) // the summary's members: Consul lost its state, a majority may serve
 		m.observeLatestSnapshot(ctx, o, now)
+		m.observeKnownHealthy(ctx, o) // the summary's members, the newest snapshot's taker: Consul lost its state, a majority may serve
 		return
 	}
 	if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name && !o.Running && o.Local.Empty {
@@ -69,9 +70,22 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
 			m.latestSnapshot = s
+			m.latestSnapshotTaker = takerOf(list, s.Name)
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
+}
+
+// takerOf is the member the full snapshot name was streamed from, as its
+// metadata names it: its client URL and cluster id.
+func takerOf(list []snapshot.Meta, name string) knownMember {
+	for _, m := range list {
+		if m.Name == name && m.Endpoint != "" {
+			id, _ := strconv.ParseUint(m.MemberID, 16, 64)
+			return knownMember{id: id, name: "taker of " + name, clientURLs: []string{m.Endpoint}, clusterID: m.ClusterID}
+		}
+	}
+	return knownMember{}
 }
 
 // newestSnapshot is the newest full snapshot with the deltas that follow
