@@ -94,9 +94,14 @@ func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, versio
 	if err := os.WriteFile(c.file, []byte(strings.Replace(string(orig), "  nomad {\n", block, 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := exec.Command(binary, "job", "render", c.file).CombinedOutput()
+	// The job on stdout; stderr carries notes for the operator (where the
+	// CA key-encryption key comes from), as `job render > file` expects.
+	render := exec.Command(binary, "job", "render", c.file)
+	var stderr strings.Builder
+	render.Stderr = &stderr
+	spec, err := render.Output()
 	if err != nil {
-		t.Fatalf("job render: %v\n%s", err, spec)
+		t.Fatalf("job render: %v\n%s", err, stderr.String())
 	}
 	path := filepath.Join(c.dir, "etcd.nomad.hcl")
 	if err := os.WriteFile(path, spec, 0o600); err != nil {
