@@ -381,7 +381,15 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		if rec.Seeder == name {
 			if d, ok := r.knownHealthy(o, name); ok {
 				// Consul restored this member's old record while a
-				// cluster the provider no longer lists still serves.
+				// cluster the provider no longer lists still serves. Or
+				// an operator recorded this restore while one serves
+				// (the command checks only what the provider lists):
+				// it is theirs to stop those members or take the
+				// record back, and the wait says so.
+				if rec.Operator {
+					d.AwaitsOperator = true
+					d.Reason += "; the operator's recorded restore waits: stop those members (they are a live cluster) or record another recovery"
+				}
 				return d
 			}
 		}

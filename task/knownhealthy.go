@@ -207,7 +207,12 @@ func (m *Member) summaryMembers(ctx context.Context) (uint64, []knownMember) {
 }
 
 // answersWithLeader reports whether any of urls answers etcd's Status for
-// one of clusterIDs with a leader and no error, and which one.
+// one of clusterIDs as a voter with a leader, and which one. A learner is
+// not asked to count: it never campaigns, so after its voters are gone it
+// names its last leader forever, and a summary listing one wedged every
+// recovery (data review, session 11). Alarms do not count against it: a
+// quorum under NOSPACE still serves deletes, and puts again once
+// disarmed.
 func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterIDs ...uint64) (string, bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
@@ -218,7 +223,7 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err == nil && st.Leader != 0 && len(st.Errors) == 0 && st.Header != nil && slices.Contains(clusterIDs, st.Header.ClusterId) {
+		if err == nil && st.Leader != 0 && !st.IsLearner && st.Header != nil && slices.Contains(clusterIDs, st.Header.ClusterId) {
 			return u, true
 		}
 	}

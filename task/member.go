@@ -146,6 +146,7 @@ type Member struct {
 	renew             *renewal      // certificates renewed while running (renew.go)
 	rot               rotationState // the CA rotation this member follows (rotate.go)
 	summary           []byte        // last cluster summary written
+	summaryAt         time.Time     // when it was written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -739,7 +740,7 @@ type SummaryMember struct {
 }
 
 // publishSummary writes the summary (Upkeep.PublishSummary: this member
-// leads) when it changed: an idle cluster writes nothing.
+// leads) when it changed, and once a minute unchanged (summaryRefresh).
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
 	if !ok {
@@ -763,17 +764,24 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	m.writeSummary(ctx, sw, s)
 }
 
-// writeSummary writes s when it changed since this member last wrote it.
+// summaryRefresh bounds how long an unchanged summary goes unwritten: a
+// member without data probes the summary's members before any recovery,
+// and Consul may have lost it or restored an older one meanwhile (data
+// review, session 11: an idle leader never wrote it again).
+const summaryRefresh = time.Minute
+
+// writeSummary writes s when it changed since this member last wrote it,
+// or summaryRefresh after that write.
 func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) {
 	b, err := json.Marshal(s)
-	if err != nil || bytes.Equal(b, m.summary) {
+	if err != nil || bytes.Equal(b, m.summary) && m.now().Sub(m.summaryAt) < summaryRefresh {
 		return
 	}
 	if err := sw.Put(ctx, "summary", b); err != nil {
 		m.log.Debug("summary not written", "error", err)
 		return
 	}
-	m.summary = b
+	m.summary, m.summaryAt = b, m.now()
 }
 
 // publishSummaryUnobserved writes the summary when the loop's observation

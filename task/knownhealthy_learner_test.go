@@ -1,0 +1,118 @@
+package task
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/server/v3/embed"
+	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Data review (session 11) of the empty member's probe: a learner never campaigns (raft's promotable() is
+// false), so once its leader is gone it keeps reporting that leader in
+// Status forever. answersWithLeader takes it for a serving quorum: a summary
+// (or last known membership) naming a learner that outlived the voters
+// blocks every recovery, takeover and empty-member restore for good.
+func TestAnIsolatedLearnerDoesNotCountAsAServingQuorum(t *testing.T) {
+	cb, clusterID := isolatedLearner(t)
+	ctx := context.Background()
+	m := &Member{}
+	url, ok := m.answersWithLeader(ctx, []string{cb}, clusterID)
+	if ok {
+		// The planner then waits forever.
+		o := planner.Observation{ClusterName: "c", Self: planner.Self{Name: "m0"}, Running: true, SelfID: 2, HoldsLock: true, NewToken: "n",
+			Local:  planner.Local{Cluster: "c", Name: "m0", Token: "t", Epoch: 1, MemberID: 2, Revision: 500},
+			Record: &planner.Record{ClusterID: 7, Token: "t", Epoch: 1}, Instances: []planner.Instance{{Name: "m0"}},
+			RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Hour, KnownHealthy: []string{"b (" + url + ")"}}
+		d := planner.Plan(o)
+		t.Fatalf("the learner b, alone with its dead voter gone for 8s, still answers %s with a leader: it blocks recovery (%s: %s)", url, d.Kind, d.Reason)
+	}
+}
+
+// Data review (session 11) of the empty member's probe: the same isolated learner, named in the leader's
+// summary (publishSummary lists learners with their client URLs), holds
+// back an empty replacement's restore of the newest snapshot for good,
+// though no quorum exists anywhere.
+func TestASummarysIsolatedLearnerDoesNotWedgeAnEmptyMembersRestore(t *testing.T) {
+	cb, clusterID := isolatedLearner(t)
+	ctx := context.Background()
+	k := newKit(t, "m3")
+	sum := Summary{Cluster: "kit", ClusterID: fmt.Sprintf("%x", clusterID), Epoch: 1, Members: []SummaryMember{
+		{Name: "a", ID: "1", ClientURLs: []string{"http://127.0.0.1:1"}},
+		{Name: "b", ID: "2", Learner: true, ClientURLs: []string{cb}},
+	}}
+	bs, _ := json.Marshal(sum)
+	if err := k.co.Put(ctx, "summary", bs); err != nil {
+		t.Fatal(err)
+	}
+	m3 := k.member("m3", nil)
+	o := planner.Observation{ClusterName: "kit", Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true}, HoldsLock: true, NewToken: "n",
+		Record:    &planner.Record{ClusterID: clusterID, Token: "t", Epoch: 1, Seeder: "a"},
+		Instances: []planner.Instance{{Name: "m3"}}, RecoveryGrace: time.Second, QuorumLostFor: time.Hour,
+		LatestSnapshot: &planner.SnapshotInfo{Name: "s1", Revision: 10, Epoch: 1}}
+	start := time.Now()
+	m3.observeKnownHealthy(ctx, &o)
+	d := planner.Plan(o)
+	if d.Kind != planner.RecoverQuorum {
+		t.Fatalf("empty m3, no quorum anywhere (the only voter gone), a learner in the summary: %s (%s) after a %s probe; want the restore of the newest snapshot", d.Kind, d.Reason, time.Since(start).Round(time.Millisecond))
+	}
+}
+
+// isolatedLearner starts a one-voter cluster, adds a learner, and closes
+// the voter for good: it returns the learner's client URL and cluster id.
+func isolatedLearner(t *testing.T) (string, uint64) {
+	dir := t.TempDir()
+	ports := freePorts(t, 4)
+	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
+	pa, ca, pb, cb := u(ports[0]), u(ports[1]), u(ports[2]), u(ports[3])
+	cfgA := embed.NewConfig()
+	cfgA.Name, cfgA.Dir, cfgA.LogLevel = "a", filepath.Join(dir, "a"), "error"
+	cfgA.ListenPeerUrls, cfgA.AdvertisePeerUrls = []url.URL{pa}, []url.URL{pa}
+	cfgA.ListenClientUrls, cfgA.AdvertiseClientUrls = []url.URL{ca}, []url.URL{ca}
+	cfgA.InitialCluster = "a=" + pa.String()
+	a, err := embed.StartEtcd(cfgA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-a.Server.ReadyNotify()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ca.String()}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	ctx := context.Background()
+	if _, err := cli.MemberAddAsLearner(ctx, []string{pb.String()}); err != nil {
+		t.Fatal(err)
+	}
+	cfgB := embed.NewConfig()
+	cfgB.Name, cfgB.Dir, cfgB.LogLevel = "b", filepath.Join(dir, "b"), "error"
+	cfgB.ListenPeerUrls, cfgB.AdvertisePeerUrls = []url.URL{pb}, []url.URL{pb}
+	cfgB.ListenClientUrls, cfgB.AdvertiseClientUrls = []url.URL{cb}, []url.URL{cb}
+	cfgB.InitialCluster = "a=" + pa.String() + ",b=" + pb.String()
+	cfgB.ClusterState = embed.ClusterStateFlagExisting
+	b, err := embed.StartEtcd(cfgB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	<-b.Server.ReadyNotify()
+	clusterID := uint64(b.Server.Cluster().ID())
+	waitUntil(t, 20*time.Second, "the learner has caught up with its leader", func() (bool, string) {
+		st, err := cli.Status(ctx, cb.String())
+		if err != nil {
+			return false, err.Error()
+		}
+		return st.Leader != 0 && st.IsLearner, fmt.Sprintf("%+v", st)
+	})
+	a.Close()                   // the only voter is gone for good: no quorum anywhere
+	time.Sleep(8 * time.Second) // many election timeouts
+	return cb.String(), clusterID
+}

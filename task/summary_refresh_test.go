@@ -1,0 +1,40 @@
+package task
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// An empty member probes the summary's members before any recovery; the
+// leader wrote the summary only when its view changed since its own last
+// write, so after Consul lost the key (or restored an older one) an idle
+// leader never wrote it again and the guard stayed off (data review,
+// session 11). An unchanged view is written again after summaryRefresh.
+func TestALostSummaryIsWrittenAgainWithinTheRefresh(t *testing.T) {
+	ctx := context.Background()
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	clk := &fakeClock{t: time.Now()}
+	m.opts.Clock = clk
+	s := Summary{Cluster: "kit", ClusterID: "abc", Epoch: 1, Leader: "m0", Voters: 3, Healthy: 3,
+		Members: []SummaryMember{{Name: "m0", ID: "1", Healthy: true, ClientURLs: []string{"http://10.0.0.1:2379"}},
+			{Name: "m1", ID: "2", Healthy: true, ClientURLs: []string{"http://10.0.0.2:2379"}}}}
+	m.writeSummary(ctx, k.co, s)
+	if _, err := k.co.Get(ctx, "summary"); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	if err := k.co.Delete(ctx, "summary"); err != nil { // Consul lost it
+		t.Fatal(err)
+	}
+	clk.advance(summaryRefresh / 2)
+	m.writeSummary(ctx, k.co, s) // unchanged, within the refresh: no write
+	if _, err := k.co.Get(ctx, "summary"); err == nil {
+		t.Fatalf("an unchanged view was written again before summaryRefresh: every loop would write")
+	}
+	clk.advance(summaryRefresh / 2)
+	m.writeSummary(ctx, k.co, s)
+	if _, err := k.co.Get(ctx, "summary"); err != nil {
+		t.Fatalf("summaryRefresh after Consul lost the summary, the leader's unchanged view is still not written (%v): an empty member has no members to probe", err)
+	}
+}
