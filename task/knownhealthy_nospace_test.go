@@ -26,17 +26,7 @@ func TestANospaceMajorityCountsAsServing(t *testing.T) {
 	ports := freePorts(t, 2)
 	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
 	pa, ca := u(ports[0]), u(ports[1])
-	cfg := embed.NewConfig()
-	cfg.Name, cfg.Dir, cfg.LogLevel = "a", filepath.Join(dir, "a"), "error"
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{pa}, []url.URL{pa}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{ca}, []url.URL{ca}
-	cfg.InitialCluster = "a=" + pa.String()
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	<-e.Server.ReadyNotify()
+	e, _ := startPlainEtcd(t, filepath.Join(dir, "a"), "a", pa, ca, "a="+pa.String(), embed.ClusterStateFlagNew)
 	ctx := context.Background()
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ca.String()}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
