@@ -69,6 +69,18 @@ func newExchanger(t *testing.T, ca certs.Pair, cert certs.Pair) *exchanger {
 	return e
 }
 
+// crossSignedRotation is a CA rotation from old to next: the cross
+// certificate old signed for next, and the pin of old.
+func crossSignedRotation(t *testing.T) (old, next certs.Pair, cross []byte, pin string) {
+	t.Helper()
+	old, next = newCA(t), newCA(t)
+	cross, err := certs.CrossSign(old, next)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return old, next, cross, certs.Fingerprint(old.Cert)
+}
+
 func newCA(t *testing.T) certs.Pair {
 	t.Helper()
 	ca, err := certs.NewCA("main", time.Now())
@@ -172,12 +184,7 @@ func TestPinnedCredsSendsTheIdentityOnlyUnderThePinnedCA(t *testing.T) {
 // Consul without such a cross certificate never reaches ca.crt, and a
 // fresh directory after the retirement must be pinned to the new CA.
 func TestPinFollowsACrossSignedRotation(t *testing.T) {
-	old, next := newCA(t), newCA(t)
-	cross, err := certs.CrossSign(old, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pin := certs.Fingerprint(old.Cert)
+	old, next, cross, pin := crossSignedRotation(t)
 	idf := identityFile(t)
 	dir := t.TempDir()
 	bg := context.Background()

@@ -28,12 +28,7 @@ import (
 // operator re-pins (tls rotate-ca's last line says the same). On the
 // reviewed commit creds logged nothing.
 func TestPinOnARetiredCAWarnsToRePin(t *testing.T) {
-	old, next := newCA(t), newCA(t)
-	cross, err := certs.CrossSign(old, next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pin := certs.Fingerprint(old.Cert)
+	old, next, cross, pin := crossSignedRotation(t)
 	idf := identityFile(t)
 	dir := t.TempDir()
 	bg := context.Background()
