@@ -107,6 +107,21 @@ func (m *Member) caKeyExposed() string {
 	return ""
 }
 
+// repairStatusCA replaces a status CA in the coordinator that this
+// cluster's CA (held: the coordinator's, the one this member runs with)
+// does not derive: a writer of the coordinator's keys planted it, and every
+// read-only client's certificate would be refused (clusterca.RepairStatusCA).
+func (m *Member) repairStatusCA(ctx context.Context, held certs.Pair) {
+	replaced, err := clusterca.RepairStatusCA(ctx, m.opts.Coordinator, held)
+	if replaced != nil {
+		m.log.Error("the coordinator held a status CA this cluster's CA does not derive (a writer of the coordinator's keys stored it; members never accepted it): replaced",
+			"replaced", certs.Fingerprint(replaced), "location", clusterca.Location(m.opts.Cluster, clusterca.StatusKey))
+	}
+	if err != nil {
+		m.log.Warn("status CA not checked", "error", err)
+	}
+}
+
 // caKeyInUse is the coordinator key this member keeps the cluster CA under.
 func (m *Member) caKeyInUse() string {
 	if m.opts.CAKEK != nil {

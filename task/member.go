@@ -336,6 +336,7 @@ func (m *Member) restoreCA(ctx context.Context) {
 	default:
 		m.clearCAMismatch()
 		m.retirePlaintextCA(ctx, held)
+		m.repairStatusCA(ctx, held)
 	}
 	m.readExposure(ctx)
 }
