@@ -171,6 +171,10 @@ func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, 
 	if err != nil {
 		return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
 	}
+	// A segment whose metadata does not authenticate is left out as a
+	// damaged one is: the chain is built around it, as the planner's
+	// view of the same listing is.
+	list, _ = src.Encryption.Authentic(list)
 	if len(src.Skip) > 0 {
 		kept := list[:0:0]
 		for _, m := range list {

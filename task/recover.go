@@ -62,7 +62,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
-		list, err := s.Store.List(ctx)
+		list, err := m.listAuthentic(ctx)
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {

@@ -251,7 +251,7 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 	s := m.opts.Snapshots
 	lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
 	defer cancel()
-	list, err := s.Store.List(lctx)
+	list, err := m.listAuthentic(lctx)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)
@@ -376,13 +376,47 @@ func (m *Member) stopBackground() {
 	}
 }
 
+// listAuthentic lists the snapshot store and keeps the objects whose
+// metadata authenticates (snapshot.Encryption.Authentic): what the member
+// chooses from a listing (the newest snapshot a recovery starts from, the
+// chain end the planner compares, the base of a delta chain, whether a
+// save is due) is never a forged or unauthenticated object, so a forged
+// segment ends the observed chain as a damaged one does and a forged
+// snapshot never wedges a recovery. Each refused object is logged once,
+// by name; an unauthenticated one (written before this version) is only
+// restored by an operator: etcd-nomad recover -from snapshot:NAME
+// -accept-unauthenticated.
+func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
+	s := m.opts.Snapshots
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	kept, refused := s.Encryption.Authentic(list)
+	if len(refused) == 0 {
+		return kept, nil
+	}
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if m.refusedSnapshots == nil {
+		m.refusedSnapshots = map[string]bool{}
+	}
+	for name, err := range refused {
+		if !m.refusedSnapshots[name] {
+			m.refusedSnapshots[name] = true
+			m.log.Warn("snapshot store: object refused, never restored automatically", "snapshot", name, "error", err)
+		}
+	}
+	return kept, nil
+}
+
 // revisionBump is how far a recovery from meta bumps revisions: derived
 // from the write rate the store's listing shows and the snapshot's age
 // (snapshot.RevisionBump). Without a listing the assumed rate stands in.
 func (m *Member) revisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
 	var history []snapshot.Meta
 	if s := m.opts.Snapshots; s != nil {
-		list, err := s.Store.List(ctx)
+		list, err := m.listAuthentic(ctx)
 		if err != nil {
 			m.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
 		}

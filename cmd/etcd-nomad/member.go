@@ -93,6 +93,12 @@ func (c *memberCommand) Run(args []string) int {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
 	}
+	if why := backends.Unauthenticated(cl, kek); why != "" {
+		log.Warn(why)
+	}
+	if parts.Store != nil && !parts.Encryption.Enabled() {
+		log.Warn("snapshots are stored unencrypted: the snapshot block has no encryption")
+	}
 	if parts.Store != nil {
 		opts.Snapshots = &task.Snapshots{Store: parts.Store, Encryption: parts.Encryption, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
 	}

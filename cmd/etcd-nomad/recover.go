@@ -14,9 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -71,7 +73,16 @@ Options:
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
                        snapshot) or another incarnation's data (with a
-                       member): set aside, not deleted`)
+                       member): set aside, not deleted
+  -accept-unauthenticated
+                       with a snapshot: take one (and deltas) without a MAC,
+                       written before snapshots were authenticated; once
+                       verified, its metadata is signed in the store (with
+                       ETCD_NOMAD_CA_KEK) so that the member restores it.
+                       Members never take an unauthenticated snapshot on
+                       their own: this is the way out when the store holds
+                       only such snapshots. A MAC that does not verify is
+                       refused all the same`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -79,6 +90,7 @@ func (c *recoverCommand) Run(args []string) int {
 	from := fs.String("from", "", "")
 	member := fs.String("member", "", "")
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
+	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
 	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
@@ -86,7 +98,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss, *acceptUnauth)
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -96,8 +108,8 @@ func (c *recoverCommand) Run(args []string) int {
 			rec.Epoch, snap, rec.Seeder))
 		return 0
 	}
-	if *member != "" {
-		c.ui.Error("recover: -member goes with -from snapshot:NAME")
+	if *member != "" || *acceptUnauth {
+		c.ui.Error("recover: -member and -accept-unauthenticated go with -from snapshot:NAME")
 		return 1
 	}
 	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
@@ -129,7 +141,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // decryption, or a chain that cannot be fetched whole, is refused, so
 // that no member is set aside for a restore that cannot complete or that
 // would stop short of the chain end the recovery was compared at.
-func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss, acceptUnauth bool) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
 	}
@@ -141,16 +153,24 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	list, err := store.List(ctx)
+	if acceptUnauth && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
+		return planner.Record{}, fmt.Errorf("-accept-unauthenticated signs what you accept so that the member restores it: set %s to the cluster's key (nomad var get -item %s nomad/jobs/JOB)", certs.KEKEnv, jobs.CAKEKKey)
+	}
+	enc.AcceptUnauthenticated = acceptUnauth
+	all, err := store.List(ctx)
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
+	// "latest" and the chain come from what authenticates, as the
+	// member's install builds them; a snapshot named by hand is taken
+	// from the whole listing, so that its refusal names it.
+	list, _ := enc.Authentic(all)
 	var full snapshot.Meta
 	found := false
 	if name == "latest" {
 		full, _, _, found = snapshot.Newest(list)
 	}
-	for _, m := range snapshot.Full(list) {
+	for _, m := range snapshot.Full(all) {
 		if m.Name == name {
 			full, found = m, true
 		}
@@ -169,6 +189,17 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	got, err := verifyRestore(ctx, ui, store, enc, full, end)
 	if err != nil {
 		return planner.Record{}, err
+	}
+	if acceptUnauth {
+		// The member installs it with its own key and no exception: the
+		// operator's choice goes into the store as a MAC.
+		adopted, err := snapshot.Adopt(ctx, store, enc, append([]snapshot.Meta{got.Snapshot}, got.Chain...))
+		if err != nil {
+			return planner.Record{}, err
+		}
+		if len(adopted) > 0 {
+			ui.Output(fmt.Sprintf("signed the metadata of %d unauthenticated object(s) you accepted: %s", len(adopted), strings.Join(adopted, ", ")))
+		}
 	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
