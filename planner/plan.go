@@ -350,6 +350,16 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// would start a second cluster whose record sets it aside.
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, but %d instance(s) do not answer: they may hold the cluster's data; not seeding until every instance answers", o.Unreachable)}
 		}
+		if r.seedGuard(noSeedBesideRefused) {
+			// Nor beside an object of the store members refuse (no MAC,
+			// or the previous KEK's): the cluster's data may live only
+			// there; seeding empty, or restoring an older snapshot, would
+			// abandon it.
+			s := o.LatestSnapshot
+			if d, ok := refusedAhead(o, name, s != nil && r.seedGuard(restoreBeforeSeed), snapshotRevision(s), "no cluster record and no member holds data"); ok {
+				return d
+			}
+		}
 		if s := o.LatestSnapshot; s != nil && r.seedGuard(restoreBeforeSeed) {
 			// Consul lost its state and every member its data, but the
 			// store holds the cluster's snapshots: seeding empty would
@@ -936,7 +946,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 // record. ok is false when the recorded start stands.
 func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
 	rec, s := o.Record, o.LatestSnapshot
-	if s == nil || rec.Source == SnapshotSource(s.Name) || rec.Operator {
+	if rec.Operator {
 		// An operator's recovery restores what the operator chose.
 		return Decision{}, false
 	}
@@ -944,6 +954,16 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 		if p.Token == rec.Token {
 			return Decision{}, false // it runs there: join it
 		}
+	}
+	// An object members refuse, newer than anything authentic: the
+	// incarnation may have run and written it (a member without the
+	// key), or the previous KEK's snapshots hold the data: neither the
+	// recorded start nor an older snapshot is taken beside it.
+	if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))); ok {
+		return d, true
+	}
+	if s == nil || rec.Source == SnapshotSource(s.Name) {
+		return Decision{}, false
 	}
 	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
 	for _, p := range o.Peers {
@@ -992,6 +1012,12 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	for _, p := range o.Peers {
 		if p.Token != "" {
 			return Decision{}, false // a member with data decides (rejoin, re-record, or an operator)
+		}
+	}
+	if r.seedGuard(noSeedBesideRefused) {
+		s := o.LatestSnapshot
+		if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), why+" and no member holds data"); ok {
+			return d, true
 		}
 	}
 	for _, p := range o.Peers {

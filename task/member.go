@@ -168,6 +168,9 @@ type Member struct {
 	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
+	// refusedSnapshot: the newest object of the store the member refuses,
+	// from the same listing (observeLatestSnapshot).
+	refusedSnapshot *planner.RefusedSnapshot
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool

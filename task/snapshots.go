@@ -387,14 +387,34 @@ func (m *Member) stopBackground() {
 // restored by an operator: etcd-nomad recover -from snapshot:NAME
 // -accept-unauthenticated.
 func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
+	kept, _, err := m.listSplit(ctx)
+	return kept, err
+}
+
+// refusedObject is an object of the store listAuthentic refused: its
+// metadata as listed (unauthenticated: nothing in it is vouched for) and
+// why.
+type refusedObject struct {
+	meta snapshot.Meta
+	why  error
+}
+
+// listSplit is listAuthentic with the objects it refused.
+func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObject, error) {
 	s := m.opts.Snapshots
 	list, err := s.Store.List(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	kept, refused := s.Encryption.Authentic(list)
 	if len(refused) == 0 {
-		return kept, nil
+		return kept, nil, nil
+	}
+	var out []refusedObject
+	for _, meta := range list {
+		if err, ok := refused[meta.Name]; ok {
+			out = append(out, refusedObject{meta: meta, why: err})
+		}
 	}
 	m.refusedMu.Lock()
 	defer m.refusedMu.Unlock()
@@ -407,7 +427,7 @@ func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
 			m.log.Warn("snapshot store: object refused, never restored automatically", "snapshot", name, "error", err)
 		}
 	}
-	return kept, nil
+	return kept, out, nil
 }
 
 // revisionBump is how far a recovery from meta bumps revisions: derived
