@@ -156,7 +156,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	m.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
 	defer pcancel()
-	removed, err := snapshot.Prune(pctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
+	removed, err := snapshot.Prune(pctx, s.Store, s.Encryption, s.RetainCount, s.RetainAge, time.Now())
 	for _, name := range removed {
 		m.log.Info("retention: removed", "name", name)
 	}
@@ -424,7 +424,7 @@ func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObjec
 	for name, err := range refused {
 		if !m.refusedSnapshots[name] {
 			m.refusedSnapshots[name] = true
-			m.log.Warn("snapshot store: object refused, never restored automatically", "snapshot", name, "error", err)
+			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it (recover -from snapshot:NAME -accept-unauthenticated) or deletes it", "snapshot", name, "error", err)
 		}
 	}
 	return kept, out, nil

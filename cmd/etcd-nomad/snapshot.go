@@ -130,7 +130,7 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
 	if sn := env.cl.Snapshot; sn != nil {
-		removed, err := snapshot.Prune(ctx, env.store, sn.RetainCount, sn.RetainAge, time.Now())
+		removed, err := snapshot.Prune(ctx, env.store, env.enc, sn.RetainCount, sn.RetainAge, time.Now())
 		for _, name := range removed {
 			c.ui.Output("retention: deleted " + name)
 		}
