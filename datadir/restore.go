@@ -45,6 +45,9 @@ type Installed struct {
 	// after it has a gap (changes after the gap are not replayed).
 	Chain []snapshot.Meta
 	Gap   bool
+	// Verified is the prefix of Chain whose segments were fetched,
+	// verified and replayed: all an operator's adoption may sign.
+	Verified []snapshot.Meta
 	// End is the last revision the snapshot and the deltas that
 	// verified hold together.
 	End int64
@@ -190,6 +193,7 @@ func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, 
 		return out, fmt.Errorf("fetch the deltas after snapshot %s: %w", src.Name, err)
 	}
 	out.End = max(out.End, fc.End)
+	out.Verified = fc.Chain
 	if src.Want > out.End {
 		why := "the chain ends there"
 		if fc.Damaged != "" {

@@ -23,6 +23,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sort"
 )
 
 // ErrUnauthenticated reports an object whose metadata carries no MAC: it
@@ -159,19 +160,50 @@ func (e Encryption) Authentic(list []Meta) (kept []Meta, refused map[string]erro
 // signed with e's key, so that members, which never accept an
 // unauthenticated object, restore them: the operator's explicit choice is
 // recorded in the store as a MAC only a key holder can write. metas must
-// be the metadata the content was verified against. Objects that carry a
-// MAC are left as they are; without a key there is nothing to sign.
+// be the metadata the content was verified against (the snapshot and the
+// verified chain). Objects whose MAC verifies are left as they are;
+// without a key there is nothing to sign.
+//
+// All or nothing: an object whose MAC does not verify refuses the whole
+// adoption before anything is written; the deltas are signed first, in
+// chain order, and the snapshots last, so that an adoption that stops
+// part way (a store error, ^C) never leaves an authentic snapshot whose
+// authentic chain ends short while unsigned segments hold later writes:
+// its snapshot is still refused (members wait for an operator beside it).
+// What was signed is then put back unsigned, as far as the store lets it.
 func Adopt(ctx context.Context, store Store, e Encryption, metas []Meta) (adopted []string, err error) {
 	if len(e.MACKey) == 0 {
 		return nil, nil
 	}
+	check := e
+	check.AcceptUnauthenticated = false
+	var todo []Meta
 	for _, m := range metas {
-		if m.MAC != "" {
+		if m.MAC == "" {
+			todo = append(todo, m)
 			continue
 		}
-		if err := store.PutMeta(ctx, e.sign(m)); err != nil {
-			return adopted, fmt.Errorf("sign the metadata of %s: %w", m.Name, err)
+		if err := check.Authenticated(m); err != nil {
+			return nil, fmt.Errorf("not adopting anything: %w", err)
 		}
+	}
+	sort.SliceStable(todo, func(i, j int) bool { return todo[i].Kind == KindDelta && todo[j].Kind != KindDelta })
+	var done []Meta
+	for _, m := range todo {
+		if err := store.PutMeta(ctx, e.sign(m)); err != nil {
+			err = fmt.Errorf("sign the metadata of %s: %w", m.Name, err)
+			var undo []error
+			for _, d := range done {
+				if uerr := store.PutMeta(context.WithoutCancel(ctx), d); uerr != nil {
+					undo = append(undo, fmt.Errorf("put %s back unsigned: %w", d.Name, uerr))
+				}
+			}
+			if len(undo) > 0 {
+				return nil, errors.Join(append([]error{err}, undo...)...)
+			}
+			return nil, err
+		}
+		done = append(done, m)
 		adopted = append(adopted, m.Name)
 	}
 	return adopted, nil

@@ -190,17 +190,6 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	if acceptUnauth {
-		// The member installs it with its own key and no exception: the
-		// operator's choice goes into the store as a MAC.
-		adopted, err := snapshot.Adopt(ctx, store, enc, append([]snapshot.Meta{got.Snapshot}, got.Chain...))
-		if err != nil {
-			return planner.Record{}, err
-		}
-		if len(adopted) > 0 {
-			ui.Output(fmt.Sprintf("signed the metadata of %d unauthenticated object(s) you accepted: %s", len(adopted), strings.Join(adopted, ", ")))
-		}
-	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
 		v.Snapshot, v.AcceptLoss, v.From = info, acceptLoss, member
@@ -214,7 +203,25 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 				v.From = names[0]
 			}
 		}
-		return planner.OperatorSnapshotRecovery(v)
+		next, err := planner.OperatorSnapshotRecovery(v)
+		if err != nil || !acceptUnauth {
+			return next, err
+		}
+		// The member installs it with its own key and no exception: the
+		// operator's choice goes into the store as a MAC, once the
+		// recovery is decided (a refused one changes nothing in the
+		// store) and just before the record is written, under the lock.
+		// Only what was verified and replayed is signed (the snapshot and
+		// the verified chain), deltas first (snapshot.Adopt): a failure
+		// leaves the snapshot refused and records nothing.
+		adopted, err := snapshot.Adopt(ctx, store, enc, append([]snapshot.Meta{got.Snapshot}, got.Verified...))
+		if err != nil {
+			return planner.Record{}, fmt.Errorf("%w: nothing recorded", err)
+		}
+		if len(adopted) > 0 {
+			ui.Output(fmt.Sprintf("signed the metadata of %d unauthenticated object(s) you accepted: %s", len(adopted), strings.Join(adopted, ", ")))
+		}
+		return next, nil
 	})
 }
 
