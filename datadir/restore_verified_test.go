@@ -2,7 +2,6 @@ package datadir_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -19,14 +18,7 @@ func TestInstalledVerifiedIsOnlyTheVerifiedChain(t *testing.T) {
 	b := newBackup(t, 600)
 	chain := b.fourSegments(t)
 	victim := filepath.Join(b.dir, chain[1].Name)
-	raw, err := os.ReadFile(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.WriteFile(victim, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageFile(t, victim)
 	got, _, err := install(context.Background(), t, t.TempDir(), datadir.Source{Store: b.store, Name: b.base.Name, Want: chain[0].Revision})
 	if err != nil {
 		t.Fatal(err)

@@ -36,19 +36,9 @@ func (s *failingMetaStore) PutMeta(ctx context.Context, m snapshot.Meta) error {
 // the snapshot first and stopped at the first failure (review data11 F6).
 func TestAdoptIsAllOrNothing(t *testing.T) {
 	ctx := context.Background()
-	dir := filepath.Join(t.TempDir(), "store")
-	fs, err := file.New(dir, "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := snapshot.Encryption{MACKey: key}
+	fs, enc := macStore(t)
 	now := time.Now().UTC().Add(-time.Hour)
-	full := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: 1, Revision: 100, Created: now, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
-	full.Name = snapshot.ObjectName("c", 1, 100, now, false)
+	full := fullMeta(1, 100, now)
 	metas := []snapshot.Meta{full}
 	for i := range 3 {
 		first := int64(101 + 10*i)
@@ -86,18 +76,9 @@ func TestAdoptIsAllOrNothing(t *testing.T) {
 // signed, so that the store is as before.
 func TestFailedAdoptPutsBackWhatItSigned(t *testing.T) {
 	ctx := context.Background()
-	fs, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := snapshot.Encryption{MACKey: key}
+	fs, enc := macStore(t)
 	now := time.Now().UTC().Add(-time.Hour)
-	full := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: 1, Revision: 100, Created: now, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
-	full.Name = snapshot.ObjectName("c", 1, 100, now, false)
+	full := fullMeta(1, 100, now)
 	d := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: 1, Kind: snapshot.KindDelta, Base: full.Name, FirstRevision: 101, Revision: 110,
 		Events: 10, Created: now.Add(time.Minute), Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
 	d.Name = snapshot.DeltaName("c", 1, d.Revision, d.Created, false)
@@ -144,4 +125,26 @@ func (s *onceFailingMetaStore) PutMeta(ctx context.Context, m snapshot.Meta) err
 		return context.Canceled
 	}
 	return s.Store.PutMeta(ctx, m)
+}
+
+// macStore is a file store of cluster c and the encryption that
+// authenticates its objects.
+func macStore(t *testing.T) (snapshot.Store, snapshot.Encryption) {
+	t.Helper()
+	fs, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs, snapshot.Encryption{MACKey: key}
+}
+
+// fullMeta is the metadata of a one-byte full snapshot of cluster c.
+func fullMeta(epoch uint64, rev int64, created time.Time) snapshot.Meta {
+	m := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
+	m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
+	return m
 }

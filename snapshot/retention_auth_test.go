@@ -1,15 +1,12 @@
 package snapshot_test
 
 import (
-	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // Retention (Prune) ranks and keeps by what members restore: refused full
@@ -21,19 +18,11 @@ import (
 // Before, Prune ranked the unfiltered listing.
 func TestRetentionNeverDeletesTheNewestAuthenticSnapshot(t *testing.T) {
 	ctx := context.Background()
-	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := snapshot.Encryption{MACKey: key}
+	store, enc := macStore(t)
+	var err error
 	put := func(epoch uint64, rev int64, created time.Time) snapshot.Meta {
 		t.Helper()
-		m := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
-		m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
+		m := fullMeta(epoch, rev, created)
 		if m.StoredSize, err = store.Put(ctx, m.Name, strings.NewReader("x")); err != nil {
 			t.Fatal(err)
 		}
