@@ -186,6 +186,12 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
 	}
+	if name == "latest" {
+		warnNewerRefused(ui, all, list, end)
+	}
+	if err := refusedBeyond(ui, all, list, full, end, acceptLoss); err != nil {
+		return planner.Record{}, err
+	}
 	got, err := verifyRestore(ctx, ui, store, enc, full, end)
 	if err != nil {
 		return planner.Record{}, err
@@ -307,4 +313,52 @@ func shortToken(t string) string {
 		return t[:8]
 	}
 	return t
+}
+
+// refusedBeyond refuses a recovery from full while deltas of full that do
+// not authenticate (a MAC under a KEK since created again: forged even
+// with -accept-unauthenticated; or none, without the flag) hold revisions
+// past end, the chain end the restore reaches: the restore would drop
+// their writes silently. With -accept-data-loss it goes on, naming them.
+func refusedBeyond(ui cli.Ui, all, kept []snapshot.Meta, full snapshot.Meta, end int64, acceptLoss bool) error {
+	ok := map[string]bool{}
+	for _, m := range kept {
+		ok[m.Name] = true
+	}
+	var names []string
+	last := end
+	for _, m := range all {
+		if m.Kind == snapshot.KindDelta && m.Base == full.Name && !ok[m.Name] && m.Revision > end {
+			names = append(names, m.Name)
+			last = max(last, m.Revision)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	what := fmt.Sprintf("delta(s) %s of snapshot %s do not authenticate and hold revisions %d to %d, past the chain end %d the restore reaches", strings.Join(names, ", "), full.Name, end+1, last, end)
+	if acceptLoss {
+		ui.Warn(what + ": dropped, as -accept-data-loss accepts")
+		return nil
+	}
+	return fmt.Errorf("%s: not recovering, nothing recorded. If they are genuine (written under a KEK since created again), delete the \"mac\" line of the snapshot's and each of these deltas' .meta.json and run again with -accept-unauthenticated; to restore without them, add -accept-data-loss", what)
+}
+
+// warnNewerRefused says when "latest" passes over a newer object the
+// members refuse: the operator may mean that one.
+func warnNewerRefused(ui cli.Ui, all, kept []snapshot.Meta, end int64) {
+	ok := map[string]bool{}
+	for _, m := range kept {
+		ok[m.Name] = true
+	}
+	var newest *snapshot.Meta
+	for i, m := range all {
+		if !ok[m.Name] && m.Revision > end && (newest == nil || m.Revision > newest.Revision) {
+			newest = &all[i]
+		}
+	}
+	if newest != nil {
+		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d); the store also holds %s (epoch %d, revision %d), which does not authenticate and is newer: name it (or its base snapshot) to restore it", end, newest.Name, newest.Epoch, newest.Revision))
+	}
 }
