@@ -176,6 +176,9 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 		}
 	}
 	if !found {
+		if name == "latest" {
+			warnNewerRefused(ui, all, list, 0)
+		}
 		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
 	}
 	end := full.Revision

@@ -76,19 +76,22 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 // resolveName turns "latest" into the newest snapshot's name, among those
 // that authenticate (a forged snapshot is never "latest").
-func resolveName(ctx context.Context, env *snapshotEnv, name string) (string, error) {
+func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) (string, error) {
 	if name != "latest" {
 		return name, nil
 	}
-	list, err := env.store.List(ctx)
+	all, err := env.store.List(ctx)
 	if err != nil {
 		return "", err
 	}
-	list, _ = env.enc.Authentic(list)
-	full, _, _, ok := snapshot.Newest(list)
+	list, _ := env.enc.Authentic(all)
+	full, _, end, ok := snapshot.Newest(list)
 	if !ok {
-		return "", errors.New("the store holds no snapshot")
+		warnNewerRefused(ui, all, list, 0)
+		return "", errors.New("the store holds no snapshot that authenticates")
 	}
+	// A newer object that does not authenticate is passed over: say so.
+	warnNewerRefused(ui, all, list, end)
 	return full.Name, nil
 }
 
@@ -251,7 +254,7 @@ func (c *snapshotVerifyCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	name, err := resolveName(ctx, env, fs.Arg(0))
+	name, err := resolveName(ctx, c.ui, env, fs.Arg(0))
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -353,7 +356,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			}
 		}
 	}
-	name, err = resolveName(ctx, env, name)
+	name, err = resolveName(ctx, ui, env, name)
 	if err != nil {
 		return err
 	}
