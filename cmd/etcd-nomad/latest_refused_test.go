@@ -7,8 +7,6 @@ import (
 
 	"github.com/hashicorp/cli"
 
-	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
@@ -19,20 +17,8 @@ import (
 // naming it, rather than pass over it silently (review data11 F8).
 func TestLatestWarnsOfANewerRefusedObject(t *testing.T) {
 	f := newRestoreFixture(t) // written without a KEK: no MAC
-	kek, err := certs.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(certs.KEKEnv, kek)
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(context.Background(), cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := backends.Encryption(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setNewKEK(t)
+	store, enc := f.storeAndEncryption(t)
 	// The snapshot and its first delta authenticate; the later ones do not.
 	if _, err := snapshot.Adopt(context.Background(), store, enc, []snapshot.Meta{f.snap, f.chain[0]}); err != nil {
 		t.Fatal(err)

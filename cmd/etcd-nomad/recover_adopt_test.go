@@ -5,9 +5,6 @@ import (
 	"testing"
 
 	"github.com/hashicorp/cli"
-
-	"github.com/etcd-nomad/etcd-nomad/backends"
-	"github.com/etcd-nomad/etcd-nomad/certs"
 )
 
 // A recover -accept-unauthenticated that the planner refuses (here: the
@@ -18,22 +15,14 @@ import (
 // left them authentic for the members' automatic paths (review data11 F6).
 func TestRefusedRecoverSignsNothing(t *testing.T) {
 	f := newRestoreFixture(t) // written without a KEK: no MAC
-	kek, err := certs.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(certs.KEKEnv, kek)
+	setNewKEK(t)
 	ui := cli.NewMockUi()
 	code := (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:" + f.snap.Name, "-member", "nosuch", "-accept-unauthenticated"})
 	if code == 0 {
 		t.Fatalf("recover with a member that is not an instance: exit 0: %s", ui.OutputWriter)
 	}
 	f.unchanged(t)
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(context.Background(), cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, _ := f.storeAndEncryption(t)
 	list, err := store.List(context.Background())
 	if err != nil {
 		t.Fatal(err)

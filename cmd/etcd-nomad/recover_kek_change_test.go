@@ -26,30 +26,14 @@ import (
 func TestKEKChangeWayOutKeepsTheDeltas(t *testing.T) {
 	f := newRestoreFixture(t) // snapshot + 3 deltas
 	ctx := context.Background()
-	oldKEK, err := certs.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(certs.KEKEnv, oldKEK)
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(ctx, cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldEnc, err := backends.Encryption(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	setNewKEK(t)
+	store, oldEnc := f.storeAndEncryption(t)
 	// Written under the old key (as members with it write them).
 	if _, err := snapshot.Adopt(ctx, store, oldEnc, append([]snapshot.Meta{f.snap}, f.chain...)); err != nil {
 		t.Fatal(err)
 	}
 	// The variable's ca_kek was lost and created again.
-	newKEK, err := certs.NewKEK()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv(certs.KEKEnv, newKEK)
+	setNewKEK(t)
 	// The operator follows the README: strip the mac line of the snapshot.
 	stripMAC(t, filepath.Join(f.storeDir, f.snap.Name+".meta.json"))
 	ui := cli.NewMockUi()
@@ -94,4 +78,31 @@ func stripMAC(t *testing.T, p string) {
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// setNewKEK sets a new key encryption key in the environment, as the
+// operator's shell holds the cluster's.
+func setNewKEK(t *testing.T) {
+	t.Helper()
+	kek, err := certs.NewKEK()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(certs.KEKEnv, kek)
+}
+
+// storeAndEncryption opens the fixture's store and the encryption (with
+// the MAC key from the environment) the commands use.
+func (f *restoreFixture) storeAndEncryption(t *testing.T) (snapshot.Store, snapshot.Encryption) {
+	t.Helper()
+	cl := loadConfig(cli.NewMockUi(), f.config)
+	store, err := backends.StoreWithLog(context.Background(), cl, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := backends.Encryption(cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, enc
 }
