@@ -65,15 +65,52 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
-		list, err := s.Store.List(ctx)
+		list, refused, err := m.listSplit(ctx)
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
-		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
-			m.latestSnapshot = s
-			m.latestSnapshotTaker = takerOf(list, s.Name)
+		} else {
+			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
+				m.latestSnapshot = s
+				m.latestSnapshotTaker = takerOf(list, s.Name)
+			}
+			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
+	o.RefusedSnapshot = m.refusedSnapshot
+}
+
+// newestRefused is the newest object of cluster the member refused (the
+// highest revision its metadata claims, then epoch), nil if none: data
+// that may exist beyond what authenticates, which the planner never seeds
+// or recovers past (planner.Observation.RefusedSnapshot). Its metadata is
+// not vouched for: a store writer can raise it, which only makes the
+// planner wait for an operator.
+func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnapshot {
+	var best *refusedObject
+	for i, r := range refused {
+		if r.meta.Cluster != cluster {
+			continue
+		}
+		if best == nil || r.meta.Revision > best.meta.Revision || r.meta.Revision == best.meta.Revision && r.meta.Epoch > best.meta.Epoch {
+			best = &refused[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	why := best.why.Error()
+	switch {
+	case errors.Is(best.why, snapshot.ErrUnauthenticated):
+		why = "unauthenticated: no MAC"
+	case errors.Is(best.why, snapshot.ErrForged):
+		why = "forged: its MAC does not verify under this KEK"
+	}
+	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: best.meta.Revision, Why: why}
+	if best.meta.Kind == snapshot.KindDelta {
+		rs.Base = best.meta.Base
+	}
+	return rs
 }
 
 // takerOf is the member the full snapshot name was streamed from, as its

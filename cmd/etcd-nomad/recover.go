@@ -14,9 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -71,7 +73,16 @@ Options:
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
                        snapshot) or another incarnation's data (with a
-                       member): set aside, not deleted`)
+                       member): set aside, not deleted
+  -accept-unauthenticated
+                       with a snapshot: take one (and deltas) without a MAC,
+                       written before snapshots were authenticated; once
+                       verified, its metadata is signed in the store (with
+                       ETCD_NOMAD_CA_KEK) so that the member restores it.
+                       Members never take an unauthenticated snapshot on
+                       their own: this is the way out when the store holds
+                       only such snapshots. A MAC that does not verify is
+                       refused all the same`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -79,6 +90,7 @@ func (c *recoverCommand) Run(args []string) int {
 	from := fs.String("from", "", "")
 	member := fs.String("member", "", "")
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
+	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
 	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
@@ -86,7 +98,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss, *acceptUnauth)
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -96,8 +108,8 @@ func (c *recoverCommand) Run(args []string) int {
 			rec.Epoch, snap, rec.Seeder))
 		return 0
 	}
-	if *member != "" {
-		c.ui.Error("recover: -member goes with -from snapshot:NAME")
+	if *member != "" || *acceptUnauth {
+		c.ui.Error("recover: -member and -accept-unauthenticated go with -from snapshot:NAME")
 		return 1
 	}
 	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
@@ -129,7 +141,7 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // decryption, or a chain that cannot be fetched whole, is refused, so
 // that no member is set aside for a restore that cannot complete or that
 // would stop short of the chain end the recovery was compared at.
-func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss, acceptUnauth bool) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
 	}
@@ -141,21 +153,32 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	list, err := store.List(ctx)
+	if acceptUnauth && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
+		return planner.Record{}, fmt.Errorf("-accept-unauthenticated signs what you accept so that the member restores it: set %s to the cluster's key (nomad var get -item %s nomad/jobs/JOB)", certs.KEKEnv, jobs.CAKEKKey)
+	}
+	enc.AcceptUnauthenticated = acceptUnauth
+	all, err := store.List(ctx)
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
+	// "latest" and the chain come from what authenticates, as the
+	// member's install builds them; a snapshot named by hand is taken
+	// from the whole listing, so that its refusal names it.
+	list, _ := enc.Authentic(all)
 	var full snapshot.Meta
 	found := false
 	if name == "latest" {
 		full, _, _, found = snapshot.Newest(list)
 	}
-	for _, m := range snapshot.Full(list) {
+	for _, m := range snapshot.Full(all) {
 		if m.Name == name {
 			full, found = m, true
 		}
 	}
 	if !found {
+		if name == "latest" {
+			warnNewerRefused(ui, all, list, 0)
+		}
 		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
 	}
 	end := full.Revision
@@ -165,6 +188,12 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	}
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
+	}
+	if name == "latest" {
+		warnNewerRefused(ui, all, list, end)
+	}
+	if err := refusedBeyond(ui, all, list, full, end, acceptLoss); err != nil {
+		return planner.Record{}, err
 	}
 	got, err := verifyRestore(ctx, ui, store, enc, full, end)
 	if err != nil {
@@ -183,7 +212,25 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 				v.From = names[0]
 			}
 		}
-		return planner.OperatorSnapshotRecovery(v)
+		next, err := planner.OperatorSnapshotRecovery(v)
+		if err != nil || !acceptUnauth {
+			return next, err
+		}
+		// The member installs it with its own key and no exception: the
+		// operator's choice goes into the store as a MAC, once the
+		// recovery is decided (a refused one changes nothing in the
+		// store) and just before the record is written, under the lock.
+		// Only what was verified and replayed is signed (the snapshot and
+		// the verified chain), deltas first (snapshot.Adopt): a failure
+		// leaves the snapshot refused and records nothing.
+		adopted, err := snapshot.Adopt(ctx, store, enc, append([]snapshot.Meta{got.Snapshot}, got.Verified...))
+		if err != nil {
+			return planner.Record{}, fmt.Errorf("%w: nothing recorded", err)
+		}
+		if len(adopted) > 0 {
+			ui.Output(fmt.Sprintf("signed the metadata of %d unauthenticated object(s) you accepted: %s", len(adopted), strings.Join(adopted, ", ")))
+		}
+		return next, nil
 	})
 }
 
@@ -269,4 +316,52 @@ func shortToken(t string) string {
 		return t[:8]
 	}
 	return t
+}
+
+// refusedBeyond refuses a recovery from full while deltas of full that do
+// not authenticate (a MAC under a KEK since created again: forged even
+// with -accept-unauthenticated; or none, without the flag) hold revisions
+// past end, the chain end the restore reaches: the restore would drop
+// their writes silently. With -accept-data-loss it goes on, naming them.
+func refusedBeyond(ui cli.Ui, all, kept []snapshot.Meta, full snapshot.Meta, end int64, acceptLoss bool) error {
+	ok := map[string]bool{}
+	for _, m := range kept {
+		ok[m.Name] = true
+	}
+	var names []string
+	last := end
+	for _, m := range all {
+		if m.Kind == snapshot.KindDelta && m.Base == full.Name && !ok[m.Name] && m.Revision > end {
+			names = append(names, m.Name)
+			last = max(last, m.Revision)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	sort.Strings(names)
+	what := fmt.Sprintf("delta(s) %s of snapshot %s do not authenticate and hold revisions %d to %d, past the chain end %d the restore reaches", strings.Join(names, ", "), full.Name, end+1, last, end)
+	if acceptLoss {
+		ui.Warn(what + ": dropped, as -accept-data-loss accepts")
+		return nil
+	}
+	return fmt.Errorf("%s: not recovering, nothing recorded. If they are genuine (written under a KEK since created again), delete the \"mac\" line of the snapshot's and each of these deltas' .meta.json and run again with -accept-unauthenticated; to restore without them, add -accept-data-loss", what)
+}
+
+// warnNewerRefused says when "latest" passes over a newer object the
+// members refuse: the operator may mean that one.
+func warnNewerRefused(ui cli.Ui, all, kept []snapshot.Meta, end int64) {
+	ok := map[string]bool{}
+	for _, m := range kept {
+		ok[m.Name] = true
+	}
+	var newest *snapshot.Meta
+	for i, m := range all {
+		if !ok[m.Name] && m.Revision > end && (newest == nil || m.Revision > newest.Revision) {
+			newest = &all[i]
+		}
+	}
+	if newest != nil {
+		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d); the store also holds %s (epoch %d, revision %d), which does not authenticate and is newer: name it (or its base snapshot) to restore it", end, newest.Name, newest.Epoch, newest.Revision))
+	}
 }
