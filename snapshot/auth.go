@@ -112,14 +112,14 @@ func (e Encryption) sign(m Meta) Meta {
 // content Decode checks against it, were written by a holder of the MAC
 // key. The error names the object: ErrForged for a MAC that does not
 // verify (always refused), ErrUnauthenticated for none (refused unless
-// AcceptUnauthenticated). Without a key nothing can be checked: an
-// object without a MAC passes (the cluster does not authenticate its
-// snapshots; validate and the member's start say so), one with a MAC is
-// refused, since a reader that cannot check it should say where the key
-// is rather than trust it.
+// AcceptUnauthenticated or AcceptNames names it). Without a key nothing
+// can be checked: an object without a MAC passes (the cluster does not
+// authenticate its snapshots; validate and the member's start say so),
+// one with a MAC is refused, since a reader that cannot check it should
+// say where the key is rather than trust it.
 func (e Encryption) Authenticated(m Meta) error {
 	if m.MAC == "" {
-		if len(e.MACKey) == 0 || e.AcceptUnauthenticated {
+		if len(e.MACKey) == 0 || e.AcceptUnauthenticated || e.AcceptNames[m.Name] {
 			return nil
 		}
 		return fmt.Errorf("%s: %w: written before snapshots were authenticated, or by a member without the cluster's key; restore it only by hand, with -accept-unauthenticated, if you know where it came from", m.Name, ErrUnauthenticated)

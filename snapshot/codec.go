@@ -43,6 +43,11 @@ type Encryption struct {
 	// explicit choice (-accept-unauthenticated), never a member's. An
 	// object whose MAC is wrong is refused all the same.
 	AcceptUnauthenticated bool
+	// AcceptNames lets Decode take the objects so named without a MAC:
+	// the ones an operator named (recover -from snapshot:NAME
+	// -accept-unauthenticated, -accept-unauthenticated-deltas), and no
+	// other a store writer may have added beside them.
+	AcceptNames map[string]bool
 }
 
 // Enabled reports whether snapshots are encrypted.

@@ -75,14 +75,25 @@ Options:
                        snapshot) or another incarnation's data (with a
                        member): set aside, not deleted
   -accept-unauthenticated
-                       with a snapshot: take one (and deltas) without a MAC,
-                       written before snapshots were authenticated; once
-                       verified, its metadata is signed in the store (with
-                       ETCD_NOMAD_CA_KEK) so that the member restores it.
-                       Members never take an unauthenticated snapshot on
-                       their own: this is the way out when the store holds
-                       only such snapshots. A MAC that does not verify is
-                       refused all the same`)
+                       with snapshot:NAME (never latest): take that snapshot
+                       without a MAC, written before snapshots were
+                       authenticated; once verified, its metadata is signed
+                       in the store (with ETCD_NOMAD_CA_KEK) so that the
+                       member restores it. Members never take an
+                       unauthenticated snapshot on their own: this is the
+                       way out when the store holds only such snapshots. A
+                       MAC that does not verify is refused all the same.
+                       Deltas without a MAC after it are not taken with it:
+                       the command refuses, listing them
+  -accept-unauthenticated-deltas NAME[,NAME...]|none
+                       the deltas without a MAC after the snapshot that you
+                       vouch for, by name (the refusal lists them), replayed
+                       and signed like the snapshot; none: restore without
+                       them. Any other unauthenticated delta ends the chain
+
+  With tls auto and a coordinator other than local, ETCD_NOMAD_CA_KEK must
+  be set to restore a snapshot (nomad var get -item ca_kek nomad/jobs/JOB):
+  without it a snapshot without a MAC would read as genuine.`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -91,6 +102,7 @@ func (c *recoverCommand) Run(args []string) int {
 	member := fs.String("member", "", "")
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
+	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
 	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
@@ -98,7 +110,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss, *acceptUnauth)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss, *acceptUnauth, *acceptDeltas)
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -108,8 +120,8 @@ func (c *recoverCommand) Run(args []string) int {
 			rec.Epoch, snap, rec.Seeder))
 		return 0
 	}
-	if *member != "" || *acceptUnauth {
-		c.ui.Error("recover: -member and -accept-unauthenticated go with -from snapshot:NAME")
+	if *member != "" || *acceptUnauth || *acceptDeltas != "" {
+		c.ui.Error("recover: -member, -accept-unauthenticated and -accept-unauthenticated-deltas go with -from snapshot:NAME")
 		return 1
 	}
 	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
@@ -141,9 +153,17 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // decryption, or a chain that cannot be fetched whole, is refused, so
 // that no member is set aside for a restore that cannot complete or that
 // would stop short of the chain end the recovery was compared at.
-func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss, acceptUnauth bool) (planner.Record, error) {
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss, acceptUnauth bool, acceptDeltas string) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
+	}
+	if err := requireSnapshotKey(cl); err != nil {
+		return planner.Record{}, err
+	}
+	if name == "latest" && (acceptUnauth || acceptDeltas != "") {
+		// "latest" among objects anyone who can write the store can add
+		// is the newest of theirs: what is signed must be named.
+		return planner.Record{}, errors.New("-accept-unauthenticated and -accept-unauthenticated-deltas take the snapshot you name, never latest: find it with 'etcd-nomad snapshot list' and give -from snapshot:NAME")
 	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
@@ -153,10 +173,9 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	if acceptUnauth && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
+	if (acceptUnauth || acceptDeltas != "") && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
 		return planner.Record{}, fmt.Errorf("-accept-unauthenticated signs what you accept so that the member restores it: set %s to the cluster's key (nomad var get -item %s nomad/jobs/JOB)", certs.KEKEnv, jobs.CAKEKKey)
 	}
-	enc.AcceptUnauthenticated = acceptUnauth
 	all, err := store.List(ctx)
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
@@ -181,6 +200,14 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 		}
 		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
 	}
+	left, err := acceptNamed(all, &enc, full, acceptUnauth, acceptDeltas)
+	if err != nil {
+		return planner.Record{}, err
+	}
+	if len(left) > 0 {
+		ui.Warn(fmt.Sprintf("not replayed, no MAC and not named with -accept-unauthenticated-deltas (the chain ends before the first): %s", listDeltas(left)))
+	}
+	list, _ = enc.Authentic(all)
 	end := full.Revision
 	if chain, _ := snapshot.Chain(list, full); len(chain) > 0 {
 		// The restore replays the deltas recorded after it.
@@ -213,17 +240,24 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 			}
 		}
 		next, err := planner.OperatorSnapshotRecovery(v)
-		if err != nil || !acceptUnauth {
+		if err != nil || len(enc.AcceptNames) == 0 {
 			return next, err
 		}
 		// The member installs it with its own key and no exception: the
 		// operator's choice goes into the store as a MAC, once the
 		// recovery is decided (a refused one changes nothing in the
 		// store) and just before the record is written, under the lock.
-		// Only what was verified and replayed is signed (the snapshot and
-		// the verified chain), deltas first (snapshot.Adopt): a failure
-		// leaves the snapshot refused and records nothing.
-		adopted, err := snapshot.Adopt(ctx, store, enc, append([]snapshot.Meta{got.Snapshot}, got.Verified...))
+		// Only what the operator named and was verified and replayed is
+		// signed (the snapshot and the verified chain), deltas first
+		// (snapshot.Adopt): a failure leaves the snapshot refused and
+		// records nothing.
+		var named []snapshot.Meta
+		for _, m := range append([]snapshot.Meta{got.Snapshot}, got.Verified...) {
+			if enc.AcceptNames[m.Name] {
+				named = append(named, m)
+			}
+		}
+		adopted, err := snapshot.Adopt(ctx, store, enc, named)
 		if err != nil {
 			return planner.Record{}, fmt.Errorf("%w: nothing recorded", err)
 		}

@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/cli"
-
-	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -16,7 +13,8 @@ import (
 // a snapshot and chain written before snapshots were authenticated (no
 // MAC) and the operator now holds the KEK. 'recover -from snapshot:NAME'
 // refuses it, naming it and the flag, and records nothing; with
-// -accept-unauthenticated it verifies and records it, and signs the
+// -accept-unauthenticated, and the deltas after it named with
+// -accept-unauthenticated-deltas, it verifies and records it, and signs the
 // metadata of what it verified, so that the member (which never accepts
 // an unauthenticated object) restores it.
 func TestRecoverTakesAnUnauthenticatedSnapshotOnlyWithTheFlag(t *testing.T) {
@@ -33,8 +31,8 @@ func TestRecoverTakesAnUnauthenticatedSnapshotOnlyWithTheFlag(t *testing.T) {
 	}
 	f.unchanged(t)
 
-	ui = cli.NewMockUi()
-	code = (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:" + f.snap.Name, "-member", "m0", "-accept-unauthenticated"})
+	// The deltas after it carry no MAC either: each is named.
+	code, ui = f.recoverAccepting(t, "-accept-unauthenticated-deltas", f.chainNames())
 	if code != 0 {
 		t.Fatalf("recover -accept-unauthenticated: exit %d: %s%s", code, ui.OutputWriter, ui.ErrorWriter)
 	}
@@ -42,21 +40,9 @@ func TestRecoverTakesAnUnauthenticatedSnapshotOnlyWithTheFlag(t *testing.T) {
 		t.Fatalf("record after recover -accept-unauthenticated: %+v (%v)", got, err)
 	}
 	// What the member reads: the snapshot and every delta now authenticate.
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(context.Background(), cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	member, err := backends.Encryption(cl)
-	if err != nil || len(member.MACKey) == 0 {
-		t.Fatalf("member encryption %v: no MAC key from %s", err, certs.KEKEnv)
-	}
-	list, err := store.List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if kept, refused := member.Authentic(list); len(kept) != 1+len(f.chain) {
-		t.Fatalf("after the operator's acceptance the member still refuses %v", refused)
+	kept, store, member := memberAuthentic(t, f)
+	if len(kept) != 1+len(f.chain) {
+		t.Fatalf("after the operator's acceptance the member takes only %v", kept)
 	}
 	if _, err := snapshot.Verify(context.Background(), store, f.snap.Name, member, nil); err != nil {
 		t.Fatalf("the member's verify of the accepted snapshot: %v", err)

@@ -20,8 +20,8 @@ import (
 // deltas with MACs under the old key: forged even with
 // -accept-unauthenticated. recover must not drop their writes silently:
 // it refuses, naming them and the revision range, unless
-// -accept-data-loss; stripping the mac of every delta of that base too
-// (the README's way out now) restores the whole chain. Before, recover
+// -accept-data-loss; stripping the mac of every delta of that base too,
+// and naming them (the README's way out now), restores the whole chain. Before, recover
 // exited 0 recording the snapshot's revision (review data11 F5).
 func TestKEKChangeWayOutKeepsTheDeltas(t *testing.T) {
 	f := newRestoreFixture(t) // snapshot + 3 deltas
@@ -53,7 +53,7 @@ func TestKEKChangeWayOutKeepsTheDeltas(t *testing.T) {
 		stripMAC(t, filepath.Join(f.storeDir, d.Name+".meta.json"))
 	}
 	ui = cli.NewMockUi()
-	code = (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:" + f.snap.Name, "-member", "m0", "-accept-unauthenticated"})
+	code = (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:" + f.snap.Name, "-member", "m0", "-accept-unauthenticated", "-accept-unauthenticated-deltas", f.chainNames()})
 	if got, err := f.co.Record(ctx); code != 0 || err != nil || got.SourceRevision != end {
 		t.Fatalf("recover after stripping every mac: exit %d, record %+v (%v), want the chain end %d\nout: %s\nerr: %s", code, got, err, end, ui.OutputWriter, ui.ErrorWriter)
 	}

@@ -50,6 +50,10 @@ func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs clusterFlags, args []str
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
+	if err := requireSnapshotKey(cl); err != nil {
+		ui.Error(err.Error())
+		return nil, fs, false
+	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
@@ -296,11 +300,21 @@ Options:
   -no-deltas         restore the full snapshot alone, without the deltas
                      recorded after it
   -accept-unauthenticated
-                     restore a snapshot (and deltas) without a MAC: written
-                     before snapshots were authenticated, or by a member
-                     without ETCD_NOMAD_CA_KEK. Only if you know where it
-                     came from: anyone who can write the store can write
-                     one. A MAC that does not verify is refused all the same`)
+                     restore the snapshot NAME (never latest) without a
+                     MAC: written before snapshots were authenticated, or by
+                     a member without ETCD_NOMAD_CA_KEK. Only if you know
+                     where it came from: anyone who can write the store can
+                     write one. A MAC that does not verify is refused all
+                     the same. Deltas without a MAC after it are not taken
+                     with it: the command refuses, listing them
+  -accept-unauthenticated-deltas NAME[,NAME...]|none
+                     the deltas without a MAC after the snapshot that you
+                     vouch for, by name; none: restore without them
+
+  With tls auto and a coordinator other than local, every snapshot
+  command needs ETCD_NOMAD_CA_KEK (nomad var get -item ca_kek
+  nomad/jobs/JOB): without it a snapshot without a MAC would read as
+  genuine.`)
 }
 
 func (c *snapshotRestoreCommand) Run(args []string) int {
@@ -311,6 +325,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	bump := fs.Uint64("revision-bump", 0, "")
 	noDeltas := fs.Bool("no-deltas", false, "")
 	accept := fs.Bool("accept-unauthenticated", false, "")
+	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -318,12 +333,39 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	env.enc.AcceptUnauthenticated = *accept
+	if *accept || *acceptDeltas != "" {
+		if err := acceptRestore(ctx, c.ui, env, fs.Arg(0), *accept, *acceptDeltas); err != nil {
+			c.ui.Error("restore: " + err.Error())
+			return 1
+		}
+	}
 	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, *noDeltas); err != nil {
 		c.ui.Error("restore: " + err.Error())
 		return 1
 	}
 	return 0
+}
+
+// acceptRestore lets env.enc take the unauthenticated objects the
+// operator named for the restore of snapshot name (acceptNamed).
+func acceptRestore(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string, acceptSnap bool, deltas string) error {
+	if name == "latest" {
+		return errors.New("-accept-unauthenticated and -accept-unauthenticated-deltas take the snapshot you name, never latest: find it with 'etcd-nomad snapshot list'")
+	}
+	all, err := env.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, full := range snapshot.Full(all) {
+		if full.Name == name {
+			left, err := acceptNamed(all, &env.enc, full, acceptSnap, deltas)
+			if len(left) > 0 {
+				ui.Warn(fmt.Sprintf("not replayed, no MAC and not named with -accept-unauthenticated-deltas (the chain ends before the first): %s", listDeltas(left)))
+			}
+			return err
+		}
+	}
+	return fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
 }
 
 func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
