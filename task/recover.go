@@ -70,7 +70,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
 			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
-				m.latestSnapshot = s
+				m.latestSnapshot = m.lineageSnapshot(o.Record, list, s)
 				m.latestSnapshotTaker = takerOf(list, s.Name)
 			}
 			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
@@ -123,6 +123,27 @@ func takerOf(list []snapshot.Meta, name string) knownMember {
 		}
 	}
 	return knownMember{}
+}
+
+// lineageSnapshot is s, the newest snapshot of list, when it is of rec's
+// lineage (ofLineage), else nil: a newer snapshot of another incarnation
+// is never offered, nor an older one of this lineage in its place (it
+// could be a Consul record restored from before that incarnation: only
+// an operator can tell), so the planner recovers from the members' data
+// or waits for an operator.
+func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *planner.SnapshotInfo) *planner.SnapshotInfo {
+	if rec == nil {
+		return s
+	}
+	for _, meta := range list {
+		if meta.Name == s.Name {
+			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
+				m.log.Warn("snapshot store: newest snapshot refused", "snapshot", s.Name, "why", why)
+				return nil
+			}
+		}
+	}
+	return s
 }
 
 // newestSnapshot is the newest full snapshot with the deltas that follow
@@ -214,6 +235,13 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	}
 	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want, Skip: m.damagedDeltas}
 	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
+		if cur != nil && cur.Token != next.Token {
+			// A recovery this member decides: from a snapshot of the
+			// record's lineage only, whatever listing it was chosen from.
+			if why := notOfLineage(cur.ClusterID, cur.Epoch, meta); why != "" {
+				return datadir.Incarnation{}, errors.New(why)
+			}
+		}
 		if cur == nil || cur.Token != next.Token {
 			// The next epoch is recorded before anything starts (invariant
 			// 4); with no record at all (Consul lost its state, every member
