@@ -73,7 +73,8 @@ func memberAuthentic(t *testing.T, f *restoreFixture) (map[string]bool, snapshot
 // three genuine deltas (and accepting the loss of the writer's, past the
 // chain end), the recovery goes through to the last of them; the
 // writer's delta is neither replayed nor signed, and a member still
-// refuses it. Red before: the first command exited 0, replayed the
+// refuses it. 'snapshot restore -accept-unauthenticated NAME' refuses as
+// the first command does. Red before: the first command exited 0, replayed the
 // writer's delta and Adopt signed it (rev-sec11
 // TestRevSec11AcceptUnauthenticatedLaundersAForgedDelta).
 func TestAcceptUnauthenticatedSignsOnlyTheDeltasTheOperatorNamed(t *testing.T) {
@@ -114,6 +115,14 @@ func TestAcceptUnauthenticatedSignsOnlyTheDeltasTheOperatorNamed(t *testing.T) {
 	if kept, _, _ := memberAuthentic(t, f); len(kept) != 0 {
 		t.Fatalf("a refused recovery signed %v", kept)
 	}
+
+	// snapshot restore refuses the same, and restores nothing.
+	ui = cli.NewMockUi()
+	if code := (&snapshotRestoreCommand{ui: ui}).Run([]string{"-config", f.config, "-member", "m0", "-accept-unauthenticated", f.snap.Name}); code == 0 ||
+		!strings.Contains(ui.ErrorWriter.String(), forged.Name) || !strings.Contains(ui.ErrorWriter.String(), "-accept-unauthenticated-deltas") {
+		t.Fatalf("snapshot restore -accept-unauthenticated over the chain: exit %d: %s%s", code, ui.OutputWriter, ui.ErrorWriter)
+	}
+	f.unchanged(t)
 
 	// A name that is not a delta of the chain is refused.
 	if code, ui := f.recoverAccepting(t, "-accept-unauthenticated-deltas", "no-such-delta"); code == 0 || !strings.Contains(ui.ErrorWriter.String(), "no-such-delta") {
