@@ -138,12 +138,27 @@ func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *p
 	for _, meta := range list {
 		if meta.Name == s.Name {
 			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
-				m.log.Warn("snapshot store: newest snapshot refused", "snapshot", s.Name, "why", why)
+				m.warnForeignOnce(s.Name, why)
 				return nil
 			}
 		}
 	}
 	return s
+}
+
+// warnForeignOnce logs a snapshot of no incarnation of the record once,
+// by name (with listAuthentic's refusals): the store is listed every
+// snapshotListEvery while quorum is lost.
+func (m *Member) warnForeignOnce(name, why string) {
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if m.refusedSnapshots == nil {
+		m.refusedSnapshots = map[string]bool{}
+	}
+	if !m.refusedSnapshots[name] {
+		m.refusedSnapshots[name] = true
+		m.log.Warn("snapshot store: newest snapshot refused, never restored automatically", "snapshot", name, "why", why)
+	}
 }
 
 // newestSnapshot is the newest full snapshot with the deltas that follow
