@@ -81,6 +81,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 // resolveName turns "latest" into the newest snapshot's name, among those
 // that authenticate (a forged snapshot is never "latest").
 func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) (string, error) {
+	if err := requireSnapshotKey(env.cl); err != nil {
+		return "", err // without the key, "latest" would be a store writer's
+	}
 	if name != "latest" {
 		return name, nil
 	}

@@ -67,8 +67,17 @@ func TestSnapshotCommandsWithoutTheKEKRefuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if name, err := resolveName(ctx, cli.NewMockUi(), &snapshotEnv{cl: cl, store: store, enc: opEnc}, "latest"); err != nil || name != forged.Name {
-		t.Fatalf("control: without the key latest is %s (%v), not the forged %s (genuine %s)", name, err, forged.Name, genuine.Name)
+	all, err := store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, _ := opEnc.Authentic(all)
+	if newest, _, _, _ := snapshot.Newest(kept); newest.Name != forged.Name {
+		t.Fatalf("control: without the key the newest is %s, not the forged %s (genuine %s)", newest.Name, forged.Name, genuine.Name)
+	}
+	// resolveName, which every command's "latest" goes through, refuses too.
+	if name, err := resolveName(ctx, cli.NewMockUi(), &snapshotEnv{cl: cl, store: store, enc: opEnc}, "latest"); err == nil || !strings.Contains(err.Error(), certs.KEKEnv) {
+		t.Fatalf("resolveName without the key: %q (%v), want a refusal naming %s", name, err, certs.KEKEnv)
 	}
 
 	for _, tc := range []struct {
