@@ -1,11 +1,16 @@
 package task
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
+
+// errOtherIncarnation is why a genuine snapshot of no incarnation of the
+// record's lineage is refused (notOfLineage).
+var errOtherIncarnation = errors.New("of another incarnation")
 
 // ofLineage reports whether snapshot meta may be of the incarnation a
 // confirmed record (cluster id clusterID, epoch epoch) names or of one

@@ -70,8 +70,15 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
 			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
-				m.latestSnapshot = m.lineageSnapshot(o.Record, list, s)
+				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
+				m.latestSnapshot = lineage
 				m.latestSnapshotTaker = takerOf(list, s.Name)
+				if foreign != nil {
+					// Genuine, but of no incarnation of the record: data
+					// that may exist beyond the lineage's, refused as an
+					// object without a MAC is.
+					refused = append(refused, *foreign)
+				}
 			}
 			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
 		}
@@ -126,24 +133,28 @@ func takerOf(list []snapshot.Meta, name string) knownMember {
 }
 
 // lineageSnapshot is s, the newest snapshot of list, when it is of rec's
-// lineage (ofLineage), else nil: a newer snapshot of another incarnation
-// is never offered, nor an older one of this lineage in its place (it
-// could be a Consul record restored from before that incarnation: only
-// an operator can tell), so the planner recovers from the members' data
-// or waits for an operator.
-func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *planner.SnapshotInfo) *planner.SnapshotInfo {
+// lineage (ofLineage). Else it is nil, with s as a refused object
+// (Observation.RefusedSnapshot, at its chain's end): a newer snapshot of
+// another incarnation is never offered, nor an older one of this lineage
+// in its place (it could be a Consul record restored from before that
+// incarnation: only an operator can tell), and as with an object without
+// a MAC the planner neither seeds nor starts from anything older beside
+// it: it recovers from the members' data at or above its revision, or
+// waits for an operator.
+func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *planner.SnapshotInfo) (*planner.SnapshotInfo, *refusedObject) {
 	if rec == nil {
-		return s
+		return s, nil
 	}
 	for _, meta := range list {
 		if meta.Name == s.Name {
 			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
 				m.warnForeignOnce(s.Name, why)
-				return nil
+				meta.Revision = s.Revision
+				return nil, &refusedObject{meta: meta, why: fmt.Errorf("%w: cluster id %s, epoch %d (the record's: %x, %d)", errOtherIncarnation, meta.ClusterID, meta.Epoch, rec.ClusterID, rec.Epoch)}
 			}
 		}
 	}
-	return s
+	return s, nil
 }
 
 // warnForeignOnce logs a snapshot of no incarnation of the record once,

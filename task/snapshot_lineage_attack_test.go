@@ -2,6 +2,7 @@ package task
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,7 +22,13 @@ import (
 // before anything is recorded. Before it was put back, the lineage's own
 // snapshot was offered. Red before: the replayed snapshot was offered and
 // restored (rev-sec11
-// TestRevSec11ReplayedGenuineSnapshotOfAnotherClusterIDIsRestored).
+// TestRevSec11ReplayedGenuineSnapshotOfAnotherClusterIDIsRestored). It is
+// also shown to the planner as an object members refuse, so a member's
+// older data is not recovered from beside it either (it may be this
+// cluster's newest data: a Consul record restored from before it): the
+// planner waits for an operator, naming it. Red before (branch mac7's
+// merge of macsec with macfix): no snapshot offered, the planner
+// recovered from the older data.
 func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 	f := newAuthFixture(t, func(e snapshot.Encryption) snapshot.Encryption { return e })
 	ctx := context.Background()
@@ -46,6 +53,20 @@ func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 	t.Logf("record cluster id %x epoch %d; observed %+v", f.rec.ClusterID, f.rec.Epoch, o.LatestSnapshot)
 	if o.LatestSnapshot != nil {
 		t.Errorf("the observation offers %s beside a snapshot of another incarnation (%s, cluster id 0ld, epoch 7)", o.LatestSnapshot.Name, old.Name)
+	}
+	// It is shown as an object members refuse: it may also be this
+	// cluster's newest data (a Consul record restored from before it), so
+	// no recovery starts from anything older beside it.
+	if rs := o.RefusedSnapshot; rs == nil || rs.Name != old.Name || rs.Revision != old.Revision {
+		t.Fatalf("the snapshot of another incarnation is not shown as refused: %+v", rs)
+	}
+	survivor := f.snap.Revision // a member's data, older than the replayed snapshot
+	obs := planner.Observation{Self: planner.Self{Name: "m0", PeerURL: "http://m0:2380"}, Running: true, SelfID: 1, HoldsLock: true, NewToken: "n",
+		RecoveryGrace: 1, QuorumLostFor: 2, ClusterName: f.k.cl.Name,
+		Local:  planner.Local{Cluster: f.k.cl.Name, Name: "m0", MemberID: 1, ClusterID: f.rec.ClusterID, Token: f.rec.Token, Epoch: f.rec.Epoch, Revision: survivor},
+		Record: PlannerRecord(f.rec), LatestSnapshot: o.LatestSnapshot, RefusedSnapshot: o.RefusedSnapshot}
+	if d := planner.Plan(obs); d.Kind == planner.RecoverQuorum || !d.AwaitsOperator || !strings.Contains(d.Reason, old.Name) {
+		t.Errorf("%s from member data at revision %d beside %s at revision %d, not a wait for an operator naming it: %s", d.Kind, survivor, old.Name, old.Revision, d.Reason)
 	}
 
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: old.Name,
