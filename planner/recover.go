@@ -371,7 +371,7 @@ func refusedAhead(o Observation, name string, have bool, rev int64, why string) 
 		base = rs.Base
 	}
 	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds %s (epoch %d, revision %d), which members refuse (%s): it may hold this cluster's newest writes, and starting from %s would abandon them; "+
-		"an operator must choose: if it is genuine, 'etcd-nomad recover -from snapshot:%s -accept-unauthenticated'; if not, delete it from the store", why, rs.Name, rs.Epoch, rs.Revision, rs.Why, start, base)}, true
+		"an operator must choose: if it is genuine, 'etcd-nomad recover -from snapshot:%s -accept-unauthenticated' (it lists the deltas without a MAC to name with -accept-unauthenticated-deltas); if not, delete it from the store", why, rs.Name, rs.Epoch, rs.Revision, rs.Why, start, base)}, true
 }
 
 // snapshotRevision is s's revision (its chain's end), 0 for none.

@@ -122,7 +122,7 @@ func (e Encryption) Authenticated(m Meta) error {
 		if len(e.MACKey) == 0 || e.AcceptUnauthenticated || e.AcceptNames[m.Name] {
 			return nil
 		}
-		return fmt.Errorf("%s: %w: written before snapshots were authenticated, or by a member without the cluster's key; restore it only by hand, with -accept-unauthenticated, if you know where it came from", m.Name, ErrUnauthenticated)
+		return fmt.Errorf("%s: %w: written before snapshots were authenticated, or by a member without the cluster's key; restore it only by hand and by name (-accept-unauthenticated; a delta: -accept-unauthenticated-deltas), if you know where it came from", m.Name, ErrUnauthenticated)
 	}
 	if len(e.MACKey) == 0 {
 		return fmt.Errorf("%s carries a MAC and no key was given to check it: set ETCD_NOMAD_CA_KEK to the cluster's key (nomad var get -item ca_kek nomad/jobs/JOB)", m.Name)

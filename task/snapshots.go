@@ -384,8 +384,9 @@ func (m *Member) stopBackground() {
 // segment ends the observed chain as a damaged one does and a forged
 // snapshot never wedges a recovery. Each refused object is logged once,
 // by name; an unauthenticated one (written before this version) is only
-// restored by an operator: etcd-nomad recover -from snapshot:NAME
-// -accept-unauthenticated.
+// restored by an operator, by name: etcd-nomad recover -from
+// snapshot:NAME -accept-unauthenticated (its deltas with
+// -accept-unauthenticated-deltas).
 func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
 	kept, _, err := m.listSplit(ctx)
 	return kept, err
@@ -424,7 +425,7 @@ func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObjec
 	for name, err := range refused {
 		if !m.refusedSnapshots[name] {
 			m.refusedSnapshots[name] = true
-			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it (recover -from snapshot:NAME -accept-unauthenticated) or deletes it", "snapshot", name, "error", err)
+			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", name, "error", err)
 		}
 	}
 	return kept, out, nil

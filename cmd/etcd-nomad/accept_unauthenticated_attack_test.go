@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/cli"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 
-	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -42,14 +41,9 @@ func (f *restoreFixture) chainNames() string {
 // fixture's store, with the store and the member's encryption.
 func memberAuthentic(t *testing.T, f *restoreFixture) (map[string]bool, snapshot.Store, snapshot.Encryption) {
 	t.Helper()
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(context.Background(), cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	member, err := backends.Encryption(cl)
-	if err != nil || len(member.MACKey) == 0 {
-		t.Fatalf("member encryption %v: no MAC key", err)
+	store, member := f.storeAndEncryption(t)
+	if len(member.MACKey) == 0 {
+		t.Fatal("member encryption: no MAC key")
 	}
 	list, err := store.List(context.Background())
 	if err != nil {
@@ -80,15 +74,7 @@ func memberAuthentic(t *testing.T, f *restoreFixture) (map[string]bool, snapshot
 func TestAcceptUnauthenticatedSignsOnlyTheDeltasTheOperatorNamed(t *testing.T) {
 	f := newRestoreFixture(t) // pre-upgrade: no MAC anywhere
 	ctx := context.Background()
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(ctx, cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := backends.Encryption(cl) // no KEK yet: the attacker's view (recipients only)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, pub := f.storeAndEncryption(t) // no KEK yet: the attacker's view (recipients only)
 	end := f.chain[len(f.chain)-1].Revision
 	var seg snapshot.Segment
 	seg.Events = append(seg.Events, &mvccpb.Event{Type: mvccpb.PUT, Kv: &mvccpb.KeyValue{Key: []byte("tenant-b/secret"), Value: []byte("attacker"),
@@ -166,15 +152,7 @@ func TestAcceptUnauthenticatedSignsOnlyTheDeltasTheOperatorNamed(t *testing.T) {
 func TestAcceptUnauthenticatedNeverAppliesToLatest(t *testing.T) {
 	f := newRestoreFixture(t)
 	ctx := context.Background()
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(ctx, cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := backends.Encryption(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, pub := f.storeAndEncryption(t)
 	etcd := startEtcd(t, filepath.Join(t.TempDir(), "attacker"))
 	for i := range 200 {
 		if _, err := etcd.Put(ctx, fmt.Sprintf("tenant-b/%03d", i), "attacker"); err != nil {
@@ -188,7 +166,7 @@ func TestAcceptUnauthenticatedNeverAppliesToLatest(t *testing.T) {
 	}
 	kek, _ := certs.NewKEK()
 	t.Setenv(certs.KEKEnv, kek)
-	for _, flags := range [][]string{{"-accept-unauthenticated"}, {"-accept-unauthenticated-deltas", "none"}} {
+	for _, flags := range [][]string{{"-accept-unauthenticated"}, {"-accept-unauthenticated-deltas", "a-delta"}} {
 		ui := cli.NewMockUi()
 		code := (&recoverCommand{ui: ui}).Run(append([]string{"-config", f.config, "-from", "snapshot:latest", "-member", "m0"}, flags...))
 		t.Logf("recover latest %v: exit %d\n%s%s", flags, code, ui.OutputWriter, ui.ErrorWriter)

@@ -35,6 +35,7 @@ func (c *recoverCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
+           [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...]
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -73,7 +74,11 @@ Options:
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
                        snapshot) or another incarnation's data (with a
-                       member): set aside, not deleted
+                       member): set aside, not deleted; with a snapshot,
+                       also although deltas of it that do not authenticate
+                       hold revisions past the chain end it reaches: not
+                       replayed (without it the command refuses, listing
+                       them)
   -accept-unauthenticated
                        with snapshot:NAME (never latest): take that snapshot
                        without a MAC, written before snapshots were
@@ -83,13 +88,12 @@ Options:
                        unauthenticated snapshot on their own: this is the
                        way out when the store holds only such snapshots. A
                        MAC that does not verify is refused all the same.
-                       Deltas without a MAC after it are not taken with it:
-                       the command refuses, listing them
-  -accept-unauthenticated-deltas NAME[,NAME...]|none
-                       the deltas without a MAC after the snapshot that you
-                       vouch for, by name (the refusal lists them), replayed
-                       and signed like the snapshot; none: restore without
-                       them. Any other unauthenticated delta ends the chain
+                       Deltas without a MAC after it are not taken with it
+  -accept-unauthenticated-deltas NAME[,NAME...]
+                       with snapshot:NAME (never latest): the deltas without
+                       a MAC after the snapshot that you vouch for, by name
+                       (the refusal lists them), replayed and signed like
+                       the snapshot
 
   With tls auto and a coordinator other than local, ETCD_NOMAD_CA_KEK must
   be set to restore a snapshot (nomad var get -item ca_kek nomad/jobs/JOB):
@@ -110,7 +114,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss, *acceptUnauth, *acceptDeltas)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, acceptance{snapshot: *acceptUnauth, deltas: *acceptDeltas, loss: *acceptLoss})
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -153,17 +157,12 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // decryption, or a chain that cannot be fetched whole, is refused, so
 // that no member is set aside for a restore that cannot complete or that
 // would stop short of the chain end the recovery was compared at.
-func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss, acceptUnauth bool, acceptDeltas string) (planner.Record, error) {
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acc acceptance) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
 	}
 	if err := requireSnapshotKey(cl); err != nil {
 		return planner.Record{}, err
-	}
-	if name == "latest" && (acceptUnauth || acceptDeltas != "") {
-		// "latest" among objects anyone who can write the store can add
-		// is the newest of theirs: what is signed must be named.
-		return planner.Record{}, errors.New("-accept-unauthenticated and -accept-unauthenticated-deltas take the snapshot you name, never latest: find it with 'etcd-nomad snapshot list' and give -from snapshot:NAME")
 	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
@@ -173,54 +172,19 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	if (acceptUnauth || acceptDeltas != "") && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
+	if acc.any() && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
 		return planner.Record{}, fmt.Errorf("-accept-unauthenticated signs what you accept so that the member restores it: set %s to the cluster's key (nomad var get -item %s nomad/jobs/JOB)", certs.KEKEnv, jobs.CAKEKKey)
 	}
 	all, err := store.List(ctx)
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
-	// "latest" and the chain come from what authenticates, as the
-	// member's install builds them; a snapshot named by hand is taken
-	// from the whole listing, so that its refusal names it.
-	list, _ := enc.Authentic(all)
-	var full snapshot.Meta
-	found := false
-	if name == "latest" {
-		full, _, _, found = snapshot.Newest(list)
-	}
-	for _, m := range snapshot.Full(all) {
-		if m.Name == name {
-			full, found = m, true
-		}
-	}
-	if !found {
-		if name == "latest" {
-			warnNewerRefused(ui, all, list, 0)
-		}
-		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
-	}
-	left, err := acceptNamed(all, &enc, full, acceptUnauth, acceptDeltas)
+	full, end, err := chooseRestore(ui, all, &enc, name, acc)
 	if err != nil {
 		return planner.Record{}, err
 	}
-	if len(left) > 0 {
-		ui.Warn(fmt.Sprintf("not replayed, no MAC and not named with -accept-unauthenticated-deltas (the chain ends before the first): %s", listDeltas(left)))
-	}
-	list, _ = enc.Authentic(all)
-	end := full.Revision
-	if chain, _ := snapshot.Chain(list, full); len(chain) > 0 {
-		// The restore replays the deltas recorded after it.
-		end = chain[len(chain)-1].Revision
-	}
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
-	}
-	if name == "latest" {
-		warnNewerRefused(ui, all, list, end)
-	}
-	if err := refusedBeyond(ui, all, list, full, end, acceptLoss); err != nil {
-		return planner.Record{}, err
 	}
 	got, err := verifyRestore(ctx, ui, store, enc, full, end)
 	if err != nil {
@@ -228,7 +192,7 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.Snapshot, v.AcceptLoss, v.From = info, acceptLoss, member
+		v.Snapshot, v.AcceptLoss, v.From = info, acc.loss, member
 		if v.From == "" {
 			var names []string
 			for _, p := range v.Answered {
@@ -350,52 +314,4 @@ func shortToken(t string) string {
 		return t[:8]
 	}
 	return t
-}
-
-// refusedBeyond refuses a recovery from full while deltas of full that do
-// not authenticate (a MAC under a KEK since created again: forged even
-// with -accept-unauthenticated; or none, without the flag) hold revisions
-// past end, the chain end the restore reaches: the restore would drop
-// their writes silently. With -accept-data-loss it goes on, naming them.
-func refusedBeyond(ui cli.Ui, all, kept []snapshot.Meta, full snapshot.Meta, end int64, acceptLoss bool) error {
-	ok := map[string]bool{}
-	for _, m := range kept {
-		ok[m.Name] = true
-	}
-	var names []string
-	last := end
-	for _, m := range all {
-		if m.Kind == snapshot.KindDelta && m.Base == full.Name && !ok[m.Name] && m.Revision > end {
-			names = append(names, m.Name)
-			last = max(last, m.Revision)
-		}
-	}
-	if len(names) == 0 {
-		return nil
-	}
-	sort.Strings(names)
-	what := fmt.Sprintf("delta(s) %s of snapshot %s do not authenticate and hold revisions %d to %d, past the chain end %d the restore reaches", strings.Join(names, ", "), full.Name, end+1, last, end)
-	if acceptLoss {
-		ui.Warn(what + ": dropped, as -accept-data-loss accepts")
-		return nil
-	}
-	return fmt.Errorf("%s: not recovering, nothing recorded. If they are genuine (written under a KEK since created again), delete the \"mac\" line of the snapshot's and each of these deltas' .meta.json and run again with -accept-unauthenticated; to restore without them, add -accept-data-loss", what)
-}
-
-// warnNewerRefused says when "latest" passes over a newer object the
-// members refuse: the operator may mean that one.
-func warnNewerRefused(ui cli.Ui, all, kept []snapshot.Meta, end int64) {
-	ok := map[string]bool{}
-	for _, m := range kept {
-		ok[m.Name] = true
-	}
-	var newest *snapshot.Meta
-	for i, m := range all {
-		if !ok[m.Name] && m.Revision > end && (newest == nil || m.Revision > newest.Revision) {
-			newest = &all[i]
-		}
-	}
-	if newest != nil {
-		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d); the store also holds %s (epoch %d, revision %d), which does not authenticate and is newer: name it (or its base snapshot) to restore it", end, newest.Name, newest.Epoch, newest.Revision))
-	}
 }

@@ -79,7 +79,8 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 // resolveName turns "latest" into the newest snapshot's name, among those
-// that authenticate (a forged snapshot is never "latest").
+// that authenticate (a forged snapshot is never "latest"), warning of a
+// newer object that does not.
 func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) (string, error) {
 	if err := requireSnapshotKey(env.cl); err != nil {
 		return "", err // without the key, "latest" would be a store writer's
@@ -93,12 +94,12 @@ func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) 
 	}
 	list, _ := env.enc.Authentic(all)
 	full, _, end, ok := snapshot.Newest(list)
+	if newer := newestRefusedAfter(all, list, end, ""); newer != nil {
+		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d)%s", end, describeRefused(newer)))
+	}
 	if !ok {
-		warnNewerRefused(ui, all, list, 0)
 		return "", errors.New("the store holds no snapshot that authenticates")
 	}
-	// A newer object that does not authenticate is passed over: say so.
-	warnNewerRefused(ui, all, list, end)
 	return full.Name, nil
 }
 
@@ -282,7 +283,8 @@ func (c *snapshotRestoreCommand) Synopsis() string {
 }
 func (c *snapshotRestoreCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] [-no-deltas] NAME|latest
+Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] [-no-deltas]
+           [-accept-data-loss] [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...] NAME|latest
 
   Seeds a new incarnation of the cluster from a snapshot, on member NAME,
   which must be stopped: the snapshot is fetched and verified (its MAC,
@@ -309,10 +311,15 @@ Options:
                      where it came from: anyone who can write the store can
                      write one. A MAC that does not verify is refused all
                      the same. Deltas without a MAC after it are not taken
-                     with it: the command refuses, listing them
-  -accept-unauthenticated-deltas NAME[,NAME...]|none
-                     the deltas without a MAC after the snapshot that you
-                     vouch for, by name; none: restore without them
+                     with it
+  -accept-unauthenticated-deltas NAME[,NAME...]
+                     the deltas without a MAC after the snapshot NAME (never
+                     latest) that you vouch for, by name (the refusal lists
+                     them)
+  -accept-data-loss  restore although deltas of the snapshot that do not
+                     authenticate hold revisions past the chain end it
+                     reaches: not replayed (without it the command refuses,
+                     listing them)
 
   With tls auto and a coordinator other than local, every snapshot
   command needs ETCD_NOMAD_CA_KEK (nomad var get -item ca_kek
@@ -329,6 +336,7 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	noDeltas := fs.Bool("no-deltas", false, "")
 	accept := fs.Bool("accept-unauthenticated", false, "")
 	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
+	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -336,42 +344,15 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	if *accept || *acceptDeltas != "" {
-		if err := acceptRestore(ctx, c.ui, env, fs.Arg(0), *accept, *acceptDeltas); err != nil {
-			c.ui.Error("restore: " + err.Error())
-			return 1
-		}
-	}
-	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, *noDeltas); err != nil {
+	acc := acceptance{snapshot: *accept, deltas: *acceptDeltas, loss: *acceptLoss, noDeltas: *noDeltas}
+	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, acc); err != nil {
 		c.ui.Error("restore: " + err.Error())
 		return 1
 	}
 	return 0
 }
 
-// acceptRestore lets env.enc take the unauthenticated objects the
-// operator named for the restore of snapshot name (acceptNamed).
-func acceptRestore(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string, acceptSnap bool, deltas string) error {
-	if name == "latest" {
-		return errors.New("-accept-unauthenticated and -accept-unauthenticated-deltas take the snapshot you name, never latest: find it with 'etcd-nomad snapshot list'")
-	}
-	all, err := env.store.List(ctx)
-	if err != nil {
-		return err
-	}
-	for _, full := range snapshot.Full(all) {
-		if full.Name == name {
-			left, err := acceptNamed(all, &env.enc, full, acceptSnap, deltas)
-			if len(left) > 0 {
-				ui.Warn(fmt.Sprintf("not replayed, no MAC and not named with -accept-unauthenticated-deltas (the chain ends before the first): %s", listDeltas(left)))
-			}
-			return err
-		}
-	}
-	return fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
-}
-
-func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
+func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, acc acceptance) error {
 	cl := env.cl
 	insts, err := backends.Instances(ctx, cl)
 	if err != nil {
@@ -401,10 +382,15 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			}
 		}
 	}
-	name, err = resolveName(ctx, ui, env, name)
+	all, err := env.store.List(ctx)
 	if err != nil {
 		return err
 	}
+	full, _, err := chooseRestore(ui, all, &env.enc, name, acc)
+	if err != nil {
+		return err
+	}
+	name = full.Name
 	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
@@ -452,7 +438,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}
 	ui.Output("fetching and verifying " + name)
-	src := datadir.Source{Store: env.store, Encryption: env.enc, Name: name, NoDeltas: noDeltas, Progress: progressPrinter(ui, "fetched")}
+	src := datadir.Source{Store: env.store, Encryption: env.enc, Name: name, NoDeltas: acc.noDeltas, Progress: progressPrinter(ui, "fetched")}
 	got, err := datadir.InstallNextEpoch(ctx, filepath.Join(cl.DataDir, member), src, next, "restored-over")
 	if n := len(got.Chain); n > 0 {
 		ui.Output(fmt.Sprintf("%d deltas after it, to revision %d", n, got.Chain[n-1].Revision))
