@@ -10,19 +10,27 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
 
+// newFirstDeltaAuthenticFixture is the restore fixture under a KEK, in
+// which the snapshot and its first delta authenticate and the later
+// deltas do not (written without a MAC).
+func newFirstDeltaAuthenticFixture(t *testing.T) *restoreFixture {
+	t.Helper()
+	f := newRestoreFixture(t) // written without a KEK: no MAC
+	setNewKEK(t)
+	store, enc := f.storeAndEncryption(t)
+	if _, err := snapshot.Adopt(context.Background(), store, enc, []snapshot.Meta{f.snap, f.chain[0]}); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
 // "latest" is the newest snapshot that authenticates; when the store holds
 // a newer object that does not (here: the last deltas of its chain,
 // written without a MAC), 'snapshot verify latest' (and restore, which
 // resolves it the same way) and 'recover -from snapshot:latest' say so,
 // naming it, rather than pass over it silently (review data11 F8).
 func TestLatestWarnsOfANewerRefusedObject(t *testing.T) {
-	f := newRestoreFixture(t) // written without a KEK: no MAC
-	setNewKEK(t)
-	store, enc := f.storeAndEncryption(t)
-	// The snapshot and its first delta authenticate; the later ones do not.
-	if _, err := snapshot.Adopt(context.Background(), store, enc, []snapshot.Meta{f.snap, f.chain[0]}); err != nil {
-		t.Fatal(err)
-	}
+	f := newFirstDeltaAuthenticFixture(t)
 	newest := f.chain[len(f.chain)-1].Name
 	ui := cli.NewMockUi()
 	(&snapshotVerifyCommand{ui: ui}).Run([]string{"-config", f.config, "latest"})
@@ -48,12 +56,7 @@ func TestLatestWarnsOfANewerRefusedObject(t *testing.T) {
 // one path): 'snapshot restore latest' restored to the first delta's end
 // and said nothing of the two after it.
 func TestSnapshotRestoreRefusesDeltasPastTheChainEndAsRecoverDoes(t *testing.T) {
-	f := newRestoreFixture(t) // written without a KEK: no MAC
-	setNewKEK(t)
-	store, enc := f.storeAndEncryption(t)
-	if _, err := snapshot.Adopt(context.Background(), store, enc, []snapshot.Meta{f.snap, f.chain[0]}); err != nil {
-		t.Fatal(err)
-	}
+	f := newFirstDeltaAuthenticFixture(t)
 	left := f.chain[1:]
 	ui := cli.NewMockUi()
 	code := (&snapshotRestoreCommand{ui: ui}).Run([]string{"-config", f.config, "-member", "m0", "latest"})
