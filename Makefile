@@ -10,7 +10,7 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
+.PHONY: build tools browser test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -25,6 +25,12 @@ fmt:
 ## outside the clone (reused when present).
 tools:
 	bash tools/build.sh
+
+## browser: Chromium for the browser tests (cmd/demo opens the Consul and
+## Nomad UIs with chromedp): Debian's chromium package, installed with
+## apt-get only when no Chromium is on PATH. See tools/chromium.sh.
+browser:
+	@bash tools/chromium.sh >/dev/null
 
 ## vuln: govulncheck (built into the tools cache) against an offline copy of
 ## the Go vulnerability database (ETCD_NOMAD_VULNDB) or vuln.go.dev when
@@ -76,7 +82,7 @@ TEST_JSON ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/etcd-nomad/test-last.json
 GOTESTSUM = bash tools/gotestsum.sh --format pkgname-and-test-fails --format-hide-empty-pkg
 # -vet=off: the vet prerequisite has just run every analyzer of go vet over
 # every package and its tests, a superset of the few go test runs itself.
-test: fmt vet build tools alerts vuln fuzz-short
+test: fmt vet build tools browser alerts vuln fuzz-short
 	@mkdir -p $(dir $(TEST_JSON))
 	$(GOTESTSUM) --jsonfile $(TEST_JSON) -- -count=1 -vet=off -timeout 40m ./...
 	$(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -vet=off -race -short -timeout 20m $(RACE_PKGS)

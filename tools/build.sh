@@ -37,7 +37,13 @@ build() { # name version module-dir package [build tags]
 	echo "built $name $version in $((SECONDS - start))s" >&2
 }
 
-wanted nomad && build nomad v1.11.3 nomad github.com/hashicorp/nomad
+# Nomad with its web UI: the module ships the built UI as generated Go
+# (command/agent/bindata_assetfs.go) behind the "ui" build tag; without it
+# every /ui/ page is "Nomad UI is not available in this binary". No npm:
+# the tag costs one more compile of the agent package (131 s here, warm Go
+# cache, load 6-13) and 1.7 MB. "+ui" in the key keeps it apart from an
+# older cache's UI-less binary (devagents.NomadVersion).
+wanted nomad && build nomad v1.11.3+ui nomad github.com/hashicorp/nomad ui
 wanted consul && build consul v1.22.0 consul github.com/hashicorp/consul
 wanted versitygw && build versitygw v1.8.0 versitygw github.com/versity/versitygw/cmd/versitygw
 # etcdctl of the embedded etcd version (tools/etcd/go.mod), for the README's

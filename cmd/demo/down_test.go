@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // tempDir is an absolute, symlink-free test directory: processes report
@@ -82,14 +84,14 @@ func mountedIn(dir string) []string {
 	return out
 }
 
+// requireAgents skips t in the short tier only: `make test` builds the
+// agents first (make tools), so one not built fails the test.
 func requireAgents(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Consul and Nomad agents")
-	}
+	tier.Starts(t, "Consul and Nomad agents")
 	for _, b := range []struct{ name, version string }{{"nomad", devagents.NomadVersion}, {"consul", devagents.ConsulVersion}} {
 		if _, err := devagents.Bin(b.name, b.version); err != nil {
-			t.Skip(err)
+			t.Fatal(err)
 		}
 	}
 }
@@ -225,8 +227,13 @@ func TestDownKillsWhatRunsFromTheDemoDir(t *testing.T) {
 // The README's path end to end: `up` (agents, the 3-member job, passing
 // checks), then `down`; afterwards no etcd-nomad member, Nomad executor or
 // logmon, or agent runs from the demo dir, and nothing is left mounted.
+// Between the two, in a real browser (Chromium, which `make test` installs:
+// without it the test fails), every address up printed answers with what
+// it claims (PrintedAddresses), and the Consul UI shows the members'
+// health and follows a member's restart (ConsulUI).
 func TestDemoUpDownLeavesNoProcess(t *testing.T) {
 	requireAgents(t)
+	chromium := chromiumPath(t)
 	dir := tempDir(t)
 	t.Cleanup(func() { killSurvivors(t, dir) })
 	bin := filepath.Join(t.TempDir(), "etcd-nomad")
@@ -236,8 +243,18 @@ func TestDemoUpDownLeavesNoProcess(t *testing.T) {
 	// up points the environment at its agents for the status it prints.
 	t.Setenv("CONSUL_HTTP_ADDR", "")
 	t.Setenv("NOMAD_ADDR", "")
-	upErr := up(dir, bin)
+	var printed bytes.Buffer
+	upErr := up(dir, bin, io.MultiWriter(os.Stdout, &printed))
 	if upErr == nil {
+		// Subtests: a failure there ends the subtest, and down still runs.
+		if b, err := newBrowser(t, chromium); err != nil {
+			t.Error(err)
+		} else {
+			t.Run("PrintedAddresses", func(t *testing.T) { checkPrintedAddresses(t, b, printed.String(), dir) })
+			t.Run("ConsulUI", func(t *testing.T) {
+				checkConsulUI(t, b, readState(t, dir).ConsulAddr+"/ui/dc1/services/demo", dir)
+			})
+		}
 		checkOperatorAccess(t, dir, bin)
 	}
 	// down runs even when up failed half-way: it is what cleans up.

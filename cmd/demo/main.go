@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(abs, *bin)
+		err = up(abs, *bin, os.Stdout)
 	case "down":
 		err = down(abs, os.Stdout)
 	default:
@@ -100,7 +101,9 @@ func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-func up(dir, bin string) error {
+// up writes its steps and what to try, every address it names included, to
+// out (the demo test opens each of those).
+func up(dir, bin string, out io.Writer) error {
 	if b, err := os.ReadFile(statePath(dir)); err == nil {
 		var st state
 		if json.Unmarshal(b, &st) == nil && (alive(st.ConsulPID) || alive(st.NomadPID)) {
@@ -119,7 +122,7 @@ func up(dir, bin string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	step := func(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+	step := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
 
 	step("starting consul agent -dev")
 	consul, err := devagents.StartConsul(ctx, filepath.Join(dir, "consul"))
@@ -178,11 +181,11 @@ func up(dir, bin string) error {
 	step("nomad job run %s", jobFile)
 	start := time.Now()
 	run := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, jobFile)
-	run.Stdout, run.Stderr = os.Stdout, os.Stderr
+	run.Stdout, run.Stderr = out, os.Stderr
 	if err := run.Run(); err != nil {
 		return fmt.Errorf("nomad job run: %w", err)
 	}
-	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
+	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", out); err != nil {
 		return err
 	}
 	step("waiting for 3 passing Consul checks")
@@ -202,7 +205,7 @@ func up(dir, bin string) error {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	fmt.Printf("\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
+	fmt.Fprintf(out, "\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
 	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 	defer scancel()
 	bc, err := backends.OpenClient(cl)
@@ -213,7 +216,7 @@ func up(dir, bin string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(status.Format(cs))
+	fmt.Fprintln(out, status.Format(cs))
 	var eps []string
 	for _, m := range cs.Members {
 		eps = append(eps, m.ClientURL)
@@ -222,9 +225,10 @@ func up(dir, bin string) error {
 	if err != nil {
 		etcdctl = "etcdctl"
 	}
-	fmt.Printf(`
+	fmt.Fprintf(out, `
 etcd endpoints: %s
 Nomad job:      NOMAD_ADDR=%s %s job status etcd-demo
+Nomad UI:       %s/ui/jobs/etcd-demo@default
 Consul UI:      %s/ui/dc1/services/demo
 cluster summary in Consul KV: etcd-nomad/demo/summary
 Consul DNS:     demo.service.consul (SRV _demo._tcp.service.consul) on %s
@@ -239,7 +243,7 @@ Talk to etcd (endpoints from Consul, a 1-hour root client certificate):
   %s member list -w table
 
 Stop everything: make demo-down
-`, strings.Join(eps, ","), nomad.Addr, nomadBin, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
+`, strings.Join(eps, ","), nomad.Addr, nomadBin, nomad.Addr, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
 		evalLine(st, bin, defFile), etcdctl)
 	return nil
 }

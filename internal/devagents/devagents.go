@@ -25,7 +25,9 @@ import (
 
 // Pinned versions, matching tools/build.sh.
 const (
-	NomadVersion = "v1.11.3"
+	// NomadVersion is v1.11.3 built with its web UI (the "ui" build tag:
+	// tools/build.sh), which the demo prints links to.
+	NomadVersion = "v1.11.3+ui"
 	// EtcdctlVersion is the embedded etcd's (tools/etcd/go.mod).
 	EtcdctlVersion = "v3.6.16"
 	ConsulVersion  = "v1.22.0"
