@@ -10,7 +10,7 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/... ./identity/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools test test-agents test-embedded unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
+.PHONY: build tools test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -126,6 +126,26 @@ test-embedded:
 	$(LANE) embedded $(GOTESTSUM) --jsonfile $(TEST_JSON).race -- -count=1 -vet=off -race -short -timeout 20m $(RACE_PKGS) || rc=1; \
 	$(LANE) embedded $(GOTESTSUM) --jsonfile $(TEST_JSON).race-full -- -count=1 -vet=off -race -timeout 10m $(RACE_FULL_PKGS) || rc=1; \
 	exit $$rc
+
+## test-long: what is worth an hour, not in CI, one after the other:
+## LONG_ROUNDS rounds of chaos (~20 s a round) and of chaos-hosts (~17 s a
+## round; it skips, saying so, without root), `make sim` with LONG_STEPS
+## steps (~10 min for 100 M), `make fuzz` with LONG_FUZZTIME per target (5
+## targets) and `make mutate` (8-15 min; rewrites docs/mutation.md). Every step
+## runs even when one before it failed; the failed ones are named at the end.
+## About an hour with the defaults. SEED=7 seeds chaos, chaos-hosts and sim.
+LONG_ROUNDS   ?= 20
+LONG_STEPS    ?= 100000000
+LONG_FUZZTIME ?= 5m
+test-long: tools
+	@failed=; \
+	for step in "chaos ROUNDS=$(LONG_ROUNDS)" "chaos-hosts ROUNDS=$(LONG_ROUNDS)" "sim STEPS=$(LONG_STEPS)" \
+		"fuzz FUZZTIME=$(LONG_FUZZTIME)" mutate; do \
+		echo "== make $$step ($$(date -u +%H:%M:%SZ))"; s=$$(date +%s); \
+		$(MAKE) --no-print-directory $$step || failed="$$failed [$$step]"; \
+		echo "== make $$step: $$(( $$(date +%s) - s )) s"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "test-long failed:$$failed"; exit 1; fi; echo "test-long passed"
 
 ## check: the inner loop, no agent process: gofmt, vet, go mod tidy, and
 ## the pure and embedded-etcd packages (the planner and its checker, the
