@@ -10,10 +10,23 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
+.PHONY: build tools test unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
+
+## image: the container image for nomad { driver = "docker" }: the static
+## binary (CGO_ENABLED=0) in a scratch image (CA certificates, user
+## nonroot 65532), tagged $(IMAGE), and its `docker save` in
+## bin/etcd-nomad-image-$(VERSION).tar for clients without a registry.
+## Built by `docker import` (tools/image.sh): no registry, no base image, no
+## builder. DOCKER_HOST picks the engine. README: Docker.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE   ?= etcd-nomad:$(VERSION)
+image:
+	@mkdir -p bin/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/etcd-nomad ./cmd/etcd-nomad
+	bash tools/image.sh bin/image/etcd-nomad $(IMAGE) bin/etcd-nomad-image-$(VERSION).tar
 
 vet:
 	$(GO) vet ./...
