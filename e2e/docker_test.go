@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 )
 
 // needDocker skips t on a machine that cannot run the kit's Docker engine
@@ -38,17 +40,21 @@ func needDocker(t *testing.T) {
 
 // buildImage builds the etcd-nomad image of the binary under test with
 // `make image`'s script (tools/image.sh) into the kit's engine, tagged
-// tag, and returns how long that took.
-func buildImage(t *testing.T, tag string) time.Duration {
+// tag, and saves it to save (docker save); it returns how long that took.
+func buildImage(t *testing.T, tag, save string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.Command("bash", "../tools/image.sh", binary, tag)
+	cmd := exec.Command("bash", "../tools/image.sh", binary, tag, save)
 	cmd.Env = append(os.Environ(), docker.Env()...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("tools/image.sh: %v\n%s", err, out)
 	}
 	return time.Since(start)
 }
+
+// dockerSection is the README's section on Docker: its second sh block
+// is how the job runs.
+const dockerSection = "### With Docker"
 
 // container is a member's container as the engine reports it.
 type container struct {
@@ -77,8 +83,10 @@ func containerOf(t *testing.T, alloc string) (c container, ok bool) {
 
 // TestMembersInDockerContainers (issue 28): the rendered job with driver
 // "docker" on a real Docker engine (the kit's own), from the image `make
-// image` builds (tools/image.sh, no registry): three members in containers
-// (host network, user nonroot) pass their checks through `nomad job run`;
+// image` builds (tools/image.sh, no registry), shipped as a client without
+// a registry gets it (docker save, docker load): the README's commands run
+// literally (validate, job render, nomad job run) and three members in
+// containers (host network, user nonroot) pass their checks;
 // a kill -9 of a member's container process comes back as the same member;
 // a rolling update to a new image tag replaces every allocation one at a
 // time and each replacement runs the same member from the data its
@@ -92,12 +100,20 @@ func TestMembersInDockerContainers(t *testing.T) {
 	needDocker(t)
 	t.Parallel() // disturbs only its own job: see harness_test.go
 	const img1, img2 = "etcd-nomad:e2e-docker-1", "etcd-nomad:e2e-docker-2"
-	took := buildImage(t, img1)
-	t.Logf("image %s built from the binary under test in %s (tools/image.sh)", img1, took.Round(10*time.Millisecond))
+	saved := filepath.Join(t.TempDir(), "etcd-nomad-image.tar")
+	took := buildImage(t, img1, saved)
+	t.Logf("image %s built from the binary under test and saved in %s (tools/image.sh)", img1, took.Round(10*time.Millisecond))
+	// A client without a registry: the image only from the saved file.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := docker.Run(ctx, "rmi", img1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := docker.Run(ctx, "load", "-i", saved); err != nil {
+		t.Fatal(err)
+	}
 	// The next release: the same image under another tag, for the rolling
 	// update (what a new `make image` pushes).
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	if _, err := docker.Run(ctx, "tag", img1, img2); err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +122,26 @@ func TestMembersInDockerContainers(t *testing.T) {
 	c.quota = concurrentQuota
 	c.image = img1
 	c.writeDefinition(3, "")
-	if spec, err := os.ReadFile(c.render("")); err != nil || !strings.Contains(string(spec), `network_mode = "host"`) {
+	cmds := readmeCommands(t, dockerSection, 1)
+	if len(cmds) < 2 || !strings.Contains(strings.Join(cmds, "\n"), "nomad job run") {
+		t.Fatalf("README %q: the job's commands are gone: %q", dockerSection, cmds)
+	}
+	start := time.Now()
+	runLines(t, c.dir, operatorEnv(t), cmds, 4*time.Minute)
+	c.waitPassing(3, 3*time.Minute)
+	t.Logf("the README's %q -> 3 members in containers passing their Consul checks in %s", cmds, time.Since(start).Round(100*time.Millisecond))
+	if spec, err := os.ReadFile(filepath.Join(c.dir, "etcd.nomad.hcl")); err != nil || !strings.Contains(string(spec), `network_mode = "host"`) {
 		t.Fatalf("rendered job (%v) without host networking:\n%s", err, spec)
 	}
-	c.nomadRun("")
-	took = c.waitPassing(3, 3*time.Minute)
-	t.Logf("nomad job run -> 3 members in containers passing their Consul checks in %s", took.Round(100*time.Millisecond))
+	// The members created the CA's key encryption key (no ACLs): etcd
+	// clients need it.
+	text, err := jobs.ReadCAKEK(ctx, nomadClient(t), c.name, "")
+	if err != nil || text == "" {
+		t.Fatalf("no key encryption key in the job's variable: %v", err)
+	}
+	if c.kek, err = certs.ParseKEK(text); err != nil {
+		t.Fatal(err)
+	}
 	allocs := c.allocs()
 	if len(allocs) != 3 {
 		t.Fatalf("%d allocations", len(allocs))
