@@ -120,10 +120,15 @@ timing:
 	@bash tools/timing.sh $(JSON)
 
 ## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
-## `nomad job run`; `make demo-down` stops everything.
+## `nomad job run`; `make demo-down` stops everything. `make demo
+## DRIVER=docker`: the members in containers of an image of this tree (built
+## by tools/image.sh on a Docker engine of the demo's own, stopped by
+## demo-down; needs root and Docker, which `make tools` installs).
+DRIVER ?= raw_exec
 demo: build
-	bash tools/build.sh nomad consul etcdctl
-	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN)
+	bash tools/build.sh nomad consul etcdctl $(if $(filter docker,$(DRIVER)),docker)
+	$(if $(filter docker,$(DRIVER)),CGO_ENABLED=0 $(GO) build -trimpath -o bin/image/etcd-nomad ./cmd/etcd-nomad)
+	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN) -driver $(DRIVER)
 
 demo-down:
 	$(GO) run ./cmd/demo down -dir $(DEMO_DIR)

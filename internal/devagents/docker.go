@@ -95,6 +95,18 @@ const maxDockerDir = maxSocketPath - len("/exec/containerd/containerd.sock.ttrpc
 // /tmp) and waits until its API answers. Engines left behind by test
 // processes that no longer run are stopped first (SweepDockers).
 func StartDocker(ctx context.Context, dir string) (*Docker, error) {
+	return startDocker(ctx, dir, os.Getpid())
+}
+
+// StartDockerDetached is StartDocker for an engine that outlives this
+// process (`make demo DRIVER=docker`): it carries no owner, so no sweep
+// ever stops it; StopDockerAt does, from its directory and PID.
+func StartDockerDetached(ctx context.Context, dir string) (*Docker, error) {
+	return startDocker(ctx, dir, 0)
+}
+
+// startDocker starts an engine labelled with owner (none when 0).
+func startDocker(ctx context.Context, dir string, owner int) (*Docker, error) {
 	if err := DockerAvailable(); err != nil {
 		return nil, err
 	}
@@ -122,16 +134,20 @@ func StartDocker(ctx context.Context, dir string) (*Docker, error) {
 		return nil, err
 	}
 	sock := filepath.Join(abs, "docker.sock")
-	a, err := start("dockerd", dockerd, abs,
+	args := []string{
 		"--config-file", cfg,
-		"--host", "unix://"+sock,
+		"--host", "unix://" + sock,
 		"--data-root", filepath.Join(abs, "data"),
 		"--exec-root", filepath.Join(abs, "exec"),
 		"--pidfile", filepath.Join(abs, "dockerd.pid"),
 		// The host's network stays as it is.
 		"--iptables=false", "--ip6tables=false", "--ip-forward=false", "--ip-masq=false",
 		"--bridge=none", "--userland-proxy=false",
-		"--label", dockerOwnerLabel+strconv.Itoa(os.Getpid()))
+	}
+	if owner != 0 {
+		args = append(args, "--label", dockerOwnerLabel+strconv.Itoa(owner))
+	}
+	a, err := start("dockerd", dockerd, abs, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,27 +218,55 @@ func (d *Docker) Env() []string {
 func (d *Docker) Stop() error {
 	var errs []error
 	if !d.a.exited() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if ids, err := d.Run(ctx, "ps", "-aq"); err != nil {
-			errs = append(errs, err)
-		} else if f := strings.Fields(ids); len(f) > 0 {
-			if _, err := d.Run(ctx, append([]string{"rm", "-f", "-v"}, f...)...); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		cancel()
+		errs = append(errs, removeContainers(d.CLI, d.Host))
 	}
-	if err := d.a.stop(20 * time.Second); err != nil {
-		errs = append(errs, err)
-	}
-	if left := killEngine(d.Dir); len(left) > 0 {
-		fmt.Fprintf(os.Stderr, "devagents: Docker engine %s stopped with %d process(es) of its own still running; killed: %v\n", d.Dir, len(left), left)
-	}
-	unmountUnder(d.Dir)
-	if err := os.RemoveAll(d.Dir); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, d.a.stop(20*time.Second), cleanEngine(d.Dir))
 	return errors.Join(errs...)
+}
+
+// StopDockerAt is Stop for an engine started by another process
+// (StartDockerDetached), from its directory and dockerd's PID.
+func StopDockerAt(dir string, pid int) error {
+	var errs []error
+	// Only the engine's own dockerd (a stale PID may name another process).
+	if syscall.Kill(pid, 0) == nil && strings.Contains(cmdline(pid), dir+"/") {
+		if cli, err := dockerPath("docker"); err == nil {
+			errs = append(errs, removeContainers(cli, "unix://"+filepath.Join(dir, "docker.sock")))
+		}
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+		for deadline := time.Now().Add(20 * time.Second); syscall.Kill(pid, 0) == nil && time.Now().Before(deadline); {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	errs = append(errs, cleanEngine(dir))
+	return errors.Join(errs...)
+}
+
+// removeContainers removes every container of the engine at host
+// (SIGKILL, their anonymous volumes too).
+func removeContainers(cli, host string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ids, err := exec.CommandContext(ctx, cli, "--host", host, "ps", "-aq").Output()
+	if err != nil {
+		return fmt.Errorf("list the containers of %s: %w", host, err)
+	}
+	if f := strings.Fields(string(ids)); len(f) > 0 {
+		if out, err := exec.CommandContext(ctx, cli, append([]string{"--host", host, "rm", "-f", "-v"}, f...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("remove the containers of %s: %w: %s", host, err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
+}
+
+// cleanEngine kills what is left of the stopped engine in dir, saying so,
+// unmounts what it mounted and removes dir.
+func cleanEngine(dir string) error {
+	if left := killEngine(dir); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "devagents: Docker engine %s stopped with %d process(es) of its own still running; killed: %v\n", dir, len(left), left)
+	}
+	unmountUnder(dir)
+	return os.RemoveAll(dir)
 }
 
 // killEngine kills what runs of the engine in dir: the processes that name
@@ -365,22 +409,7 @@ func SweepDockers() {
 		if e.owner == os.Getpid() || syscall.Kill(e.owner, 0) != syscall.ESRCH {
 			continue
 		}
-		cli, err := dockerPath("docker")
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			host := "unix://" + filepath.Join(e.dir, "docker.sock")
-			if ids, err := exec.CommandContext(ctx, cli, "--host", host, "ps", "-aq").Output(); err == nil && len(strings.Fields(string(ids))) > 0 {
-				_ = exec.CommandContext(ctx, cli, append([]string{"--host", host, "rm", "-f", "-v"}, strings.Fields(string(ids))...)...).Run()
-			}
-			cancel()
-		}
-		_ = syscall.Kill(e.pid, syscall.SIGTERM)
-		for i := 0; i < 200 && syscall.Kill(e.pid, 0) == nil; i++ {
-			time.Sleep(100 * time.Millisecond)
-		}
-		killEngine(e.dir)
-		unmountUnder(e.dir)
-		_ = os.RemoveAll(e.dir)
+		_ = StopDockerAt(e.dir, e.pid)
 		fmt.Fprintf(os.Stderr, "devagents: stopped the Docker engine in %s of process %d, which no longer runs\n", e.dir, e.owner)
 	}
 }
