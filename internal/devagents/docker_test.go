@@ -214,3 +214,31 @@ func TestDockerEngineOfADeadTestIsSwept(t *testing.T) {
 		t.Errorf("%s is still there after the sweep", engine)
 	}
 }
+
+// Issue 28 item 5: a default dockerd turns bridge netfilter on and sets
+// the iptables FORWARD policy to DROP; the testbed's bridge then forwards
+// nothing and StartHosts timed out ("consul agent c1 is not an alive
+// member"). It now says what blocks forwarding, at once.
+func TestForwardingBlockerNamesDockersDefaults(t *testing.T) {
+	const docker = "-P FORWARD DROP\n-A FORWARD -j DOCKER-USER\n-A FORWARD -j DOCKER-ISOLATION-STAGE-1\n"
+	for _, c := range []struct {
+		bridgeNF, rules string
+		blocked         bool
+	}{
+		{"1\n", docker, true},
+		{"0\n", docker, false},                // bridged packets skip iptables
+		{"1\n", "-P FORWARD ACCEPT\n", false}, // this machine now
+		{"1\n", "", false},
+	} {
+		why := forwardingBlocker(c.bridgeNF, c.rules)
+		if (why != "") != c.blocked {
+			t.Errorf("bridge-nf-call-iptables %q, FORWARD %q: %q, want blocked %v", c.bridgeNF, c.rules, why, c.blocked)
+		}
+		if c.blocked && (!strings.Contains(why, "iptables -P FORWARD ACCEPT") || !strings.Contains(why, "bridge-nf-call-iptables=0")) {
+			t.Errorf("the message does not say how to undo it: %s", why)
+		}
+	}
+	if why := forwardingBlocked(); why != "" {
+		t.Logf("this machine: %s", why)
+	}
+}
