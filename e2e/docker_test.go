@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -238,18 +237,8 @@ func TestMembersInDockerContainers(t *testing.T) {
 	// itself in turn (SIGTERM from Nomad through Docker, within
 	// kill_timeout) and the survivor keeps the quorum.
 	allocs = c.allocs()
-	var wg sync.WaitGroup
 	stopped := time.Now()
-	for _, a := range allocs[:2] {
-		wg.Add(1)
-		go func(id string) {
-			defer wg.Done()
-			if out, err := exec.Command(nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, id).CombinedOutput(); err != nil {
-				t.Errorf("nomad alloc stop %s: %v\n%s", id, err, out)
-			}
-		}(a.ID)
-	}
-	wg.Wait()
+	stopTogether(t, allocs[0].ID, allocs[1].ID)
 	waitFor(t, 3*time.Minute, "two replacements running, 3 voters", func() (bool, string) {
 		running := 0
 		for _, a := range c.allocs() {
