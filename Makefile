@@ -10,10 +10,23 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/... ./identity/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools browser test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts
+.PHONY: build tools browser test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
+
+## image: the container image for nomad { driver = "docker" }: the static
+## binary (CGO_ENABLED=0) in a scratch image (CA certificates, user
+## nonroot 65532), tagged $(IMAGE), and its `docker save` in
+## bin/etcd-nomad-image-$(VERSION).tar for clients without a registry.
+## Built by `docker import` (tools/image.sh): no registry, no base image, no
+## builder. DOCKER_HOST picks the engine. README: Docker.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+IMAGE   ?= etcd-nomad:$(VERSION)
+image:
+	@mkdir -p bin/image
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/image/etcd-nomad ./cmd/etcd-nomad
+	bash tools/image.sh bin/image/etcd-nomad $(IMAGE) bin/etcd-nomad-image-$(VERSION).tar
 
 vet:
 	$(GO) vet ./...
@@ -178,10 +191,15 @@ timing:
 	@bash tools/timing.sh $(JSON)
 
 ## demo: Consul and Nomad dev agents and a 3-member cluster deployed with
-## `nomad job run`; `make demo-down` stops everything.
+## `nomad job run`; `make demo-down` stops everything. `make demo
+## DRIVER=docker`: the members in containers of an image of this tree (built
+## by tools/image.sh on a Docker engine of the demo's own, stopped by
+## demo-down; needs root and Docker, which `make tools` installs).
+DRIVER ?= raw_exec
 demo: build
-	bash tools/build.sh nomad consul etcdctl
-	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN)
+	bash tools/build.sh nomad consul etcdctl $(if $(filter docker,$(DRIVER)),docker)
+	$(if $(filter docker,$(DRIVER)),CGO_ENABLED=0 $(GO) build -trimpath -o bin/image/etcd-nomad ./cmd/etcd-nomad)
+	$(GO) run ./cmd/demo up -dir $(DEMO_DIR) -bin $(BIN) -driver $(DRIVER)
 
 demo-down:
 	$(GO) run ./cmd/demo down -dir $(DEMO_DIR)

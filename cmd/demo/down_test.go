@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -232,28 +233,56 @@ func TestDownKillsWhatRunsFromTheDemoDir(t *testing.T) {
 // it claims (PrintedAddresses), and the Consul UI shows the members'
 // health and follows a member's restart (ConsulUI).
 func TestDemoUpDownLeavesNoProcess(t *testing.T) {
+	demoUpDown(t, false)
+}
+
+// `make demo DRIVER=docker`: the same with the members in containers, on
+// a Docker engine of the demo's own that down stops with its containers.
+func TestDemoWithDockerUpDownLeavesNoProcess(t *testing.T) {
+	demoUpDown(t, true)
+}
+
+func demoUpDown(t *testing.T, inDocker bool) {
 	requireAgents(t)
 	chromium := chromiumPath(t)
+	if inDocker {
+		if err := devagents.DockerAvailable(); errors.Is(err, devagents.ErrNoDocker) {
+			t.Skipf("needs a Docker engine: %v", err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := tempDir(t)
 	t.Cleanup(func() { killSurvivors(t, dir) })
 	bin := filepath.Join(t.TempDir(), "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", bin, "../etcd-nomad").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "../etcd-nomad")
+	imageBin := ""
+	if inDocker {
+		// Static, for the image; it serves as the operator's binary too.
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		imageBin = bin
+	}
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
 	}
 	// up points the environment at its agents for the status it prints.
 	t.Setenv("CONSUL_HTTP_ADDR", "")
 	t.Setenv("NOMAD_ADDR", "")
 	var printed bytes.Buffer
-	upErr := up(dir, bin, io.MultiWriter(os.Stdout, &printed))
+	upErr := up(dir, bin, imageBin, io.MultiWriter(os.Stdout, &printed))
 	if upErr == nil {
 		// Subtests: a failure there ends the subtest, and down still runs.
 		if b, err := newBrowser(t, chromium); err != nil {
 			t.Error(err)
 		} else {
 			t.Run("PrintedAddresses", func(t *testing.T) { checkPrintedAddresses(t, b, printed.String(), dir) })
-			t.Run("ConsulUI", func(t *testing.T) {
-				checkConsulUI(t, b, readState(t, dir).ConsulAddr+"/ui/dc1/services/demo", dir)
-			})
+			if !inDocker {
+				// It kills a member by the PID its command line names
+				// the allocation in: a raw_exec member's.
+				t.Run("ConsulUI", func(t *testing.T) {
+					checkConsulUI(t, b, readState(t, dir).ConsulAddr+"/ui/dc1/services/demo", dir)
+				})
+			}
 		}
 		checkOperatorAccess(t, dir, bin)
 	}
@@ -279,5 +308,8 @@ func TestDemoUpDownLeavesNoProcess(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "still running after the agents stopped") {
 		t.Errorf("down had to kill processes the orderly stop should have ended")
+	}
+	if left := devagents.DockerLeftovers(); inDocker && len(left) > 0 {
+		t.Errorf("left of the demo's Docker engine: %v", left)
 	}
 }
