@@ -70,6 +70,13 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 	d.validateAccess(c)
 }
 
+// Summaries of the snapshot warnings that say a store is open to its
+// readers (no encryption) or its writers (no authentication).
+const (
+	SummaryUnencryptedSnapshots     = "Snapshots stored unencrypted"
+	SummaryUnauthenticatedSnapshots = "Snapshots not authenticated"
+)
+
 func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
 	if s := c.Snapshot; s != nil {
 		switch s.StoreKind {
@@ -107,6 +114,12 @@ func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
 		}
 		if s.DeltaInterval > 0 && s.PassphraseEnv != "" && s.DeltaInterval < DefaultDeltaIntervalScrypt/2 {
 			d.warnf(d.rangeOf("snapshot", "delta_interval"), "delta_interval costly with a passphrase", "delta_interval = %s with passphrase_env: every delta segment is encrypted with age's scrypt (256 MiB and about a second of CPU each). Encrypt to recipients (X25519 keys need no scrypt) or flush less often (%s by default).", s.DeltaInterval, DefaultDeltaIntervalScrypt)
+		}
+		if s.PassphraseEnv == "" && len(s.Recipients) == 0 {
+			d.warnf(d.rangeOf("snapshot"), SummaryUnencryptedSnapshots, "the snapshot block has no encryption: every snapshot and delta segment (all of etcd's data, its users and their password hashes included) is stored in the clear, readable by whoever can read the store. Add encryption { recipients = [\"age1...\"] } (or passphrase_env).")
+		}
+		if c.TLS.Mode != TLSAuto {
+			d.warnf(d.rangeOf("snapshot"), SummaryUnauthenticatedSnapshots, "with tls mode %q there is no cluster CA key encryption key (ETCD_NOMAD_CA_KEK), which the snapshot MAC key is derived from: snapshots are written without a MAC and restored unchecked, so whoever can write the store can plant one (its own users and roles) that a recovery restores. Encryption does not help: the recipients are public. Use tls mode \"auto\".", c.TLS.Mode)
 		}
 		if s.DeltaInterval < 0 {
 			d.errorf(d.rangeOf("snapshot", "delta_interval"), "Invalid delta_interval", "delta_interval must be positive, or \"0s\" to turn continuous backup off; got %s.", s.DeltaInterval)

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -312,6 +313,51 @@ func TestNomadPortAndUserRefusals(t *testing.T) {
 			t.Errorf("%q: %v", ok, diags)
 		} else if ok == "peer_port = 2380" && cl.Nomad.PeerPort != 2380 {
 			t.Errorf("%q: PeerPort %d", ok, cl.Nomad.PeerPort)
+		}
+	}
+}
+
+// A snapshot store open to its readers (no encryption) or its writers (no
+// authentication: tls not auto, so no KEK to derive the MAC key from) is
+// said at validate, not found out after a forged restore.
+func TestValidateWarnsUnprotectedSnapshotStore(t *testing.T) {
+	src := func(tls, enc string) string {
+		return `cluster "x" {
+  data_dir = "/d"
+  provider "static" {
+    member "a" { address = "127.0.0.1" }
+  }
+  coordination "local" { dir = "c" }
+  tls { mode = "` + tls + `" }
+  snapshot {
+    store "file" { path = "/s" }
+    ` + enc + `
+  }
+}`
+	}
+	warnings := func(s string) []string {
+		_, _, diags := Load("/etc/x.hcl", []byte(s))
+		if diags.HasErrors() {
+			t.Fatalf("%s", diags)
+		}
+		var out []string
+		for _, d := range diags {
+			out = append(out, d.Summary)
+		}
+		return out
+	}
+	recipients := `encryption { recipients = ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"] }`
+	for _, c := range []struct {
+		tls, enc string
+		want     []string
+	}{
+		{"auto", "", []string{SummaryUnencryptedSnapshots}},
+		{"off", "", []string{SummaryUnencryptedSnapshots, SummaryUnauthenticatedSnapshots}},
+		{"off", recipients, []string{SummaryUnauthenticatedSnapshots}},
+		{"auto", recipients, nil},
+	} {
+		if got := warnings(src(c.tls, c.enc)); !slices.Equal(got, c.want) {
+			t.Errorf("tls %s, encryption %q: warnings %q, want %q", c.tls, c.enc, got, c.want)
 		}
 	}
 }

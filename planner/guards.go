@@ -91,6 +91,14 @@ type Faults struct {
 	// fewer than a quorum (the cluster would lose its quorum, or the
 	// last good copy).
 	SetAsideLastGood bool
+	// SeedBesideRefused (review data11 F1): seed empty, or restore the
+	// newest authentic snapshot, with no record or over a gone seeder's
+	// empty seed, although the store holds a newer object members refuse
+	// (unauthenticated or forged): it may hold the cluster's data.
+	SeedBesideRefused bool
+	// RecoverBelowRefused (review data11 F3): recover from data or a
+	// snapshot older than an object of the store members refuse.
+	RecoverBelowRefused bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -115,6 +123,7 @@ const (
 	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
+	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
 )
 
 // seedGuard reports whether rule holds.
@@ -126,6 +135,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedDespitePeerData
 	case noSeedWhileSilent:
 		return !f.SeedWhileSilent && !f.SeedDespitePeerData
+	case noSeedBesideRefused:
+		return !f.SeedBesideRefused
 	}
 	return true
 }
@@ -178,6 +189,7 @@ const (
 	notBelowOlderData                             // never from a source older than data of an older epoch
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
+	notBelowRefused                               // never from a source older than an object of the store members refuse
 )
 
 // recoveryGuard reports whether rule holds.
@@ -199,6 +211,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideSkippedEpoch
 	case notBesideKnownHealthy:
 		return !f.RecoverBesideKnownHealthy
+	case notBelowRefused:
+		return !f.RecoverBelowRefused
 	}
 	return true
 }
@@ -236,7 +250,7 @@ type resumeRule int
 
 const (
 	resumeWhenAllAnswer        resumeRule = iota // a seed or restore whose data this member lost only while every instance answers
-	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot than the record starts from
+	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot (authentic, or one members refuse) than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
 )
 

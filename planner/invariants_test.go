@@ -91,6 +91,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
 	"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
 	"invariant 10: recover beside a forgotten majority": {RecoverBesideKnownHealthy: true},
+	"invariant 8: seed beside a refused snapshot":       {SeedBesideRefused: true},
+	"invariant 4: recover below a refused snapshot":     {RecoverBelowRefused: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

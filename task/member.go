@@ -172,10 +172,17 @@ type Member struct {
 	// latestSnapshotTaker is the member latestSnapshot was taken from:
 	// without a record a member probes it (observeKnownHealthy).
 	latestSnapshotTaker knownMember
+	// refusedSnapshot: the newest object of the store the member refuses,
+	// from the same listing (observeLatestSnapshot).
+	refusedSnapshot *planner.RefusedSnapshot
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool
-	startFailures int // consecutive failed etcd starts
+	// refusedSnapshots: objects whose metadata failed authentication
+	// (listAuthentic), each logged once; guarded by refusedMu.
+	refusedMu        sync.Mutex
+	refusedSnapshots map[string]bool
+	startFailures    int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
@@ -905,7 +912,7 @@ func (m *Member) stopSnapshot() {
 	if o.Local.Learner || o.LeaderID == 0 {
 		return // a learner's data may lag; without a quorum a save fails
 	}
-	list, err := s.Store.List(ctx)
+	list, err := m.listAuthentic(ctx)
 	if err != nil {
 		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
 		return
