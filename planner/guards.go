@@ -94,6 +94,24 @@ type Faults struct {
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
+
+	// The operator's commands (issue 24: the simulation's operator).
+
+	// OperatorBelowStore: 'recover -from MEMBER' or '-from
+	// snapshot:NAME' goes ahead without -accept-data-loss although the
+	// store's newest snapshot with its deltas is newer than the source.
+	OperatorBelowStore bool
+	// ResumeRestoreBesideNewer: resume this member's own restore record
+	// (an operator's or its own) although a peer holds another
+	// incarnation of an epoch as new as the record's (one ran since the
+	// record was written: Consul brought it back).
+	ResumeRestoreBesideNewer bool
+	// RecoverFromOlderEpochSnapshot: a quorum-loss recovery restores the
+	// newest snapshot over the survivors' data of a newer epoch when the
+	// snapshot's revision is higher (two lines' revisions compared: an
+	// operator's restore of an older snapshot starts a line below the one
+	// it replaced, whose snapshots stay in the store).
+	RecoverFromOlderEpochSnapshot bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -178,6 +196,7 @@ const (
 	notBelowOlderData                             // never from a source older than data of an older epoch
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
+	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 )
 
 // recoveryGuard reports whether rule holds.
@@ -199,6 +218,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideSkippedEpoch
 	case notBesideKnownHealthy:
 		return !f.RecoverBesideKnownHealthy
+	case snapshotNotOfOlderEpoch:
+		return !f.RecoverFromOlderEpochSnapshot
 	}
 	return true
 }
@@ -238,6 +259,7 @@ const (
 	resumeWhenAllAnswer        resumeRule = iota // a seed or restore whose data this member lost only while every instance answers
 	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
+	resumeNotBesideNewer                         // a restore never beside another incarnation of an epoch as new as the record's
 )
 
 // resumeGuard reports whether rule holds.
@@ -249,6 +271,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeOverNewerSnapshot
 	case resumeAsRecorded:
 		return !f.ResumeBesideQuorum
+	case resumeNotBesideNewer:
+		return !f.ResumeRestoreBesideNewer
 	}
 	return true
 }
@@ -281,6 +305,23 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SetAsideBeforeNewerRuns
 	case asideNotForOwn:
 		return !f.SettleOnOwnRecord
+	}
+	return true
+}
+
+// operatorRule names a rule of an operator's command ('etcd-nomad
+// recover').
+type operatorRule int
+
+const (
+	notBelowStore operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+)
+
+// operatorGuard reports whether rule holds.
+func (f Faults) operatorGuard(rule operatorRule) bool {
+	switch rule {
+	case notBelowStore:
+		return !f.OperatorBelowStore
 	}
 	return true
 }

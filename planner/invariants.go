@@ -302,6 +302,9 @@ func Check(o Observation, d Decision) error {
 					if p.Token == o.Record.Token {
 						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
 					}
+					if p.Token != "" && p.Epoch >= o.Record.Epoch {
+						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds another incarnation of epoch %d", o.Record.Epoch, p.Name, p.Epoch)
+					}
 				}
 			}
 			break
@@ -442,7 +445,7 @@ func Check(o Observation, d Decision) error {
 		default:
 			return fmt.Errorf("invariant 4: recovery from %q", d.From)
 		}
-		if src < best || (o.LatestSnapshot != nil && src < o.LatestSnapshot.Revision) {
+		if src < best || (o.LatestSnapshot != nil && o.LatestSnapshot.Epoch >= dataEpoch && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
 		// Nor below data of another epoch older than the record's (older

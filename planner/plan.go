@@ -407,6 +407,17 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of the epoch %d this member recorded; waiting to join it instead of restoring again", p.Name, rec.Epoch)}
 				}
 			}
+			for _, p := range o.Peers {
+				if p.Token != "" && p.Epoch >= rec.Epoch && r.resumeGuard(resumeNotBesideNewer) {
+					// No incarnation of an epoch as new as the record's
+					// existed when it was written (a restore records the
+					// epoch after every one it saw): one ran since, and
+					// Consul brought this record back (sim seed 243 with
+					// the operator: an operator's restore record came back
+					// beside a confirmed recovery of its epoch).
+					return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as a restore of snapshot %s, but peer %s holds another incarnation of epoch %d (token %s, revision %d), which ran after the record was written: not restoring beside it; an operator must choose", rec.Epoch, snap, p.Name, p.Epoch, short(p.Token), p.Revision)}
+				}
+			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
 			}

@@ -203,7 +203,13 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
-	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer) &&
+		(o.LatestSnapshot.Epoch >= dataEpoch || !r.recoveryGuard(snapshotNotOfOlderEpoch))) {
+		// A snapshot of an epoch older than the data's is of a line the
+		// data's incarnation replaced: its revisions are not comparable
+		// (an operator's restore of an older snapshot starts a line below
+		// the one it replaced, whose snapshots stay in the store: sim
+		// seed 845 with the operator).
 		if o.LatestSnapshot == nil {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
