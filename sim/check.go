@@ -118,7 +118,7 @@ func (w *World) checkWrites(g *group) {
 		// A copy at or below b's fork holds none of b's own writes (a
 		// learner that joined at revision 0): its parent's are checked
 		// as the parent's.
-		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork {
+		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork && !w.lossAccepted(b, have, exists) {
 			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists (%s)", g, have, other, exists, where)
 			return
 		}
@@ -193,6 +193,9 @@ func (w *World) removable(l *leave) bool {
 	if m == nil || m.learner || l.crashed || n.noConsul || n.noNomad || g.quorum < 0 || n.side != g.quorum || w.now < n.stalledUntil {
 		return false
 	}
+	if w.coord.pause != "" {
+		return false // a leaving member does not remove itself while paused
+	}
 	if h := w.coord.holder; h != nil && h != n {
 		return false
 	}
@@ -242,6 +245,11 @@ func (w *World) healthy() bool {
 // stuck says why no automatic way back exists, "" if one does: then only
 // an operator can help, and the liveness check does not apply.
 func (w *World) stuck() string {
+	if w.coord.pause != "" {
+		// An operator's pause holds every change until resume (a
+		// restore of Consul's state may bring one back).
+		return "the cluster is paused (" + w.coord.pause + "): members hold every change until an operator resumes"
+	}
 	r := w.coord.record
 	if r == nil {
 		return ""

@@ -26,7 +26,7 @@ func (w *World) fault() {
 		w.gracefulStop()
 	case k < 75:
 		w.logf("fault", "Consul loses its state: no record, no sessions")
-		w.coord.record, w.coord.holder, w.coord.summary = nil, nil, nil
+		w.coord.record, w.coord.holder, w.coord.summary, w.coord.pause = nil, nil, nil, ""
 		w.coord.index = w.id()
 	case k < 79:
 		w.restoreOlder()
@@ -262,7 +262,7 @@ func (w *World) restoreOlder() {
 	}
 	v := h[w.rng.IntN(len(h)-1)]
 	rc := *v.rec
-	w.coord.record, w.coord.holder, w.coord.summary = &rc, nil, v.summary
+	w.coord.record, w.coord.holder, w.coord.summary, w.coord.pause = &rc, nil, v.summary, v.pause
 	w.coord.index = w.id()
 	w.logf("fault", "Consul restored from an older snapshot: record epoch %d %s cluster %x", rc.Epoch, rc.Token, rc.ClusterID)
 }

@@ -36,6 +36,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		return planner.Observation{}, errors.New("read cluster record: consul unreachable")
 	}
 	n.record, n.recIndex = nil, w.coord.index
+	o.Paused = w.coord.pause
 	if r := w.coord.record; r != nil {
 		rc := *r
 		o.Record = &rc

@@ -45,6 +45,10 @@ var defects = []struct {
 	{"NewestByCreated", Defects{NewestByCreated: true}, 0, false, ""},
 	{"RecoverBesideKnownHealthy", Defects{Planner: planner.Faults{RecoverBesideKnownHealthy: true}}, 240, true, ""},
 	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
+	// Found by the operator (operator.go).
+	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 0, false, ""},
+	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 0, false, ""},
+	{"RecoverFromOlderEpochSnapshot", Defects{Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
 }
 
 // maxSeeds bounds the search for each defect.

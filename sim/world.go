@@ -68,6 +68,13 @@ type Defects struct {
 	// CollectRunning: an empty replacement recovered beside a collected
 	// majority that still served).
 	NoSummaryProbe bool
+	// OperatorShortChainRefused: 'recover -from snapshot:NAME
+	// -accept-data-loss' refuses a snapshot whose delta chain verifies
+	// short of its listed end (a damaged segment), as before the command
+	// restored it up to its verified end when the operator accepts the
+	// loss: every snapshot whose chain holds a damaged segment was out of
+	// the operator's reach.
+	OperatorShortChainRefused bool
 }
 
 // Config describes one run.
@@ -96,6 +103,14 @@ type Config struct {
 	// the summary's) runs clean since the summary probe. The
 	// KnownHealthy guard's catch runs with it.
 	CollectRunning bool
+	// OperatorRate is the chance that an impatient operator runs a
+	// command (operator.go) at a step of the fault phase (0.001 when 0;
+	// negative: never, the operator only takes the way out of a stuck
+	// run).
+	OperatorRate float64
+	// NoOperator: no operator ever runs a command, neither an impatient
+	// one nor the way out of a stuck run (the model before operators).
+	NoOperator bool
 }
 
 func (c *Config) defaults() {
@@ -114,6 +129,9 @@ func (c *Config) defaults() {
 	if c.TraceLen == 0 {
 		c.TraceLen = 200
 	}
+	if c.OperatorRate == 0 {
+		c.OperatorRate = 0.001
+	}
 }
 
 // World is the whole modeled system: allocations with their supervisor
@@ -130,6 +148,8 @@ type World struct {
 	srng *rand.Rand
 	now  time.Duration
 	step int
+	// op is the operator (operator.go), drawing from a stream of its own.
+	op operator
 
 	nodes  []*node // every allocation ever placed
 	slots  []*node // the current allocation of each slot
@@ -406,6 +426,7 @@ func (v *Violation) Error() string {
 func New(cfg Config) *World {
 	cfg.defaults()
 	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), crng: rand.New(rand.NewPCG(cfg.Seed, 0xde17a)), srng: rand.New(rand.NewPCG(cfg.Seed, 0xc10c)), byName: map[string]*node{}, nextID: 0x10}
+	w.op.rng = rand.New(rand.NewPCG(cfg.Seed, 0x0be))
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {
