@@ -112,6 +112,18 @@ type Faults struct {
 	// operator's restore of an older snapshot starts a line below the one
 	// it replaced, whose snapshots stay in the store).
 	RecoverFromOlderEpochSnapshot bool
+	// RecoverBelowSnapshotEpoch: a quorum-loss recovery records the epoch
+	// after the record's although the newest snapshot is of that epoch or
+	// a later one (Consul restored an older record).
+	RecoverBelowSnapshotEpoch bool
+	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
+	// record sets its data aside although some instances do not answer
+	// (they may hold a quorum of that data's cluster).
+	SettleOwnRestoreWhileSilent bool
+	// RestoreOverLaterWrites: an operator's restore sets aside, or
+	// restores over, data beyond the highest revision its command saw
+	// (Record.AcceptedRevision: writes acknowledged after it was recorded).
+	RestoreOverLaterWrites bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -197,6 +209,7 @@ const (
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
+	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 )
 
 // recoveryGuard reports whether rule holds.
@@ -220,6 +233,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideKnownHealthy
 	case snapshotNotOfOlderEpoch:
 		return !f.RecoverFromOlderEpochSnapshot
+	case epochAboveSnapshots:
+		return !f.RecoverBelowSnapshotEpoch
 	}
 	return true
 }
@@ -260,6 +275,7 @@ const (
 	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
 	resumeNotBesideNewer                         // a restore never beside another incarnation of an epoch as new as the record's
+	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
 )
 
 // resumeGuard reports whether rule holds.
@@ -273,6 +289,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeBesideQuorum
 	case resumeNotBesideNewer:
 		return !f.ResumeRestoreBesideNewer
+	case resumeNotOverLaterWrites:
+		return !f.RestoreOverLaterWrites
 	}
 	return true
 }
@@ -282,12 +300,13 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 type dataRule int
 
 const (
-	persistedName      dataRule = iota // identity is the name persisted in the data dir
-	ownIncarnationOnly                 // data of another cluster, or another incarnation than the record's, is never started as-is
-	epochsOnlyGrow                     // a record older than this member's epoch is never obeyed: the data re-records it
-	asideForConfirmed                  // only a confirmed newer record sets data aside
-	asideOnceNewerRuns                 // ...and only once a peer shows it running with a quorum
-	asideNotForOwn                     // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+	persistedName         dataRule = iota // identity is the name persisted in the data dir
+	ownIncarnationOnly                    // data of another cluster, or another incarnation than the record's, is never started as-is
+	epochsOnlyGrow                        // a record older than this member's epoch is never obeyed: the data re-records it
+	asideForConfirmed                     // only a confirmed newer record sets data aside
+	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
+	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
 )
 
 // dataGuard reports whether rule holds.
@@ -305,6 +324,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SetAsideBeforeNewerRuns
 	case asideNotForOwn:
 		return !f.SettleOnOwnRecord
+	case asideOwnWhenAllAnswer:
+		return !f.SettleOwnRestoreWhileSilent
 	}
 	return true
 }

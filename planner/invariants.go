@@ -292,7 +292,7 @@ func Check(o Observation, d Decision) error {
 				// (OperatorSnapshotRecovery refused it over newer data
 				// unless they accepted the loss) is not traded for the
 				// newest one.
-				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && !o.Record.Operator {
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && (!o.Record.Operator || s.Epoch >= o.Record.Epoch) {
 					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
 				}
 				if o.Unreachable > 0 {
@@ -375,8 +375,8 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 9: recovery over record epoch %d while peer %s holds epoch %d", o.Record.Epoch, p.Name, p.Epoch)
 			}
 		}
-		if o.Record == nil || d.Record == nil || d.Record.Epoch != o.Record.Epoch+1 {
-			return fmt.Errorf("invariant 4: recovery without recording the next epoch")
+		if o.Record == nil || d.Record == nil || d.Record.Epoch != (rules{}).nextEpoch(o) {
+			return fmt.Errorf("invariant 4: recovery without recording the next epoch (above the record's and the newest snapshot's)")
 		}
 		// The data a recovery may start from: this incarnation's, or, when
 		// taking over an unconfirmed recovery whose seeder is gone, the
@@ -499,6 +499,9 @@ func Check(o Observation, d Decision) error {
 					}
 					if o.MembersKnown {
 						return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while cluster %x answers with a quorum", l.Epoch, o.MembersClusterID)
+					}
+					if o.Unreachable > 0 {
+						return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while %d instance(s) do not answer", l.Epoch, o.Unreachable)
 					}
 					for _, p := range o.Peers {
 						if p.Healthy {

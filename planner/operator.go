@@ -147,6 +147,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	seeder := false
 	epoch := max(v.Record.Epoch, s.Epoch)
+	accepted := s.Revision
 	var newer, names []string
 	for _, p := range v.Answered {
 		if p.Healthy {
@@ -157,6 +158,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 			continue
 		}
 		epoch = max(epoch, p.Epoch)
+		accepted = max(accepted, p.Revision)
 		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
 			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
 			names = append(names, p.Name)
@@ -179,7 +181,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
-		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision}, nil
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil
 }
 
 // LossError is the refusal of an operator's recovery that would leave

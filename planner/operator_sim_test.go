@@ -91,3 +91,96 @@ func TestRecoveryPrefersDataOverAnOlderEpochsSnapshot(t *testing.T) {
 		t.Fatalf("with the newest snapshot of epoch 4 at 1000240: %s (%s); want a recovery from it", d.Kind, d.Reason)
 	}
 }
+
+// The same with no copy left but the store's: Consul brings back an
+// operator's restore record after another incarnation of its epoch ran,
+// was snapshotted and lost every member's copy (sim seed 243 with
+// RotateCA: snap-167 at revision 56 restored over snap-594 at 208). The
+// newest snapshot, of an epoch as new as the record's, was taken after
+// the record was written: the seeder waits for an operator rather than
+// restore the older one the record names.
+func TestOperatorRestoreRecordBroughtBackBesideANewerSnapshotWaits(t *testing.T) {
+	rec := &Record{Token: "tokR", Epoch: 2, Seeder: "m0", Source: SnapshotSource("snap-167"), Operator: true, SourceRevision: 56}
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, HoldsLock: true, RecoveryGrace: 20 * time.Second,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: rec, Local: Local{Empty: true},
+		LatestSnapshot: &SnapshotInfo{Name: "snap-594", Revision: 208, Epoch: 2},
+		Peers:          []PeerStatus{{Name: "m1"}, {Name: "m2"}}}
+	if d := Plan(o); d.Kind != Wait || !d.AwaitsOperator {
+		t.Fatalf("the seeder of the operator's restore of snap-167 beside snap-594 of epoch 2: %s (%s); want a wait for an operator", d.Kind, d.Reason)
+	}
+	// A newer snapshot of an older epoch than the record's was there when
+	// the operator chose: the operator's choice stands.
+	o.LatestSnapshot.Epoch = 1
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "snap-167" {
+		t.Fatalf("with the newest snapshot of epoch 1: %s %s (%s); want the operator's restore of snap-167", d.Kind, d.Target, d.Reason)
+	}
+}
+
+// Consul restored a record (epoch 1) older than an incarnation that ran
+// and was snapshotted (epoch 3): a recovery records the epoch after the
+// newest snapshot's, never one below it (sim seed 2470 with the
+// operator: epoch 2 was restored from a snapshot of epoch 3, and an
+// operator's later 'recover -from snapshot:latest' took that snapshot for
+// newer than a learner's epoch-2 data and set aside its writes unnamed).
+func TestRecoveryRecordsAnEpochAboveTheNewestSnapshot(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, HoldsLock: true, RecoveryGrace: 20 * time.Second, QuorumLostFor: 30 * time.Second,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Local: Local{Empty: true},
+		Record:         &Record{ClusterID: 0x18, Token: "tok1", Epoch: 1, Seeder: "m2"},
+		LatestSnapshot: &SnapshotInfo{Name: "s3", Revision: 347, Epoch: 3},
+		Peers:          []PeerStatus{{Name: "m1"}, {Name: "m2"}}}
+	d := Plan(o)
+	if d.Kind != RecoverQuorum || d.Record.Epoch != 4 {
+		t.Fatalf("recovery from snapshot s3 of epoch 3 under a record of epoch 1: %s, record %+v (%s); want epoch 4", d.Kind, d.Record, d.Reason)
+	}
+	if err := Check(o, d); err != nil {
+		t.Fatalf("Check refuses it: %v", err)
+	}
+}
+
+// An operator recorded m0's restore (epoch 2) while no quorum answered;
+// m0's cluster (epoch 1) got its quorum back, then a partition left m0
+// alone: its own unconfirmed restore record must not set aside its data
+// while the other instances do not answer (they may be that quorum, and
+// are in sim seed 2768 with the operator).
+func TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, Running: true, SelfID: 0x30, RecoveryGrace: 20 * time.Second,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Unreachable: 2,
+		Local:  Local{Cluster: "c", Name: "m0", Token: "tok19", Epoch: 1, MemberID: 0x30, ClusterID: 0x18, Revision: 405},
+		Record: &Record{Token: "tok1200", Epoch: 2, Seeder: "m0", Source: SnapshotSource("snap-1118"), Operator: true, SourceRevision: 373}}
+	for _, running := range []bool{true, false} {
+		o.Running = running
+		d := unguarded.Plan(o) // the planner's own decision, not Check's refusal
+		if d.Kind == SetAside {
+			t.Fatalf("running %v: m0 sets aside its epoch-1 data while 2 instances do not answer: %s", running, d.Reason)
+		}
+		t.Logf("running %v: %s (%s)", running, d.Kind, d.Reason)
+	}
+}
+
+// An operator recorded m2's restore of a snapshot at revision 286,
+// accepting to set aside the members' data up to 288; the old cluster got
+// its quorum back and acknowledged writes up to 304 before losing it
+// again (sim seed 2133 with the operator). Neither the restorer's own
+// data nor a peer's beyond 288 may be set aside or restored over: the
+// operator never accepted those writes.
+func TestOperatorRestoreKeepsWritesAcknowledgedAfterIt(t *testing.T) {
+	rec := &Record{Token: "tokR", Epoch: 4, Seeder: "m2", Source: SnapshotSource("s"), Operator: true, SourceRevision: 286, AcceptedRevision: 288}
+	own := Observation{ClusterName: "c", Self: Self{Name: "m2"}, Running: true, SelfID: 0x13f, RecoveryGrace: 20 * time.Second,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: rec,
+		Local: Local{Cluster: "c", Name: "m2", Token: "tok3", Epoch: 3, MemberID: 0x13f, ClusterID: 0x136, Revision: 304},
+		Peers: []PeerStatus{{Name: "m0"}, {Name: "m1", Token: "tok3", Epoch: 3, Revision: 304}}}
+	if d := unguarded.Plan(own); d.Kind == SetAside || d.Kind == RecoverQuorum {
+		t.Fatalf("the restorer holding revision 304: %s (%s); want a wait", d.Kind, d.Reason)
+	}
+	peer := own
+	peer.Running, peer.SelfID, peer.Local, peer.HoldsLock = false, 0, Local{Empty: true}, true
+	peer.LatestSnapshot = &SnapshotInfo{Name: "s", Revision: 293, Epoch: 3}
+	if d := unguarded.Plan(peer); d.Kind == RecoverQuorum {
+		t.Fatalf("the restorer, empty, with m1 holding revision 304: %s (%s); want a wait", d.Kind, d.Reason)
+	}
+	// Data the operator accepted is set aside, and restored over.
+	peer.Peers[1].Revision = 288
+	if d := unguarded.Plan(peer); d.Kind != RecoverQuorum {
+		t.Fatalf("with m1 at the accepted revision 288: %s (%s); want the restore", d.Kind, d.Reason)
+	}
+}
