@@ -19,6 +19,7 @@ const (
 	InvLeave       = "graceful departure left a removable voter"
 	InvLiveness    = "not healthy after faults stopped"
 	InvRefused     = "the correct planner's decision fails planner.Check"
+	InvTLS         = "members of one cluster cannot verify each other's certificates"
 )
 
 func (w *World) violate(inv, format string, args ...any) {
@@ -70,6 +71,7 @@ func (w *World) check() {
 		w.checkWrites(serving[0])
 	}
 	w.checkLeaves()
+	w.checkTLS()
 }
 
 // checkWrites: the serving cluster holds every acknowledged write that

@@ -25,6 +25,9 @@ type coordinator struct {
 	// pause is the operator's pause ('etcd-nomad pause': who and why),
 	// "" when none; Consul KV, lost with Consul's state.
 	pause string
+	// ca is the cluster CA, rot the CA rotation record (rotation.go).
+	ca  int
+	rot *rotationRec
 }
 
 type recordVersion struct {
@@ -32,6 +35,8 @@ type recordVersion struct {
 	index   uint64
 	summary *clusterSummary // the summary stored when the record was written
 	pause   string          // the pause then
+	ca      int             // the cluster CA then
+	rot     *rotationRec    // the CA rotation record then
 }
 
 // clusterSummary is task's Summary, as far as the model reads it.
@@ -168,7 +173,7 @@ func (w *World) updateRecord(n *node, r planner.Record) error {
 func (w *World) setRecord(r planner.Record) {
 	w.coord.index = w.id()
 	w.coord.record = &r
-	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index, summary: w.coord.summary, pause: w.coord.pause})
+	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index, summary: w.coord.summary, pause: w.coord.pause, ca: w.coord.ca, rot: w.coord.rot})
 }
 
 // listed is the provider's current instance list: allocations that run,

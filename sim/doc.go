@@ -91,12 +91,23 @@
 //     named without -accept-data-loss, beyond the source) is excused by
 //     the write check, and no other (Result.AcceptedLoss counts such
 //     runs). Consul's state loss takes the pause with it, and a restore of
-//     an older state brings back the pause it held.
+//     an older state brings back the pause it held. A resume the way out
+//     begins with (a pause a restore of Consul brought back) is followed
+//     by another look at the product;
+//   - with Config.RotateCA, the cluster CA and 'tls rotate-ca'
+//     (rotation.go): members settle their CA at start (chooseCA), offer it
+//     to the coordinator (restoreCA), follow the rotation record
+//     (planner.FollowRotation) and load ca.crt when etcd starts; the
+//     command moves phases as planner.RotationPhaseDone allows; checked:
+//     a rotation never leaves two members of one cluster unable to verify
+//     each other. Off by default: Consul losing or restoring its state
+//     around a rotation breaks it (TestRotationFindingsAfterConsulStateLoss).
 //
 // What it does not model: etcd's log below the revision (members in the
 // quorum's partition side are caught up at once, others lag), elections
 // and terms (the lowest live voter leads), sticky-disk migration (a
-// replacement always starts empty), the CA and TLS, ASG replacement
+// replacement always starts empty), TLS on the client and status ports
+// (and, without RotateCA, the CA), ASG replacement
 // (ReplaceInstance), snapshot retention (the store keeps every snapshot)
 // and damaged full snapshots, overlapping delta segments (one bridging a
 // damaged one), a chain broken by compaction, the replay itself (its

@@ -16,7 +16,10 @@ var untriaged = map[uint64]bool{}
 
 // explore runs consecutive seeds from seed until steps are spent; it fails
 // on every violation that is not a known finding, printing its trace.
-// SIM_COLLECT=1 adds Config.CollectRunning (off by default: see doc.go).
+// SIM_COLLECT=1 adds Config.CollectRunning (off by default: see doc.go),
+// SIM_ROTATE=1 Config.RotateCA (off by default: see rotation.go);
+// SIM_NO_OPERATOR=1 runs without the operator, SIM_NO_IMPATIENT=1 with
+// only its way out of stuck runs.
 func explore(t *testing.T, seed uint64, steps int) string {
 	start, last := time.Now(), time.Now()
 	done, runs := 0, 0
@@ -24,7 +27,11 @@ func explore(t *testing.T, seed uint64, steps int) string {
 	stuckBy, wayOutBy, noWayOutBy := map[string]int{}, map[string]int{}, map[string]int{}
 	accepted, impatient := 0, 0
 	for s := seed; done < steps; s++ {
-		r, w := Run(Config{Seed: s, CollectRunning: os.Getenv("SIM_COLLECT") != "", NoOperator: os.Getenv("SIM_NO_OPERATOR") != ""})
+		cfg := Config{Seed: s, CollectRunning: os.Getenv("SIM_COLLECT") != "", NoOperator: os.Getenv("SIM_NO_OPERATOR") != "", RotateCA: os.Getenv("SIM_ROTATE") != ""}
+		if os.Getenv("SIM_NO_IMPATIENT") != "" {
+			cfg.OperatorRate = -1
+		}
+		r, w := Run(cfg)
 		done += r.Steps
 		runs++
 		if r.AcceptedLoss {

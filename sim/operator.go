@@ -28,7 +28,8 @@ import (
 //     end), then the same under the lock with
 //     planner.OperatorSnapshotRecovery, the restorer by default
 //     planner.Restorer;
-//   - tls rotate-ca: see rotation.go.
+//   - tls rotate-ca: see rotation.go (planner.RotationPhaseDone,
+//     RotationNext, and the members' planner.FollowRotation).
 //
 // An impatient operator runs one at any step of the fault phase
 // (Config.OperatorRate), with a random member, snapshot and
@@ -58,6 +59,13 @@ type operator struct {
 	wayOut, noWayOut, wayOutFor string
 	// pauseSeq numbers pauses: a scheduled resume lifts only its own.
 	pauseSeq int
+	// rotating: a 'tls rotate-ca' runs (rotation.go).
+	rotating bool
+	// rotated counts the CA rotations the operator's command completed.
+	rotated int
+	// resumed: the way out began with a resume (a pause Consul's restore
+	// brought back); the operator looks again after it.
+	resumed bool
 }
 
 // acceptedLoss is one member's data an operator's recovery set aside with
@@ -260,6 +268,11 @@ func (w *World) impatient() {
 			return
 		}
 		w.coord.pause, what = "", "etcd-nomad resume: pause lifted"
+	case k < 35:
+		if !w.cfg.RotateCA {
+			return
+		}
+		what = w.opRotateCA()
 	case k < 60:
 		var names []string
 		for _, n := range w.listed() {

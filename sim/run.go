@@ -50,7 +50,12 @@ func Run(cfg Config) (Result, *World) {
 				if why := w.stuck(); why != "" && !w.cfg.NoOperator && w.op.wayOut == "" && w.op.noWayOut == "" {
 					// The operator takes the way out; then the run
 					// must end healthy.
-					if did, ok := w.wayOut(why); ok {
+					if did, ok := w.wayOut(why); ok && did == "etcd-nomad resume" && !w.op.resumed {
+						// Resuming is reading status: the operator looks
+						// again after it, once.
+						w.op.resumed, w.quietAt = true, w.now
+						continue
+					} else if ok {
 						w.op.wayOut, w.op.wayOutFor, w.quietAt = did, why, w.now
 						continue
 					} else {

@@ -75,6 +75,11 @@ type Defects struct {
 	// loss: every snapshot whose chain holds a damaged segment was out of
 	// the operator's reach.
 	OperatorShortChainRefused bool
+	// RotationSkipsMembers: 'tls rotate-ca' moves to the next phase
+	// without waiting for the members to report the current one (a
+	// broken command, for the proof that Config.RotateCA's check
+	// catches one).
+	RotationSkipsMembers bool
 }
 
 // Config describes one run.
@@ -111,6 +116,13 @@ type Config struct {
 	// NoOperator: no operator ever runs a command, neither an impatient
 	// one nor the way out of a stuck run (the model before operators).
 	NoOperator bool
+	// RotateCA adds the cluster CA, the members' trust and the
+	// operator's 'tls rotate-ca' (rotation.go). Off by default: the
+	// product breaks its check (a rotation never cuts members off) in
+	// about one run in ten with the impatient operator, every time after
+	// Consul lost or restored its state around a rotation (see
+	// rotation.go).
+	RotateCA bool
 }
 
 func (c *Config) defaults() {
@@ -150,6 +162,9 @@ type World struct {
 	step int
 	// op is the operator (operator.go), drawing from a stream of its own.
 	op operator
+	// caParent maps a CA made by a rotation to the CA that certified it
+	// (rotation.go).
+	caParent map[int]int
 
 	nodes  []*node // every allocation ever placed
 	slots  []*node // the current allocation of each slot
@@ -222,6 +237,11 @@ type node struct {
 	// fetchedEnd is the verified end of the snapshot and chain the
 	// current recovery fetched.
 	fetchedEnd int64
+	// tls is the process's CA state, tlsDisk its member directory's
+	// (rotation.go); caChecked when it last checked the cluster CA.
+	tls       *tlsProc
+	tlsDisk   *tlsDisk
+	caChecked time.Duration
 }
 
 type allocStatus int
@@ -427,6 +447,7 @@ func New(cfg Config) *World {
 	cfg.defaults()
 	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), crng: rand.New(rand.NewPCG(cfg.Seed, 0xde17a)), srng: rand.New(rand.NewPCG(cfg.Seed, 0xc10c)), byName: map[string]*node{}, nextID: 0x10}
 	w.op.rng = rand.New(rand.NewPCG(cfg.Seed, 0x0be))
+	w.caParent = map[int]int{}
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {
