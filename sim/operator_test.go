@@ -2,7 +2,6 @@ package sim
 
 import (
 	"os"
-	"sort"
 	"strings"
 	"testing"
 )
@@ -86,21 +85,10 @@ func TestWedgeDetectionStats(t *testing.T) {
 		if !strings.Contains(tc.name, os.Getenv("SIM_DEFECT")) {
 			continue
 		}
-		var costs []int
-		from := tc.from
-		for i := 0; i < 15; i++ {
+		found, med := medianSteps(tc.from, func(from uint64) (uint64, int) {
 			s, _, spent := findWedge(tc.d, from, maxSeeds)
-			if s == 0 {
-				break
-			}
-			costs = append(costs, spent)
-			from = s + 1
-		}
-		sort.Ints(costs)
-		med := -1
-		if len(costs) > 0 {
-			med = costs[len(costs)/2]
-		}
-		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, len(costs), med)
+			return s, spent
+		})
+		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, found, med)
 	}
 }
