@@ -145,7 +145,12 @@ func TestOperatorSnapshotRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: refused: %v", c.name, err)
 		}
-		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true, SourceRevision: 50}
+		// AcceptedRevision: the highest revision of data the command saw.
+		accepted := snap.Revision
+		for _, p := range c.v.Answered {
+			accepted = max(accepted, p.Revision)
+		}
+		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true, SourceRevision: 50, AcceptedRevision: accepted}
 		if got != want {
 			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
 		}

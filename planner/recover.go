@@ -203,7 +203,13 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
-	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer) &&
+		(o.LatestSnapshot.Epoch >= dataEpoch || !r.recoveryGuard(snapshotNotOfOlderEpoch))) {
+		// A snapshot of an epoch older than the data's is of a line the
+		// data's incarnation replaced: its revisions are not comparable
+		// (an operator's restore of an older snapshot starts a line below
+		// the one it replaced, whose snapshots stay in the store: sim
+		// seed 845 with the operator).
 		if o.LatestSnapshot == nil {
 			if r.recoveryGuard(notBelowRefused) {
 				if d, ok := refusedAhead(o, name, false, 0, why+": no member holds this incarnation's data and no snapshot authenticates"); ok {
@@ -240,15 +246,34 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true
 	}
 	lastToken, lastEpoch := rec.lastConfirmed()
+	next := r.nextEpoch(o)
 	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
-		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
+		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
 		d.Record.Source = SnapshotSource(target)
-		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, next, target, o.LatestSnapshot.Revision)
 	} else {
-		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, next, best.revision)
 	}
 	return d, true
+}
+
+// nextEpoch is the epoch a quorum-loss recovery records: the one after
+// the record's, and after the newest snapshot's (invariant 9: epochs only
+// grow). Consul may have restored a record older than an incarnation that
+// ran and was snapshotted: recording the record's next epoch would label
+// the new incarnation below that snapshot, and every later comparison by
+// epoch (the planner's, an operator's fence) would take the snapshot for
+// the newer copy (sim seed 2470 with the operator: epoch 2 restored from
+// a snapshot of epoch 3; 'recover -from snapshot:latest' later found no
+// member newer than that snapshot and set aside, unnamed, a learner's
+// epoch-2 writes beyond it).
+func (r rules) nextEpoch(o Observation) uint64 {
+	next := o.Record.Epoch + 1
+	if s := o.LatestSnapshot; s != nil && s.Epoch >= next && r.recoveryGuard(epochAboveSnapshots) {
+		next = s.Epoch + 1
+	}
+	return next
 }
 
 // otherIncarnation waits when this member or a peer holds data of another

@@ -68,6 +68,18 @@ type Defects struct {
 	// CollectRunning: an empty replacement recovered beside a collected
 	// majority that still served).
 	NoSummaryProbe bool
+	// OperatorShortChainRefused: 'recover -from snapshot:NAME
+	// -accept-data-loss' refuses a snapshot whose delta chain verifies
+	// short of its listed end (a damaged segment), as before the command
+	// restored it up to its verified end when the operator accepts the
+	// loss: every snapshot whose chain holds a damaged segment was out of
+	// the operator's reach.
+	OperatorShortChainRefused bool
+	// RotationSkipsMembers: 'tls rotate-ca' moves to the next phase
+	// without waiting for the members to report the current one (a
+	// broken command, for the proof that Config.RotateCA's check
+	// catches one).
+	RotationSkipsMembers bool
 }
 
 // Config describes one run.
@@ -96,6 +108,21 @@ type Config struct {
 	// the summary's) runs clean since the summary probe. The
 	// KnownHealthy guard's catch runs with it.
 	CollectRunning bool
+	// OperatorRate is the chance that an impatient operator runs a
+	// command (operator.go) at a step of the fault phase (0.001 when 0;
+	// negative: never, the operator only takes the way out of a stuck
+	// run).
+	OperatorRate float64
+	// NoOperator: no operator ever runs a command, neither an impatient
+	// one nor the way out of a stuck run (the model before operators).
+	NoOperator bool
+	// RotateCA adds the cluster CA, the members' trust and the
+	// operator's 'tls rotate-ca' (rotation.go). Off by default: the
+	// product breaks its check (a rotation never cuts members off) in
+	// about one run in ten with the impatient operator, every time after
+	// Consul lost or restored its state around a rotation (see
+	// rotation.go).
+	RotateCA bool
 }
 
 func (c *Config) defaults() {
@@ -114,6 +141,9 @@ func (c *Config) defaults() {
 	if c.TraceLen == 0 {
 		c.TraceLen = 200
 	}
+	if c.OperatorRate == 0 {
+		c.OperatorRate = 0.001
+	}
 }
 
 // World is the whole modeled system: allocations with their supervisor
@@ -130,6 +160,11 @@ type World struct {
 	srng *rand.Rand
 	now  time.Duration
 	step int
+	// op is the operator (operator.go), drawing from a stream of its own.
+	op operator
+	// caParent maps a CA made by a rotation to the CA that certified it
+	// (rotation.go).
+	caParent map[int]int
 
 	nodes  []*node // every allocation ever placed
 	slots  []*node // the current allocation of each slot
@@ -202,6 +237,11 @@ type node struct {
 	// fetchedEnd is the verified end of the snapshot and chain the
 	// current recovery fetched.
 	fetchedEnd int64
+	// tls is the process's CA state, tlsDisk its member directory's
+	// (rotation.go); caChecked when it last checked the cluster CA.
+	tls       *tlsProc
+	tlsDisk   *tlsDisk
+	caChecked time.Duration
 }
 
 type allocStatus int
@@ -406,6 +446,8 @@ func (v *Violation) Error() string {
 func New(cfg Config) *World {
 	cfg.defaults()
 	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), crng: rand.New(rand.NewPCG(cfg.Seed, 0xde17a)), srng: rand.New(rand.NewPCG(cfg.Seed, 0xc10c)), byName: map[string]*node{}, nextID: 0x10}
+	w.op.rng = rand.New(rand.NewPCG(cfg.Seed, 0x0be))
+	w.caParent = map[int]int{}
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {
