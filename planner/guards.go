@@ -99,6 +99,15 @@ type Faults struct {
 	// RecoverBelowRefused (review data11 F3): recover from data or a
 	// snapshot older than an object of the store members refuse.
 	RecoverBelowRefused bool
+	// SeedWithoutListing (review rev12-data F4): seed empty, restore,
+	// or take over a gone seeder's seed, with no record or over this
+	// member's own unconfirmed one, on what the store holds (nothing, as
+	// far as the member knows) while its listing does not answer.
+	SeedWithoutListing bool
+	// RecoverWithoutListing (review rev12-data F4): recover from data
+	// or a snapshot while the store's listing does not answer (it may
+	// hold a newer chain, or an object members refuse).
+	RecoverWithoutListing bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -154,6 +163,7 @@ const (
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
 	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
+	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
 )
 
 // seedGuard reports whether rule holds.
@@ -167,6 +177,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedWhileSilent && !f.SeedDespitePeerData
 	case noSeedBesideRefused:
 		return !f.SeedBesideRefused
+	case noSeedWithoutListing:
+		return !f.SeedWithoutListing
 	}
 	return true
 }
@@ -222,6 +234,7 @@ const (
 	notBelowRefused                               // never from a source older than an object of the store members refuse
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
+	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
 
 // recoveryGuard reports whether rule holds.
@@ -249,6 +262,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverFromOlderEpochSnapshot
 	case epochAboveSnapshots:
 		return !f.RecoverBelowSnapshotEpoch
+	case notWithoutListing:
+		return !f.RecoverWithoutListing
 	}
 	return true
 }

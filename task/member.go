@@ -175,6 +175,9 @@ type Member struct {
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
+	// snapshotListErr: why the last listing of the store failed, nil
+	// once one answers (planner.Observation.ListingUnanswered).
+	snapshotListErr error
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool

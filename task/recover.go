@@ -57,7 +57,10 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 }
 
 // observeLatestSnapshot fills the newest snapshot, listing the store at
-// most every snapshotListEvery.
+// most every snapshotListEvery. While the last listing failed, what the
+// store holds is unknown: ListingUnanswered says why, with no snapshot
+// nor refused object (the planner decides nothing on the store's
+// contents then). Without a store there is nothing to list.
 func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observation, now time.Time) {
 	s := m.opts.Snapshots
 	if s == nil {
@@ -66,6 +69,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
 		list, refused, err := m.listSplit(ctx)
+		m.snapshotListErr = err
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
@@ -80,27 +84,42 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 					refused = append(refused, *foreign)
 				}
 			}
-			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
+			all := make([]snapshot.Meta, 0, len(list)+len(refused))
+			all = append(all, list...)
+			for _, r := range refused {
+				all = append(all, r.meta)
+			}
+			m.refusedSnapshot = newestRefused(refused, all, m.opts.Cluster.Name)
 		}
+	}
+	if m.snapshotListErr != nil {
+		o.ListingUnanswered = m.snapshotListErr.Error()
+		return
 	}
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
 }
 
 // newestRefused is the newest object of cluster the member refused (the
-// highest revision its metadata claims, then epoch), nil if none: data
-// that may exist beyond what authenticates, which the planner never seeds
-// or recovers past (planner.Observation.RefusedSnapshot). Its metadata is
-// not vouched for: a store writer can raise it, which only makes the
-// planner wait for an operator.
-func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnapshot {
+// highest revision its chain reaches in the listing all, snapshot.Reach,
+// then epoch), nil if none: data that may exist beyond what authenticates,
+// which the planner never seeds or recovers past
+// (planner.Observation.RefusedSnapshot). A refused snapshot reaches as far
+// as any delta of it, those that authenticate included: an operator's
+// adoption (snapshot.Adopt) that stopped part way leaves signed deltas
+// whose snapshot is still refused, and their writes are in no chain a
+// member replays. Its metadata is not vouched for: a store writer can
+// raise it, which only makes the planner wait for an operator.
+func newestRefused(refused []refusedObject, all []snapshot.Meta, cluster string) *planner.RefusedSnapshot {
 	var best *refusedObject
+	var bestReach int64
 	for i, r := range refused {
 		if r.meta.Cluster != cluster {
 			continue
 		}
-		if best == nil || r.meta.Revision > best.meta.Revision || r.meta.Revision == best.meta.Revision && r.meta.Epoch > best.meta.Epoch {
-			best = &refused[i]
+		reach := snapshot.Reach(all, r.meta)
+		if best == nil || reach > bestReach || reach == bestReach && r.meta.Epoch > best.meta.Epoch {
+			best, bestReach = &refused[i], reach
 		}
 	}
 	if best == nil {
@@ -113,9 +132,14 @@ func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnap
 	case errors.Is(best.why, snapshot.ErrForged):
 		why = "forged: its MAC does not verify under this KEK"
 	}
-	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: best.meta.Revision, Why: why}
+	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: bestReach, Why: why, BaseRevision: best.meta.Revision}
 	if best.meta.Kind == snapshot.KindDelta {
-		rs.Base = best.meta.Base
+		rs.Base, rs.BaseRevision = best.meta.Base, 0
+		for _, m := range all {
+			if m.Kind == snapshot.KindFull && m.Name == best.meta.Base {
+				rs.BaseRevision = m.Revision
+			}
+		}
 	}
 	return rs
 }

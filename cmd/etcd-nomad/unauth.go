@@ -111,6 +111,19 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, nam
 		// The restore replays the deltas recorded after it.
 		end = chain[len(chain)-1].Revision
 	}
+	if name != "latest" {
+		// A snapshot named while the store holds a newer object of
+		// another chain that does not authenticate: as with latest, its
+		// writes may be the cluster's newest, and this restore sets
+		// them aside; the operator says so with -accept-data-loss.
+		if newer := newestRefusedAfter(all, kept, end, full.Name); newer != nil {
+			what := fmt.Sprintf("snapshot %s's chain reaches revision %d%s", full.Name, end, describeRefused(newer))
+			if !acc.loss {
+				return snapshot.Meta{}, 0, fmt.Errorf("%s: not restoring, nothing recorded; to restore %s all the same (the newer object's writes are not taken), add -accept-data-loss", what, full.Name)
+			}
+			ui.Warn(what + ": not taken, as -accept-data-loss accepts")
+		}
+	}
 	return full, end, refusedBeyond(ui, *enc, all, kept, full, end, acc)
 }
 
@@ -225,20 +238,23 @@ func refusedBeyond(ui cli.Ui, enc snapshot.Encryption, all, kept []snapshot.Meta
 }
 
 // newestRefusedAfter is the newest object of all that does not
-// authenticate (not in kept) and holds revisions past end, nil if none;
-// the deltas of snapshot base are left to refusedBeyond.
+// authenticate (not in kept) and may hold revisions past end (its chain's
+// reach, snapshot.Reach: a refused snapshot's deltas that authenticate
+// count), nil if none; snapshot base and its deltas are left to
+// refusedBeyond. The object returned carries its reach as its revision.
 func newestRefusedAfter(all, kept []snapshot.Meta, end int64, base string) *snapshot.Meta {
 	ok := map[string]bool{}
 	for _, m := range kept {
 		ok[m.Name] = true
 	}
 	var newest *snapshot.Meta
-	for i, m := range all {
-		if ok[m.Name] || m.Revision <= end || base != "" && m.Kind == snapshot.KindDelta && m.Base == base {
+	for _, m := range all {
+		if ok[m.Name] || base != "" && (m.Name == base || m.Kind == snapshot.KindDelta && m.Base == base) {
 			continue
 		}
-		if newest == nil || m.Revision > newest.Revision {
-			newest = &all[i]
+		m.Revision = snapshot.Reach(all, m)
+		if m.Revision > end && (newest == nil || m.Revision > newest.Revision) {
+			newest = &m
 		}
 	}
 	return newest
