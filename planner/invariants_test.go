@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const generated = 20000
+const generated = 40000
 
 // checkerSeeds are the fixed seeds every run explores, so that a result
 // is reproducible; each run adds one random seed, printed, so the search
