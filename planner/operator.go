@@ -98,8 +98,9 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 // instance answers and none is a healthy voter. Invariant 4 (recover from
 // the highest revision known): it refuses while any member holds data
 // newer than the snapshot (of a newer epoch, or of the snapshot's epoch at
-// a higher revision), naming the member to recover from instead, unless
-// the operator accepts losing it (v.AcceptLoss: the new epoch sets that
+// a higher revision; any member's data when the snapshot is of another
+// incarnation than the record's, v.Snapshot.Foreign), naming the member
+// to recover from instead, unless the operator accepts losing it (v.AcceptLoss: the new epoch sets that
 // data aside; nothing is deleted).
 func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	s := v.Snapshot
@@ -124,12 +125,19 @@ func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 			continue
 		}
 		epoch = max(epoch, p.Epoch)
-		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
+		// A snapshot of another incarnation (s.Foreign) is no later state
+		// of any member's data, whatever its epoch: every member's data
+		// counts as newer.
+		if s.Foreign || p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
 			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
 		}
 	}
 	if !seeder {
 		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
+	}
+	if len(newer) > 0 && !v.AcceptLoss && s.Foreign {
+		return Record{}, fmt.Errorf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
+			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))
 	}
 	if len(newer) > 0 && !v.AcceptLoss {
 		return Record{}, fmt.Errorf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+

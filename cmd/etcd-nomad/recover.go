@@ -179,7 +179,13 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
-	full, end, err := chooseRestore(ui, all, &enc, name, acc)
+	// The record's lineage, for "latest" and a warning on a snapshot of
+	// another incarnation named.
+	lineage, err := recordLineage(ctx, cl)
+	if err != nil {
+		return planner.Record{}, err
+	}
+	full, end, err := chooseRestore(ui, all, &enc, lineage, name, acc)
 	if err != nil {
 		return planner.Record{}, err
 	}
@@ -192,7 +198,15 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.Snapshot, v.AcceptLoss, v.From = info, acc.loss, member
+		// Of the record's lineage or not, as the record under the lock
+		// has it (snapshot.Lineage.Of): another incarnation's snapshot,
+		// which only a name takes, sets members' data aside only with
+		// -accept-data-loss.
+		judged := *info
+		if v.Record != nil {
+			judged.Foreign = !(snapshot.Lineage{ClusterID: v.Record.ClusterID, Epoch: v.Record.Epoch}).Of(full)
+		}
+		v.Snapshot, v.AcceptLoss, v.From = &judged, acc.loss, member
 		if v.From == "" {
 			var names []string
 			for _, p := range v.Answered {
