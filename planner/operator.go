@@ -125,8 +125,9 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 // instance answers and none is a healthy voter. Invariant 4 (recover from
 // the highest revision known): it refuses while any member holds data
 // newer than the snapshot (of a newer epoch, or of the snapshot's epoch at
-// a higher revision), naming the member to recover from instead, unless
-// the operator accepts losing it (v.AcceptLoss: the new epoch sets that
+// a higher revision; any member's data when the snapshot is of another
+// incarnation than the record's, v.Snapshot.Foreign), naming the member
+// to recover from instead, unless the operator accepts losing it (v.AcceptLoss: the new epoch sets that
 // data aside; nothing is deleted).
 func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	return rules{}.OperatorSnapshotRecovery(v)
@@ -159,13 +160,20 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		}
 		epoch = max(epoch, p.Epoch)
 		accepted = max(accepted, p.Revision)
-		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
+		// A snapshot of another incarnation (s.Foreign) is no later state
+		// of any member's data, whatever its epoch: every member's data
+		// counts as newer.
+		if s.Foreign || p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
 			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
 			names = append(names, p.Name)
 		}
 	}
 	if !seeder {
 		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
+	}
+	if len(newer) > 0 && !v.AcceptLoss && s.Foreign {
+		return Record{}, &LossError{Members: sorted(names), msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
+			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))}
 	}
 	var snaps []string
 	if l := v.Latest; l != nil && l.Name != s.Name && f.operatorGuard(notBelowStore) && (l.Epoch > s.Epoch || l.Revision > s.Revision) {

@@ -252,6 +252,12 @@ type SnapshotInfo struct {
 	Name     string
 	Revision int64
 	Epoch    uint64
+	// Foreign, for an operator's recovery (OperatorSnapshotRecovery), says
+	// the snapshot is of no incarnation of the record's lineage (another
+	// incarnation's, put back in the store; snapshot.Lineage.Of, judged
+	// against the record read under the lock): its epoch and revision say
+	// nothing of how it relates to the members' data.
+	Foreign bool
 }
 
 // RefusedSnapshot describes a stored object members refuse.

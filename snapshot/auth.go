@@ -76,7 +76,10 @@ func macInput(m Meta) []byte {
 	str(m.Endpoint)
 	str(m.MemberID)
 	str(m.EtcdVersion)
-	num(uint64(m.Created.UnixNano()))
+	// Seconds and nanoseconds apart: UnixNano wraps modulo 2^64 outside
+	// 1678-2262, and a Created moved by 2^64 ns would read alike.
+	num(uint64(m.Created.Unix()))
+	num(uint64(m.Created.Nanosecond()))
 	num(uint64(m.Size))
 	str(m.SHA256)
 	num(uint64(m.StoredSize))

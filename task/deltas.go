@@ -68,7 +68,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	if rec == nil || rec.ClusterID == 0 {
 		return
 	}
-	list, err := m.listAuthentic(ctx)
+	list, err := m.listLineage(ctx)
 	if err != nil {
 		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
 		return
@@ -78,7 +78,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	// epoch) is never one, or no chain would ever start again.
 	lineage := make([]snapshot.Meta, 0, len(list))
 	for _, meta := range list {
-		if meta.Kind != snapshot.KindFull || ofLineage(rec.ClusterID, rec.Epoch, meta) {
+		if meta.Kind != snapshot.KindFull || (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}).Of(meta) {
 			lineage = append(lineage, meta)
 		}
 	}

@@ -915,7 +915,7 @@ func (m *Member) stopSnapshot() {
 	if o.Local.Learner || o.LeaderID == 0 {
 		return // a learner's data may lag; without a quorum a save fails
 	}
-	list, err := m.listAuthentic(ctx)
+	list, err := m.listLineage(ctx)
 	if err != nil {
 		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
 		return

@@ -157,7 +157,7 @@ func takerOf(list []snapshot.Meta, name string) knownMember {
 }
 
 // lineageSnapshot is s, the newest snapshot of list, when it is of rec's
-// lineage (ofLineage). Else it is nil, with s as a refused object
+// lineage (snapshot.Lineage.Of). Else it is nil, with s as a refused object
 // (Observation.RefusedSnapshot, at its chain's end): a newer snapshot of
 // another incarnation is never offered, nor an older one of this lineage
 // in its place (it could be a Consul record restored from before that
@@ -171,7 +171,7 @@ func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *p
 	}
 	for _, meta := range list {
 		if meta.Name == s.Name {
-			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
+			if why := lineageOf(rec).WhyNot(meta); why != "" {
 				m.warnForeignOnce(s.Name, why)
 				meta.Revision = s.Revision
 				return nil, &refusedObject{meta: meta, why: fmt.Errorf("%w: cluster id %s, epoch %d (the record's: %x, %d)", errOtherIncarnation, meta.ClusterID, meta.Epoch, rec.ClusterID, rec.Epoch)}
@@ -288,7 +288,16 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		if cur != nil && cur.Token != next.Token {
 			// A recovery this member decides: from a snapshot of the
 			// record's lineage only, whatever listing it was chosen from.
-			if why := notOfLineage(cur.ClusterID, cur.Epoch, meta); why != "" {
+			// Under an operator's record (cur.Token == next.Token) the
+			// snapshot is the one the record names, which the operator's
+			// command chose with the same rule ("latest" is of the
+			// lineage; another incarnation's only by name, and over
+			// members' data only with -accept-data-loss): the record is
+			// unconfirmed then (cluster id 0, which ties nothing) and
+			// keeps no earlier cluster id, so the member has nothing of
+			// its own to judge it by, and a Consul key writer, who could
+			// write such a record, can name any genuine snapshot anyway.
+			if why := (snapshot.Lineage{ClusterID: cur.ClusterID, Epoch: cur.Epoch}).WhyNot(meta); why != "" {
 				return datadir.Incarnation{}, errors.New(why)
 			}
 		}
