@@ -113,6 +113,14 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: msg}
 	}
 	epoch = max(epoch, src.Epoch)
+	if v.Latest != nil {
+		// Above the store's newest snapshot too, as nextEpoch is: the
+		// snapshots are ordered by epoch first, so one of a higher epoch
+		// would stay "newest" over every write of the new line and a
+		// later recovery would restore it over them (review of the
+		// operator model, session 12, finding 1).
+		epoch = max(epoch, v.Latest.Epoch)
+	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
 }
@@ -186,6 +194,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if len(snaps) > 0 && !v.AcceptLoss {
 		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
 			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)}
+	}
+	if v.Latest != nil {
+		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
