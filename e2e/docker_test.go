@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,10 +42,8 @@ func needDocker(t *testing.T) {
 func buildImage(t *testing.T, tag, save string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.Command("bash", "../tools/image.sh", binary, tag, save)
-	cmd.Env = append(os.Environ(), docker.Env()...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tools/image.sh: %v\n%s", err, out)
+	if err := docker.BuildImage(context.Background(), "../tools/image.sh", binary, tag, save); err != nil {
+		t.Fatal(err)
 	}
 	return time.Since(start)
 }
