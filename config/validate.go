@@ -455,6 +455,59 @@ func (d *decoder) validateNomadImage(c *Cluster) {
 	if len(paths) > 0 {
 		d.warnf(d.rangeOf("nomad", "driver"), "Client paths the member's container does not see", "driver \"docker\" runs the member in a container that sees only its allocation's directories (and host_volume): %s name files on the Nomad clients, absent inside it unless the image holds them at those paths (an image built FROM etcd-nomad's that adds them).", strings.Join(paths, ", "))
 	}
+	if c.Provider.Kind == ProviderNomad {
+		d.validateDockerUser(c)
+		d.validateDockerDataDir(c)
+	}
+}
+
+// validateDockerUser refuses user = "root" (or uid 0) with driver docker
+// (review of the Docker work, session 12, F3): the image runs the member as
+// its unprivileged user nonroot (uid 65532), and nothing the member does
+// needs more.
+func (d *decoder) validateDockerUser(c *Cluster) {
+	u := c.Nomad.User
+	if u != "root" && (u == "" || strings.Trim(u, "0") != "") {
+		return
+	}
+	d.errorf(d.rangeOf("nomad", "user"), "user root with driver docker", "user = %q runs the member's container as root, which it never needs: the image runs it as its own unprivileged user nonroot (uid 65532). Root in the container is root on the host for everything mounted into it (the allocation's directories, the host volume) and for anything that escapes the container, and it writes etcd's data as root, which a later member running as 65532 cannot read (it then stops: README, Docker). Remove user (the image's 65532 is used), or name the numeric uid that owns the host volume's directory.", u)
+}
+
+// DockerDataDirs are the data_dir places that outlive a restart of the
+// member's container under driver docker: Nomad's docker driver creates a
+// new container at every restart of the task, so anything the container
+// writes outside what Nomad mounts into it (its writable layer: /tmp,
+// /var/lib/etcd anywhere but on the host volume) is gone.
+// ${NOMAD_ALLOC_DIR} and ${NOMAD_TASK_DIR} are directories on the client,
+// mounted at /alloc and /local.
+var DockerDataDirs = []string{"${NOMAD_ALLOC_DIR}", "/alloc", "${NOMAD_TASK_DIR}", "/local"}
+
+// validateDockerDataDir refuses, under driver docker, a data_dir in the
+// container's writable layer, lost at every restart (review of the Docker
+// work, session 12, F1), and one in the secrets directory, a tmpfs.
+func (d *decoder) validateDockerDataDir(c *Cluster) {
+	p := filepath.Clean(c.DataDir)
+	under := func(dirs ...string) bool {
+		for _, dir := range dirs {
+			if p == dir || strings.HasPrefix(p, dir+"/") {
+				return true
+			}
+		}
+		return false
+	}
+	rng := d.rangeOf("data_dir")
+	switch {
+	case under("${NOMAD_SECRETS_DIR}", "/secrets"):
+		d.errorf(rng, "data_dir in the secrets directory", "data_dir = %q: ${NOMAD_SECRETS_DIR} is an in-memory tmpfs of at most a few MB, charged to the task's memory and never moved to a replacement allocation: etcd's data there would be lost at every stop of the allocation. Use \"$${NOMAD_ALLOC_DIR}/data\" (the default) or host_volume.", c.DataDir)
+	case under(DockerDataDirs...):
+	case c.Nomad.HostVolume != "" && under(HostVolumeDataDir):
+	default:
+		vol := "host_volume (then mounted at " + HostVolumeDataDir + ", the default data_dir)"
+		if c.Nomad.HostVolume != "" {
+			vol = fmt.Sprintf("%s, where host_volume = %q is mounted", HostVolumeDataDir, c.Nomad.HostVolume)
+		}
+		d.errorf(rng, "data_dir in the container's writable layer", "data_dir = %q is on nothing Nomad mounts into the member's container: driver \"docker\" creates a new container at every restart of the task, and etcd's data there would be gone each time (the member would start empty beside the others and copy everything again; a quorum restarted together would lose the cluster's data). Put it under \"$${NOMAD_ALLOC_DIR}/data\" (the default: the allocation's sticky disk on the client) or under %s.", c.DataDir, vol)
+	}
 }
 
 // CheckImage reports why ref is not a container image reference

@@ -428,3 +428,75 @@ func TestDockerRunsAnImage(t *testing.T) {
 		t.Errorf("image with raw_exec: want an error at line 6, got %v", diags)
 	}
 }
+
+// Review of the Docker work (session 12), F1 and F3: under driver docker a
+// data_dir on nothing Nomad mounts into the container (its writable layer,
+// recreated at every restart of the task) or in the secrets directory (a
+// tmpfs) is refused at data_dir's line; the allocation's and the task's
+// directories and the host volume are accepted. user = "root" (or uid 0)
+// is refused at user's line, saying why.
+func TestDockerKeepsDataOnTheHostAndRunsUnprivileged(t *testing.T) {
+	src := func(top, nomad string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  ` + top + `
+  nomad {
+    driver = "docker"
+    image  = "etcd-nomad:1.2.3"
+    ` + nomad + `
+  }
+}`)
+	}
+	for _, c := range []struct {
+		name, top, nomad string
+		summary          string // "": no error
+		line             int
+		says             string
+	}{
+		{"default", "", "", "", 0, ""},
+		{"alloc data", `data_dir = "$${NOMAD_ALLOC_DIR}/data/etcd"`, "", "", 0, ""},
+		{"alloc mount", `data_dir = "/alloc/data"`, "", "", 0, ""},
+		{"task dir", `data_dir = "$${NOMAD_TASK_DIR}/etcd"`, "", "", 0, ""},
+		{"host volume", `data_dir = "/var/lib/etcd-nomad/x"`, `host_volume = "etcd"`, "", 0, ""},
+		{"numeric user", "", `user = "65532"`, "", 0, ""},
+		{"tmp", `data_dir = "/tmp/etcd"`, "", "data_dir in the container's writable layer", 4, `data_dir = "/tmp/etcd" is on nothing Nomad mounts`},
+		{"relative", `data_dir = "data"`, "", "data_dir in the container's writable layer", 4, "new container at every restart"},
+		{"host volume path without one", `data_dir = "/var/lib/etcd-nomad"`, "", "data_dir in the container's writable layer", 4, "host_volume (then mounted at"},
+		{"escapes the alloc dir", `data_dir = "$${NOMAD_ALLOC_DIR}/../etc"`, "", "data_dir in the container's writable layer", 4, ""},
+		{"outside the host volume", `data_dir = "/srv/etcd"`, `host_volume = "etcd"`, "data_dir in the container's writable layer", 4, `where host_volume = "etcd" is mounted`},
+		{"secrets", `data_dir = "$${NOMAD_SECRETS_DIR}/etcd"`, "", "data_dir in the secrets directory", 4, "tmpfs"},
+		{"secrets mount", `data_dir = "/secrets"`, "", "data_dir in the secrets directory", 4, "tmpfs"},
+		{"root", "", `user = "root"`, "user root with driver docker", 8, "uid 65532"},
+		{"uid 0", "", `user = "0"`, "user root with driver docker", 8, "root on the host"},
+	} {
+		_, _, diags := Load("x.hcl", src(c.top, c.nomad))
+		if c.summary == "" {
+			if diags.HasErrors() {
+				t.Errorf("%s: want no error, got %v", c.name, diags)
+			}
+			continue
+		}
+		found := false
+		for _, d := range diags {
+			found = found || (d.Severity == hcl.DiagError && d.Summary == c.summary && d.Subject != nil && d.Subject.Filename == "x.hcl" && d.Subject.Start.Line == c.line && strings.Contains(d.Detail, c.says))
+		}
+		if !found {
+			t.Errorf("%s: want %q at x.hcl:%d saying %q, got %v", c.name, c.summary, c.line, c.says, diags)
+		}
+	}
+	// Other drivers keep their choices: raw_exec runs as the client's
+	// user, and its data_dir is a path on the client.
+	_, _, diags := Load("x.hcl", []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  data_dir = "/srv/etcd"
+  nomad {
+    binary = "/usr/local/bin/etcd-nomad"
+    user   = "root"
+  }
+}`))
+	if diags.HasErrors() {
+		t.Errorf("raw_exec with data_dir /srv/etcd and user root: want no error, got %v", diags)
+	}
+}

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
@@ -37,14 +39,25 @@ import (
 // be a guess). Identity stays the name persisted in the data (invariant 6).
 // Nothing is deleted: the directory is renamed. It returns the adopted
 // directory, or "" when nothing was adopted.
+//
+// Data this process may not read (a cluster moved from raw_exec, whose
+// members ran as root with 0700 directories, to the docker image's uid
+// 65532) is an *UnreadableDataError, never skipped: a member that started
+// empty beside it would leave every member's data behind, one replacement
+// at a time (review of the Docker work, session 12, F2).
 func adoptPrevious(root, cluster, host string, owner func(name string) (listed, live bool)) (string, error) {
-	if _, err := os.Stat(root); err == nil || !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(root); errors.Is(err, fs.ErrPermission) {
+		return "", unreadable(root, err)
+	} else if err == nil || !errors.Is(err, os.ErrNotExist) {
 		return "", nil // this allocation has started before: its own data rules
 	}
 	parent := filepath.Dir(root)
 	ents, err := os.ReadDir(parent)
 	if errors.Is(err, os.ErrNotExist) {
 		return "", nil
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return "", unreadable(parent, err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("look for a previous member's data in %s: %w", parent, err)
@@ -60,6 +73,9 @@ func adoptPrevious(root, cluster, host string, owner func(name string) (listed, 
 		}
 		dir := filepath.Join(parent, e.Name())
 		b, err := os.ReadFile(filepath.Join(dir, "current", datadir.MetaFile))
+		if errors.Is(err, fs.ErrPermission) {
+			return "", unreadable(filepath.Join(dir, "current", datadir.MetaFile), err)
+		}
 		if err != nil {
 			continue
 		}
@@ -91,6 +107,48 @@ func adoptPrevious(root, cluster, host string, owner func(name string) (listed, 
 	default:
 		return "", fmt.Errorf("%d previous members' data dirs of cluster %q in %s (%v): adopting none of them; starting empty (they are kept)", len(cands), cluster, parent, cands)
 	}
+}
+
+// UnreadableDataError is data in the member's data directory that its
+// process may not read: its path, the owner and mode of the first part of
+// that path it is refused (Blocked), and the member's own uid and gid. The
+// member stops on it (New returns it) instead of starting empty beside it.
+type UnreadableDataError struct {
+	Path, Blocked        string
+	UID, GID             int // Blocked's owner; -1 when unknown
+	Mode                 fs.FileMode
+	MemberUID, MemberGID int
+	Err                  error
+}
+
+func (e *UnreadableDataError) Error() string {
+	owner := "owner unknown"
+	if e.UID >= 0 {
+		owner = fmt.Sprintf("owned by uid %d, gid %d, mode %04o", e.UID, e.GID, e.Mode.Perm())
+	}
+	return fmt.Sprintf("%s is not readable by this member (uid %d, gid %d): %s is %s. A previous member's data may be there, written under another driver or user (raw_exec runs members as root; the docker image as uid 65532), and a member that started empty beside it would leave it behind; not starting. Give the data to the member's user on the client (chown -R %d:%d on the data directory: README, Docker, switching drivers), or run the job as the data's owner: %v",
+		e.Path, e.MemberUID, e.MemberGID, e.Blocked, owner, e.MemberUID, e.MemberGID, e.Err)
+}
+
+func (e *UnreadableDataError) Unwrap() error { return e.Err }
+
+// unreadable describes path, refused with err: the deepest part of it this
+// process may stat is what refuses it.
+func unreadable(path string, err error) *UnreadableDataError {
+	e := &UnreadableDataError{Path: path, Blocked: path, UID: -1, GID: -1, MemberUID: os.Geteuid(), MemberGID: os.Getegid(), Err: err}
+	for p := path; ; p = filepath.Dir(p) {
+		if st, serr := os.Lstat(p); serr == nil {
+			e.Blocked, e.Mode = p, st.Mode()
+			if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+				e.UID, e.GID = int(sys.Uid), int(sys.Gid)
+			}
+			break
+		}
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	return e
 }
 
 // walInUse reports whether an etcd process holds a lock on a WAL file in

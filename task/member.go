@@ -259,7 +259,10 @@ func New(ctx context.Context, o Options) (*Member, error) {
 			owners[in.Name] = !in.Unknown
 		}
 	}
-	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }); err != nil {
+	var unreadable *UnreadableDataError
+	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }); errors.As(err, &unreadable) {
+		return nil, fmt.Errorf("data directory: %w", err)
+	} else if err != nil {
 		m.log.Error("previous data not adopted", "error", err)
 	} else if from != "" {
 		m.log.Warn("adopted the data of a previous allocation (Nomad moved its disk here)", "from", from, "to", m.dir.Root)

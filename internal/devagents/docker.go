@@ -2,6 +2,7 @@ package devagents
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,9 +20,12 @@ import (
 
 // Docker is a Docker engine of the test kit's own: a dockerd (with the
 // containerd it manages) whose socket, data root, exec root, pid file and
-// configuration are all under Dir, started and stopped by PID like the
-// other agents. It never reads or changes a system Docker's
-// (/var/run/docker.sock, /var/lib/docker, /etc/docker), and it leaves the
+// configuration (and its identity key, key.json) are all under Dir, started
+// and stopped by PID like the other agents. It never reads or changes a
+// system Docker's (/var/run/docker.sock, /var/lib/docker, /etc/docker); two
+// fixed paths are shared: dockerd creates /run/docker/plugins (empty, left
+// alone), and containerd's shims listen in /run/containerd/s/ (Stop
+// removes the sockets of shims it had to kill). It leaves the
 // host's network alone: no iptables rules (a default dockerd sets the
 // FORWARD policy to DROP, after which the multi-host testbed's bridge
 // forwards nothing), no ip_forward change, no bridge; containers run with
@@ -130,9 +135,16 @@ func startDocker(ctx context.Context, dir string, owner int) (*Docker, error) {
 	startedEngines.Lock()
 	startedEngines.dirs = append(startedEngines.dirs, abs)
 	startedEngines.Unlock()
-	// Its own (empty) configuration: never /etc/docker/daemon.json.
+	// Its own configuration, never /etc/docker/daemon.json, holding only
+	// where its identity key goes: dockerd 20.10 writes it to
+	// /etc/docker/key.json unless "deprecated-key-path" (a daemon.json
+	// key; there is no flag for it) moves it.
 	cfg := filepath.Join(abs, "daemon.json")
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o600); err != nil {
+	b, err := json.Marshal(map[string]string{"deprecated-key-path": filepath.Join(abs, "key.json")})
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(cfg, append(b, '\n'), 0o600); err != nil {
 		return nil, err
 	}
 	sock := filepath.Join(abs, "docker.sock")
@@ -275,10 +287,11 @@ func (d *Docker) Env() []string {
 func (d *Docker) Stop() error {
 	var errs []error
 	d.httpc.CloseIdleConnections()
+	socks := shimSockets(d.Dir)
 	if !d.a.exited() {
 		errs = append(errs, removeContainers(d.CLI, d.Host))
 	}
-	errs = append(errs, d.a.stop(20*time.Second), cleanEngine(d.Dir))
+	errs = append(errs, d.a.stop(20*time.Second), cleanEngine(d.Dir), removeShimSockets(socks))
 	return errors.Join(errs...)
 }
 
@@ -286,6 +299,7 @@ func (d *Docker) Stop() error {
 // (StartDockerDetached), from its directory and dockerd's PID.
 func StopDockerAt(dir string, pid int) error {
 	var errs []error
+	socks := shimSockets(dir)
 	// Only the engine's own dockerd (a stale PID may name another process).
 	if syscall.Kill(pid, 0) == nil && strings.Contains(cmdline(pid), dir+"/") {
 		if cli, err := dockerPath("docker"); err == nil {
@@ -296,7 +310,58 @@ func StopDockerAt(dir string, pid int) error {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	errs = append(errs, cleanEngine(dir))
+	errs = append(errs, cleanEngine(dir), removeShimSockets(socks))
+	return errors.Join(errs...)
+}
+
+// shimSockets lists the unix sockets outside dir that the containerd
+// shims of the engine in dir listen on. containerd 1.6 puts them in
+// /run/containerd/s/, a fixed path (named by a hash of its own address,
+// the namespace and the container): a shim that exits removes its socket,
+// one that is killed (killEngine, after dockerd died) leaves it there.
+// dockerd 20.10 also creates /run/docker/plugins, a fixed path too, empty,
+// shared with a system Docker: left alone.
+func shimSockets(dir string) []string {
+	var out []string
+	for _, pid := range pidsUnder(dir) {
+		if !strings.Contains(cmdline(pid), "containerd-shim") {
+			continue
+		}
+		proc := filepath.Join("/proc", strconv.Itoa(pid))
+		inodes := map[string]bool{}
+		fds, _ := os.ReadDir(filepath.Join(proc, "fd"))
+		for _, fd := range fds {
+			l, _ := os.Readlink(filepath.Join(proc, "fd", fd.Name()))
+			if ino, ok := strings.CutPrefix(l, "socket:["); ok {
+				inodes[strings.TrimSuffix(ino, "]")] = true
+			}
+		}
+		// Num RefCount Protocol Flags Type St Inode Path
+		b, _ := os.ReadFile(filepath.Join(proc, "net", "unix"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 8 && inodes[f[6]] && strings.HasPrefix(f[7], "/") && !strings.HasPrefix(f[7], dir+"/") {
+				if !slices.Contains(out, f[7]) {
+					out = append(out, f[7])
+				}
+			}
+		}
+	}
+	return out
+}
+
+// removeShimSockets removes the shim sockets socks that their shims left
+// (each is this engine's: it named dir's containerd), and remembers them
+// for DockerLeftovers.
+func removeShimSockets(socks []string) error {
+	startedEngines.Lock()
+	startedEngines.socks = append(startedEngines.socks, socks...)
+	startedEngines.Unlock()
+	var errs []error
+	for _, s := range socks {
+		if err := os.Remove(s); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("the engine's shim socket: %w", err))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -472,16 +537,18 @@ func SweepDockers() {
 	}
 }
 
-// startedEngines are the directories of the engines this process started.
+// startedEngines are the directories of the engines this process started,
+// and the shim sockets their stops found outside them.
 var startedEngines struct {
 	sync.Mutex
-	dirs []string
+	dirs, socks []string
 }
 
 // DockerLeftovers lists what remains of the Docker engines this process
 // started: dockerds, processes naming their directories and those
-// processes' descendants (containers), mounts, directories. Empty after
-// every engine's Stop.
+// processes' descendants (containers), mounts, directories, the shim
+// sockets in /run/containerd/s/ their stops found. Empty after every
+// engine's Stop.
 func DockerLeftovers() []string {
 	var out []string
 	for _, e := range kitEngines() {
@@ -491,7 +558,13 @@ func DockerLeftovers() []string {
 	}
 	startedEngines.Lock()
 	dirs := append([]string(nil), startedEngines.dirs...)
+	socks := append([]string(nil), startedEngines.socks...)
 	startedEngines.Unlock()
+	for _, s := range socks {
+		if _, err := os.Lstat(s); err == nil {
+			out = append(out, "shim socket "+s)
+		}
+	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, dir := range dirs {
 		for _, pid := range enginePIDs(dir) {

@@ -129,6 +129,11 @@ func TestDockerEngineOfItsOwn(t *testing.T) {
 	if root, err := d.Run(ctx, "info", "-f", "{{.DockerRootDir}}"); err != nil || strings.TrimSpace(root) != filepath.Join(d.Dir, "data") {
 		t.Errorf("data root %q (%v), want %s", root, err, filepath.Join(d.Dir, "data"))
 	}
+	// Its identity key too (review of the Docker work, session 12, F4:
+	// dockerd 20.10 wrote /etc/docker/key.json).
+	if _, err := os.Stat(filepath.Join(d.Dir, "key.json")); err != nil {
+		t.Errorf("the engine's key.json: %v; want it in %s, not /etc/docker", err, d.Dir)
+	}
 	if after := forwarding(t); after != before {
 		t.Errorf("the engine changed the host's forwarding:\nbefore %s\nafter  %s", before, after)
 	}
@@ -158,6 +163,63 @@ func TestDockerEngineOfItsOwn(t *testing.T) {
 	}
 	if after := forwarding(t); after != before {
 		t.Errorf("the host's forwarding after Stop:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// TestDockerEngineWhoseDockerdDiedLeavesNoShimSocket (review of the Docker
+// work, session 12, F4): containerd's shims listen in /run/containerd/s/,
+// outside the engine's directory, and a shim killed by Stop (dockerd died
+// first, so its containers were not removed: a crash, a test binary killed
+// by its timeout) left its socket there, which DockerLeftovers did not see.
+// Stop now removes them, and DockerLeftovers would name any left.
+func TestDockerEngineWhoseDockerdDiedLeavesNoShimSocket(t *testing.T) {
+	needDocker(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := StartDocker(ctx, filepath.Join(dir, "docker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = d.Stop()
+		}
+	})
+	sleeperImage(t, d, dir)
+	pid := runSleeper(t, d)
+	socks := shimSockets(d.Dir)
+	t.Logf("the sleeper's shim listens on %v", socks)
+	if len(socks) == 0 {
+		t.Fatal("no shim socket found for the running container")
+	}
+	for _, s := range socks {
+		if !strings.HasPrefix(s, "/run/containerd/s/") {
+			t.Errorf("shim socket %s, want it in /run/containerd/s/", s)
+		}
+	}
+	if err := syscall.Kill(d.PID(), syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !d.a.exited(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("dockerd %d still runs 10 s after SIGKILL", d.PID())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = d.Stop() // dockerd's own exit status is SIGKILL's
+	stopped = true
+	if syscall.Kill(pid, 0) == nil {
+		t.Errorf("the container's process %d runs after Stop", pid)
+	}
+	for _, s := range socks {
+		if _, err := os.Lstat(s); err == nil {
+			t.Errorf("the killed shim's socket %s is still there after Stop", s)
+		}
+	}
+	if left := DockerLeftovers(); len(left) > 0 {
+		t.Errorf("left after Stop: %v", left)
 	}
 }
 
