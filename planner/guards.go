@@ -84,6 +84,20 @@ type Faults struct {
 	// confirmed incarnation's source although a member holds data of an
 	// epoch between it and the record's at a higher revision.
 	RecoverBesideSkippedEpoch bool
+	// RecoverAtRecordEpoch: a recovery records the record's epoch + 1
+	// even when the newest snapshot is of that epoch or a later one
+	// (Consul restored an older record after it ran): a second
+	// incarnation of an epoch.
+	RecoverAtRecordEpoch bool
+	// RecoverBesideUnlistedVoter: recover, take over or restore although
+	// a member of a known membership that the provider no longer lists
+	// answers as a voter without a leader (its peers may regain a quorum
+	// with it once a partition heals).
+	RecoverBesideUnlistedVoter bool
+	// RestoreWithoutGrace: with no record and no data anywhere, restore
+	// the newest snapshot at once, without waiting RecoveryGrace for a
+	// collected majority's leader to write its summary again.
+	RestoreWithoutGrace bool
 	// IgnorePause: act while an operator paused the cluster.
 	IgnorePause bool
 	// SetAsideLastGood: set data found corrupt aside although the
@@ -115,6 +129,7 @@ const (
 	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
+	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
 )
 
 // seedGuard reports whether rule holds.
@@ -126,6 +141,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedDespitePeerData
 	case noSeedWhileSilent:
 		return !f.SeedWhileSilent && !f.SeedDespitePeerData
+	case restoreAfterGrace:
+		return !f.RestoreWithoutGrace
 	}
 	return true
 }
@@ -178,6 +195,8 @@ const (
 	notBelowOlderData                             // never from a source older than data of an older epoch
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
+	epochAboveSnapshot                            // the next epoch is above the newest snapshot's too
+	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 )
 
 // recoveryGuard reports whether rule holds.
@@ -199,6 +218,10 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideSkippedEpoch
 	case notBesideKnownHealthy:
 		return !f.RecoverBesideKnownHealthy
+	case epochAboveSnapshot:
+		return !f.RecoverAtRecordEpoch
+	case notBesideUnlistedVoter:
+		return !f.RecoverBesideUnlistedVoter
 	}
 	return true
 }

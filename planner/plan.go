@@ -933,6 +933,14 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	if o.RecoveryGrace <= 0 {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): automatic recovery is off; restore it with 'etcd-nomad snapshot restore'", s.Name, s.Revision)}
 	}
+	if o.RecordMissingFor < o.RecoveryGrace && r.seedGuard(restoreAfterGrace) {
+		// Consul lost its state, the summary with it, while a majority
+		// Nomad collected may still serve behind a partition: its
+		// leader writes its summary again within the grace (and its
+		// members may answer again), as a quorum loss waits its grace
+		// before a recovery (sim seed 897 with CollectRunning).
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record for %s and no member holds data; the store holds snapshot %s (revision %d): waiting the recovery grace (%s) before restoring it, for a leader the provider no longer lists to write its summary again", o.RecordMissingFor, s.Name, s.Revision, o.RecoveryGrace)}
+	}
 	for _, p := range o.Peers {
 		if p.Name < name {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no member holds data: member %s restores snapshot %s (revision %d)", p.Name, s.Name, s.Revision)}

@@ -55,10 +55,13 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 // (Observation.KnownHealthy): a quorum serves writes there, and a
 // recovery here would make a second cluster beside it.
 func (r rules) knownHealthy(o Observation, name string) (Decision, bool) {
-	if len(o.KnownHealthy) == 0 || !r.recoveryGuard(notBesideKnownHealthy) {
-		return Decision{}, false
+	if len(o.KnownHealthy) > 0 && r.recoveryGuard(notBesideKnownHealthy) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as healthy voters: a quorum serves writes there, whatever the provider lists; not recovering beside it", strings.Join(o.KnownHealthy, ", "))}, true
 	}
-	return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as healthy voters: a quorum serves writes there, whatever the provider lists; not recovering beside it", strings.Join(o.KnownHealthy, ", "))}, true
+	if len(o.UnlistedVoters) > 0 && r.recoveryGuard(notBesideUnlistedVoter) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as voters without a leader although the provider no longer lists them (Nomad collected their allocations while they run): their peers may be cut off by a partition and regain a quorum with them; not recovering beside them until they stop (their Nomad client stops them when it reconnects; else an operator stops them)", strings.Join(o.UnlistedVoters, ", "))}, true
+	}
+	return Decision{}, false
 }
 
 // newerThanRecord waits while this member or a peer holds data of an epoch
@@ -230,16 +233,37 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to recover"}, true
 	}
 	lastToken, lastEpoch := rec.lastConfirmed()
+	next := r.nextEpoch(o)
 	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
-		Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
+		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
 		d.Record.Source = SnapshotSource(target)
-		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, rec.Epoch+1, target, o.LatestSnapshot.Revision)
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from snapshot %s (revision %d)", why, next, target, o.LatestSnapshot.Revision)
 	} else {
-		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, rec.Epoch+1, best.revision)
+		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, next, best.revision)
 	}
 	return d, true
 }
+
+// nextEpoch is the epoch a quorum-loss recovery or a takeover records:
+// above the record's and above the newest snapshot's (invariant 9: epochs
+// only grow). A snapshot of an epoch the record has not reached shows
+// that Consul restored an older record after that epoch ran; every
+// instance answered without it and no member of a known membership
+// serves it (its last copies may sit on hosts Nomad collected), so the
+// recovery goes on, as a later epoch: recorded as the record's next, it
+// would be a second incarnation of an epoch that ran (sim seed 60 with
+// CollectRunning).
+func (r rules) nextEpoch(o Observation) uint64 {
+	next := o.Record.Epoch + 1
+	if s := o.LatestSnapshot; s != nil && s.Epoch >= next && r.recoveryGuard(epochAboveSnapshot) {
+		next = s.Epoch + 1
+	}
+	return next
+}
+
+// NextEpoch is the epoch a recovery decided over o records (Check's rule).
+func NextEpoch(o Observation) uint64 { return rules{}.nextEpoch(o) }
 
 // otherIncarnation waits when this member or a peer holds data of another
 // incarnation of the record's epoch, or of the source's epoch when its

@@ -129,9 +129,14 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.status.Paused = o.Paused
 	m.mu.Unlock()
 	selfListed := false
+	m.listed = map[string]bool{}
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
 		selfListed = selfListed || in.Name == m.opts.Name
+		m.listed[in.Name] = true
+		if in.ClientPort != 0 {
+			m.listed[m.clientURL(in)] = true
+		}
 	}
 	if !selfListed && m.opts.Self != nil {
 		// The provider's list may lag behind this allocation's start.

@@ -24,13 +24,14 @@ const snapshotListEvery = 15 * time.Second
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
 	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
+	o.RecordMissingFor = m.since.hold(condition{what: condRecordMissing}, o.Record == nil, now)
 	m.observeSeeder(o, now)
 	if o.Record == nil && !o.Running && o.Local.Empty {
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
 		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
-		m.observeKnownHealthy(ctx, o) // the summary's members, the newest snapshot's taker: Consul lost its state, a majority may serve
+		m.observeKnownHealthy(ctx, o, now) // the summary's members, the store's writers: Consul lost its state, a majority may serve
 		return
 	}
 	if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name && !o.Running && o.Local.Empty {
@@ -38,22 +39,22 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
 		m.since.hold(quorumLost, false, now)
-		m.observeKnownHealthy(ctx, o)
 		m.observeLatestSnapshot(ctx, o, now)
+		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.since.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
-			m.observeKnownHealthy(ctx, o) // a recovery of its own data it may resume
+			m.observeKnownHealthy(ctx, o, now) // a recovery of its own data it may resume
 		}
 		return
 	}
 	if o.Record.ClusterID != 0 {
 		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
 	}
-	m.observeKnownHealthy(ctx, o)
 	m.observeLatestSnapshot(ctx, o, now)
+	m.observeKnownHealthy(ctx, o, now)
 }
 
 // observeLatestSnapshot fills the newest snapshot, listing the store at
@@ -70,22 +71,33 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
 			m.latestSnapshot = s
-			m.latestSnapshotTaker = takerOf(list, s.Name)
+			m.latestWriters = writersOf(list, s.Name)
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
 }
 
-// takerOf is the member the full snapshot name was streamed from, as its
-// metadata names it: its client URL and cluster id.
-func takerOf(list []snapshot.Meta, name string) knownMember {
-	for _, m := range list {
-		if m.Name == name && m.Endpoint != "" {
+// writersOf are the members the metadata of the full snapshot name and
+// of the newest segment of its delta chain name (their client URLs and
+// cluster id): the one the snapshot was streamed from, and the one whose
+// recorder wrote the segment (the leader of a few seconds before).
+func writersOf(list []snapshot.Meta, name string) []knownMember {
+	var out []knownMember
+	add := func(what string, m snapshot.Meta) {
+		if m.Endpoint != "" {
 			id, _ := strconv.ParseUint(m.MemberID, 16, 64)
-			return knownMember{id: id, name: "taker of " + name, clientURLs: []string{m.Endpoint}, clusterID: m.ClusterID}
+			out = append(out, knownMember{id: id, name: what + " " + m.Name, clientURLs: []string{m.Endpoint}, clusterID: m.ClusterID})
 		}
 	}
-	return knownMember{}
+	for _, m := range list {
+		if m.Name == name && m.Kind == snapshot.KindFull {
+			add("taker of", m)
+			if chain, _ := snapshot.Chain(list, m); len(chain) > 0 {
+				add("recorder of", chain[len(chain)-1])
+			}
+		}
+	}
+	return out
 }
 
 // newestSnapshot is the newest full snapshot with the deltas that follow
