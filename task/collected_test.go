@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -283,5 +286,59 @@ func TestRecordMissingForIsTimed(t *testing.T) {
 		if o.RecordMissingFor != c.want {
 			t.Fatalf("at %s (record %v): RecordMissingFor %s, want %s", c.at, c.rec != nil, o.RecordMissingFor, c.want)
 		}
+	}
+}
+
+// Sim seed 682 with CollectRunning: the member whose recovery found a
+// delta segment damaged saw the chain end before it, below a survivor's
+// data, and waited for that survivor to recover from its data; the
+// survivor, seeing the whole chain, waited for that member to restore the
+// snapshot. Neither moved, for good. The member now names the damaged
+// segment in its /status, and its peers leave it out of the chain they
+// observe too.
+func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
+	f := newChainFixture(t)
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(f.dir, f.second.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(filepath.Join(f.dir, f.second.Name), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var o planner.Observation
+	f.m.observeLatestSnapshot(ctx, &o, time.Now())
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: f.snap.Name,
+		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name)}}
+	f.m.lockForTest(t)
+	err = f.m.act(ctx, o, d)
+	f.m.releaseLock(ctx)
+	var short *datadir.ChainShortError
+	if !errors.As(err, &short) || short.Damaged != f.second.Name {
+		t.Fatalf("recovery over a damaged segment: %v, want refused naming %s", err, f.second.Name)
+	}
+	if err := f.m.serveStatus(); err != nil {
+		t.Fatal(err)
+	}
+	insts, err := f.k.prov.Instances(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A peer that never read the damaged segment.
+	k1 := newKit(t, "m1")
+	m1 := k1.memberWith("m1", nil, &Snapshots{Store: f.store})
+	var before planner.Observation
+	m1.observeLatestSnapshot(ctx, &before, time.Now())
+	if before.LatestSnapshot == nil || before.LatestSnapshot.Revision != f.second.Revision {
+		t.Fatalf("the peer observes %+v, want the whole chain to %d (it read no segment)", before.LatestSnapshot, f.second.Revision)
+	}
+	if peers, unreachable := m1.peerStatuses(ctx, insts); len(peers) != 1 || unreachable != 0 {
+		t.Fatalf("m0's /status: %+v, %d unreachable", peers, unreachable)
+	}
+	var after planner.Observation
+	m1.observeLatestSnapshot(ctx, &after, time.Now())
+	if after.LatestSnapshot == nil || after.LatestSnapshot.Revision != f.first.Revision {
+		t.Fatalf("the peer observes %+v after m0's /status, want the chain to end at %d, before the damaged %s", after.LatestSnapshot, f.first.Revision, f.second.Name)
 	}
 }

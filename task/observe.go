@@ -164,6 +164,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		mu          sync.Mutex
 		out         []planner.PeerStatus
 		unreachable int
+		damaged     []string
 	)
 	hc := m.httpClient()
 	for _, in := range insts {
@@ -181,9 +182,11 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				return
 			}
 			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision})
+			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 		}(in)
 	}
 	wg.Wait()
+	m.takeDamaged(damaged)
 	return out, unreachable
 }
 

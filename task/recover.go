@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -122,6 +123,30 @@ func newestSnapshot(list []snapshot.Meta, damaged map[string]bool) (*planner.Sna
 	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}, true
 }
 
+// maxDamagedShared bounds the damaged segments a member names in its
+// /status, and takes from each peer's.
+const maxDamagedShared = 32
+
+// takeDamaged adds the delta segments peers found damaged (their /status)
+// to this member's marks: every member then sees the chain end where the
+// member that read the damage saw it. Before, the member that found a
+// damaged segment saw a survivor's data beat the snapshot and waited for
+// that survivor to recover from it, while the survivor, seeing the whole
+// chain, waited for that member to restore the snapshot: for good (sim
+// seed 682 with CollectRunning). A new mark makes the next observation
+// list the store again.
+func (m *Member) takeDamaged(names []string) {
+	for _, name := range names {
+		if !m.damagedDeltas[name] {
+			if m.damagedDeltas == nil {
+				m.damagedDeltas = map[string]bool{}
+			}
+			m.damagedDeltas[name] = true
+			m.snapshotListed = time.Time{}
+		}
+	}
+}
+
 // observeSeeder fills SeederGoneFor: how long the seeder named by an
 // unconfirmed recovery record has been missing from the provider's
 // instances, so that a recovery whose seeder was lost can be taken over.
@@ -224,6 +249,11 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 				m.damagedDeltas = map[string]bool{}
 			}
 			m.damagedDeltas[short.Damaged] = true
+			m.mu.Lock()
+			if !slices.Contains(m.status.DamagedDeltas, short.Damaged) && len(m.status.DamagedDeltas) < maxDamagedShared {
+				m.status.DamagedDeltas = append(m.status.DamagedDeltas, short.Damaged)
+			}
+			m.mu.Unlock()
 		case len(m.damagedDeltas) > 0:
 			// Short without a new damaged segment, while segments marked
 			// damaged earlier were left out: the marks may be stale (an
@@ -232,6 +262,9 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 			// try reads them again and marks what is still damaged.
 			m.log.Warn("forgetting the delta segments marked damaged: the next try reads them again", "segments", len(m.damagedDeltas))
 			m.damagedDeltas = nil
+			m.mu.Lock()
+			m.status.DamagedDeltas = nil
+			m.mu.Unlock()
 		}
 		m.snapshotListed = time.Time{}
 		m.log.Warn("recovery from snapshot refused before recording: its chain does not reach the revision it was chosen for", "snapshot", name, "want", short.Want, "verified_end", short.End, "damaged", short.Damaged, "why", short.Why)
