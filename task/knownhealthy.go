@@ -125,7 +125,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			probes = append(probes, knownProbe{k, []uint64{o.Local.ClusterID}})
 		}
 	}
-	summary, members, leader, raw := m.summaryMembers(ctx)
+	summary, members, leader, raw, read := m.summaryMembers(ctx)
 	var ids []uint64
 	if o.Record != nil && o.Record.ClusterID != 0 {
 		ids = append(ids, o.Record.ClusterID)
@@ -160,13 +160,15 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (%s)", name, a.url))
 		}
 	}
-	if m.summaryRead && raw != nil && !bytes.Equal(raw, m.summarySeen) && leader != "" && leader != m.opts.Name {
-		name := fmt.Sprintf("%s (leader of cluster %x: its summary in the coordinator was rewritten)", leader, summary)
-		answered[name] = knownAnswer{leader: true}
-		m.knownSeen[name] = knownSeen{at: now, healthy: true}
-		o.KnownHealthy = append(o.KnownHealthy, name)
+	if read {
+		if m.summaryRead && raw != nil && !bytes.Equal(raw, m.summarySeen) && leader != "" && leader != m.opts.Name {
+			name := fmt.Sprintf("%s (leader of cluster %x: its summary in the coordinator was rewritten)", leader, summary)
+			answered[name] = knownAnswer{leader: true}
+			m.knownSeen[name] = knownSeen{at: now, healthy: true}
+			o.KnownHealthy = append(o.KnownHealthy, name)
+		}
+		m.summaryRead, m.summarySeen = true, raw
 	}
-	m.summaryRead, m.summarySeen = true, raw
 	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
 		e := m.knownSeen[name]
 		_, named := answered[name]
@@ -252,23 +254,25 @@ const (
 
 // summaryMembers returns the cluster id of the leader's last summary in
 // the coordinator, its members with their client URLs, its leader and
-// the summary as stored; none when it cannot be read.
-func (m *Member) summaryMembers(ctx context.Context) (clusterID uint64, members []knownMember, leader string, raw []byte) {
+// the summary as stored (nil when none is); read is false when the
+// coordinator did not answer.
+func (m *Member) summaryMembers(ctx context.Context) (clusterID uint64, members []knownMember, leader string, raw []byte, read bool) {
 	sr, ok := m.opts.Coordinator.(summaryReader)
 	if !ok {
-		return 0, nil, "", nil
+		return 0, nil, "", nil, false
 	}
 	b, err := sr.Get(ctx, "summary")
 	if err != nil {
 		if !errors.Is(err, coord.ErrNotStored) {
 			m.log.Warn("cluster summary unreadable: its members are not probed before a recovery", "error", err)
+			return 0, nil, "", nil, false
 		}
-		return 0, nil, "", nil
+		return 0, nil, "", nil, true
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		m.log.Warn("cluster summary undecodable: its members are not probed before a recovery", "error", err)
-		return 0, nil, "", b
+		return 0, nil, "", b, true
 	}
 	if len(s.Members) > maxSummaryProbes {
 		m.log.Warn("cluster summary lists too many members: only the first are probed before a recovery", "members", len(s.Members), "probed", maxSummaryProbes)
@@ -282,7 +286,7 @@ func (m *Member) summaryMembers(ctx context.Context) (clusterID uint64, members 
 		members = append(members, knownMember{id: id, name: sm.Name, clientURLs: sm.ClientURLs})
 	}
 	clusterID, _ = strconv.ParseUint(s.ClusterID, 16, 64)
-	return clusterID, members, s.Leader, b
+	return clusterID, members, s.Leader, b, true
 }
 
 // answersWithLeader reports whether any of urls answers etcd's Status for
