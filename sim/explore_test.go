@@ -14,13 +14,13 @@ var untriaged = map[uint64]bool{}
 
 // explore runs consecutive seeds from seed until steps are spent; it fails
 // on every violation that is not a known finding, printing its trace.
-// SIM_COLLECT=1 adds Config.CollectRunning (off by default: see doc.go).
+// SIM_NO_COLLECT=1 turns the collectRunning fault off (Config.NoCollectRunning).
 func explore(t *testing.T, seed uint64, steps int) string {
 	start, last := time.Now(), time.Now()
 	done, runs := 0, 0
 	stuck := 0
 	for s := seed; done < steps; s++ {
-		r, w := Run(Config{Seed: s, CollectRunning: os.Getenv("SIM_COLLECT") != ""})
+		r, w := Run(Config{Seed: s, NoCollectRunning: os.Getenv("SIM_NO_COLLECT") != ""})
 		done += r.Steps
 		runs++
 		switch {
