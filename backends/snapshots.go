@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -51,9 +53,47 @@ func StoreWithLog(ctx context.Context, cl *config.Cluster, log hclog.Logger) (sn
 	return nil, fmt.Errorf("%s: unknown snapshot store %q", cl.File, sn.StoreKind)
 }
 
-// Encryption returns the encryption of cl's snapshots (none without an
-// encryption block).
+// Encryption returns the encryption and authentication of cl's snapshots:
+// age (none without an encryption block) and the MAC key (Authentication).
 func Encryption(cl *config.Cluster) (snapshot.Encryption, error) {
+	e, err := encryption(cl)
+	if err != nil {
+		return snapshot.Encryption{}, err
+	}
+	if e.MACKey, err = Authentication(cl); err != nil {
+		return snapshot.Encryption{}, err
+	}
+	return e, nil
+}
+
+// Authentication returns the key that authenticates cl's snapshots,
+// derived from the cluster CA's key encryption key in the environment
+// (certs.KEKEnv, which the rendered job sets on every member from the
+// job's Nomad variable, and which operators export): the one secret
+// members and operators already hold, and the store's writers do not. nil
+// without it (TLS not auto, or the local coordinator, or an operator's
+// shell without it): snapshots are then written without a MAC and read
+// unchecked, which validate and the member's start say (Unauthenticated).
+func Authentication(cl *config.Cluster) ([]byte, error) {
+	kek, err := clusterca.KEKFromEnv()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot authentication: %w", err)
+	}
+	return snapshot.DeriveMACKey(kek, cl.Name)
+}
+
+// Unauthenticated says why cl's snapshots are not authenticated, "" when
+// they are (a KEK in the environment) or there are none: whoever can
+// write the store can then forge a snapshot a recovery restores.
+func Unauthenticated(cl *config.Cluster, kek []byte) string {
+	if cl.Snapshot == nil || len(kek) > 0 {
+		return ""
+	}
+	return fmt.Sprintf("snapshots are not authenticated: %s is not set (tls mode %q), so they are written without a MAC and restored unchecked; "+
+		"anyone who can write the snapshot store can forge one that a recovery restores. With tls auto the job sets it on every member", certs.KEKEnv, cl.TLS.Mode)
+}
+
+func encryption(cl *config.Cluster) (snapshot.Encryption, error) {
 	sn := cl.Snapshot
 	if sn == nil || (sn.PassphraseEnv == "" && len(sn.Recipients) == 0) {
 		return snapshot.Encryption{}, nil

@@ -246,9 +246,14 @@ type NomadJob struct {
 	CPU         int
 	MemoryMB    int
 	// Binary is the etcd-nomad binary's path on the Nomad clients
-	// (raw_exec, exec), or the image (docker). Rendering needs it, an
-	// Artifact, or the renderer's -binary flag.
+	// (raw_exec, exec). Rendering needs it, an Artifact, or the
+	// renderer's -binary flag.
 	Binary string
+	// Image is the container image driver "docker" runs (`make image`
+	// builds one), a reference such as "registry.example.com/etcd-nomad:1.2.3"
+	// whose entrypoint is etcd-nomad. Rendering a docker job needs it or
+	// the renderer's -image flag.
+	Image string
 	// Artifact, optional, is the release the clients download for each
 	// allocation instead of Binary.
 	Artifact *NomadArtifact

@@ -171,11 +171,11 @@ func TestLimitsBoundaries(t *testing.T) {
 		// snapshots: retain_count >= 1, interval >= 1m (warns), retain_age
 		// >= 2 intervals (warns).
 		{"retain_count 0", def{snapshot: "retain_count = 0"}, "retain_count", refused("Invalid retain_count")},
-		{"retain_count 1", def{snapshot: "retain_count = 1"}, "retain_count", ok},
+		{"retain_count 1", def{snapshot: passphrase + "\nretain_count = 1"}, "retain_count", ok},
 		{"interval 1m-1ms", def{snapshot: `interval = "59999ms"`}, "interval", warned("Snapshot interval very short")},
-		{"interval 1m", def{snapshot: `interval = "1m"`}, "interval", ok},
+		{"interval 1m", def{snapshot: passphrase + "\n" + `interval = "1m"`}, "interval", ok},
 		{"retain_age 2 intervals-1ms", def{snapshot: "interval = \"30m\"\n retain_age = \"3599999ms\""}, "retain_age", warned("retain_age keeps almost nothing")},
-		{"retain_age 2 intervals", def{snapshot: "interval = \"30m\"\n retain_age = \"1h\""}, "retain_age", ok},
+		{"retain_age 2 intervals", def{snapshot: passphrase + "\ninterval = \"30m\"\n retain_age = \"1h\""}, "retain_age", ok},
 
 		// Nomad resources: Nomad's minimums, and scrypt's memory.
 		{"cpu 0", def{nomad: "cpu = 0"}, "cpu", refused("Invalid cpu")},

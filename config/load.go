@@ -163,6 +163,7 @@ type nomadSchema struct {
 	CPU         *int                 `hcl:"cpu,optional"`
 	MemoryMB    *int                 `hcl:"memory_mb,optional"`
 	Binary      *string              `hcl:"binary,optional"`
+	Image       *string              `hcl:"image,optional"`
 	Artifact    *nomadArtifactSchema `hcl:"artifact,block"`
 	HostVolume  *string              `hcl:"host_volume,optional"`
 	User        *string              `hcl:"user,optional"`
@@ -463,6 +464,7 @@ func (d *decoder) cluster(s clusterSchema) *Cluster {
 		c.Nomad.CPU = num(n.CPU, c.Nomad.CPU)
 		c.Nomad.MemoryMB = num(n.MemoryMB, c.Nomad.MemoryMB)
 		c.Nomad.Binary = str(n.Binary, "")
+		c.Nomad.Image = str(n.Image, "")
 		if a := n.Artifact; a != nil {
 			c.Nomad.Artifact = &NomadArtifact{Source: a.Source, Checksum: a.Checksum, Path: str(a.Path, DefaultArtifactPath)}
 		}

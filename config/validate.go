@@ -70,6 +70,13 @@ func (d *decoder) validate(c *Cluster, baseDir string) {
 	d.validateAccess(c)
 }
 
+// Summaries of the snapshot warnings that say a store is open to its
+// readers (no encryption) or its writers (no authentication).
+const (
+	SummaryUnencryptedSnapshots     = "Snapshots stored unencrypted"
+	SummaryUnauthenticatedSnapshots = "Snapshots not authenticated"
+)
+
 func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
 	if s := c.Snapshot; s != nil {
 		switch s.StoreKind {
@@ -107,6 +114,12 @@ func (d *decoder) validateSnapshot(c *Cluster, baseDir string) {
 		}
 		if s.DeltaInterval > 0 && s.PassphraseEnv != "" && s.DeltaInterval < DefaultDeltaIntervalScrypt/2 {
 			d.warnf(d.rangeOf("snapshot", "delta_interval"), "delta_interval costly with a passphrase", "delta_interval = %s with passphrase_env: every delta segment is encrypted with age's scrypt (256 MiB and about a second of CPU each). Encrypt to recipients (X25519 keys need no scrypt) or flush less often (%s by default).", s.DeltaInterval, DefaultDeltaIntervalScrypt)
+		}
+		if s.PassphraseEnv == "" && len(s.Recipients) == 0 {
+			d.warnf(d.rangeOf("snapshot"), SummaryUnencryptedSnapshots, "the snapshot block has no encryption: every snapshot and delta segment (all of etcd's data, its users and their password hashes included) is stored in the clear, readable by whoever can read the store. Add encryption { recipients = [\"age1...\"] } (or passphrase_env).")
+		}
+		if c.TLS.Mode != TLSAuto {
+			d.warnf(d.rangeOf("snapshot"), SummaryUnauthenticatedSnapshots, "with tls mode %q there is no cluster CA key encryption key (ETCD_NOMAD_CA_KEK), which the snapshot MAC key is derived from: snapshots are written without a MAC and restored unchecked, so whoever can write the store can plant one (its own users and roles) that a recovery restores. Encryption does not help: the recipients are public. Use tls mode \"auto\".", c.TLS.Mode)
 		}
 		if s.DeltaInterval < 0 {
 			d.errorf(d.rangeOf("snapshot", "delta_interval"), "Invalid delta_interval", "delta_interval must be positive, or \"0s\" to turn continuous backup off; got %s.", s.DeltaInterval)
@@ -343,32 +356,35 @@ var artifactChecksum = regexp.MustCompile(`^(sha256:[0-9a-f]{64}|sha512:[0-9a-f]
 // of the client's file system.
 var execChroot = []string{"/bin", "/etc", "/lib", "/lib32", "/lib64", "/run/resolvconf", "/sbin", "/usr"}
 
-// validateNomadBinary checks what the clients run: a binary (or image),
-// or an artifact, named on purpose. The renderer's own path, the old
+// validateNomadBinary checks what the clients run: a binary or an
+// artifact (an image with driver docker), named on purpose. The renderer's own path, the old
 // default, is a path on the operator's machine, and replacing that file
 // never changes the job, so nothing rolls out.
 func (d *decoder) validateNomadBinary(c *Cluster) {
 	n := c.Nomad
 	a := n.Artifact
+	if n.Driver == "docker" {
+		d.validateNomadImage(c)
+		return
+	}
+	if n.Image != "" {
+		d.errorf(d.rangeOf("nomad", "image"), "image without driver docker", "image = %q is what driver \"docker\" runs; driver %q runs binary or artifact. Set driver = \"docker\", or remove image.", n.Image, n.Driver)
+	}
 	if a == nil {
 		switch {
 		case c.Provider.Kind != ProviderNomad:
 		case n.Binary == "":
 			d.warnf(d.rangeOf("nomad"), "No binary or artifact for the Nomad clients",
 				"Name what the clients run: nomad { artifact { source = \"https://.../etcd-nomad_linux_amd64.tar.gz\", checksum = \"sha256:...\" } } (a new release is then a job change that Nomad rolls out one member at a time) or nomad { binary = \"/usr/local/bin/etcd-nomad\" } (installed on every client). 'job render' and 'job run' refuse this definition unless given -binary PATH (what the demo and the tests pass).")
-		case n.Driver != "docker" && !filepath.IsAbs(n.Binary):
+		case !filepath.IsAbs(n.Binary):
 			d.errorf(d.rangeOf("nomad", "binary"), "Relative binary", "binary = %q is a path on the Nomad clients: give it in full, as in \"/usr/local/bin/etcd-nomad\".", n.Binary)
 		case n.Driver == "exec" && !underAny(n.Binary, execChroot):
 			d.warnf(d.rangeOf("nomad", "binary"), "binary outside the exec chroot", "driver \"exec\" runs the member in a chroot holding %s (the clients' default chroot_env): binary = %q is not in it, unless the clients' chroot_env adds it. Install it under /usr, or use an artifact.", strings.Join(execChroot, ", "), n.Binary)
 		}
 		return
 	}
-	rng := d.rangeOf("nomad", "artifact")
 	if n.Binary != "" {
 		d.errorf(d.rangeOf("nomad", "binary"), "binary and artifact both set", "binary = %q and an artifact name two different programs to run: keep one.", n.Binary)
-	}
-	if n.Driver == "docker" {
-		d.errorf(rng, "artifact with driver docker", "driver \"docker\" runs the image in binary; an artifact is for \"raw_exec\" and \"exec\".")
 	}
 	src := a.Source
 	if i := strings.IndexAny(src, "?#"); i >= 0 {
@@ -387,6 +403,99 @@ func (d *decoder) validateNomadBinary(c *Cluster) {
 	if p := a.Path; filepath.IsAbs(p) || p != filepath.Clean(p) || p == "." || strings.HasPrefix(p, "../") || p == ".." {
 		d.errorf(d.rangeOf("nomad", "artifact", "path"), "Invalid artifact path", "path = %q is the binary's place inside the unpacked archive: a clean relative path such as \"etcd-nomad\" or \"etcd-nomad_1.0_linux_amd64/etcd-nomad\".", a.Path)
 	}
+}
+
+// validateNomadImage checks what driver "docker" runs: an image, never a
+// binary's path or an artifact, and settings that name files on the
+// clients, which the member's container does not see.
+func (d *decoder) validateNomadImage(c *Cluster) {
+	n := c.Nomad
+	if n.Binary != "" {
+		d.errorf(d.rangeOf("nomad", "binary"), "binary with driver docker", "binary = %q is a path on the Nomad clients, for drivers \"raw_exec\" and \"exec\"; driver \"docker\" runs an image: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; README: Docker).", n.Binary)
+	}
+	if n.Artifact != nil {
+		d.errorf(d.rangeOf("nomad", "artifact"), "artifact with driver docker", "driver \"docker\" runs image; an artifact is for \"raw_exec\" and \"exec\". A new release is a new image tag.")
+	}
+	rng := d.rangeOf("nomad", "image")
+	switch {
+	case n.Image == "" && c.Provider.Kind == ProviderNomad:
+		d.warnf(d.rangeOf("nomad"), "No image for driver docker", "Name the image the clients run: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; README: Docker). 'job render' and 'job run' refuse this definition unless given -image REF.")
+	case n.Image == "":
+	default:
+		if err := CheckImage(n.Image); err != nil {
+			d.errorf(rng, "Invalid image", "%s.", err)
+		} else if tag := imageTag(n.Image); tag == "" || tag == "latest" {
+			d.warnf(rng, "Image without a version tag", "image = %q: a client that already has an image of that name keeps running it (Nomad pulls only what is missing), and a new build under the same name changes nothing in the job, so nothing rolls out. Tag each release (\"etcd-nomad:1.2.3\", what 'make image' does) or pin a digest (\"...@sha256:...\").", n.Image)
+		}
+	}
+	var paths []string
+	add := func(setting, path string) {
+		if path != "" {
+			paths = append(paths, fmt.Sprintf("%s = %q", setting, path))
+		}
+	}
+	if c.TLS.Mode == TLSFiles {
+		add("tls { ca_file }", c.TLS.CAFile)
+		add("tls { cert_file }", c.TLS.CertFile)
+		add("tls { key_file }", c.TLS.KeyFile)
+	}
+	if s := c.Snapshot; s != nil {
+		if s.StoreKind == "file" {
+			add("snapshot { store \"file\" { path } }", s.Path)
+		}
+		add("snapshot { ca_file }", s.CAFile)
+		add("snapshot { identity_file }", s.IdentityFile)
+	}
+	add("nomad { consul { ca_file } }", n.Consul.CAFile)
+	add("nomad { consul { cert_file } }", n.Consul.CertFile)
+	add("nomad { consul { key_file } }", n.Consul.KeyFile)
+	if strings.HasPrefix(n.Consul.Address, "unix://") {
+		add("nomad { consul { address } }", n.Consul.Address)
+	}
+	if len(paths) > 0 {
+		d.warnf(d.rangeOf("nomad", "driver"), "Client paths the member's container does not see", "driver \"docker\" runs the member in a container that sees only its allocation's directories (and host_volume): %s name files on the Nomad clients, absent inside it unless the image holds them at those paths (an image built FROM etcd-nomad's that adds them).", strings.Join(paths, ", "))
+	}
+}
+
+// CheckImage reports why ref is not a container image reference
+// ([registry[:port]/]name[:tag][@digest], as Docker reads one), or nil. A
+// path and a saved image file are named as such.
+func CheckImage(ref string) error {
+	switch {
+	case strings.HasPrefix(ref, "/") || strings.HasPrefix(ref, "./") || strings.HasPrefix(ref, "../") || strings.HasPrefix(ref, "~"):
+		return fmt.Errorf("image = %q is a path: driver \"docker\" runs an image reference such as \"registry.example.com/etcd-nomad:1.2.3\" ('make image' builds one)", ref)
+	case strings.HasSuffix(ref, ".tar") || strings.HasSuffix(ref, ".tar.gz"):
+		return fmt.Errorf("image = %q is a saved image file: load it on the clients (docker load -i FILE) or push it to a registry, and name its tag, as in \"etcd-nomad:1.2.3\"", ref)
+	case !imageRefRE.MatchString(ref):
+		return fmt.Errorf("image = %q is not an image reference: [registry[:port]/]name[:tag][@sha256:digest], the name in lowercase, as in \"registry.example.com/etcd-nomad:1.2.3\"", ref)
+	}
+	return nil
+}
+
+// imageRefRE is Docker's reference grammar (distribution/reference),
+// without its length limits.
+var imageRefRE = func() *regexp.Regexp {
+	const (
+		label     = `[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?`
+		domain    = label + `(?:\.` + label + `)*(?::[0-9]+)?`
+		component = `[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`
+		tag       = `[\w][\w.-]{0,127}`
+		digest    = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`
+	)
+	return regexp.MustCompile(`^(?:` + domain + `/)?` + component + `(?:/` + component + `)*(?::` + tag + `)?(?:@` + digest + `)?$`)
+}()
+
+// imageTag is ref's tag ("" when it has none); a reference pinned by
+// digest counts as tagged.
+func imageTag(ref string) string {
+	if strings.Contains(ref, "@") {
+		return "@digest"
+	}
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	if i := strings.LastIndex(name, ":"); i >= 0 {
+		return name[i+1:]
+	}
+	return ""
 }
 
 // underAny reports whether path lies under one of dirs.

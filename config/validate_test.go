@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -78,7 +79,11 @@ func TestHostVolumeRefusedWithRawExec(t *testing.T) {
 		}
 	}
 	for _, driver := range []string{`driver = "exec"`, `driver = "docker"`} {
-		c, _, diags := Load("x.hcl", src(driver))
+		def := src(driver)
+		if driver == `driver = "docker"` {
+			def = bytes.Replace(def, []byte(`binary      = "/usr/bin/etcd-nomad"`), []byte(`image       = "etcd-nomad:1.0.0"`), 1)
+		}
+		c, _, diags := Load("x.hcl", def)
 		if len(diags) > 0 {
 			t.Fatalf("%s: %v", driver, diags)
 		}
@@ -209,7 +214,7 @@ func TestNomadBinaryOrArtifact(t *testing.T) {
 		{"relative binary", `binary = "bin/etcd-nomad"`, hcl.DiagError, "Relative binary", 5},
 		{"exec, binary in /usr", "driver = \"exec\"\n    binary = \"/usr/local/bin/etcd-nomad\"", 0, "", 0},
 		{"exec, binary outside the chroot", "driver = \"exec\"\n    binary = \"/opt/etcd-nomad\"", hcl.DiagWarning, "binary outside the exec chroot", 6},
-		{"docker image", "driver = \"docker\"\n    binary = \"registry.example.com/etcd-nomad:0.1.0\"", 0, "", 0},
+		{"docker image", "driver = \"docker\"\n    image = \"registry.example.com/etcd-nomad:0.1.0\"", 0, "", 0},
 		{"artifact", artifact(rel, sum, ""), 0, "", 0},
 		{"artifact, exec, path in a directory", "driver = \"exec\"\n    " + artifact("https://r.example.com/e.zip?x=1", sum, "etcd-nomad_0.1.0/etcd-nomad"), 0, "", 0},
 		{"artifact, archive= query", artifact("https://r.example.com/download?archive=tar.gz", sum, ""), 0, "", 0},
@@ -218,7 +223,7 @@ func TestNomadBinaryOrArtifact(t *testing.T) {
 		{"artifact, uppercase hex", artifact(rel, strings.ToUpper(sum), ""), hcl.DiagError, "Invalid artifact checksum", 7},
 		{"artifact, path leaves the archive", artifact(rel, sum, "../etcd-nomad"), hcl.DiagError, "Invalid artifact path", 8},
 		{"artifact and binary", "binary = \"/usr/local/bin/etcd-nomad\"\n    " + artifact(rel, sum, ""), hcl.DiagError, "binary and artifact both set", 5},
-		{"artifact with docker", "driver = \"docker\"\n    " + artifact(rel, sum, ""), hcl.DiagError, "artifact with driver docker", 6},
+		{"artifact with docker", "driver = \"docker\"\n    image = \"etcd-nomad:0.1.0\"\n    " + artifact(rel, sum, ""), hcl.DiagError, "artifact with driver docker", 7},
 	} {
 		cl, _, diags := Load("x.hcl", src(c.nomad))
 		if c.sev == 0 {
@@ -309,5 +314,117 @@ func TestNomadPortAndUserRefusals(t *testing.T) {
 		} else if ok == "peer_port = 2380" && cl.Nomad.PeerPort != 2380 {
 			t.Errorf("%q: PeerPort %d", ok, cl.Nomad.PeerPort)
 		}
+	}
+}
+
+// A snapshot store open to its readers (no encryption) or its writers (no
+// authentication: tls not auto, so no KEK to derive the MAC key from) is
+// said at validate, not found out after a forged restore.
+func TestValidateWarnsUnprotectedSnapshotStore(t *testing.T) {
+	src := func(tls, enc string) string {
+		return `cluster "x" {
+  data_dir = "/d"
+  provider "static" {
+    member "a" { address = "127.0.0.1" }
+  }
+  coordination "local" { dir = "c" }
+  tls { mode = "` + tls + `" }
+  snapshot {
+    store "file" { path = "/s" }
+    ` + enc + `
+  }
+}`
+	}
+	warnings := func(s string) []string {
+		_, _, diags := Load("/etc/x.hcl", []byte(s))
+		if diags.HasErrors() {
+			t.Fatalf("%s", diags)
+		}
+		var out []string
+		for _, d := range diags {
+			out = append(out, d.Summary)
+		}
+		return out
+	}
+	recipients := `encryption { recipients = ["age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"] }`
+	for _, c := range []struct {
+		tls, enc string
+		want     []string
+	}{
+		{"auto", "", []string{SummaryUnencryptedSnapshots}},
+		{"off", "", []string{SummaryUnencryptedSnapshots, SummaryUnauthenticatedSnapshots}},
+		{"off", recipients, []string{SummaryUnauthenticatedSnapshots}},
+		{"auto", recipients, nil},
+	} {
+		if got := warnings(src(c.tls, c.enc)); !slices.Equal(got, c.want) {
+			t.Errorf("tls %s, encryption %q: warnings %q, want %q", c.tls, c.enc, got, c.want)
+		}
+	}
+}
+
+// Issue 28: driver "docker" runs an image, its own field. The renderer
+// used to put binary's path in the job's config.image, which Nomad then
+// tried to pull. A path, a saved image file or a binary is refused at its
+// field's line, saying which field; an image without a version tag warns
+// (a new build under the same name rolls nothing out); so do settings
+// that name files on the clients, which the container does not see.
+func TestDockerRunsAnImage(t *testing.T) {
+	src := func(nomad string) []byte {
+		return []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    driver = "docker"
+    ` + nomad + `
+  }
+}`)
+	}
+	for _, c := range []struct {
+		name, nomad string
+		sev         hcl.DiagnosticSeverity // 0: no diagnostic
+		summary     string
+		line        int
+		says        string // in the diagnostic's detail
+	}{
+		{"tagged", `image = "etcd-nomad:1.2.3"`, 0, "", 0, ""},
+		{"registry with a port", `image = "registry.example.com:5000/infra/etcd-nomad:1.2.3"`, 0, "", 0, ""},
+		{"digest", `image = "ghcr.io/x/etcd-nomad@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"`, 0, "", 0, ""},
+		{"nothing named", `cpu = 500`, hcl.DiagWarning, "No image for driver docker", 4, "-image REF"},
+		{"a path", `image = "/usr/local/bin/etcd-nomad"`, hcl.DiagError, "Invalid image", 6, `image = "/usr/local/bin/etcd-nomad" is a path`},
+		{"a relative path", `image = "./bin/etcd-nomad"`, hcl.DiagError, "Invalid image", 6, "is a path"},
+		{"a saved image", `image = "bin/etcd-nomad-image-1.2.3.tar"`, hcl.DiagError, "Invalid image", 6, "docker load"},
+		{"uppercase", `image = "Etcd-Nomad:1.2.3"`, hcl.DiagError, "Invalid image", 6, "not an image reference"},
+		{"no tag", `image = "etcd-nomad"`, hcl.DiagWarning, "Image without a version tag", 6, "nothing rolls out"},
+		{"latest", `image = "registry.example.com:5000/etcd-nomad:latest"`, hcl.DiagWarning, "Image without a version tag", 6, "nothing rolls out"},
+		{"binary", "image = \"etcd-nomad:1.2.3\"\n    binary = \"/usr/local/bin/etcd-nomad\"", hcl.DiagError, "binary with driver docker", 7, `driver "docker" runs an image`},
+		{"binary alone", `binary = "registry.example.com/etcd-nomad:0.1.0"`, hcl.DiagError, "binary with driver docker", 6, "image ="},
+		{"client files", "image = \"etcd-nomad:1.2.3\"\n    consul {\n      ca_file = \"/etc/consul.d/ca.pem\"\n    }", hcl.DiagWarning, "Client paths the member's container does not see", 5, `nomad { consul { ca_file } } = "/etc/consul.d/ca.pem"`},
+	} {
+		_, _, diags := Load("x.hcl", src(c.nomad))
+		if c.sev == 0 {
+			if len(diags) > 0 {
+				t.Errorf("%s: want no diagnostic, got %v", c.name, diags)
+			}
+			continue
+		}
+		found := false
+		for _, d := range diags {
+			found = found || (d.Severity == c.sev && d.Summary == c.summary && d.Subject != nil && d.Subject.Start.Line == c.line && strings.Contains(d.Detail, c.says))
+		}
+		if !found {
+			t.Errorf("%s: want %q at line %d saying %q, got %v", c.name, c.summary, c.line, c.says, diags)
+		}
+	}
+	// image is docker's: with another driver it is refused.
+	_, _, diags := Load("x.hcl", []byte(`cluster "x" {
+  provider "nomad" {}
+  coordination "consul" {}
+  nomad {
+    binary = "/usr/local/bin/etcd-nomad"
+    image  = "etcd-nomad:1.2.3"
+  }
+}`))
+	if !diagAt(diags, "image without driver docker", 6) {
+		t.Errorf("image with raw_exec: want an error at line 6, got %v", diags)
 	}
 }

@@ -45,6 +45,9 @@ type Installed struct {
 	// after it has a gap (changes after the gap are not replayed).
 	Chain []snapshot.Meta
 	Gap   bool
+	// Verified is the prefix of Chain whose segments were fetched,
+	// verified and replayed: all an operator's adoption may sign.
+	Verified []snapshot.Meta
 	// End is the last revision the snapshot and the deltas that
 	// verified hold together.
 	End int64
@@ -171,6 +174,10 @@ func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, 
 	if err != nil {
 		return out, fmt.Errorf("list the deltas after snapshot %s: %w", src.Name, err)
 	}
+	// A segment whose metadata does not authenticate is left out as a
+	// damaged one is: the chain is built around it, as the planner's
+	// view of the same listing is.
+	list, _ = src.Encryption.Authentic(list)
 	if len(src.Skip) > 0 {
 		kept := list[:0:0]
 		for _, m := range list {
@@ -186,6 +193,7 @@ func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, 
 		return out, fmt.Errorf("fetch the deltas after snapshot %s: %w", src.Name, err)
 	}
 	out.End = max(out.End, fc.End)
+	out.Verified = fc.Chain
 	if src.Want > out.End {
 		why := "the chain ends there"
 		if fc.Damaged != "" {

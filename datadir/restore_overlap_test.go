@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -44,14 +43,7 @@ func TestDamagedSegmentBridgedByAnOverlapIsInstalledAround(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+150)})
 	p := filepath.Join(b.dir, x.Name)
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageFile(t, p)
 
 	damaged := map[string]bool{}
 	for round := 0; round < 3; round++ {

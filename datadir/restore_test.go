@@ -338,14 +338,7 @@ func TestRestoreRefusesADamagedSegmentBeforeRecording(t *testing.T) {
 	chain := b.fourSegments(t)
 	want := chainEnd(t, b.store)
 	victim := filepath.Join(b.dir, chain[1].Name)
-	raw, err := os.ReadFile(victim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.WriteFile(victim, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageFile(t, victim)
 	root := t.TempDir()
 	_, calls, err := install(context.Background(), t, root, datadir.Source{Store: b.store, Name: b.base.Name, Want: want})
 	var short *datadir.ChainShortError
@@ -441,5 +434,19 @@ func TestReplayKeepsLeasesThatExpireDuringIt(t *testing.T) {
 	}
 	if got.Replay.Txns == 0 || got.Replay.Keys != many+1 {
 		t.Fatalf("replay %+v", got.Replay)
+	}
+}
+
+// damageFile flips a byte in the middle of the file at path (a stored
+// object): its checksum fails.
+func damageFile(t *testing.T, path string) {
+	t.Helper()
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)/2] ^= 0xff
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,7 +2,6 @@ package datadir_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -28,14 +27,7 @@ func TestOperatorVerifyGoesAroundABridgedDamagedSegment(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+150)})
 	p := filepath.Join(b.dir, x.Name)
-	raw, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw[len(raw)/2] ^= 0xff
-	if err := os.WriteFile(p, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	damageFile(t, p)
 	list, err := b.store.List(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -463,18 +463,8 @@ func TestTwoAllocsStoppedTogetherKeepQuorum(t *testing.T) {
 		return puts >= 10, fmt.Sprintf("%d puts, %d failures", puts, fails)
 	})
 
-	var wg sync.WaitGroup
 	stopped := time.Now()
-	for _, a := range allocs[:2] {
-		wg.Add(1)
-		go func(id string) {
-			defer wg.Done()
-			if out, err := exec.Command(nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, id).CombinedOutput(); err != nil {
-				t.Errorf("nomad alloc stop %s: %v\n%s", id, err, out)
-			}
-		}(a.ID)
-	}
-	wg.Wait()
+	stopTogether(t, allocs[0].ID, allocs[1].ID)
 	waitFor(t, 3*time.Minute, "two replacements joined and promoted", func() (bool, string) {
 		v, l, ids, err := memberList(cli)
 		if err != nil || v != 3 || l != 0 {
@@ -499,4 +489,20 @@ func TestTwoAllocsStoppedTogetherKeepQuorum(t *testing.T) {
 	if after.Epoch != before.Epoch || after.Token != before.Token {
 		t.Fatalf("the record moved from epoch %d to %d: a recovery ran, quorum was lost", before.Epoch, after.Epoch)
 	}
+}
+
+// stopTogether runs `nomad alloc stop` on the allocations ids at once.
+func stopTogether(t *testing.T, ids ...string) {
+	t.Helper()
+	var wg sync.WaitGroup
+	for _, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if out, err := exec.Command(nomadBin, "alloc", "stop", "-detach", "-address", nomad.Addr, id).CombinedOutput(); err != nil {
+				t.Errorf("nomad alloc stop %s: %v\n%s", id, err, out)
+			}
+		}()
+	}
+	wg.Wait()
 }

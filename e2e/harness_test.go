@@ -31,6 +31,11 @@ var (
 	consul   *devagents.Agent
 	nomad    *devagents.Agent
 	workDir  string
+	// docker is the kit's own Docker engine, which the Nomad agent's
+	// docker driver uses; nil when it could not start (dockerErr says
+	// why: the Docker tests skip or fail on it).
+	docker    *devagents.Docker
+	dockerErr error
 )
 
 // TestMain builds etcd-nomad, starts one real Consul and one real Nomad dev
@@ -50,7 +55,7 @@ func TestMain(m *testing.M) {
 	os.Exit(tier.Main(m, run))
 }
 
-func run(m *testing.M) int {
+func run(m *testing.M) (code int) {
 	var err error
 	workDir, err = os.MkdirTemp("", "etcd-nomad-e2e-")
 	if err != nil {
@@ -73,7 +78,24 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer consul.Stop(15 * time.Second)
-	if nomad, err = devagents.StartNomad(ctx, filepath.Join(workDir, "nomad"), consul.Addr); err != nil {
+	// A Docker engine of the kit's own (own socket, data and exec roots,
+	// no iptables, no bridge) for the Docker tests, stopped after Nomad:
+	// its containers removed, then dockerd and containerd by PID; what
+	// remains fails the run.
+	if dockerErr = devagents.DockerAvailable(); dockerErr == nil {
+		if docker, dockerErr = devagents.StartDocker(ctx, filepath.Join(workDir, "docker")); dockerErr == nil {
+			defer func() {
+				if err := docker.Stop(); err != nil {
+					fmt.Fprintln(os.Stderr, "stop the Docker engine:", err)
+				}
+				if left := devagents.DockerLeftovers(); len(left) > 0 {
+					fmt.Fprintln(os.Stderr, "left of the Docker engine after its Stop:", left)
+					code = 1
+				}
+			}()
+		}
+	}
+	if nomad, err = devagents.StartNomadWith(ctx, filepath.Join(workDir, "nomad"), consul.Addr, devagents.Options{Docker: docker}); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
@@ -100,6 +122,9 @@ type cluster struct {
 	// kek is the cluster CA's key encryption key the members read from
 	// the job's Nomad variable (set by nomadRun): etcd clients need it.
 	kek []byte
+	// image, when set, runs the members with driver "docker" from this
+	// image (writeDefinition and render).
+	image string
 }
 
 func newCluster(t *testing.T, name string, size int) *cluster {
@@ -119,14 +144,22 @@ func newCluster(t *testing.T, name string, size int) *cluster {
 func (c *cluster) writeDefinition(size int, extraEnv string) {
 	c.t.Helper()
 	c.size = size
+	n := nomadjob.SingleClient(consul.Addr)
+	if c.image != "" {
+		n += fmt.Sprintf("\n    driver = \"docker\"\n    image  = %q", c.image)
+	}
 	nomadjob.Definition{
 		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e", Quota: c.quota,
-		Nomad: nomadjob.SingleClient(consul.Addr), Extra: c.extra, Comment: extraEnv,
+		Nomad: n, Extra: c.extra, Comment: extraEnv,
 	}.Write(c.t, c.file)
 }
 
 // job is the cluster's Nomad job, for the shared kit.
-func (c *cluster) job() nomadjob.Job { return job(c.t, c.name) }
+func (c *cluster) job() nomadjob.Job {
+	j := job(c.t, c.name)
+	j.Image = c.image
+	return j
+}
 
 func job(t *testing.T, name string) nomadjob.Job {
 	return nomadjob.Job{Name: name, Binary: binary, NomadBin: nomadBin, Nomad: nomad.Addr, API: nomadClient(t), AllocDirs: []string{nomad.AllocDir}}

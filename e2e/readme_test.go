@@ -24,9 +24,9 @@ import (
 // operator follows on their own Nomad cluster.
 const readmeSection = "### On your own Nomad cluster"
 
-// readmeCommands returns the commands of the first ```sh block after
-// heading in the README, comments and blank lines dropped, in order.
-func readmeCommands(t *testing.T, heading string) []string {
+// readmeCommands returns the commands of the n-th (from 0) ```sh block
+// after heading in the README, comments and blank lines dropped, in order.
+func readmeCommands(t *testing.T, heading string, n int) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "README.md"))
 	if err != nil {
@@ -38,11 +38,16 @@ func readmeCommands(t *testing.T, heading string) []string {
 		t.Fatalf("README has no section %q", heading)
 	}
 	text = text[i:]
-	start := strings.Index(text, "\n```sh\n")
-	if start < 0 {
-		t.Fatalf("README section %q has no sh block", heading)
+	for k := 0; ; k++ {
+		start := strings.Index(text, "\n```sh\n")
+		if start < 0 {
+			t.Fatalf("README section %q has no sh block %d", heading, n)
+		}
+		text = text[start+len("\n```sh\n"):]
+		if k == n {
+			break
+		}
 	}
-	text = text[start+len("\n```sh\n"):]
 	text = text[:strings.Index(text, "\n```")]
 	var cmds []string
 	for line := range strings.SplitSeq(text, "\n") {
@@ -65,7 +70,7 @@ func readmeCommands(t *testing.T, heading string) []string {
 // member exited with "set ETCD_NOMAD_CA_KEK" until Nomad failed it.
 func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
-	cmds := readmeCommands(t, readmeSection)
+	cmds := readmeCommands(t, readmeSection, 0)
 	t.Logf("README %q: %q", readmeSection, cmds)
 	c := newCluster(t, "readme", 3)
 	// The definition names the binary, as the README asks (no -binary).
@@ -78,31 +83,9 @@ func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 		t.Fatalf("the job's variable holds a key before the README's path (%v): not a plain run", err)
 	}
 
-	// etcd-nomad and nomad on PATH, as an operator has them.
-	bin := t.TempDir()
-	for name, target := range map[string]string{"etcd-nomad": binary, "nomad": nomadBin} {
-		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
+	env := operatorEnv(t)
 	start := time.Now()
-	runCtx, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	for _, line := range cmds {
-		sh := exec.CommandContext(runCtx, "sh", "-c", line)
-		sh.Dir, sh.Env = c.dir, env
-		// At the deadline the whole command goes (sh forks nomad, which
-		// keeps following a deployment whose members never pass).
-		sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGTERM) }
-		sh.WaitDelay = 10 * time.Second
-		out, err := sh.CombinedOutput()
-		t.Logf("$ %s (%s)\n%s", line, time.Since(start).Round(time.Second), out)
-		if err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-	}
+	runLines(t, c.dir, env, cmds, 4*time.Minute)
 	t.Logf("the README's path took %s", time.Since(start).Round(100*time.Millisecond))
 	c.waitPassing(3, time.Minute)
 
@@ -149,6 +132,41 @@ func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	}
 	if created != 1 {
 		t.Fatalf("%d members say they created the key encryption key, want 1", created)
+	}
+}
+
+// operatorEnv is an operator's environment: etcd-nomad and nomad on PATH.
+func operatorEnv(t *testing.T) []string {
+	t.Helper()
+	bin := t.TempDir()
+	for name, target := range map[string]string{"etcd-nomad": binary, "nomad": nomadBin} {
+		if err := os.Symlink(target, filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_RUNTIME_DIR="+t.TempDir())
+}
+
+// runLines runs each line with sh in dir and env, logging its output, and
+// fails t at the first that fails or when they take longer than timeout.
+func runLines(t *testing.T, dir string, env, lines []string, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for _, line := range lines {
+		sh := exec.CommandContext(ctx, "sh", "-c", line)
+		sh.Dir, sh.Env = dir, env
+		// At the deadline the whole command goes (sh forks nomad, which
+		// keeps following a deployment whose members never pass).
+		sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		sh.Cancel = func() error { return syscall.Kill(-sh.Process.Pid, syscall.SIGTERM) }
+		sh.WaitDelay = 10 * time.Second
+		out, err := sh.CombinedOutput()
+		t.Logf("$ %s (%s)\n%s", line, time.Since(start).Round(time.Second), out)
+		if err != nil {
+			t.Fatalf("%s: %v", line, err)
+		}
 	}
 }
 

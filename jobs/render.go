@@ -27,11 +27,16 @@ type Options struct {
 	// this must name what the clients run: Render never falls back to
 	// its own path.
 	Binary string
+	// Image is the container image of driver "docker"; overrides the
+	// definition's nomad.image.
+	Image string
 }
 
 type view struct {
 	C      *config.Cluster
 	Binary string
+	// Image is what driver "docker" runs, instead of Binary.
+	Image string
 	// Artifact, when set, is downloaded into the task directory, and
 	// Binary is the path inside it.
 	Artifact *config.NomadArtifact
@@ -85,27 +90,15 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 	if cl.Coordination.Kind != config.CoordConsul {
 		return "", fmt.Errorf("%s: members on Nomad coordinate through Consul: use coordination \"consul\", not %q", cl.File, cl.Coordination.Kind)
 	}
-	bin := firstOf(o.Binary, cl.Nomad.Binary)
-	art := cl.Nomad.Artifact
-	switch {
-	case o.Binary != "":
-		art = nil // the caller's binary wins (tests, the demo)
-	case art != nil:
-		bin = "${NOMAD_TASK_DIR}/" + art.Path
-	case bin == "":
-		return "", fmt.Errorf("%s: nomad: neither binary nor artifact is set: name what the Nomad clients run, nomad { artifact { source = \"<release archive URL>\", checksum = \"sha256:<hex>\" } } or nomad { binary = \"/usr/local/bin/etcd-nomad\" }, or pass -binary PATH (a dev or demo cluster)", firstOf(cl.Nomad.Where, cl.File))
-	}
-	if art == nil && cl.Nomad.Driver != "docker" {
-		abs, err := filepath.Abs(bin)
-		if err != nil {
-			return "", err
-		}
-		bin = abs
+	bin, art, img, err := whatRuns(cl, o)
+	if err != nil {
+		return "", err
 	}
 	healthy := JoinDeadline(cl.Etcd.QuotaBackendBytes)
 	v := view{
 		C:                cl,
 		Binary:           bin,
+		Image:            img,
 		Artifact:         art,
 		HealthyDeadline:  minutes(healthy),
 		ProgressDeadline: minutes(ProgressDeadline(healthy)),
@@ -124,6 +117,44 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 		return "", fmt.Errorf("render job: %w", err)
 	}
 	return b.String(), nil
+}
+
+// whatRuns is what the clients run: the binary's path (absolute, or in
+// the task directory when an artifact brings it), or, with driver docker,
+// the image.
+func whatRuns(cl *config.Cluster, o Options) (bin string, art *config.NomadArtifact, img string, err error) {
+	where := firstOf(cl.Nomad.Where, cl.File)
+	if cl.Nomad.Driver == "docker" {
+		img = firstOf(o.Image, cl.Nomad.Image)
+		switch {
+		case o.Binary != "":
+			return "", nil, "", fmt.Errorf("%s: nomad: driver \"docker\" runs an image: -binary names a path on the clients, for drivers \"raw_exec\" and \"exec\"; pass -image REF or set nomad { image }", where)
+		case img == "":
+			return "", nil, "", fmt.Errorf("%s: nomad: driver \"docker\" and no image: set nomad { image = \"registry.example.com/etcd-nomad:<version>\" } ('make image' builds it) or pass -image REF", where)
+		}
+		if err := config.CheckImage(img); err != nil {
+			return "", nil, "", fmt.Errorf("%s: nomad: %w", where, err)
+		}
+		return "", nil, img, nil
+	}
+	if o.Image != "" {
+		return "", nil, "", fmt.Errorf("%s: nomad: -image is for driver \"docker\"; this job uses driver %q, which runs a binary (-binary PATH)", where, cl.Nomad.Driver)
+	}
+	bin = firstOf(o.Binary, cl.Nomad.Binary)
+	art = cl.Nomad.Artifact
+	switch {
+	case o.Binary != "":
+		art = nil // the caller's binary wins (tests, the demo)
+	case art != nil:
+		return "${NOMAD_TASK_DIR}/" + art.Path, art, "", nil
+	case bin == "":
+		return "", nil, "", fmt.Errorf("%s: nomad: neither binary nor artifact is set: name what the Nomad clients run, nomad { artifact { source = \"<release archive URL>\", checksum = \"sha256:<hex>\" } } or nomad { binary = \"/usr/local/bin/etcd-nomad\" }, or pass -binary PATH (a dev or demo cluster)", where)
+	}
+	abs, err := filepath.Abs(bin)
+	if err != nil {
+		return "", nil, "", err
+	}
+	return abs, nil, "", nil
 }
 
 // portView is one port of the group's network: Static when not 0.
@@ -348,11 +379,23 @@ job "{{.C.Nomad.Job}}" {
       user         = "{{.C.Nomad.User}}"
 {{- end}}
       kill_timeout = "{{.KillSecs}}s"
-{{if eq .C.Nomad.Driver "docker"}}
+{{if .Image}}
+      # The image's entrypoint is etcd-nomad ('make image'). Host
+      # networking, on purpose: a member advertises its peer and client
+      # URLs at NOMAD_IP_peer and the group's ports, and the other members
+      # dial exactly those; in the client's network namespace it listens
+      # there itself, as under raw_exec. Under Docker's bridge it would
+      # listen on the container's address, and every advertised URL would
+      # rest on a port mapping agreeing with it. The data is where
+      # raw_exec keeps it: data_dir ${NOMAD_ALLOC_DIR}/data is the
+      # allocation's alloc/data on the client (or the host volume below),
+      # mounted into the container, so the sticky disk follows the
+      # allocation to its replacement the same way. The task API socket
+      # and the job's secrets are in ${NOMAD_SECRETS_DIR}, mounted too.
       config {
-        image   = "{{.Binary}}"
-        args    = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
-        ports   = ["client", "peer", "status"]
+        image        = "{{.Image}}"
+        network_mode = "host"
+        args         = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
       }
 {{else}}
       config {

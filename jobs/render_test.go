@@ -475,3 +475,68 @@ func TestTaskUser(t *testing.T) {
 		t.Errorf("task user = %s, want \"etcd\"", got)
 	}
 }
+
+// Issue 28: driver "docker" got the binary's path as its image
+// (image = "/usr/local/bin/etcd-nomad"), no network mode and a port
+// mapping nothing agreed with. The job now runs the definition's image
+// (or -image) with host networking, so that the addresses a member
+// advertises (NOMAD_IP_peer and the group's ports) are the ones it
+// listens on; no port mapping; the data, the task API socket and the
+// definition where raw_exec has them (the alloc, secrets and task
+// directories Nomad mounts into the container); the same kill_signal and
+// kill_timeout; -binary is refused, and so is -image with another driver.
+func TestRenderedDockerTask(t *testing.T) {
+	j, err := renderWith(t, "  nomad {\n    driver = \"docker\"\n    image  = \"registry.example.com/etcd-nomad:1.2.3\"\n    kill_timeout = \"25s\"\n  }", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := in(task, "config")
+	for k, want := range map[string]string{
+		"image":        `"registry.example.com/etcd-nomad:1.2.3"`,
+		"network_mode": `"host"`,
+		"args":         `["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]`,
+		"ports":        "",
+		"command":      "",
+	} {
+		if got := j.attr(k, cfg...); got != want {
+			t.Errorf("config { %s = %s }, want %q", k, got, want)
+		}
+	}
+	for k, want := range map[string]string{"driver": `"docker"`, "kill_signal": `"SIGTERM"`, "kill_timeout": `"25s"`} {
+		if got := j.attr(k, task...); got != want {
+			t.Errorf("task { %s = %s }, want %s", k, got, want)
+		}
+	}
+	if got := j.attr("NOMAD_ADDR", env...); got != `"${NOMAD_UNIX_ADDR}"` {
+		t.Errorf("NOMAD_ADDR = %s, want the task API socket", got)
+	}
+	if got := j.attr("sticky", in(group, "ephemeral_disk")...); got != "true" {
+		t.Errorf("ephemeral_disk { sticky = %s }: the data must follow the allocation as under raw_exec", got)
+	}
+	cl, _, diags := config.Load("db.hcl", []byte("cluster \"db\" {\n  provider \"nomad\" {}\n  coordination \"consul\" {}\n  nomad {\n    driver = \"docker\"\n  }\n}"))
+	if diags.HasErrors() {
+		t.Fatal(diags)
+	}
+	if cl.DataDir != config.NomadDataDir {
+		t.Errorf("data_dir %q, want raw_exec's %q", cl.DataDir, config.NomadDataDir)
+	}
+	spec, err := Render(cl, Options{Image: "etcd-nomad:e2e"})
+	if err != nil || !strings.Contains(spec, `image        = "etcd-nomad:e2e"`) {
+		t.Errorf("-image: %v\n%s", err, spec)
+	}
+	for _, c := range []struct {
+		o    Options
+		says string
+	}{
+		{Options{}, "driver \"docker\" and no image"},
+		{Options{Binary: "/usr/local/bin/etcd-nomad"}, "-binary names a path"},
+		{Options{Image: "/usr/local/bin/etcd-nomad"}, "is a path"},
+	} {
+		if _, err := Render(cl, c.o); err == nil || !strings.Contains(err.Error(), "db.hcl:4: nomad: ") || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want an error at db.hcl:4 saying %q", c.o, err, c.says)
+		}
+	}
+	if _, err := renderWith(t, "  nomad {\n    binary = \"/opt/etcd-nomad\"\n  }", Options{Image: "etcd-nomad:1.2.3"}); err == nil || !strings.Contains(err.Error(), "-image is for driver \"docker\"") {
+		t.Errorf("-image with raw_exec: %v", err)
+	}
+}

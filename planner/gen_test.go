@@ -9,6 +9,32 @@ import (
 
 // genObservation builds a random but structurally plausible observation.
 func genObservation(rng *rand.Rand) Observation {
+	o := genAny(rng)
+	genRefused(&o)
+	return o
+}
+
+// genRefused gives a quarter of the observations an object of the store
+// members refuse (no MAC, or the previous KEK's; or a store writer's
+// plant), of some revision. It is drawn from a hash of what was generated,
+// not from rng, so that adding it left every other observation as it was.
+func genRefused(o *Observation) {
+	h := fnv.New64a()
+	fmt.Fprint(h, o.Self, o.Local, o.Running, o.HoldsLock, o.QuorumLostFor, o.SeederGoneFor, o.Unreachable, o.Peers, o.Instances)
+	if o.Record != nil {
+		fmt.Fprint(h, *o.Record)
+	}
+	if o.LatestSnapshot != nil {
+		fmt.Fprint(h, *o.LatestSnapshot)
+	}
+	x := h.Sum64()
+	if x%4 != 0 {
+		return
+	}
+	o.RefusedSnapshot = &RefusedSnapshot{Name: "refused", Epoch: 1 + (x>>8)%3, Revision: int64((x>>16)%6) * 100, Why: "unauthenticated"}
+}
+
+func genAny(rng *rand.Rand) Observation {
 	switch rng.IntN(5) {
 	case 0:
 		return genRunningCluster(rng)
@@ -253,7 +279,7 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 	// the provider forgot that answers without a leader (a partition
 	// splits the collected majority), and a snapshot of an epoch the
 	// record has not reached (Consul restored an older record).
-	if o.KnownHealthy == nil && o.SeederGoneFor/time.Second%5 == 0 {
+	if o.KnownHealthy == nil && o.SeederGoneFor/time.Second%7 == 0 {
 		o.UnlistedVoters = []string{"m8"}
 	}
 	if s := o.LatestSnapshot; s != nil && o.QuorumLostFor/time.Second%3 == 0 {

@@ -105,6 +105,14 @@ type Faults struct {
 	// fewer than a quorum (the cluster would lose its quorum, or the
 	// last good copy).
 	SetAsideLastGood bool
+	// SeedBesideRefused (review data11 F1): seed empty, or restore the
+	// newest authentic snapshot, with no record or over a gone seeder's
+	// empty seed, although the store holds a newer object members refuse
+	// (unauthenticated or forged): it may hold the cluster's data.
+	SeedBesideRefused bool
+	// RecoverBelowRefused (review data11 F3): recover from data or a
+	// snapshot older than an object of the store members refuse.
+	RecoverBelowRefused bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -129,6 +137,7 @@ const (
 	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
+	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
 	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
 )
 
@@ -141,6 +150,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedDespitePeerData
 	case noSeedWhileSilent:
 		return !f.SeedWhileSilent && !f.SeedDespitePeerData
+	case noSeedBesideRefused:
+		return !f.SeedBesideRefused
 	case restoreAfterGrace:
 		return !f.RestoreWithoutGrace
 	}
@@ -195,6 +206,7 @@ const (
 	notBelowOlderData                             // never from a source older than data of an older epoch
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
+	notBelowRefused                               // never from a source older than an object of the store members refuse
 	epochAboveSnapshot                            // the next epoch is above the newest snapshot's too
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 )
@@ -218,6 +230,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideSkippedEpoch
 	case notBesideKnownHealthy:
 		return !f.RecoverBesideKnownHealthy
+	case notBelowRefused:
+		return !f.RecoverBelowRefused
 	case epochAboveSnapshot:
 		return !f.RecoverAtRecordEpoch
 	case notBesideUnlistedVoter:
@@ -259,7 +273,7 @@ type resumeRule int
 
 const (
 	resumeWhenAllAnswer        resumeRule = iota // a seed or restore whose data this member lost only while every instance answers
-	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot than the record starts from
+	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot (authentic, or one members refuse) than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
 )
 

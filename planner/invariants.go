@@ -64,6 +64,9 @@ func Check(o Observation, d Decision) error {
 	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster || d.Kind == Maintain) && !o.HoldsLock {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
+	if err := checkRefused(o, d); err != nil {
+		return err
+	}
 	switch d.Kind {
 	case DisarmCorrupt:
 		// A member's CORRUPT alarm is disarmed only once it has left the
@@ -562,6 +565,37 @@ func checkCorruptSetAside(o Observation) error {
 	}
 	if good < v/2+1 {
 		return fmt.Errorf("invariant 7: set aside the current incarnation's data while %d good healthy voter(s) besides this member are below the quorum of %d voters", good, v)
+	}
+	return nil
+}
+
+// checkRefused: an object of the store members refuse (unauthenticated or
+// forged, Observation.RefusedSnapshot) is data that exists and may not be
+// taken: no seed beside it (invariant 8), and no new recovery or restore
+// from a source older than it (invariant 4). A resumed recovery was
+// decided before; an operator's record restores what the operator chose.
+func checkRefused(o Observation, d Decision) error {
+	rs := o.RefusedSnapshot
+	if rs == nil || d.Record == nil {
+		return nil
+	}
+	switch d.Kind {
+	case Seed:
+		return fmt.Errorf("invariant 8: seeded epoch %d empty while the store holds %s (revision %d), which members refuse (%s)", d.Record.Epoch, rs.Name, rs.Revision, rs.Why)
+	case RecoverQuorum:
+		if d.Record.Operator || o.Record != nil && d.Record.Token == o.Record.Token {
+			return nil
+		}
+		src := o.Local.Revision
+		if d.From == FromSnapshot {
+			if o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name {
+				return nil // not the newest: the rules below refuse it
+			}
+			src = o.LatestSnapshot.Revision
+		}
+		if src < rs.Revision {
+			return fmt.Errorf("invariant 4: recovery (%s) from revision %d while the store holds %s at revision %d, which members refuse (%s)", d.From, src, rs.Name, rs.Revision, rs.Why)
+		}
 	}
 	return nil
 }

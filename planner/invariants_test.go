@@ -91,6 +91,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 7: set aside the last good copy":         {SetAsideLastGood: true},
 	"invariant 7: disarm a present member's CORRUPT":    {DisarmPresent: true},
 	"invariant 10: recover beside a forgotten majority": {RecoverBesideKnownHealthy: true},
+	"invariant 8: seed beside a refused snapshot":       {SeedBesideRefused: true},
+	"invariant 4: recover below a refused snapshot":     {RecoverBelowRefused: true},
 	"invariant 10: recover beside an unlisted voter":    {RecoverBesideUnlistedVoter: true},
 	"invariant 10: restore at once without a record":    {RestoreWithoutGrace: true},
 	"invariant 9: recover at the snapshot's epoch":      {RecoverAtRecordEpoch: true},

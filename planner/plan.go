@@ -356,6 +356,16 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// seed or a restore here would start a second cluster.
 			return d
 		}
+		if r.seedGuard(noSeedBesideRefused) {
+			// Nor beside an object of the store members refuse (no MAC,
+			// or the previous KEK's): the cluster's data may live only
+			// there; seeding empty, or restoring an older snapshot, would
+			// abandon it.
+			s := o.LatestSnapshot
+			if d, ok := refusedAhead(o, name, s != nil && r.seedGuard(restoreBeforeSeed), snapshotRevision(s), "no cluster record and no member holds data"); ok {
+				return d
+			}
+		}
 		if s := o.LatestSnapshot; s != nil && r.seedGuard(restoreBeforeSeed) {
 			// Consul lost its state and every member its data, but the
 			// store holds the cluster's snapshots: seeding empty would
@@ -965,7 +975,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 // record. ok is false when the recorded start stands.
 func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
 	rec, s := o.Record, o.LatestSnapshot
-	if s == nil || rec.Source == SnapshotSource(s.Name) || rec.Operator {
+	if rec.Operator {
 		// An operator's recovery restores what the operator chose.
 		return Decision{}, false
 	}
@@ -973,6 +983,16 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 		if p.Token == rec.Token {
 			return Decision{}, false // it runs there: join it
 		}
+	}
+	// An object members refuse, newer than anything authentic: the
+	// incarnation may have run and written it (a member without the
+	// key), or the previous KEK's snapshots hold the data: neither the
+	// recorded start nor an older snapshot is taken beside it.
+	if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))); ok {
+		return d, true
+	}
+	if s == nil || rec.Source == SnapshotSource(s.Name) {
+		return Decision{}, false
 	}
 	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
 	for _, p := range o.Peers {
@@ -1024,6 +1044,12 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	for _, p := range o.Peers {
 		if p.Token != "" {
 			return Decision{}, false // a member with data decides (rejoin, re-record, or an operator)
+		}
+	}
+	if r.seedGuard(noSeedBesideRefused) {
+		s := o.LatestSnapshot
+		if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), why+" and no member holds data"); ok {
+			return d, true
 		}
 	}
 	for _, p := range o.Peers {

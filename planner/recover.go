@@ -208,6 +208,11 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
 		if o.LatestSnapshot == nil {
+			if r.recoveryGuard(notBelowRefused) {
+				if d, ok := refusedAhead(o, name, false, 0, why+": no member holds this incarnation's data and no snapshot authenticates"); ok {
+					return d, true
+				}
+			}
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + ": no member holds this incarnation's data and there is no snapshot: nothing to recover from; an operator must decide (restore a snapshot kept elsewhere with 'etcd-nomad snapshot restore', or start over)"}, true
 		}
 		from, target, srcRev = FromSnapshot, o.LatestSnapshot.Name, o.LatestSnapshot.Revision
@@ -219,6 +224,11 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 			return cands[i].self
 		})
 		best = cands[0]
+	}
+	if r.recoveryGuard(notBelowRefused) {
+		if d, ok := refusedAhead(o, name, true, srcRev, fmt.Sprintf("%s: the best source is %s at revision %d", why, from, srcRev)); ok {
+			return d, true
+		}
 	}
 	if d, ok := r.learnerNewer(o, name, dataEpoch, dataToken, srcRev); ok {
 		return d, true
@@ -362,4 +372,36 @@ func maxDataRevision(o Observation) int64 {
 		}
 	}
 	return rev
+}
+
+// refusedAhead waits for an operator when the store holds an object
+// members refuse (Observation.RefusedSnapshot) newer than what a seed or
+// recovery would start from: revision rev, or nothing (have false: an
+// empty seed, or no source at all). It is data that exists but may not be
+// taken: starting from anything older abandons its writes, and only an
+// operator may vouch for it. A store writer can plant one: that costs a
+// wait, never a restore of it.
+func refusedAhead(o Observation, name string, have bool, rev int64, why string) (Decision, bool) {
+	rs := o.RefusedSnapshot
+	if rs == nil || have && rs.Revision <= rev {
+		return Decision{}, false
+	}
+	start := "nothing (an empty cluster)"
+	if have {
+		start = fmt.Sprintf("revision %d", rev)
+	}
+	base := rs.Name
+	if rs.Base != "" {
+		base = rs.Base
+	}
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds %s (epoch %d, revision %d), which members refuse (%s): it may hold this cluster's newest writes, and starting from %s would abandon them; "+
+		"an operator must choose: if it is genuine, 'etcd-nomad recover -from snapshot:%s -accept-unauthenticated' (it lists the deltas without a MAC to name with -accept-unauthenticated-deltas); if not, delete it from the store", why, rs.Name, rs.Epoch, rs.Revision, rs.Why, start, base)}, true
+}
+
+// snapshotRevision is s's revision (its chain's end), 0 for none.
+func snapshotRevision(s *SnapshotInfo) int64 {
+	if s == nil {
+		return 0
+	}
+	return s.Revision
 }

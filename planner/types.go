@@ -62,6 +62,17 @@ type Observation struct {
 	// LatestSnapshot is the newest snapshot in the store, nil if none or
 	// unknown.
 	LatestSnapshot *SnapshotInfo
+	// RefusedSnapshot is the newest object (snapshot or delta) of this
+	// cluster in the store that members refuse (no MAC: written before
+	// snapshots were authenticated or by a member without the key; or a
+	// MAC that does not verify: a KEK created again, or a store writer's
+	// plant), nil if none. It may hold the cluster's newest writes and
+	// may not be taken: no seed, and no new recovery or restore from
+	// anything older, starts beside it; the member waits for an operator
+	// (etcd-nomad recover -from snapshot:NAME -accept-unauthenticated, or
+	// deleting it). A store writer can plant one: that only ever costs
+	// the automatic path a wait, never a restore of it.
+	RefusedSnapshot *RefusedSnapshot
 	// Unreachable counts the provider's other instances whose status did
 	// not answer: a hidden member may hold newer data or a working quorum
 	// (a partition), so no recovery starts while any is unreachable.
@@ -237,6 +248,17 @@ type SnapshotInfo struct {
 	Name     string
 	Revision int64
 	Epoch    uint64
+}
+
+// RefusedSnapshot describes a stored object members refuse.
+type RefusedSnapshot struct {
+	Name     string
+	Epoch    uint64
+	Revision int64 // the revision its (unauthenticated) metadata claims
+	// Base is the snapshot a delta follows on from ("" for a snapshot):
+	// the name an operator recovers from.
+	Base string
+	Why  string // unauthenticated, forged
 }
 
 // PeerStatus is what another member reported about itself.

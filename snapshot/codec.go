@@ -32,6 +32,22 @@ const MaxWindow = 64 << 20
 type Encryption struct {
 	Recipients []age.Recipient
 	Identities []age.Identity
+	// MACKey, when set (DeriveMACKey), authenticates snapshots: every
+	// object written carries a MAC of its metadata (auth.go), and Decode
+	// refuses one whose MAC does not verify, or that has none. Without it
+	// objects are written without a MAC and anyone who can write the
+	// store can forge one.
+	MACKey []byte
+	// AcceptUnauthenticated lets Decode take an object without a MAC
+	// (written before snapshots were authenticated): an operator's
+	// explicit choice (-accept-unauthenticated), never a member's. An
+	// object whose MAC is wrong is refused all the same.
+	AcceptUnauthenticated bool
+	// AcceptNames lets Decode take the objects so named without a MAC:
+	// the ones an operator named (recover -from snapshot:NAME
+	// -accept-unauthenticated, -accept-unauthenticated-deltas), and no
+	// other a store writer may have added beside them.
+	AcceptNames map[string]bool
 }
 
 // Enabled reports whether snapshots are encrypted.
@@ -135,9 +151,13 @@ type nopCloser struct{ io.Writer }
 func (nopCloser) Close() error { return nil }
 
 // Decode streams the stored object from r back to plaintext into w and
-// checks it against meta: the sha256 and size recorded at save time, and
-// etcd's own trailing hash. Nothing is trusted before Decode returns nil.
+// checks it against meta: the metadata's MAC first (Authenticated), then
+// the sha256 and size recorded at save time, and etcd's own trailing
+// hash. Nothing is trusted before Decode returns nil.
 func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
+	if err := enc.Authenticated(meta); err != nil {
+		return err
+	}
 	src := bufio.NewReaderSize(r, 1<<20)
 	var in io.Reader = src
 	if meta.Encrypted {

@@ -193,6 +193,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 		return fmt.Errorf("delta %s: %w", m.Name, err)
 	}
 	m.Size, m.SHA256, m.StoredSize = tail.n, hex.EncodeToString(tail.sum()), stored
+	m = r.Encryption.sign(m)
 	if err := putMeta(ctx, r.Store, m); err != nil {
 		return fmt.Errorf("delta %s: %w", m.Name, err)
 	}

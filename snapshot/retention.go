@@ -37,7 +37,16 @@ func Expired(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []
 // an unreadable metadata file, which must not cost the deltas at once).
 // The newest snapshot's deltas are never returned.
 func orphanDeltas(list []Meta, keepCount int, maxAge time.Duration, now time.Time) []Meta {
+	return orphanDeltasBeside(list, nil, keepCount, maxAge, now)
+}
+
+// orphanDeltasBeside is orphanDeltas with the names of listed snapshots
+// retention leaves alone (refused ones): their deltas are not orphans.
+func orphanDeltasBeside(list []Meta, present map[string]bool, keepCount int, maxAge time.Duration, now time.Time) []Meta {
 	listed, expired := map[string]bool{}, map[string]bool{}
+	for name := range present {
+		listed[name] = true
+	}
 	fulls := Full(list)
 	for _, m := range fulls {
 		listed[m.Name] = true
@@ -66,14 +75,30 @@ type Sweeper interface {
 // the deltas of those it removes: orphanDeltas) and, when
 // the store is a Sweeper, removes leftovers older than OrphanAge. It
 // returns what it removed and keeps going past single failures.
-func Prune(ctx context.Context, store Store, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
-	list, err := store.List(ctx)
+//
+// Retention ranks, keeps and removes only the objects that authenticate
+// under e (Encryption.Authentic, never accepting unauthenticated ones):
+// what members restore. An object members refuse (no MAC, the previous
+// KEK's, a store writer's plant) never takes a retained place or the
+// newest's, so it never pushes the only authentic snapshot out; and it is
+// never deleted here either (it may be the data an operator recovers
+// from with -accept-unauthenticated): it is left to the operator.
+func Prune(ctx context.Context, store Store, e Encryption, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
+	all, err := store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
+	e.AcceptUnauthenticated = false
+	list, refused := e.Authentic(all)
+	refusedFull := map[string]bool{}
+	for _, m := range Full(all) {
+		if _, ok := refused[m.Name]; ok {
+			refusedFull[m.Name] = true
+		}
+	}
 	var removed []string
 	var errs []error
-	for _, old := range append(Expired(Full(list), keepCount, maxAge, now), orphanDeltas(list, keepCount, maxAge, now)...) {
+	for _, old := range append(Expired(Full(list), keepCount, maxAge, now), orphanDeltasBeside(list, refusedFull, keepCount, maxAge, now)...) {
 		if err := store.Delete(ctx, old.Name); err != nil {
 			errs = append(errs, fmt.Errorf("retention: delete %s: %w", old.Name, err))
 			continue

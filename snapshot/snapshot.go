@@ -47,6 +47,9 @@ type Meta struct {
 	FirstRevision int64  `json:"first_revision,omitempty"`
 	Base          string `json:"base,omitempty"`
 	Events        int    `json:"events,omitempty"`
+	// MAC authenticates every field above (auth.go), and through SHA256
+	// the content: hex HMAC-SHA256, "" when written without a key.
+	MAC string `json:"mac,omitempty"`
 }
 
 // Store keeps snapshot objects. Backends live in sub-packages (file, s3)

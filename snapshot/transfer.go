@@ -133,6 +133,7 @@ func Save(ctx context.Context, from From, store Store, src Source, enc Encryptio
 		return Meta{}, fmt.Errorf("save snapshot: %w", err)
 	}
 	m.Size, m.SHA256, m.StoredSize = tail.n, hex.EncodeToString(tail.sum()), stored
+	m = enc.sign(m)
 	if err := putMeta(ctx, store, m); err != nil {
 		return Meta{}, err
 	}
@@ -171,9 +172,9 @@ func upload(ctx context.Context, store Store, name string, r io.Reader, enc Encr
 	return res.tail, stored, nil
 }
 
-// putMeta writes the metadata of an uploaded object, last: without it
-// the object is listed nowhere and no retention would ever remove it,
-// so a failure deletes the object.
+// putMeta writes the metadata of an uploaded object (signed: sign),
+// last: without it the object is listed nowhere and no retention would
+// ever remove it, so a failure deletes the object.
 func putMeta(ctx context.Context, store Store, m Meta) error {
 	if err := store.PutMeta(ctx, m); err != nil {
 		return errors.Join(err, discard(ctx, store, m.Name))

@@ -67,7 +67,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	if rec == nil || rec.ClusterID == 0 {
 		return
 	}
-	list, err := s.Store.List(ctx)
+	list, err := m.listAuthentic(ctx)
 	if err != nil {
 		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
 		return

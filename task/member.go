@@ -182,10 +182,17 @@ type Member struct {
 	summaryRead bool
 	summarySeen []byte
 	listed      map[string]bool
+	// refusedSnapshot: the newest object of the store the member refuses,
+	// from the same listing (observeLatestSnapshot).
+	refusedSnapshot *planner.RefusedSnapshot
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool
-	startFailures int // consecutive failed etcd starts
+	// refusedSnapshots: objects whose metadata failed authentication
+	// (listAuthentic), each logged once; guarded by refusedMu.
+	refusedMu        sync.Mutex
+	refusedSnapshots map[string]bool
+	startFailures    int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
@@ -943,7 +950,7 @@ func (m *Member) stopSnapshot() {
 	if o.Local.Learner || o.LeaderID == 0 {
 		return // a learner's data may lag; without a quorum a save fails
 	}
-	list, err := s.Store.List(ctx)
+	list, err := m.listAuthentic(ctx)
 	if err != nil {
 		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
 		return

@@ -67,15 +67,59 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
-		list, err := s.Store.List(ctx)
+		list, refused, err := m.listSplit(ctx)
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
-		} else if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
-			m.latestSnapshot = s
-			m.latestWriters = writersOf(list, s.Name)
+		} else {
+			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
+				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
+				m.latestSnapshot = lineage
+				m.latestWriters = writersOf(list, s.Name)
+				if foreign != nil {
+					// Genuine, but of no incarnation of the record: data
+					// that may exist beyond the lineage's, refused as an
+					// object without a MAC is.
+					refused = append(refused, *foreign)
+				}
+			}
+			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
 		}
 	}
 	o.LatestSnapshot = m.latestSnapshot
+	o.RefusedSnapshot = m.refusedSnapshot
+}
+
+// newestRefused is the newest object of cluster the member refused (the
+// highest revision its metadata claims, then epoch), nil if none: data
+// that may exist beyond what authenticates, which the planner never seeds
+// or recovers past (planner.Observation.RefusedSnapshot). Its metadata is
+// not vouched for: a store writer can raise it, which only makes the
+// planner wait for an operator.
+func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnapshot {
+	var best *refusedObject
+	for i, r := range refused {
+		if r.meta.Cluster != cluster {
+			continue
+		}
+		if best == nil || r.meta.Revision > best.meta.Revision || r.meta.Revision == best.meta.Revision && r.meta.Epoch > best.meta.Epoch {
+			best = &refused[i]
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	why := best.why.Error()
+	switch {
+	case errors.Is(best.why, snapshot.ErrUnauthenticated):
+		why = "unauthenticated: no MAC"
+	case errors.Is(best.why, snapshot.ErrForged):
+		why = "forged: its MAC does not verify under this KEK"
+	}
+	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: best.meta.Revision, Why: why}
+	if best.meta.Kind == snapshot.KindDelta {
+		rs.Base = best.meta.Base
+	}
+	return rs
 }
 
 // writersOf are the members the metadata of the full snapshot name and
@@ -99,6 +143,46 @@ func writersOf(list []snapshot.Meta, name string) []knownMember {
 		}
 	}
 	return out
+}
+
+// lineageSnapshot is s, the newest snapshot of list, when it is of rec's
+// lineage (ofLineage). Else it is nil, with s as a refused object
+// (Observation.RefusedSnapshot, at its chain's end): a newer snapshot of
+// another incarnation is never offered, nor an older one of this lineage
+// in its place (it could be a Consul record restored from before that
+// incarnation: only an operator can tell), and as with an object without
+// a MAC the planner neither seeds nor starts from anything older beside
+// it: it recovers from the members' data at or above its revision, or
+// waits for an operator.
+func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *planner.SnapshotInfo) (*planner.SnapshotInfo, *refusedObject) {
+	if rec == nil {
+		return s, nil
+	}
+	for _, meta := range list {
+		if meta.Name == s.Name {
+			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
+				m.warnForeignOnce(s.Name, why)
+				meta.Revision = s.Revision
+				return nil, &refusedObject{meta: meta, why: fmt.Errorf("%w: cluster id %s, epoch %d (the record's: %x, %d)", errOtherIncarnation, meta.ClusterID, meta.Epoch, rec.ClusterID, rec.Epoch)}
+			}
+		}
+	}
+	return s, nil
+}
+
+// warnForeignOnce logs a snapshot of no incarnation of the record once,
+// by name (with listAuthentic's refusals): the store is listed every
+// snapshotListEvery while quorum is lost.
+func (m *Member) warnForeignOnce(name, why string) {
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if m.refusedSnapshots == nil {
+		m.refusedSnapshots = map[string]bool{}
+	}
+	if !m.refusedSnapshots[name] {
+		m.refusedSnapshots[name] = true
+		m.log.Warn("snapshot store: newest snapshot refused, never restored automatically", "snapshot", name, "why", why)
+	}
 }
 
 // newestSnapshot is the newest full snapshot with the deltas that follow
@@ -214,6 +298,13 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	}
 	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want, Skip: m.damagedDeltas}
 	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
+		if cur != nil && cur.Token != next.Token {
+			// A recovery this member decides: from a snapshot of the
+			// record's lineage only, whatever listing it was chosen from.
+			if why := notOfLineage(cur.ClusterID, cur.Epoch, meta); why != "" {
+				return datadir.Incarnation{}, errors.New(why)
+			}
+		}
 		if cur == nil || cur.Token != next.Token {
 			// The next epoch is recorded before anything starts (invariant
 			// 4); with no record at all (Consul lost its state, every member

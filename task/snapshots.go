@@ -156,7 +156,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	m.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
 	defer pcancel()
-	removed, err := snapshot.Prune(pctx, s.Store, s.RetainCount, s.RetainAge, time.Now())
+	removed, err := snapshot.Prune(pctx, s.Store, s.Encryption, s.RetainCount, s.RetainAge, time.Now())
 	for _, name := range removed {
 		m.log.Info("retention: removed", "name", name)
 	}
@@ -251,7 +251,7 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 	s := m.opts.Snapshots
 	lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
 	defer cancel()
-	list, err := s.Store.List(lctx)
+	list, err := m.listAuthentic(lctx)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)
@@ -376,13 +376,68 @@ func (m *Member) stopBackground() {
 	}
 }
 
+// listAuthentic lists the snapshot store and keeps the objects whose
+// metadata authenticates (snapshot.Encryption.Authentic): what the member
+// chooses from a listing (the newest snapshot a recovery starts from, the
+// chain end the planner compares, the base of a delta chain, whether a
+// save is due) is never a forged or unauthenticated object, so a forged
+// segment ends the observed chain as a damaged one does and a forged
+// snapshot never wedges a recovery. Each refused object is logged once,
+// by name; an unauthenticated one (written before this version) is only
+// restored by an operator, by name: etcd-nomad recover -from
+// snapshot:NAME -accept-unauthenticated (its deltas with
+// -accept-unauthenticated-deltas).
+func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
+	kept, _, err := m.listSplit(ctx)
+	return kept, err
+}
+
+// refusedObject is an object of the store listAuthentic refused: its
+// metadata as listed (unauthenticated: nothing in it is vouched for) and
+// why.
+type refusedObject struct {
+	meta snapshot.Meta
+	why  error
+}
+
+// listSplit is listAuthentic with the objects it refused.
+func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObject, error) {
+	s := m.opts.Snapshots
+	list, err := s.Store.List(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	kept, refused := s.Encryption.Authentic(list)
+	if len(refused) == 0 {
+		return kept, nil, nil
+	}
+	var out []refusedObject
+	for _, meta := range list {
+		if err, ok := refused[meta.Name]; ok {
+			out = append(out, refusedObject{meta: meta, why: err})
+		}
+	}
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	if m.refusedSnapshots == nil {
+		m.refusedSnapshots = map[string]bool{}
+	}
+	for name, err := range refused {
+		if !m.refusedSnapshots[name] {
+			m.refusedSnapshots[name] = true
+			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", name, "error", err)
+		}
+	}
+	return kept, out, nil
+}
+
 // revisionBump is how far a recovery from meta bumps revisions: derived
 // from the write rate the store's listing shows and the snapshot's age
 // (snapshot.RevisionBump). Without a listing the assumed rate stands in.
 func (m *Member) revisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
 	var history []snapshot.Meta
 	if s := m.opts.Snapshots; s != nil {
-		list, err := s.Store.List(ctx)
+		list, err := m.listAuthentic(ctx)
 		if err != nil {
 			m.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
 		}

@@ -86,12 +86,15 @@ func checkOperatorAccess(t *testing.T, dir, bin string) {
 		t.Logf("real etcdctl not run: %v", err)
 	}
 	// Consul's RFC 2782 name for the service: one SRV record per member,
-	// on the client ports the eval line named.
+	// on the client ports the eval line named. A deadline of its own: the
+	// member list's has gone to the consumer's restart check.
 	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, network, st.ConsulDNS)
 	}}
-	_, srvs, err := r.LookupSRV(ctx, "demo", "tcp", "service.consul")
+	dctx, dcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer dcancel()
+	_, srvs, err := r.LookupSRV(dctx, "demo", "tcp", "service.consul")
 	if err != nil {
 		t.Errorf("SRV _demo._tcp.service.consul: %v", err)
 		return

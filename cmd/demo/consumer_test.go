@@ -89,14 +89,17 @@ func checkConsumerSurvivesARestart(t *testing.T, dir string, cli *clientv3.Clien
 }
 
 // memberPIDs lists the etcd-nomad member processes of the demo's job:
-// `etcd-nomad member -config …` children of a Nomad executor that runs
-// from the demo dir (the allocation dirs themselves are elsewhere).
+// `etcd-nomad member -config …` children of a Nomad executor or of a
+// container's containerd shim that runs from the demo dir (the allocation
+// dirs themselves are elsewhere).
 func memberPIDs(t *testing.T, dir string) []int {
 	t.Helper()
 	executors := map[int]bool{}
 	for _, s := range survivors(t, dir) {
 		var pid int
-		if _, err := fmt.Sscanf(s, "pid %d", &pid); err == nil && strings.Contains(s, " executor ") {
+		// A member's parent: Nomad's executor (raw_exec), or the
+		// containerd shim of its container (make demo DRIVER=docker).
+		if _, err := fmt.Sscanf(s, "pid %d", &pid); err == nil && (strings.Contains(s, " executor ") || strings.Contains(s, "containerd-shim")) {
 			executors[pid] = true
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	nomadapi "github.com/hashicorp/nomad/api"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
 // Deadlines of `down`. The job's tasks get their kill_timeout (30s by
@@ -65,6 +67,13 @@ func down(dir string, out io.Writer) error {
 				errs = append(errs, fmt.Errorf("stop %s: %w", p.name, err))
 				step("%v", errs[len(errs)-1])
 			}
+		}
+	}
+	if st.DockerPID != 0 {
+		step("stopping the Docker engine (pid %d) and its containers", st.DockerPID)
+		if err := devagents.StopDockerAt(st.DockerDir, st.DockerPID); err != nil {
+			errs = append(errs, fmt.Errorf("stop the Docker engine: %w", err))
+			step("%v", errs[len(errs)-1])
 		}
 	}
 	left, err := killLeftovers(dir, step)

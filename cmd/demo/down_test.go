@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
+	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
 // tempDir is an absolute, symlink-free test directory: processes report
@@ -82,14 +85,14 @@ func mountedIn(dir string) []string {
 	return out
 }
 
+// requireAgents skips t in the short tier only: `make test` builds the
+// agents first (make tools), so one not built fails the test.
 func requireAgents(t *testing.T) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Consul and Nomad agents")
-	}
+	tier.Starts(t, "Consul and Nomad agents")
 	for _, b := range []struct{ name, version string }{{"nomad", devagents.NomadVersion}, {"consul", devagents.ConsulVersion}} {
 		if _, err := devagents.Bin(b.name, b.version); err != nil {
-			t.Skip(err)
+			t.Fatal(err)
 		}
 	}
 }
@@ -225,19 +228,62 @@ func TestDownKillsWhatRunsFromTheDemoDir(t *testing.T) {
 // The README's path end to end: `up` (agents, the 3-member job, passing
 // checks), then `down`; afterwards no etcd-nomad member, Nomad executor or
 // logmon, or agent runs from the demo dir, and nothing is left mounted.
+// Between the two, in a real browser (Chromium, which `make test` installs:
+// without it the test fails), every address up printed answers with what
+// it claims (PrintedAddresses), and the Consul UI shows the members'
+// health and follows a member's restart (ConsulUI).
 func TestDemoUpDownLeavesNoProcess(t *testing.T) {
+	demoUpDown(t, false)
+}
+
+// `make demo DRIVER=docker`: the same with the members in containers, on
+// a Docker engine of the demo's own that down stops with its containers.
+func TestDemoWithDockerUpDownLeavesNoProcess(t *testing.T) {
+	demoUpDown(t, true)
+}
+
+func demoUpDown(t *testing.T, inDocker bool) {
 	requireAgents(t)
+	chromium := chromiumPath(t)
+	if inDocker {
+		if err := devagents.DockerAvailable(); errors.Is(err, devagents.ErrNoDocker) {
+			t.Skipf("needs a Docker engine: %v", err)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
 	dir := tempDir(t)
 	t.Cleanup(func() { killSurvivors(t, dir) })
 	bin := filepath.Join(t.TempDir(), "etcd-nomad")
-	if out, err := exec.Command("go", "build", "-o", bin, "../etcd-nomad").CombinedOutput(); err != nil {
+	build := exec.Command("go", "build", "-o", bin, "../etcd-nomad")
+	imageBin := ""
+	if inDocker {
+		// Static, for the image; it serves as the operator's binary too.
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		imageBin = bin
+	}
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build etcd-nomad: %v\n%s", err, out)
 	}
 	// up points the environment at its agents for the status it prints.
 	t.Setenv("CONSUL_HTTP_ADDR", "")
 	t.Setenv("NOMAD_ADDR", "")
-	upErr := up(dir, bin)
+	var printed bytes.Buffer
+	upErr := up(dir, bin, imageBin, io.MultiWriter(os.Stdout, &printed))
 	if upErr == nil {
+		// Subtests: a failure there ends the subtest, and down still runs.
+		if b, err := newBrowser(t, chromium); err != nil {
+			t.Error(err)
+		} else {
+			t.Run("PrintedAddresses", func(t *testing.T) { checkPrintedAddresses(t, b, printed.String(), dir) })
+			if !inDocker {
+				// It kills a member by the PID its command line names
+				// the allocation in: a raw_exec member's.
+				t.Run("ConsulUI", func(t *testing.T) {
+					checkConsulUI(t, b, readState(t, dir).ConsulAddr+"/ui/dc1/services/demo", dir)
+				})
+			}
+		}
 		checkOperatorAccess(t, dir, bin)
 	}
 	// down runs even when up failed half-way: it is what cleans up.
@@ -262,5 +308,8 @@ func TestDemoUpDownLeavesNoProcess(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "still running after the agents stopped") {
 		t.Errorf("down had to kill processes the orderly stop should have ended")
+	}
+	if left := devagents.DockerLeftovers(); inDocker && len(left) > 0 {
+		t.Errorf("left of the demo's Docker engine: %v", left)
 	}
 }

@@ -1,8 +1,12 @@
 // Command demo runs the README's main command: real Consul and Nomad dev
 // agents, and a 3-member etcd-nomad cluster deployed with `nomad job run`.
 //
-//	go run ./cmd/demo up   [-dir .demo] [-bin bin/etcd-nomad]
+//	go run ./cmd/demo up   [-dir .demo] [-bin bin/etcd-nomad] [-driver docker -image-bin bin/image/etcd-nomad]
 //	go run ./cmd/demo down [-dir .demo]
+//
+// With -driver docker the members run in containers of an image built from
+// -image-bin (static) by tools/image.sh, on a Docker engine of the demo's
+// own under the demo dir (devagents.StartDockerDetached), which down stops.
 package main
 
 import (
@@ -11,6 +15,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,7 +46,13 @@ type state struct {
 	// demo dir (devagents moves it to /tmp when the demo dir is too deep
 	// for the task API socket's path).
 	AllocDir string `json:"alloc_dir,omitempty"`
+	// DockerPID and DockerDir are the demo's Docker engine (-driver docker).
+	DockerPID int    `json:"docker_pid,omitempty"`
+	DockerDir string `json:"docker_dir,omitempty"`
 }
+
+// demoImage is the image the members run with -driver docker.
+const demoImage = "etcd-nomad:demo"
 
 // definition is the demo's cluster definition; %q is the Consul agent's
 // host:port, which the members use (the dev agent's port is not 8500).
@@ -63,7 +74,7 @@ cluster "demo" {
     distinct_hosts = false
     job       = "etcd-demo"
     cpu       = 200
-    memory_mb = 256
+    memory_mb = 256%s
     consul {
       address = %q
     }
@@ -79,12 +90,23 @@ func main() {
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
 	dir := fs.String("dir", ".demo", "working directory")
 	bin := fs.String("bin", "bin/etcd-nomad", "etcd-nomad binary")
+	driver := fs.String("driver", "raw_exec", "the members' task driver: raw_exec or docker")
+	imageBin := fs.String("image-bin", "bin/image/etcd-nomad", "with -driver docker: the static (CGO_ENABLED=0) etcd-nomad the image holds")
 	_ = fs.Parse(os.Args[2:])
 	abs, _ := filepath.Abs(*dir)
 	var err error
 	switch os.Args[1] {
 	case "up":
-		err = up(abs, *bin)
+		switch *driver {
+		case "raw_exec":
+			*imageBin = ""
+		case "docker":
+		default:
+			err = fmt.Errorf("-driver %q: raw_exec or docker", *driver)
+		}
+		if err == nil {
+			err = up(abs, *bin, *imageBin, os.Stdout)
+		}
 	case "down":
 		err = down(abs, os.Stdout)
 	default:
@@ -100,7 +122,11 @@ func statePath(dir string) string { return filepath.Join(dir, "state.json") }
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-func up(dir, bin string) error {
+// up starts the demo; with imageBin set, the members run in containers
+// of an image of it (driver docker). It writes its steps and what to try,
+// every address it names included, to out (the demo test opens each of
+// those).
+func up(dir, bin, imageBin string, out io.Writer) error {
 	if b, err := os.ReadFile(statePath(dir)); err == nil {
 		var st state
 		if json.Unmarshal(b, &st) == nil && (alive(st.ConsulPID) || alive(st.NomadPID)) {
@@ -119,20 +145,43 @@ func up(dir, bin string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	step := func(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+	step := func(format string, args ...any) { fmt.Fprintf(out, "==> "+format+"\n", args...) }
 
 	step("starting consul agent -dev")
 	consul, err := devagents.StartConsul(ctx, filepath.Join(dir, "consul"))
 	if err != nil {
 		return err
 	}
-	step("starting nomad agent -dev (raw_exec)")
-	nomad, err := devagents.StartNomad(ctx, filepath.Join(dir, "nomad"), consul.Addr)
+	var docker *devagents.Docker
+	driverLines, render := "", jobs.Options{Binary: binAbs}
+	if imageBin != "" {
+		step("starting a Docker engine of the demo's own (no iptables, no bridge)")
+		if docker, err = devagents.StartDockerDetached(ctx, filepath.Join(dir, "docker")); err != nil {
+			_ = consul.Stop(10 * time.Second)
+			return err
+		}
+		step("building image %s from %s (tools/image.sh)", demoImage, imageBin)
+		if err := buildImage(docker, imageBin); err != nil {
+			_ = consul.Stop(10 * time.Second)
+			_ = devagents.StopDockerAt(docker.Dir, docker.PID())
+			return err
+		}
+		driverLines = fmt.Sprintf("\n    driver    = \"docker\"\n    image     = %q", demoImage)
+		render = jobs.Options{Image: demoImage}
+	}
+	step("starting nomad agent -dev (raw_exec%s)", map[bool]string{true: ", docker"}[docker != nil])
+	nomad, err := devagents.StartNomadWith(ctx, filepath.Join(dir, "nomad"), consul.Addr, devagents.Options{Docker: docker})
 	if err != nil {
 		_ = consul.Stop(10 * time.Second)
+		if docker != nil {
+			_ = devagents.StopDockerAt(docker.Dir, docker.PID())
+		}
 		return err
 	}
 	st := state{ConsulPID: consul.PID(), NomadPID: nomad.PID(), ConsulAddr: consul.Addr, ConsulDNS: consul.DNSAddr, NomadAddr: nomad.Addr, Job: "etcd-demo"}
+	if docker != nil {
+		st.DockerPID, st.DockerDir = docker.PID(), docker.Dir
+	}
 	if !strings.HasPrefix(nomad.AllocDir, dir+"/") {
 		st.AllocDir = nomad.AllocDir
 	}
@@ -145,14 +194,14 @@ func up(dir, bin string) error {
 	os.Setenv("NOMAD_ADDR", nomad.Addr)
 
 	defFile := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(defFile, []byte(fmt.Sprintf(definition, consulHostPort)), 0o600); err != nil {
+	if err := os.WriteFile(defFile, []byte(fmt.Sprintf(definition, driverLines, consulHostPort)), 0o600); err != nil {
 		return err
 	}
 	cl, _, diags := config.LoadFile(defFile)
 	if diags.HasErrors() {
 		return diags
 	}
-	spec, err := jobs.Render(cl, jobs.Options{Binary: binAbs})
+	spec, err := jobs.Render(cl, render)
 	if err != nil {
 		return err
 	}
@@ -178,11 +227,11 @@ func up(dir, bin string) error {
 	step("nomad job run %s", jobFile)
 	start := time.Now()
 	run := exec.Command(nomadBin, "job", "run", "-detach", "-address", nomad.Addr, jobFile)
-	run.Stdout, run.Stderr = os.Stdout, os.Stderr
+	run.Stdout, run.Stderr = out, os.Stderr
 	if err := run.Run(); err != nil {
 		return fmt.Errorf("nomad job run: %w", err)
 	}
-	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", os.Stdout); err != nil {
+	if err := nomadglue.Follow(ctx, ncli, "etcd-demo", "", out); err != nil {
 		return err
 	}
 	step("waiting for 3 passing Consul checks")
@@ -202,7 +251,7 @@ func up(dir, bin string) error {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	fmt.Printf("\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
+	fmt.Fprintf(out, "\ncluster healthy %.1fs after nomad job run\n\n", time.Since(start).Seconds())
 	sctx, scancel := context.WithTimeout(ctx, 10*time.Second)
 	defer scancel()
 	bc, err := backends.OpenClient(cl)
@@ -213,7 +262,7 @@ func up(dir, bin string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Println(status.Format(cs))
+	fmt.Fprintln(out, status.Format(cs))
 	var eps []string
 	for _, m := range cs.Members {
 		eps = append(eps, m.ClientURL)
@@ -222,9 +271,10 @@ func up(dir, bin string) error {
 	if err != nil {
 		etcdctl = "etcdctl"
 	}
-	fmt.Printf(`
+	fmt.Fprintf(out, `
 etcd endpoints: %s
 Nomad job:      NOMAD_ADDR=%s %s job status etcd-demo
+Nomad UI:       %s/ui/jobs/etcd-demo@default
 Consul UI:      %s/ui/dc1/services/demo
 cluster summary in Consul KV: etcd-nomad/demo/summary
 Consul DNS:     demo.service.consul (SRV _demo._tcp.service.consul) on %s
@@ -239,7 +289,7 @@ Talk to etcd (endpoints from Consul, a 1-hour root client certificate):
   %s member list -w table
 
 Stop everything: make demo-down
-`, strings.Join(eps, ","), nomad.Addr, nomadBin, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
+`, strings.Join(eps, ","), nomad.Addr, nomadBin, nomad.Addr, consul.Addr, consul.DNSAddr, nomad.Addr, consulHostPort, bin, defFile, nomadBin+" job status etcd-demo; "+nomadBin,
 		evalLine(st, bin, defFile), etcdctl)
 	return nil
 }
@@ -249,4 +299,29 @@ Stop everything: make demo-down
 func evalLine(st state, bin, defFile string) string {
 	return fmt.Sprintf("export NOMAD_ADDR=%s CONSUL_HTTP_ADDR=%s && eval $(%s env -config %s)",
 		st.NomadAddr, strings.TrimPrefix(st.ConsulAddr, "http://"), bin, defFile)
+}
+
+// buildImage builds demoImage from bin into the demo's engine with `make
+// image`'s script, found in the module's tools/ above the working
+// directory.
+func buildImage(d *devagents.Docker, bin string) error {
+	dir, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "image.sh")); err == nil {
+			break
+		}
+		if filepath.Dir(dir) == dir {
+			return errors.New("tools/image.sh not found above the working directory: run the demo from the etcd-nomad clone")
+		}
+		dir = filepath.Dir(dir)
+	}
+	cmd := exec.Command("bash", filepath.Join(dir, "tools", "image.sh"), bin, demoImage)
+	cmd.Env = append(os.Environ(), d.Env()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build the image: %w\n%s", err, out)
+	}
+	return nil
 }

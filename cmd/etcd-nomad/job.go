@@ -37,7 +37,7 @@ type jobRenderCommand struct {
 func (c *jobRenderCommand) Synopsis() string { return "Print the Nomad job of a cluster definition" }
 func (c *jobRenderCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
+Usage: etcd-nomad job render [-binary PATH | -image REF] FILE > etcd.nomad.hcl
 
   Prints the Nomad job (HCL2) that runs the cluster defined in FILE, for
   'nomad job validate' and 'nomad job run'. Nothing of this shell's
@@ -56,13 +56,17 @@ Usage: etcd-nomad job render [-binary PATH] FILE > etcd.nomad.hcl
 Options:
   -binary PATH   etcd-nomad's path on the Nomad clients, over the
                  definition's nomad { binary } or { artifact }; one of
-                 them is required (a dev or demo cluster: -binary $(which etcd-nomad))`)
+                 them is required (a dev or demo cluster: -binary $(which etcd-nomad))
+  -image REF     driver "docker": the image the clients run, over the
+                 definition's nomad { image } ('make image' builds one)`)
 }
 
-// renderJob parses the -binary flag and FILE from args (fs may define more
-// flags) and renders the job; ok is false once the error is reported.
+// renderJob parses the -binary and -image flags and FILE from args (fs may
+// define more flags) and renders the job; ok is false once the error is
+// reported.
 func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec string, cl *config.Cluster, ok bool) {
 	bin := fs.String("binary", "", "")
+	img := fs.String("image", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
 		ui.Error(help)
 		return "", nil, false
@@ -71,7 +75,7 @@ func renderJob(ui cli.Ui, fs *flag.FlagSet, args []string, help string) (spec st
 	if cl == nil {
 		return "", nil, false
 	}
-	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin})
+	spec, err := jobs.Render(cl, jobs.Options{Binary: *bin, Image: *img})
 	if err != nil {
 		ui.Error(err.Error())
 		return "", nil, false
@@ -100,7 +104,7 @@ type jobRunCommand struct{ ui cli.Ui }
 func (c *jobRunCommand) Synopsis() string { return "Register the Nomad job and follow its deployment" }
 func (c *jobRunCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] [-store-consul-token] FILE
+Usage: etcd-nomad job run [-binary PATH | -image REF] [-timeout 10m] [-store-consul-token] FILE
 
   Renders the job for FILE, registers it with Nomad (NOMAD_ADDR,
   NOMAD_TOKEN) and follows the deployment until every member passes its
@@ -116,6 +120,7 @@ Usage: etcd-nomad job run [-binary PATH] [-timeout 10m] [-store-consul-token] FI
 Options:
   -binary PATH          etcd-nomad's path on the Nomad clients, over the
                         definition's nomad { binary } or { artifact }
+  -image REF            driver "docker": the image, over nomad { image }
   -timeout DURATION     give up following the deployment after this long
   -store-consul-token   store CONSUL_HTTP_TOKEN in the Nomad variable
                         nomad/jobs/JOB (key consul_token), where the members

@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -93,8 +94,15 @@ func (c *memberCommand) Run(args []string) int {
 		// The leave must fit in the job's kill_timeout.
 		opts.LeaveTimeout = task.LeaveBudget(cl.Nomad.KillTimeout)
 	}
-	if parts.Store != nil {
-		opts.Snapshots = &task.Snapshots{Store: parts.Store, Encryption: parts.Encryption, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}
+	if why := backends.Unauthenticated(cl, kek); why != "" {
+		log.Warn(why)
+	}
+	if parts.Store != nil && !parts.Encryption.Enabled() {
+		log.Warn("snapshots are stored unencrypted: the snapshot block has no encryption")
+	}
+	if opts.Snapshots, err = memberSnapshots(cl, parts, kek); err != nil {
+		c.ui.Error(err.Error())
+		return 1
 	}
 	m, err := task.New(ctx, opts)
 	if err != nil {
@@ -106,6 +114,27 @@ func (c *memberCommand) Run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// memberSnapshots is the member's snapshot settings (nil without a
+// snapshot block), authenticated with the KEK the member finally holds:
+// the environment's, or the job variable's (memberKEK) on the plain
+// 'nomad job run' path, where backends.OpenMember, which reads the
+// environment alone, derived no MAC key. Without this such members wrote
+// every snapshot and delta without a MAC and refused the MAC'd ones.
+func memberSnapshots(cl *config.Cluster, parts *backends.Member, kek []byte) (*task.Snapshots, error) {
+	if parts.Store == nil {
+		return nil, nil
+	}
+	enc := parts.Encryption
+	if len(kek) > 0 {
+		key, err := snapshot.DeriveMACKey(kek, cl.Name)
+		if err != nil {
+			return nil, err
+		}
+		enc.MACKey = key
+	}
+	return &task.Snapshots{Store: parts.Store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}, nil
 }
 
 // kekInJobVariable: the member runs in a Nomad allocation of a cluster

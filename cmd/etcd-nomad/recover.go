@@ -14,9 +14,11 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
@@ -33,6 +35,7 @@ func (c *recoverCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
+           [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...]
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -71,7 +74,30 @@ Options:
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
                        snapshot) or another incarnation's data (with a
-                       member): set aside, not deleted`)
+                       member): set aside, not deleted; with a snapshot,
+                       also although deltas of it that do not authenticate
+                       hold revisions past the chain end it reaches: not
+                       replayed (without it the command refuses, listing
+                       them)
+  -accept-unauthenticated
+                       with snapshot:NAME (never latest): take that snapshot
+                       without a MAC, written before snapshots were
+                       authenticated; once verified, its metadata is signed
+                       in the store (with ETCD_NOMAD_CA_KEK) so that the
+                       member restores it. Members never take an
+                       unauthenticated snapshot on their own: this is the
+                       way out when the store holds only such snapshots. A
+                       MAC that does not verify is refused all the same.
+                       Deltas without a MAC after it are not taken with it
+  -accept-unauthenticated-deltas NAME[,NAME...]
+                       with snapshot:NAME (never latest): the deltas without
+                       a MAC after the snapshot that you vouch for, by name
+                       (the refusal lists them), replayed and signed like
+                       the snapshot
+
+  With tls auto and a coordinator other than local, ETCD_NOMAD_CA_KEK must
+  be set to restore a snapshot (nomad var get -item ca_kek nomad/jobs/JOB):
+  without it a snapshot without a MAC would read as genuine.`)
 }
 
 func (c *recoverCommand) Run(args []string) int {
@@ -79,6 +105,8 @@ func (c *recoverCommand) Run(args []string) int {
 	from := fs.String("from", "", "")
 	member := fs.String("member", "", "")
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
+	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
+	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
 	cl := fs.load(c.ui, c.Help(), args, false, from)
 	if cl == nil {
 		return 1
@@ -86,7 +114,7 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
-		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, *acceptLoss)
+		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, acceptance{snapshot: *acceptUnauth, deltas: *acceptDeltas, loss: *acceptLoss})
 		if err != nil {
 			c.ui.Error("recover: " + err.Error())
 			return 1
@@ -96,8 +124,8 @@ func (c *recoverCommand) Run(args []string) int {
 			rec.Epoch, snap, rec.Seeder))
 		return 0
 	}
-	if *member != "" {
-		c.ui.Error("recover: -member goes with -from snapshot:NAME")
+	if *member != "" || *acceptUnauth || *acceptDeltas != "" {
+		c.ui.Error("recover: -member, -accept-unauthenticated and -accept-unauthenticated-deltas go with -from snapshot:NAME")
 		return 1
 	}
 	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
@@ -129,9 +157,12 @@ func operatorRecover(ctx context.Context, cl *config.Cluster, from string, accep
 // decryption, or a chain that cannot be fetched whole, is refused, so
 // that no member is set aside for a restore that cannot complete or that
 // would stop short of the chain end the recovery was compared at.
-func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acceptLoss bool) (planner.Record, error) {
+func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, member string, acc acceptance) (planner.Record, error) {
 	if cl.Snapshot == nil {
 		return planner.Record{}, fmt.Errorf("%s has no snapshot block: there is no store to restore from", cl.File)
+	}
+	if err := requireSnapshotKey(cl); err != nil {
+		return planner.Record{}, err
 	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
@@ -141,27 +172,16 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, err
 	}
-	list, err := store.List(ctx)
+	if acc.any() && len(enc.MACKey) == 0 && cl.TLS.Mode == config.TLSAuto {
+		return planner.Record{}, fmt.Errorf("-accept-unauthenticated signs what you accept so that the member restores it: set %s to the cluster's key (nomad var get -item %s nomad/jobs/JOB)", certs.KEKEnv, jobs.CAKEKKey)
+	}
+	all, err := store.List(ctx)
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
-	var full snapshot.Meta
-	found := false
-	if name == "latest" {
-		full, _, _, found = snapshot.Newest(list)
-	}
-	for _, m := range snapshot.Full(list) {
-		if m.Name == name {
-			full, found = m, true
-		}
-	}
-	if !found {
-		return planner.Record{}, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
-	}
-	end := full.Revision
-	if chain, _ := snapshot.Chain(list, full); len(chain) > 0 {
-		// The restore replays the deltas recorded after it.
-		end = chain[len(chain)-1].Revision
+	full, end, err := chooseRestore(ui, all, &enc, name, acc)
+	if err != nil {
+		return planner.Record{}, err
 	}
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
@@ -172,7 +192,7 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.Snapshot, v.AcceptLoss, v.From = info, acceptLoss, member
+		v.Snapshot, v.AcceptLoss, v.From = info, acc.loss, member
 		if v.From == "" {
 			var names []string
 			for _, p := range v.Answered {
@@ -183,7 +203,32 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 				v.From = names[0]
 			}
 		}
-		return planner.OperatorSnapshotRecovery(v)
+		next, err := planner.OperatorSnapshotRecovery(v)
+		if err != nil || len(enc.AcceptNames) == 0 {
+			return next, err
+		}
+		// The member installs it with its own key and no exception: the
+		// operator's choice goes into the store as a MAC, once the
+		// recovery is decided (a refused one changes nothing in the
+		// store) and just before the record is written, under the lock.
+		// Only what the operator named and was verified and replayed is
+		// signed (the snapshot and the verified chain), deltas first
+		// (snapshot.Adopt): a failure leaves the snapshot refused and
+		// records nothing.
+		var named []snapshot.Meta
+		for _, m := range append([]snapshot.Meta{got.Snapshot}, got.Verified...) {
+			if enc.AcceptNames[m.Name] {
+				named = append(named, m)
+			}
+		}
+		adopted, err := snapshot.Adopt(ctx, store, enc, named)
+		if err != nil {
+			return planner.Record{}, fmt.Errorf("%w: nothing recorded", err)
+		}
+		if len(adopted) > 0 {
+			ui.Output(fmt.Sprintf("signed the metadata of %d unauthenticated object(s) you accepted: %s", len(adopted), strings.Join(adopted, ", ")))
+		}
+		return next, nil
 	})
 }
 

@@ -50,6 +50,10 @@ func loadSnapshotEnv(ctx context.Context, ui cli.Ui, fs clusterFlags, args []str
 		return nil, fs, false
 	}
 	cl.DataDir = os.ExpandEnv(cl.DataDir)
+	if err := requireSnapshotKey(cl); err != nil {
+		ui.Error(err.Error())
+		return nil, fs, false
+	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
 		ui.Error(err.Error())
@@ -74,18 +78,27 @@ func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 }
 
-// resolveName turns "latest" into the newest snapshot's name.
-func resolveName(ctx context.Context, store snapshot.Store, name string) (string, error) {
+// resolveName turns "latest" into the newest snapshot's name, among those
+// that authenticate (a forged snapshot is never "latest"), warning of a
+// newer object that does not.
+func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) (string, error) {
+	if err := requireSnapshotKey(env.cl); err != nil {
+		return "", err // without the key, "latest" would be a store writer's
+	}
 	if name != "latest" {
 		return name, nil
 	}
-	list, err := store.List(ctx)
+	all, err := env.store.List(ctx)
 	if err != nil {
 		return "", err
 	}
-	full, _, _, ok := snapshot.Newest(list)
+	list, _ := env.enc.Authentic(all)
+	full, _, end, ok := snapshot.Newest(list)
+	if newer := newestRefusedAfter(all, list, end, ""); newer != nil {
+		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d)%s", end, describeRefused(newer)))
+	}
 	if !ok {
-		return "", errors.New("the store holds no snapshot")
+		return "", errors.New("the store holds no snapshot that authenticates")
 	}
 	return full.Name, nil
 }
@@ -128,7 +141,7 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
 	if sn := env.cl.Snapshot; sn != nil {
-		removed, err := snapshot.Prune(ctx, env.store, sn.RetainCount, sn.RetainAge, time.Now())
+		removed, err := snapshot.Prune(ctx, env.store, env.enc, sn.RetainCount, sn.RetainAge, time.Now())
 		for _, name := range removed {
 			c.ui.Output("retention: deleted " + name)
 		}
@@ -196,15 +209,22 @@ func (c *snapshotListCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
-	list, err := env.store.List(ctx)
+	all, err := env.store.List(ctx)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}
+	// Chains are built from what authenticates, as a restore builds them;
+	// a refused object is listed with why.
+	list, refused := env.enc.Authentic(all)
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tEPOCH\tREVISION\tSIZE\tSTORED\tENCRYPTED\tCREATED\tDELTAS")
-	for _, m := range snapshot.Full(list) {
+	for _, m := range snapshot.Full(all) {
+		if err := refused[m.Name]; err != nil {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%v\t%s\tREFUSED: %v\n", m.Name, m.Epoch, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.Encrypted, m.Created.Format(time.RFC3339), errors.Unwrap(err))
+			continue
+		}
 		chain, gap := snapshot.Chain(list, m)
 		deltas := "-"
 		if n := len(chain); n > 0 {
@@ -227,8 +247,9 @@ func (c *snapshotVerifyCommand) Help() string {
 	return strings.TrimSpace(`
 Usage: etcd-nomad snapshot verify -config FILE NAME|latest
 
-  Decrypts, decompresses and checks a snapshot: size and sha256 against its
-  record, and etcd's own trailing hash. Exits 1 on any mismatch.`)
+  Decrypts, decompresses and checks a snapshot: its metadata's MAC (keyed
+  from ETCD_NOMAD_CA_KEK), size and sha256 against its record, and etcd's
+  own trailing hash. Exits 1 on any mismatch.`)
 }
 
 func (c *snapshotVerifyCommand) Run(args []string) int {
@@ -241,7 +262,7 @@ func (c *snapshotVerifyCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	name, err := resolveName(ctx, env.store, fs.Arg(0))
+	name, err := resolveName(ctx, c.ui, env, fs.Arg(0))
 	if err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -262,11 +283,12 @@ func (c *snapshotRestoreCommand) Synopsis() string {
 }
 func (c *snapshotRestoreCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] [-no-deltas] NAME|latest
+Usage: etcd-nomad snapshot restore -config FILE -member NAME [-revision-bump N] [-no-deltas]
+           [-accept-data-loss] [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...] NAME|latest
 
   Seeds a new incarnation of the cluster from a snapshot, on member NAME,
-  which must be stopped: the snapshot is fetched and verified (sha256 and
-  etcd's hash), the member's current data is set aside (never deleted), a
+  which must be stopped: the snapshot is fetched and verified (its MAC,
+  sha256 and etcd's hash), the member's current data is set aside (never deleted), a
   new data dir is restored with a new cluster token and revisions bumped
   (and marked compacted) so that watchers never see revisions go back, and
   the cluster record moves to the next epoch. The delta segments recorded
@@ -281,7 +303,28 @@ Options:
                      write rate between the store's snapshots and the
                      snapshot's age (4 x rate x age, at least 1000000)
   -no-deltas         restore the full snapshot alone, without the deltas
-                     recorded after it`)
+                     recorded after it
+  -accept-unauthenticated
+                     restore the snapshot NAME (never latest) without a
+                     MAC: written before snapshots were authenticated, or by
+                     a member without ETCD_NOMAD_CA_KEK. Only if you know
+                     where it came from: anyone who can write the store can
+                     write one. A MAC that does not verify is refused all
+                     the same. Deltas without a MAC after it are not taken
+                     with it
+  -accept-unauthenticated-deltas NAME[,NAME...]
+                     the deltas without a MAC after the snapshot NAME (never
+                     latest) that you vouch for, by name (the refusal lists
+                     them)
+  -accept-data-loss  restore although deltas of the snapshot that do not
+                     authenticate hold revisions past the chain end it
+                     reaches: not replayed (without it the command refuses,
+                     listing them)
+
+  With tls auto and a coordinator other than local, every snapshot
+  command needs ETCD_NOMAD_CA_KEK (nomad var get -item ca_kek
+  nomad/jobs/JOB): without it a snapshot without a MAC would read as
+  genuine.`)
 }
 
 func (c *snapshotRestoreCommand) Run(args []string) int {
@@ -291,6 +334,9 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 	member := fs.String("member", "", "")
 	bump := fs.Uint64("revision-bump", 0, "")
 	noDeltas := fs.Bool("no-deltas", false, "")
+	accept := fs.Bool("accept-unauthenticated", false, "")
+	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
+	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	env, fs, ok := loadSnapshotEnv(ctx, c.ui, fs, args, c.Help())
 	if !ok || fs.NArg() != 1 || *member == "" {
 		if ok {
@@ -298,14 +344,15 @@ func (c *snapshotRestoreCommand) Run(args []string) int {
 		}
 		return 1
 	}
-	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, *noDeltas); err != nil {
+	acc := acceptance{snapshot: *accept, deltas: *acceptDeltas, loss: *acceptLoss, noDeltas: *noDeltas}
+	if err := restore(ctx, c.ui, env, *member, fs.Arg(0), *bump, acc); err != nil {
 		c.ui.Error("restore: " + err.Error())
 		return 1
 	}
 	return 0
 }
 
-func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, noDeltas bool) error {
+func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name string, bump uint64, acc acceptance) error {
 	cl := env.cl
 	insts, err := backends.Instances(ctx, cl)
 	if err != nil {
@@ -335,10 +382,15 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			}
 		}
 	}
-	name, err = resolveName(ctx, env.store, name)
+	all, err := env.store.List(ctx)
 	if err != nil {
 		return err
 	}
+	full, _, err := chooseRestore(ui, all, &env.enc, name, acc)
+	if err != nil {
+		return err
+	}
+	name = full.Name
 	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return err
@@ -386,7 +438,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}
 	ui.Output("fetching and verifying " + name)
-	src := datadir.Source{Store: env.store, Encryption: env.enc, Name: name, NoDeltas: noDeltas, Progress: progressPrinter(ui, "fetched")}
+	src := datadir.Source{Store: env.store, Encryption: env.enc, Name: name, NoDeltas: acc.noDeltas, Progress: progressPrinter(ui, "fetched")}
 	got, err := datadir.InstallNextEpoch(ctx, filepath.Join(cl.DataDir, member), src, next, "restored-over")
 	if n := len(got.Chain); n > 0 {
 		ui.Output(fmt.Sprintf("%d deltas after it, to revision %d", n, got.Chain[n-1].Revision))

@@ -188,6 +188,13 @@ func (w *Writer) Retried() []string {
 	return append([]string(nil), w.retried...)
 }
 
+// Acked is the number of keys acknowledged so far.
+func (w *Writer) Acked() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
+}
+
 // Failed is the number of keys whose put failed twice so far.
 func (w *Writer) Failed() int {
 	w.mu.Lock()

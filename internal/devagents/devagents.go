@@ -25,7 +25,9 @@ import (
 
 // Pinned versions, matching tools/build.sh.
 const (
-	NomadVersion = "v1.11.3"
+	// NomadVersion is v1.11.3 built with its web UI (the "ui" build tag:
+	// tools/build.sh), which the demo prints links to.
+	NomadVersion = "v1.11.3+ui"
 	// EtcdctlVersion is the embedded etcd's (tools/etcd/go.mod).
 	EtcdctlVersion = "v3.6.16"
 	ConsulVersion  = "v1.22.0"
@@ -369,6 +371,11 @@ type Options struct {
 	// and makes the agent talk to Consul over HTTPS with the same
 	// certificate (the Consul agent must be started with the same TLS).
 	TLS *TLS
+	// Docker, when set, is the Docker engine (StartDocker) Nomad's docker
+	// driver uses, instead of the system's /var/run/docker.sock. It keeps
+	// the images (the kit loads them; there is no registry to pull from
+	// again).
+	Docker *Docker
 }
 
 // StartConsul starts `consul agent -dev` with its state in dir.
@@ -754,6 +761,17 @@ acl {
 `, client, trimScheme(consulAddr), o.ConsulToken, consulClientTLS(o.TLS), o.ACL)
 	if o.TLS != nil {
 		b.WriteString(nomadTLSConfig(o.TLS))
+	}
+	if o.Docker != nil {
+		fmt.Fprintf(&b, `plugin "docker" {
+  config {
+    endpoint = %q
+    gc {
+      image = false
+    }
+  }
+}
+`, o.Docker.Host)
 	}
 	return b.String()
 }

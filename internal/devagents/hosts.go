@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -133,6 +134,9 @@ func StartHosts(ctx context.Context, o HostsOptions) (*Testbed, error) {
 		return nil, err
 	}
 	SweepTestbeds()
+	if why := forwardingBlocked(); why != "" {
+		return nil, fmt.Errorf("testbed: this machine drops what its bridge would forward between the hosts: %s", why)
+	}
 
 	testbedSeq.Lock()
 	if testbedSeq.n >= 26 {
@@ -732,4 +736,40 @@ func SweepTestbeds() {
 			_ = os.RemoveAll(d)
 		}
 	}
+}
+
+// forwardingBlocked says what on this machine stops a testbed's bridge
+// from forwarding between its hosts, or "".
+func forwardingBlocked() string {
+	nf, err := os.ReadFile("/proc/sys/net/bridge/bridge-nf-call-iptables")
+	if err != nil {
+		return "" // no bridge netfilter: bridged packets skip iptables
+	}
+	ipt, err := exec.LookPath("iptables")
+	if err != nil {
+		return ""
+	}
+	rules, err := exec.Command(ipt, "-S", "FORWARD").Output()
+	if err != nil {
+		return ""
+	}
+	return forwardingBlocker(string(nf), string(rules))
+}
+
+// forwardingBlocker is forwardingBlocked's rule: with bridge netfilter on
+// (net.bridge.bridge-nf-call-iptables = 1) bridged packets cross the
+// host's iptables FORWARD chain, and a DROP policy there, what a default
+// dockerd sets beside turning bridge netfilter on, drops them: the hosts
+// never see each other, and the testbed used to time out on "consul
+// agent c1 is not an alive member".
+func forwardingBlocker(bridgeNF, forwardRules string) string {
+	if strings.TrimSpace(bridgeNF) != "1" {
+		return ""
+	}
+	for _, line := range strings.Split(forwardRules, "\n") {
+		if strings.TrimSpace(line) == "-P FORWARD DROP" {
+			return "net.bridge.bridge-nf-call-iptables = 1 and the iptables FORWARD policy is DROP (what a default dockerd sets): bridged packets cross that chain and are dropped. Set either back (iptables -P FORWARD ACCEPT, or sysctl -w net.bridge.bridge-nf-call-iptables=0), and run Docker with --iptables=false, as the test kit's engine does"
+		}
+	}
+	return ""
 }

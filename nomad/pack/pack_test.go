@@ -162,7 +162,7 @@ var cases = []struct {
 		name: "docker and a file store",
 		vars: map[string]any{
 			"driver":              "docker",
-			"binary":              "ghcr.io/etcd-nomad/etcd-nomad:0.1.0",
+			"image":               "ghcr.io/etcd-nomad/etcd-nomad:0.1.0",
 			"snapshot_store":      "file",
 			"snapshot_file_path":  "/mnt/backups",
 			"tls_mode":            "files",
@@ -192,7 +192,7 @@ var cases = []struct {
   }
   nomad {
     driver = "docker"
-    binary = "ghcr.io/etcd-nomad/etcd-nomad:0.1.0"
+    image  = "ghcr.io/etcd-nomad/etcd-nomad:0.1.0"
   }
 }`,
 	},

@@ -134,6 +134,9 @@ type Job struct {
 	Name string
 	// Binary is etcd-nomad (Build), NomadBin the nomad CLI.
 	Binary, NomadBin string
+	// Image, when set, is the image a driver "docker" job runs (Render
+	// passes -image, not -binary).
+	Image string
 	// Nomad is the Nomad HTTP API (http://host:port) and API its client.
 	Nomad string
 	API   *nomadapi.Client
@@ -141,14 +144,23 @@ type Job struct {
 	AllocDirs []string
 }
 
-// Render runs `etcd-nomad job render -binary` on the definition file and
-// writes the job beside it (etcd.nomad.hcl); envLine, when set, goes
-// into the task's env block (a change of the job that rolls it).
+// Render runs `etcd-nomad job render -binary` (-image with an Image) on
+// the definition file and writes the job beside it (etcd.nomad.hcl);
+// envLine, when set, goes into the task's env block (a change of the job
+// that rolls it).
 func (j Job) Render(t testing.TB, file, envLine string) string {
 	t.Helper()
-	out, err := exec.Command(j.Binary, "job", "render", "-binary", j.Binary, file).Output()
+	runs := []string{"-binary", j.Binary}
+	if j.Image != "" {
+		runs = []string{"-image", j.Image}
+	}
+	out, err := exec.Command(j.Binary, append(append([]string{"job", "render"}, runs...), file)...).Output()
 	if err != nil {
-		t.Fatalf("job render: %v", err)
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("job render: %v\n%s", err, stderr)
 	}
 	spec := string(out)
 	if envLine != "" {

@@ -194,15 +194,21 @@ variable "region" {
 }
 
 variable "driver" {
-  description = "Task driver: \"raw_exec\", \"exec\" or \"docker\" (untested)."
+  description = "Task driver: \"raw_exec\", \"exec\" or \"docker\" (which runs image)."
   type        = string
   default     = "raw_exec"
 }
 
 variable "binary" {
-  description = "etcd-nomad's path on the Nomad clients (with driver docker: the image). Ignored when artifact_source is set."
+  description = "etcd-nomad's path on the Nomad clients (raw_exec, exec). Ignored when artifact_source is set or with driver docker."
   type        = string
   default     = "/usr/local/bin/etcd-nomad"
+}
+
+variable "image" {
+  description = "With driver docker: the image the clients run, e.g. \"registry.example.com/etcd-nomad:1.2.3\" (make image builds it)."
+  type        = string
+  default     = ""
 }
 
 variable "artifact_source" {

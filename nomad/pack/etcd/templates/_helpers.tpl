@@ -85,7 +85,9 @@ cluster "[[ var "cluster_name" . ]]" {
     memory_mb      = [[ var "memory_mb" . ]]
     kill_timeout   = "[[ var "kill_timeout" . ]]"
     distinct_hosts = [[ var "distinct_hosts" . ]]
-[[- if var "artifact_source" . ]]
+[[- if eq (var "driver" .) "docker" ]]
+    image          = "[[ var "image" . ]]"
+[[- else if var "artifact_source" . ]]
     artifact {
       source   = "[[ var "artifact_source" . ]]"
       checksum = "[[ var "artifact_checksum" . ]]"

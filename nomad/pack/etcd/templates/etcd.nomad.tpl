@@ -137,9 +137,11 @@ job "[[ template "etcd.job_name" . ]]" {
 
       config {
 [[- if eq (var "driver" .) "docker" ]]
-        image   = "[[ var "binary" . ]]"
-        args    = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
-        ports   = ["client", "peer", "status"]
+        # Host networking: the addresses a member advertises are the ones
+        # it listens on (see etcd-nomad's README: Docker).
+        image        = "[[ var "image" . ]]"
+        network_mode = "host"
+        args         = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
 [[- else ]]
         command = "[[ template "etcd.binary" . ]]"
         args    = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
