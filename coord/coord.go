@@ -66,6 +66,11 @@ type Record struct {
 	// revision the command verified the snapshot's chain to reach: the
 	// seeder's install refuses below it.
 	SourceRevision int64 `json:"source_revision,omitempty"`
+	// AcceptedRevision, for an operator's recovery from a snapshot, is the
+	// highest revision of data the command saw (the members whose data it
+	// sets aside, accepted with -accept-data-loss): data beyond it holds
+	// writes acknowledged after the recovery was recorded.
+	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

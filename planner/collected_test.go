@@ -11,32 +11,6 @@ import (
 // processes still serve) showed wrong, each pinned with the observation
 // the simulation's trace gave, fixed and with its switch.
 
-// Sim seed 60 with CollectRunning: Consul restored an older record (epoch
-// 1, confirmed) after epoch 2 ran and was snapshotted; epoch 2's last
-// voter sits on a host Nomad collected, without a quorum. The recovery
-// from the epoch-2 snapshot recorded "epoch 2" again: a second
-// incarnation of an epoch that ran (invariant 9: epochs only grow).
-func TestRecoveryEpochIsAboveTheNewestSnapshots(t *testing.T) {
-	o := Observation{ClusterName: "c", Self: Self{Name: "m0-2"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
-		RecoveryGrace: 20 * time.Second, QuorumLostFor: 20 * time.Second,
-		Instances:      []Instance{{Name: "m0-2"}, {Name: "m1-3"}, {Name: "m2-4"}},
-		Peers:          []PeerStatus{{Name: "m1-3"}, {Name: "m2-4"}},
-		Record:         &Record{ClusterID: 0x18, Token: "tok19", Epoch: 1, Seeder: "m1-0"},
-		LatestSnapshot: &SnapshotInfo{Name: "snap-684", Revision: 1000260, Epoch: 2}}
-	d := Plan(o)
-	if d.Kind != RecoverQuorum || d.Record == nil || d.Record.Epoch != 3 {
-		t.Fatalf("recovery from an epoch-2 snapshot under an epoch-1 record: %s %+v (%s), want epoch 3 recorded", d.Kind, d.Record, d.Reason)
-	}
-	if b := (Faults{RecoverAtRecordEpoch: true}).Plan(o); b.Kind != RecoverQuorum || b.Record.Epoch != 2 {
-		t.Fatalf("with RecoverAtRecordEpoch: %s %+v, want the second epoch 2 it restores", b.Kind, b.Record)
-	}
-	// The snapshot of the record's own epoch changes nothing.
-	o.LatestSnapshot.Epoch = 1
-	if d := Plan(o); d.Kind != RecoverQuorum || d.Record.Epoch != 2 {
-		t.Fatalf("recovery from an epoch-1 snapshot under an epoch-1 record: %s %+v, want epoch 2", d.Kind, d.Record)
-	}
-}
-
 // Sim seed 1051 with CollectRunning: Nomad collected two voters of the
 // cluster while they served; a partition split them, so neither has a
 // leader, and the one this member reaches answers as a voter without one
@@ -85,5 +59,35 @@ func TestARestoreWithoutRecordWaitsTheGrace(t *testing.T) {
 	o.RecordMissingFor = o.RecoveryGrace
 	if d := Plan(o); d.Kind != RecoverQuorum || d.Record.Epoch != 3 {
 		t.Fatalf("the grace without a record: %s %+v (%s), want the restore as epoch 3", d.Kind, d.Record, d.Reason)
+	}
+}
+
+// Sim seeds 417, 722 and 940 with the operator and collectRunning: the
+// impatient operator's 'recover -from snapshot:latest' saw only the
+// instances the provider lists, while Nomad had collected a serving
+// majority; it went on, and was snapshotted, after the record. Once its
+// hosts were stopped (their disks with them) the seeder restored the
+// older snapshot the command chose, and the later writes, in the store
+// only, were lost. The seeder now waits for the operator while the store
+// holds a snapshot of an older epoch beyond what the command accepted.
+func TestAnOperatorsRestoreWaitsBesideALaterSnapshot(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0-1"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
+		RecoveryGrace: 20 * time.Second,
+		Instances:     []Instance{{Name: "m0-1"}, {Name: "m1-1"}, {Name: "m2-1"}},
+		Peers:         []PeerStatus{{Name: "m1-1"}, {Name: "m2-1"}},
+		Record: &Record{Token: "tok197", Epoch: 2, Seeder: "m0-1", Source: SnapshotSource("snap-126"), LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
+			Operator: true, SourceRevision: 67, AcceptedRevision: 67},
+		LatestSnapshot: &SnapshotInfo{Name: "snap-203", Revision: 93, Epoch: 1}}
+	d := Plan(o)
+	if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "snap-203") {
+		t.Fatalf("the operator's restore of snap-126 (67) beside snap-203 (93): %s (%s), want a wait for the operator naming snap-203", d.Kind, d.Reason)
+	}
+	if b := (Faults{RestoreOverLaterSnapshot: true}).Plan(o); b.Kind != RecoverQuorum || b.Target != "snap-126" {
+		t.Fatalf("with RestoreOverLaterSnapshot: %s (%s), want the restore that loses revisions 68..93", b.Kind, b.Reason)
+	}
+	// What the command saw and accepted is no reason to wait.
+	o.Record.AcceptedRevision = 93
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "snap-126" {
+		t.Fatalf("snap-203 accepted by the command: %s (%s), want the restore", d.Kind, d.Reason)
 	}
 }

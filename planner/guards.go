@@ -84,11 +84,6 @@ type Faults struct {
 	// confirmed incarnation's source although a member holds data of an
 	// epoch between it and the record's at a higher revision.
 	RecoverBesideSkippedEpoch bool
-	// RecoverAtRecordEpoch: a recovery records the record's epoch + 1
-	// even when the newest snapshot is of that epoch or a later one
-	// (Consul restored an older record after it ran): a second
-	// incarnation of an epoch.
-	RecoverAtRecordEpoch bool
 	// RecoverBesideUnlistedVoter: recover, take over or restore although
 	// a member of a known membership that the provider no longer lists
 	// answers as a voter without a leader (its peers may regain a quorum
@@ -116,6 +111,45 @@ type Faults struct {
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
+
+	// The operator's commands (issue 24: the simulation's operator).
+
+	// OperatorBelowStore: 'recover -from MEMBER' or '-from
+	// snapshot:NAME' goes ahead without -accept-data-loss although the
+	// store's newest snapshot with its deltas is newer than the source.
+	OperatorBelowStore bool
+	// ResumeRestoreBesideNewer: resume this member's own restore record
+	// (an operator's or its own) although a peer holds another
+	// incarnation of an epoch as new as the record's (one ran since the
+	// record was written: Consul brought it back).
+	ResumeRestoreBesideNewer bool
+	// RecoverFromOlderEpochSnapshot: a quorum-loss recovery restores the
+	// newest snapshot over the survivors' data of a newer epoch when the
+	// snapshot's revision is higher (two lines' revisions compared: an
+	// operator's restore of an older snapshot starts a line below the one
+	// it replaced, whose snapshots stay in the store).
+	RecoverFromOlderEpochSnapshot bool
+	// RecoverBelowSnapshotEpoch: a quorum-loss recovery records the epoch
+	// after the record's although the newest snapshot is of that epoch or
+	// a later one (Consul restored an older record).
+	RecoverBelowSnapshotEpoch bool
+	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
+	// record sets its data aside although some instances do not answer
+	// (they may hold a quorum of that data's cluster).
+	SettleOwnRestoreWhileSilent bool
+	// RestoreOverLaterWrites: an operator's restore sets aside, or
+	// restores over, data beyond the highest revision its command saw
+	// (Record.AcceptedRevision: writes acknowledged after it was recorded).
+	RestoreOverLaterWrites bool
+	// RestoreOverLaterSnapshot: an operator's restore goes ahead although
+	// the store holds a snapshot of an older epoch beyond what its
+	// command accepted (a cluster Nomad collected served on beside the
+	// record, unseen by the command, and was snapshotted).
+	RestoreOverLaterSnapshot bool
+	// ResumeBelowVerified: an operator's restore is retried although its
+	// chain now verifies below the revision its command verified (the
+	// install refuses every time: a silent wedge).
+	ResumeBelowVerified bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -207,7 +241,8 @@ const (
 	notBelowSkippedEpoch                          // ...nor than data of an epoch between the source's and the record's
 	notBesideKnownHealthy                         // never while a member of the last known membership answers as a healthy voter
 	notBelowRefused                               // never from a source older than an object of the store members refuse
-	epochAboveSnapshot                            // the next epoch is above the newest snapshot's too
+	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
+	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 )
 
@@ -232,8 +267,10 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideKnownHealthy
 	case notBelowRefused:
 		return !f.RecoverBelowRefused
-	case epochAboveSnapshot:
-		return !f.RecoverAtRecordEpoch
+	case snapshotNotOfOlderEpoch:
+		return !f.RecoverFromOlderEpochSnapshot
+	case epochAboveSnapshots:
+		return !f.RecoverBelowSnapshotEpoch
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	}
@@ -275,6 +312,10 @@ const (
 	resumeWhenAllAnswer        resumeRule = iota // a seed or restore whose data this member lost only while every instance answers
 	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot (authentic, or one members refuse) than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
+	resumeNotBesideNewer                         // a restore never beside another incarnation of an epoch as new as the record's
+	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
+	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
+	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
 )
 
 // resumeGuard reports whether rule holds.
@@ -286,6 +327,14 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeOverNewerSnapshot
 	case resumeAsRecorded:
 		return !f.ResumeBesideQuorum
+	case resumeNotBesideNewer:
+		return !f.ResumeRestoreBesideNewer
+	case resumeNotOverLaterWrites:
+		return !f.RestoreOverLaterWrites
+	case resumeNotOverLaterSnapshot:
+		return !f.RestoreOverLaterSnapshot
+	case resumeWhenChainReaches:
+		return !f.ResumeBelowVerified
 	}
 	return true
 }
@@ -295,12 +344,13 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 type dataRule int
 
 const (
-	persistedName      dataRule = iota // identity is the name persisted in the data dir
-	ownIncarnationOnly                 // data of another cluster, or another incarnation than the record's, is never started as-is
-	epochsOnlyGrow                     // a record older than this member's epoch is never obeyed: the data re-records it
-	asideForConfirmed                  // only a confirmed newer record sets data aside
-	asideOnceNewerRuns                 // ...and only once a peer shows it running with a quorum
-	asideNotForOwn                     // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+	persistedName         dataRule = iota // identity is the name persisted in the data dir
+	ownIncarnationOnly                    // data of another cluster, or another incarnation than the record's, is never started as-is
+	epochsOnlyGrow                        // a record older than this member's epoch is never obeyed: the data re-records it
+	asideForConfirmed                     // only a confirmed newer record sets data aside
+	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
+	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
 )
 
 // dataGuard reports whether rule holds.
@@ -318,6 +368,25 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SetAsideBeforeNewerRuns
 	case asideNotForOwn:
 		return !f.SettleOnOwnRecord
+	case asideOwnWhenAllAnswer:
+		return !f.SettleOwnRestoreWhileSilent
+	}
+	return true
+}
+
+// operatorRule names a rule of an operator's command ('etcd-nomad
+// recover').
+type operatorRule int
+
+const (
+	notBelowStore operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+)
+
+// operatorGuard reports whether rule holds.
+func (f Faults) operatorGuard(rule operatorRule) bool {
+	switch rule {
+	case notBelowStore:
+		return !f.OperatorBelowStore
 	}
 	return true
 }

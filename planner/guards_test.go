@@ -18,6 +18,7 @@ func offRules(f Faults) []string {
 			"resume":   f.resumeGuard(resumeRule(i)),
 			"data":     f.dataGuard(dataRule(i)),
 			"hold":     f.holdGuard(holdRule(i)),
+			"operator": f.operatorGuard(operatorRule(i)),
 		} {
 			if !holds {
 				off = append(off, guard+"/"+string(rune('0'+i)))

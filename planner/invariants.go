@@ -296,7 +296,7 @@ func Check(o Observation, d Decision) error {
 				// (OperatorSnapshotRecovery refused it over newer data
 				// unless they accepted the loss) is not traded for the
 				// newest one.
-				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && !o.Record.Operator {
+				if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && (!o.Record.Operator || s.Epoch >= o.Record.Epoch) {
 					return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
 				}
 				if o.Unreachable > 0 {
@@ -305,6 +305,9 @@ func Check(o Observation, d Decision) error {
 				for _, p := range o.Peers {
 					if p.Token == o.Record.Token {
 						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds it", o.Record.Epoch, p.Name)
+					}
+					if p.Token != "" && p.Epoch >= o.Record.Epoch {
+						return fmt.Errorf("invariant 1: resumed the restore of epoch %d while peer %s holds another incarnation of epoch %d", o.Record.Epoch, p.Name, p.Epoch)
 					}
 				}
 			}
@@ -379,7 +382,7 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 9: recovery over record epoch %d while peer %s holds epoch %d", o.Record.Epoch, p.Name, p.Epoch)
 			}
 		}
-		if o.Record == nil || d.Record == nil || d.Record.Epoch != NextEpoch(o) {
+		if o.Record == nil || d.Record == nil || d.Record.Epoch != (rules{}).nextEpoch(o) {
 			return fmt.Errorf("invariant 4: recovery without recording the next epoch (above the record's and the newest snapshot's)")
 		}
 		// The data a recovery may start from: this incarnation's, or, when
@@ -449,7 +452,7 @@ func Check(o Observation, d Decision) error {
 		default:
 			return fmt.Errorf("invariant 4: recovery from %q", d.From)
 		}
-		if src < best || (o.LatestSnapshot != nil && src < o.LatestSnapshot.Revision) {
+		if src < best || (o.LatestSnapshot != nil && o.LatestSnapshot.Epoch >= dataEpoch && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
 		// Nor below data of another epoch older than the record's (older
@@ -503,6 +506,9 @@ func Check(o Observation, d Decision) error {
 					}
 					if o.MembersKnown {
 						return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while cluster %x answers with a quorum", l.Epoch, o.MembersClusterID)
+					}
+					if o.Unreachable > 0 {
+						return fmt.Errorf("invariant 10: set aside data of epoch %d for this member's own unconfirmed record while %d instance(s) do not answer", l.Epoch, o.Unreachable)
 					}
 					for _, p := range o.Peers {
 						if p.Healthy {

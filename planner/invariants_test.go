@@ -95,7 +95,7 @@ var brokenPlanners = map[string]Faults{
 	"invariant 4: recover below a refused snapshot":     {RecoverBelowRefused: true},
 	"invariant 10: recover beside an unlisted voter":    {RecoverBesideUnlistedVoter: true},
 	"invariant 10: restore at once without a record":    {RestoreWithoutGrace: true},
-	"invariant 9: recover at the snapshot's epoch":      {RecoverAtRecordEpoch: true},
+	"invariant 9: recover below the snapshot's epoch":   {RecoverBelowSnapshotEpoch: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

@@ -24,6 +24,10 @@ type OperatorView struct {
 	// data, which the new epoch then sets aside.
 	Snapshot   *SnapshotInfo
 	AcceptLoss bool
+	// Latest is the store's newest full snapshot (snapshot.Later) with
+	// the end of its delta chain as listed; nil when the definition has
+	// no store or the store holds none.
+	Latest *SnapshotInfo
 }
 
 // OperatorRecovery decides an operator's recovery from From's data: the
@@ -35,7 +39,11 @@ type OperatorView struct {
 // higher revision. What it does not require is the grace period, automatic
 // recovery being on, or the source being the last confirmed incarnation:
 // the operator chooses among incarnations the automatic path leaves alone.
-func OperatorRecovery(v OperatorView) (Record, error) {
+func OperatorRecovery(v OperatorView) (Record, error) { return rules{}.OperatorRecovery(v) }
+
+// OperatorRecovery decides like the package's OperatorRecovery with the
+// rules f switches off.
+func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	if v.Record == nil {
 		return Record{}, fmt.Errorf("there is no cluster record: members holding data re-record it themselves, and 'etcd-nomad snapshot restore' seeds from a snapshot")
 	}
@@ -61,7 +69,7 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
 	epoch := v.Record.Epoch
-	var aside []string
+	var aside, names []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
 			continue
@@ -77,13 +85,32 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 		// source's epoch, may hold writes the source lacks.
 		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision) {
 			aside = append(aside, fmt.Sprintf("%s (token %s epoch %d, revision %d)", p.Name, short(p.Token), p.Epoch, p.Revision))
+			names = append(names, p.Name)
 		}
 		epoch = max(epoch, p.Epoch)
 	}
-	if len(aside) > 0 && !v.AcceptLoss {
+	var snaps []string
+	if l := v.Latest; l != nil && f.operatorGuard(notBelowStore) && (l.Epoch > src.Epoch || l.Revision > src.Revision) {
+		// The store's newest snapshot with its deltas goes further than
+		// the source (as the automatic path compares them): it may hold
+		// writes no member holds any more.
+		snaps = append(snaps, l.Name)
+	}
+	if (len(aside) > 0 || len(snaps) > 0) && !v.AcceptLoss {
 		sort.Strings(aside)
-		return Record{}, fmt.Errorf("the recovery from %s (token %s epoch %d, revision %d) would set aside the data of %s, another incarnation that may hold writes %s lacks: run again with -accept-data-loss to go ahead (that data is set aside, not deleted)",
-			v.From, short(src.Token), src.Epoch, src.Revision, strings.Join(aside, ", "), v.From)
+		var msg string
+		switch srcText := fmt.Sprintf("%s (token %s epoch %d, revision %d)", v.From, short(src.Token), src.Epoch, src.Revision); {
+		case len(snaps) == 0:
+			msg = fmt.Sprintf("the recovery from %s would set aside the data of %s, another incarnation that may hold writes %s lacks: run again with -accept-data-loss to go ahead (that data is set aside, not deleted)",
+				srcText, strings.Join(aside, ", "), v.From)
+		case len(aside) == 0:
+			msg = fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) may hold writes %s lacks: recover -from snapshot:%s instead, or run again with -accept-data-loss to go ahead (the snapshot stays in the store)",
+				v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, srcText, v.Latest.Name)
+		default:
+			msg = fmt.Sprintf("the recovery from %s would set aside the data of %s, another incarnation that may hold writes %s lacks, and the store's newest snapshot %s (epoch %d, revision %d with its deltas) may hold writes it lacks too: run again with -accept-data-loss to go ahead (that data is set aside, not deleted; the snapshot stays in the store)",
+				srcText, strings.Join(aside, ", "), v.From, v.Latest.Name, v.Latest.Epoch, v.Latest.Revision)
+		}
+		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: msg}
 	}
 	epoch = max(epoch, src.Epoch)
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
@@ -102,6 +129,12 @@ func OperatorRecovery(v OperatorView) (Record, error) {
 // the operator accepts losing it (v.AcceptLoss: the new epoch sets that
 // data aside; nothing is deleted).
 func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
+	return rules{}.OperatorSnapshotRecovery(v)
+}
+
+// OperatorSnapshotRecovery decides like the package's
+// OperatorSnapshotRecovery with the rules f switches off.
+func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	s := v.Snapshot
 	if s == nil {
 		return Record{}, fmt.Errorf("no snapshot chosen")
@@ -114,7 +147,8 @@ func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	seeder := false
 	epoch := max(v.Record.Epoch, s.Epoch)
-	var newer []string
+	accepted := s.Revision
+	var newer, names []string
 	for _, p := range v.Answered {
 		if p.Healthy {
 			return Record{}, fmt.Errorf("member %s answers as a healthy voter of token %s epoch %d: a quorum answers; not recovering beside it", p.Name, short(p.Token), p.Epoch)
@@ -124,20 +158,64 @@ func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 			continue
 		}
 		epoch = max(epoch, p.Epoch)
+		accepted = max(accepted, p.Revision)
 		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
 			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
+			names = append(names, p.Name)
 		}
 	}
 	if !seeder {
 		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
 	}
+	var snaps []string
+	if l := v.Latest; l != nil && l.Name != s.Name && f.operatorGuard(notBelowStore) && (l.Epoch > s.Epoch || l.Revision > s.Revision) {
+		snaps = append(snaps, l.Name)
+	}
 	if len(newer) > 0 && !v.AcceptLoss {
-		return Record{}, fmt.Errorf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
-			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)
+		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
+			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)}
+	}
+	if len(snaps) > 0 {
+		// Accepted with the loss (below): its writes are not "after the
+		// record" for the seeder (laterWrites).
+		accepted = max(accepted, v.Latest.Revision)
+	}
+	if len(snaps) > 0 && !v.AcceptLoss {
+		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
+			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)}
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
-		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision}, nil
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil
+}
+
+// LossError is the refusal of an operator's recovery that would leave
+// out writes its source may lack (OperatorRecovery,
+// OperatorSnapshotRecovery without AcceptLoss): Members names the members
+// whose data the new epoch would set aside, Snapshots the store's newer
+// snapshot; their writes beyond the source are what the operator accepts
+// to lose by running the command again with -accept-data-loss.
+type LossError struct {
+	Members   []string
+	Snapshots []string
+	msg       string
+}
+
+func (e *LossError) Error() string { return e.msg }
+
+// Restorer is the member that restores an operator's snapshot when the
+// command names none ('recover -from snapshot:NAME' without -member): the
+// first answering instance by name, "" when none answers.
+func Restorer(v OperatorView) string {
+	var names []string
+	for _, p := range v.Answered {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return ""
+	}
+	return names[0]
 }
 
 func sorted(xs []string) []string {

@@ -137,6 +137,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
 	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && r.dataGuard(ownIncarnationOnly) {
+		if d, ok := r.ownRestoreWhileSilent(o, name); ok {
+			return d
+		}
 		if why, ok := r.settles(o, name); !ok && !orphaned(o) {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why}
 		}
@@ -179,6 +182,62 @@ func (r rules) settles(o Observation, name string) (why string, ok bool) {
 		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s: not setting its epoch %d data aside for it (Consul may have restored an old record); an operator must choose", rec.Epoch, sourceName(rec.Source), q, l.Epoch), false
 	}
 	return "", true
+}
+
+// ownRestoreWhileSilent keeps this member's data while its own unconfirmed
+// restore record would set it aside but some instances do not answer:
+// they may hold a quorum of this data's cluster, which a partition hides
+// (sim seed 2768 with the operator: an operator recorded m0's restore
+// while no quorum answered, the cluster got its quorum back, then a
+// partition left m0 alone, and m0 set aside its data of the live
+// cluster). ok is false when the record is not such a restore or every
+// instance answers (settles decides).
+func (r rules) ownRestoreWhileSilent(o Observation, name string) (Decision, bool) {
+	rec, l := o.Record, o.Local
+	if rec.ClusterID != 0 || rec.Seeder != name || rec.Source == "" || rec.Source == FromData || rec.Epoch <= l.Epoch {
+		return Decision{}, false
+	}
+	if o.Unreachable > 0 && r.dataGuard(asideOwnWhenAllAnswer) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %d instance(s) do not answer: they may hold a quorum of this data's cluster (epoch %d); not setting it aside until every instance answers", rec.Epoch, sourceName(rec.Source), o.Unreachable, l.Epoch)}, true
+	}
+	if d, ok := r.laterWrites(o, name); ok {
+		return d, true
+	}
+	return Decision{}, false
+}
+
+// laterWrites waits for an operator while this member or a peer holds
+// data beyond what the operator's restore record accepted to set aside
+// (Record.AcceptedRevision), or the store a snapshot of an older epoch
+// beyond it: the old cluster got its quorum back after
+// the record was written and acknowledged writes the restore would lose
+// (sim seed 2133 with the operator: the restorer set aside its own data
+// at revision 304, the operator had accepted up to 288).
+func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	if !rec.Operator || rec.AcceptedRevision == 0 || !r.resumeGuard(resumeNotOverLaterWrites) {
+		return Decision{}, false
+	}
+	ceiling := max(rec.AcceptedRevision, rec.SourceRevision)
+	why := fmt.Sprintf("the operator's recovery of epoch %d (%s) accepted data up to revision %d", rec.Epoch, sourceName(rec.Source), ceiling)
+	if !o.Local.Empty && o.Local.Token != "" && o.Local.Token != rec.Token && o.Local.Revision > ceiling {
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not setting them aside: an operator must choose", why, o.Local.Revision, o.Local.Epoch)}, true
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" && p.Token != rec.Token && p.Revision > ceiling {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not restoring over them: an operator must choose", why, p.Name, p.Revision, p.Epoch)}, true
+		}
+	}
+	// The same writes with no member left holding them: a cluster the
+	// command did not see (Nomad had collected its allocations while they
+	// served) went on after the record and was snapshotted; its hosts'
+	// disks went with their allocations (sim seeds 417, 722, 940 with the
+	// operator and collectRunning: the restore of the older snapshot lost
+	// them).
+	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && s.Revision > ceiling && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: an operator must choose", why, s.Name, s.Epoch, s.Revision)}, true
+	}
+	return Decision{}, false
 }
 
 // quorumAnswers reports whether a quorum is seen alive: the member list
@@ -417,6 +476,37 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of the epoch %d this member recorded; waiting to join it instead of restoring again", p.Name, rec.Epoch)}
 				}
 			}
+			for _, p := range o.Peers {
+				if p.Token != "" && p.Epoch >= rec.Epoch && r.resumeGuard(resumeNotBesideNewer) {
+					// No incarnation of an epoch as new as the record's
+					// existed when it was written (a restore records the
+					// epoch after every one it saw): one ran since, and
+					// Consul brought this record back (sim seed 243 with
+					// the operator: an operator's restore record came back
+					// beside a confirmed recovery of its epoch).
+					return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as a restore of snapshot %s, but peer %s holds another incarnation of epoch %d (token %s, revision %d), which ran after the record was written: not restoring beside it; an operator must choose", rec.Epoch, snap, p.Name, p.Epoch, short(p.Token), p.Revision)}
+				}
+			}
+			if d, ok := r.laterWrites(o, name); ok {
+				return d
+			}
+			if s := o.LatestSnapshot; rec.Operator && s != nil && s.Name != snap && s.Epoch >= rec.Epoch && r.resumeGuard(resumeNotBesideNewer) {
+				// The same with no copy left but the store's: the newest
+				// snapshot was taken of an incarnation that ran after
+				// the operator's record (an automatic restore record
+				// gives way to it, restoreOverOwnRecord; the operator's
+				// chose its snapshot, then: sim seed 243 with RotateCA).
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as an operator's restore of snapshot %s, but the store holds snapshot %s of epoch %d (revision %d), taken of an incarnation that ran after the record was written: not restoring the older one; an operator must choose", rec.Epoch, snap, s.Name, s.Epoch, s.Revision)}
+			}
+			if s := o.LatestSnapshot; rec.Operator && s != nil && s.Name == snap && rec.SourceRevision > 0 && s.Revision < rec.SourceRevision && r.resumeGuard(resumeWhenChainReaches) {
+				// A segment of the chain the command verified was found
+				// damaged since (by this member's install or a peer's):
+				// the install refuses below SourceRevision every time, so
+				// the restore can never finish as recorded. Said, not
+				// retried for good (sim seed 121 with the operator and
+				// collectRunning: a silent wedge).
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as an operator's restore of snapshot %s verified to revision %d, but its delta chain now verifies only to revision %d (a segment damaged since): the restore cannot finish as recorded; an operator must choose (recover -from snapshot:%s -accept-data-loss restores up to revision %d)", rec.Epoch, snap, rec.SourceRevision, s.Revision, snap, s.Revision)}
+			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
 			}
@@ -535,6 +625,9 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		if d, ok := r.resumeRecovery(o, name); ok {
 			// This member recorded a recovery from its data but its
 			// old incarnation still runs: restart it as the new one.
+			return d
+		}
+		if d, ok := r.ownRestoreWhileSilent(o, name); ok {
 			return d
 		}
 		if why, ok := r.settles(o, name); !ok {

@@ -206,7 +206,13 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
-	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer)) {
+	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer) &&
+		(o.LatestSnapshot.Epoch >= dataEpoch || !r.recoveryGuard(snapshotNotOfOlderEpoch))) {
+		// A snapshot of an epoch older than the data's is of a line the
+		// data's incarnation replaced: its revisions are not comparable
+		// (an operator's restore of an older snapshot starts a line below
+		// the one it replaced, whose snapshots stay in the store: sim
+		// seed 845 with the operator).
 		if o.LatestSnapshot == nil {
 			if r.recoveryGuard(notBelowRefused) {
 				if d, ok := refusedAhead(o, name, false, 0, why+": no member holds this incarnation's data and no snapshot authenticates"); ok {
@@ -255,25 +261,23 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	return d, true
 }
 
-// nextEpoch is the epoch a quorum-loss recovery or a takeover records:
-// above the record's and above the newest snapshot's (invariant 9: epochs
-// only grow). A snapshot of an epoch the record has not reached shows
-// that Consul restored an older record after that epoch ran; every
-// instance answered without it and no member of a known membership
-// serves it (its last copies may sit on hosts Nomad collected), so the
-// recovery goes on, as a later epoch: recorded as the record's next, it
-// would be a second incarnation of an epoch that ran (sim seed 60 with
-// CollectRunning).
+// nextEpoch is the epoch a quorum-loss recovery records: the one after
+// the record's, and after the newest snapshot's (invariant 9: epochs only
+// grow). Consul may have restored a record older than an incarnation that
+// ran and was snapshotted: recording the record's next epoch would label
+// the new incarnation below that snapshot, and every later comparison by
+// epoch (the planner's, an operator's fence) would take the snapshot for
+// the newer copy (sim seed 2470 with the operator: epoch 2 restored from
+// a snapshot of epoch 3; 'recover -from snapshot:latest' later found no
+// member newer than that snapshot and set aside, unnamed, a learner's
+// epoch-2 writes beyond it).
 func (r rules) nextEpoch(o Observation) uint64 {
 	next := o.Record.Epoch + 1
-	if s := o.LatestSnapshot; s != nil && s.Epoch >= next && r.recoveryGuard(epochAboveSnapshot) {
+	if s := o.LatestSnapshot; s != nil && s.Epoch >= next && r.recoveryGuard(epochAboveSnapshots) {
 		next = s.Epoch + 1
 	}
 	return next
 }
-
-// NextEpoch is the epoch a recovery decided over o records (Check's rule).
-func NextEpoch(o Observation) uint64 { return rules{}.nextEpoch(o) }
 
 // otherIncarnation waits when this member or a peer holds data of another
 // incarnation of the record's epoch, or of the source's epoch when its

@@ -219,6 +219,13 @@ type Record struct {
 	// reach: the seeder's install refuses to stop below it (all or
 	// refuse), whatever happened to the store since. 0: no bound.
 	SourceRevision int64
+	// AcceptedRevision, for the same, is the highest revision of data its
+	// command saw on any member (those it sets aside named, and accepted
+	// with -accept-data-loss): data beyond it holds writes acknowledged
+	// after the recovery was recorded (the old cluster got its quorum
+	// back meanwhile), which the restore must not set aside. 0: no bound
+	// (records written before it).
+	AcceptedRevision int64
 }
 
 // Source is a record's recovery source as the coordinator stores it: ""

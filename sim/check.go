@@ -19,6 +19,7 @@ const (
 	InvLeave       = "graceful departure left a removable voter"
 	InvLiveness    = "not healthy after faults stopped"
 	InvRefused     = "the correct planner's decision fails planner.Check"
+	InvTLS         = "members of one cluster cannot verify each other's certificates"
 )
 
 func (w *World) violate(inv, format string, args ...any) {
@@ -70,6 +71,7 @@ func (w *World) check() {
 		w.checkWrites(serving[0])
 	}
 	w.checkLeaves()
+	w.checkTLS()
 }
 
 // checkWrites: the serving cluster holds every acknowledged write that
@@ -118,7 +120,7 @@ func (w *World) checkWrites(g *group) {
 		// A copy at or below b's fork holds none of b's own writes (a
 		// learner that joined at revision 0): its parent's are checked
 		// as the parent's.
-		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork {
+		if have := level(g.branch, g.committed, b); have < exists && exists > b.fork && !w.lossAccepted(b, have, exists) {
 			w.violate(InvLostWrites, "%s serves up to revision %d of %s's writes, but revision %d was acknowledged and a copy of it still exists (%s)", g, have, other, exists, where)
 			return
 		}
@@ -202,6 +204,9 @@ func (w *World) removable(l *leave) bool {
 	if m == nil || m.learner || l.crashed || n.noConsul || n.noNomad || g.quorum < 0 || n.side != g.quorum || w.now < n.stalledUntil {
 		return false
 	}
+	if w.coord.pause != "" {
+		return false // a leaving member does not remove itself while paused
+	}
 	if h := w.coord.holder; h != nil && h != n {
 		return false
 	}
@@ -251,6 +256,11 @@ func (w *World) healthy() bool {
 // stuck says why no automatic way back exists, "" if one does: then only
 // an operator can help, and the liveness check does not apply.
 func (w *World) stuck() string {
+	if w.coord.pause != "" {
+		// An operator's pause holds every change until resume (a
+		// restore of Consul's state may bring one back).
+		return "the cluster is paused (" + w.coord.pause + "): members hold every change until an operator resumes"
+	}
 	r := w.coord.record
 	if r == nil {
 		return ""

@@ -22,12 +22,21 @@ type coordinator struct {
 	// task) and the cluster id. Informational, not fenced; an empty
 	// member probes its members (knownHealthy).
 	summary *clusterSummary
+	// pause is the operator's pause ('etcd-nomad pause': who and why),
+	// "" when none; Consul KV, lost with Consul's state.
+	pause string
+	// ca is the cluster CA, rot the CA rotation record (rotation.go).
+	ca  int
+	rot *rotationRec
 }
 
 type recordVersion struct {
 	rec     *planner.Record
 	index   uint64
 	summary *clusterSummary // the summary stored when the record was written
+	pause   string          // the pause then
+	ca      int             // the cluster CA then
+	rot     *rotationRec    // the CA rotation record then
 }
 
 // clusterSummary is task's Summary, as far as the model reads it: each
@@ -184,7 +193,7 @@ func (w *World) updateRecord(n *node, r planner.Record) error {
 func (w *World) setRecord(r planner.Record) {
 	w.coord.index = w.id()
 	w.coord.record = &r
-	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index, summary: w.coord.summary})
+	w.coord.history = append(w.coord.history, recordVersion{rec: &r, index: w.coord.index, summary: w.coord.summary, pause: w.coord.pause, ca: w.coord.ca, rot: w.coord.rot})
 }
 
 // listed is the provider's current instance list: allocations that run,

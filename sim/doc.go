@@ -66,8 +66,10 @@
 //     (written every summaryBeat, changed or not, also by a leader whose
 //     observation fails, for the record's cluster or its own unconfirmed
 //     seed), and a probe that finds it rewritten names that leader; a
-//     restore with no record waits the recovery grace; a recovery's epoch
-//     is above the newest snapshot's. No seed, restore or takeover runs
+//     restore with no record waits the recovery grace (a recovery's epoch
+//     is above the newest snapshot's: RecoverBelowSnapshotEpoch, found
+//     by the operator first, and by this fault too). No seed, restore or
+//     takeover runs
 //     beside any of them. Members share the delta segments they found
 //     damaged (/status), so they agree on the chain's end. The fixes
 //     came from runs this fault broke (83 of 1488 at 3M steps from seed
@@ -75,7 +77,10 @@
 //     switch, NoSummaryProbe, NoWriterProbe, ForgetKnownHealthy,
 //     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared and the
 //     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
-//     RestoreWithoutGrace, RecoverAtRecordEpoch;
+//     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's
+//     recorded restore waits while the store holds a snapshot of an older
+//     epoch beyond what its command accepted: the command sees only the
+//     listed instances, and a collected majority served on after it);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and
@@ -83,24 +88,52 @@
 //     (epoch, then revision, Created only breaking a tie).
 //     NewestByCreated reverts it (the clock decides);
 //   - client writes to every cluster with a quorum; an acknowledged write
-//     is the committed revision of a quorum.
+//     is the committed revision of a quorum;
+//   - the operator (operator.go): pause and resume, 'recover -from
+//     MEMBER' and 'recover -from snapshot:NAME|latest', each through the
+//     pure fence the command applies (planner.OperatorRecovery,
+//     OperatorSnapshotRecovery, Restorer) over what the command reads
+//     (the record, every listed instance's /status, the store's listing,
+//     its own fetch and verification of the snapshot's chain). An
+//     impatient operator runs one at random at any step of the fault
+//     phase (Config.OperatorRate), with a random member, snapshot and
+//     -accept-data-loss; and a run that ends stuck for an operator gets
+//     the operator's way out (resume; else recover from the highest
+//     revision known, with -accept-data-loss only when every choice is
+//     refused for a loss) and a second quiet phase that must end healthy.
+//     A loss the operator accepted (the members and snapshots the fence
+//     named without -accept-data-loss, beyond the source) is excused by
+//     the write check, and no other (Result.AcceptedLoss counts such
+//     runs). Consul's state loss takes the pause with it, and a restore of
+//     an older state brings back the pause it held. A resume the way out
+//     begins with (a pause a restore of Consul brought back) is followed
+//     by another look at the product;
+//   - with Config.RotateCA, the cluster CA and 'tls rotate-ca'
+//     (rotation.go): members settle their CA at start (chooseCA), offer it
+//     to the coordinator (restoreCA), follow the rotation record
+//     (planner.FollowRotation) and load ca.crt when etcd starts; the
+//     command moves phases as planner.RotationPhaseDone allows; checked:
+//     a rotation never leaves two members of one cluster unable to verify
+//     each other. Off by default: Consul losing or restoring its state
+//     around a rotation breaks it (TestRotationFindingsAfterConsulStateLoss).
 //
 // What it does not model: etcd's log below the revision (members in the
 // quorum's partition side are caught up at once, others lag), elections
 // and terms (the lowest live voter leads), sticky-disk migration (a
-// replacement always starts empty), the CA and TLS, ASG replacement
+// replacement always starts empty), TLS on the client and status ports
+// (and, without RotateCA, the CA), ASG replacement
 // (ReplaceInstance), snapshot retention (the store keeps every snapshot)
 // and damaged full snapshots, overlapping delta segments (one bridging a
 // damaged one), a chain broken by compaction, the replay itself (its
 // leases expiring while it runs, its read-back), the store's listing
 // cache (snapshotListEvery), clocks anywhere but a snapshot's Created (the
-// supervisor's durations are simulated time), operator commands (pause,
-// resume, recover -from), Consul's lock-delay, message loss beyond
-// partitions (a stall delays a member's next steps), a probe's duration
-// (one that cannot reach its member fails at once), the first full
-// snapshot task takes at once into an empty store (here on the 30 s
-// schedule). A decision's first step runs in the same step as its
-// observation.
+// supervisor's durations are simulated time), 'snapshot restore' on a
+// stopped member's data dir and 'recover -record-live', Consul's
+// lock-delay, message loss beyond partitions (a stall delays a member's
+// next steps), a probe's duration (one that cannot reach its member fails
+// at once), the first full snapshot task takes at once into an empty
+// store (here on the 30 s schedule). A decision's first step runs in the
+// same step as its observation.
 //
 // What the guard of invariant 10 cannot see, and the model therefore
 // rarely shows: a majority Nomad collected that is cut off from the
@@ -122,10 +155,13 @@
 // member of a cluster with a quorum set aside; no cluster started without a voter; a stopping member
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size
-// within QuietTime, unless only an operator can help (Result.Stuck: no
-// copy left; an unconfirmed record of a newer epoch whose seeder is gone
-// for good beside an older epoch running with a quorum; or the planner's
-// reason says an operator must decide).
+// within QuietTime, unless only an operator can help (no copy left; an
+// unconfirmed record of a newer epoch whose seeder is gone for good beside
+// an older epoch running with a quorum; the planner's reason says an
+// operator must decide; an operator's pause): then the operator's way out
+// and another QuietTime, after which the run must be healthy. A run no
+// modeled command frees ends stuck (Result.Stuck, Result.NoWayOut says
+// why each command was refused).
 // Set-aside data counts as a copy unless another copy held all of it when
 // it was set aside (the planner never reads set-aside data).
 //

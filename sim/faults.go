@@ -26,7 +26,8 @@ func (w *World) fault() {
 		w.gracefulStop()
 	case k < 75:
 		w.logf("fault", "Consul loses its state: no record, no sessions")
-		w.coord.record, w.coord.holder, w.coord.summary = nil, nil, nil
+		w.coord.record, w.coord.holder, w.coord.summary, w.coord.pause = nil, nil, nil, ""
+		w.coord.ca, w.coord.rot = 0, nil
 		w.coord.index = w.id()
 	case k < 79:
 		w.restoreOlder()
@@ -74,7 +75,7 @@ func (w *World) crash() {
 			return "nothing to restart"
 		}
 		if wipe {
-			n.data, n.aside = nil, nil
+			n.data, n.aside, n.tlsDisk = nil, nil, nil
 		}
 		n.up, n.nextAt = true, w.now
 		return fmt.Sprintf("%s restarted", n.name)
@@ -89,7 +90,7 @@ func (w *World) kill(n *node) {
 	n.quorumLostSince, n.seederGoneSince, n.recordMissingSince = -1, -1, -1
 	n.absentAt, n.unhealthyAt = map[uint64]time.Duration{}, map[uint64]time.Duration{}
 	n.startFailures, n.record, n.answered = 0, nil, nil
-	n.damaged, n.found, n.healthySeen = nil, nil, nil
+	n.damaged, n.found, n.healthySeen, n.tls = nil, nil, nil, nil
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 }
 
@@ -263,7 +264,8 @@ func (w *World) restoreOlder() {
 	}
 	v := h[w.rng.IntN(len(h)-1)]
 	rc := *v.rec
-	w.coord.record, w.coord.holder, w.coord.summary = &rc, nil, v.summary
+	w.coord.record, w.coord.holder, w.coord.summary, w.coord.pause = &rc, nil, v.summary, v.pause
+	w.coord.ca, w.coord.rot = v.ca, v.rot
 	w.coord.index = w.id()
 	w.logf("fault", "Consul restored from an older snapshot: record epoch %d %s cluster %x", rc.Epoch, rc.Token, rc.ClusterID)
 }

@@ -34,6 +34,16 @@ func (w *World) runNode(n *node) {
 }
 
 func (w *World) loop(n *node) {
+	if w.cfg.RotateCA && n.tls == nil {
+		// task's setupTLS, before anything else at process start.
+		if err := w.setupTLS(n); err != nil {
+			if err.Error() != n.lastFail {
+				w.logf(n.name, "start: %v", err)
+			}
+			n.lastFail, n.nextAt = err.Error(), w.now+loopInterval
+			return
+		}
+	}
 	o, err := w.observe(n)
 	if err != nil {
 		w.publishSummaryUnlisted(n)
@@ -46,9 +56,15 @@ func (w *World) loop(n *node) {
 		return
 	}
 	n.lastFail = ""
+	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
-	if planner.PlanUpkeep(o).PublishSummary {
+	u := planner.PlanUpkeep(o)
+	if u.CheckCA {
+		n.caChecked = w.now
+		w.restoreCA(n)
+	}
+	if u.PublishSummary {
 		w.publishSummary(n, o) // task's upkeep runs before the decision's acts
 	}
 	if d.NeedsLock {
@@ -391,6 +407,7 @@ func (w *World) started(n *node, g *group, id uint64) {
 	if m := g.member(id); m != nil {
 		m.name = d.name
 	}
+	w.tlsStarted(n)
 	w.refreshGroup(g)
 }
 

@@ -29,7 +29,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		StaleAfter:    staleAfter,
 		NewToken:      "tok" + itoa(int(w.nextID)),
 		StartFailures: n.startFailures,
-		Upkeep:        planner.UpkeepState{Summary: true},
+		Upkeep:        planner.UpkeepState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
 	}
 	o.Local = w.local(n)
 	if n.etcd != nil {
@@ -39,6 +39,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		return planner.Observation{}, errors.New("read cluster record: consul unreachable")
 	}
 	n.record, n.recIndex = nil, w.coord.index
+	o.Paused = w.coord.pause
 	if r := w.coord.record; r != nil {
 		rc := *r
 		o.Record = &rc

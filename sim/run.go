@@ -17,6 +17,18 @@ type Result struct {
 	Healthy time.Duration
 	Faults  int
 	Groups  int
+	// WayOut is the command an operator ran once the run was stuck (then
+	// it had a second quiet phase, which ended healthy); NoWayOut, for a
+	// stuck run, why no modeled command applied.
+	WayOut, NoWayOut string
+	// WayOutFor is why the run was stuck when the operator took the way
+	// out.
+	WayOutFor string
+	// AcceptedLoss: the run lost acknowledged writes an operator accepted
+	// to lose (-accept-data-loss), and no other.
+	AcceptedLoss bool
+	// Impatient counts the impatient operator's commands that wrote.
+	Impatient int
 }
 
 // Run runs one seed: a fault phase of cfg.FaultSteps steps, then a quiet
@@ -35,11 +47,30 @@ func Run(cfg Config) (Result, *World) {
 				break
 			}
 			if w.now-w.quietAt > w.cfg.QuietTime {
-				if why := w.stuck(); why != "" {
+				if why := w.stuck(); why != "" && !w.cfg.NoOperator && w.op.wayOut == "" && w.op.noWayOut == "" {
+					// The operator takes the way out; then the run
+					// must end healthy.
+					if did, ok := w.wayOut(why); ok && did == "etcd-nomad resume" && !w.op.resumed {
+						// Resuming is reading status: the operator looks
+						// again after it, once.
+						w.op.resumed, w.quietAt = true, w.now
+						continue
+					} else if ok {
+						w.op.wayOut, w.op.wayOutFor, w.quietAt = did, why, w.now
+						continue
+					} else {
+						w.op.noWayOut = did
+					}
+				}
+				if why := w.stuck(); why != "" && w.op.wayOut == "" {
 					w.logf("quiet", "stuck: %s (an operator must restore)", why)
 					return w.result(why), w
 				}
-				w.violate(InvLiveness, "no healthy cluster of %d voters %s after the faults stopped; state:\n%s", w.cfg.Size, fmtDur(w.cfg.QuietTime), w.State())
+				after := "the faults stopped"
+				if w.op.wayOut != "" {
+					after = "the operator's way out (" + w.op.wayOut + ")"
+				}
+				w.violate(InvLiveness, "no healthy cluster of %d voters %s after %s; state:\n%s", w.cfg.Size, fmtDur(w.cfg.QuietTime), after, w.State())
 			}
 		}
 	}
@@ -47,7 +78,8 @@ func Run(cfg Config) (Result, *World) {
 }
 
 func (w *World) result(stuck string) Result {
-	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Faults: w.faults, Groups: len(w.groups)}
+	r := Result{Seed: w.cfg.Seed, Steps: w.step, Violation: w.failure, Stuck: stuck, Faults: w.faults, Groups: len(w.groups),
+		WayOut: w.op.wayOut, WayOutFor: w.op.wayOutFor, NoWayOut: w.op.noWayOut, AcceptedLoss: w.op.lossSeen, Impatient: w.op.recorded}
 	if w.quiet && w.failure == nil && stuck == "" {
 		r.Healthy = w.now - w.quietAt
 	}
@@ -64,6 +96,7 @@ func (w *World) Step() {
 	} else {
 		w.next()
 	}
+	w.impatient()
 	w.refresh()
 	if w.rng.IntN(3) == 0 {
 		w.write()

@@ -19,7 +19,9 @@ import (
 // and start at a seed where today's model, with that one fix off, breaks
 // an invariant: the seed that found them, or (SettleOnOwnRecord, whose
 // seed 39512 runs another schedule since the seed's metadata moved) the
-// first found by searching from seed 1.
+// first found by searching from seed 1. The operator's (operator.go) start
+// at the seed that found them, or the first found since the later fixes
+// changed the runs.
 var defects = []struct {
 	name string
 	d    Defects
@@ -47,14 +49,23 @@ var defects = []struct {
 	{"NewestByCreated", Defects{NewestByCreated: true}, 0, false, ""},
 	{"RecoverBesideKnownHealthy", Defects{Planner: planner.Faults{RecoverBesideKnownHealthy: true}}, 240, true, ""},
 	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
-	{"RecoverAtRecordEpoch", Defects{Planner: planner.Faults{RecoverAtRecordEpoch: true}}, 2352, true, ""},
+	// Found with the collectRunning fault (issue 24 item 4).
 	{"RecoverBesideUnlistedVoter", Defects{Planner: planner.Faults{RecoverBesideUnlistedVoter: true}}, 1051, true, ""},
 	{"RestoreWithoutGrace", Defects{Planner: planner.Faults{RestoreWithoutGrace: true}}, 1667, true, ""},
 	{"NoWriterProbe", Defects{NoWriterProbe: true}, 172, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
 	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 466, true, ""},
-	{"NoDamageShared", Defects{NoDamageShared: true}, 682, true, ""},
+	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
+	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
+	// Found by the operator (operator.go).
+	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
+	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},
+	{"RecoverFromOlderEpochSnapshot", Defects{Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
+	{"RecoverBelowSnapshotEpoch", Defects{Planner: planner.Faults{RecoverBelowSnapshotEpoch: true}}, 2470, false, ""},
+	{"SettleOwnRestoreWhileSilent", Defects{Planner: planner.Faults{SettleOwnRestoreWhileSilent: true}}, 2768, false,
+		"found on seed 2768 before RecoverBelowSnapshotEpoch's fix changed the epochs its records name; none found since in seeds 1..6000 (planner test TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent)"},
+	{"RestoreOverLaterWrites", Defects{Planner: planner.Faults{RestoreOverLaterWrites: true}}, 2133, false, ""},
 }
 
 // maxSeeds bounds the search for each defect.
@@ -107,23 +118,32 @@ func TestDefectDetectionStats(t *testing.T) {
 		if !strings.Contains(tc.name, os.Getenv("SIM_DEFECT")) || tc.lost != "" {
 			continue
 		}
-		var costs []int
-		from := max(tc.from, 1)
-		for i := 0; i < 15; i++ {
-			s, _, w, spent := findDefect(tc.d, tc.collect, from, maxSeeds)
-			if w == nil {
-				break
-			}
-			costs = append(costs, spent)
-			from = s + 1
-		}
-		sort.Ints(costs)
-		med := -1
-		if len(costs) > 0 {
-			med = costs[len(costs)/2]
-		}
-		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, len(costs), med)
+		found, med := medianSteps(max(tc.from, 1), func(from uint64) (uint64, int) {
+			s, _, _, spent := findDefect(tc.d, tc.collect, from, maxSeeds)
+			return s, spent
+		})
+		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, found, med)
 	}
+}
+
+// medianSteps runs find (the seed found from a seed on, 0 if none, and the
+// steps spent) up to 15 times, each from the seed after the last found:
+// how many times it found one, and the median steps it took (-1: never).
+func medianSteps(from uint64, find func(from uint64) (uint64, int)) (int, int) {
+	var costs []int
+	for i := 0; i < 15; i++ {
+		s, spent := find(from)
+		if s == 0 {
+			break
+		}
+		costs = append(costs, spent)
+		from = s + 1
+	}
+	sort.Ints(costs)
+	if len(costs) == 0 {
+		return 0, -1
+	}
+	return len(costs), costs[len(costs)/2]
 }
 
 // TestExplore is `make sim`: SIM_SEED (default: time), SIM_STEPS (total

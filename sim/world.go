@@ -104,6 +104,18 @@ type Defects struct {
 	// CollectRunning: Nomad collected the seeder right after its start,
 	// and a takeover started a second cluster beside it).
 	NoUnconfirmedSummary bool
+	// OperatorShortChainRefused: 'recover -from snapshot:NAME
+	// -accept-data-loss' refuses a snapshot whose delta chain verifies
+	// short of its listed end (a damaged segment), as before the command
+	// restored it up to its verified end when the operator accepts the
+	// loss: every snapshot whose chain holds a damaged segment was out of
+	// the operator's reach.
+	OperatorShortChainRefused bool
+	// RotationSkipsMembers: 'tls rotate-ca' moves to the next phase
+	// without waiting for the members to report the current one (a
+	// broken command, for the proof that Config.RotateCA's check
+	// catches one).
+	RotationSkipsMembers bool
 }
 
 // Config describes one run.
@@ -129,6 +141,21 @@ type Config struct {
 	// the runs it broke. The defects found before it was on are searched
 	// without it (their catching seeds' schedules).
 	NoCollectRunning bool
+	// OperatorRate is the chance that an impatient operator runs a
+	// command (operator.go) at a step of the fault phase (0.001 when 0;
+	// negative: never, the operator only takes the way out of a stuck
+	// run).
+	OperatorRate float64
+	// NoOperator: no operator ever runs a command, neither an impatient
+	// one nor the way out of a stuck run (the model before operators).
+	NoOperator bool
+	// RotateCA adds the cluster CA, the members' trust and the
+	// operator's 'tls rotate-ca' (rotation.go). Off by default: the
+	// product breaks its check (a rotation never cuts members off) in
+	// about one run in ten with the impatient operator, every time after
+	// Consul lost or restored its state around a rotation (see
+	// rotation.go).
+	RotateCA bool
 }
 
 func (c *Config) defaults() {
@@ -147,6 +174,9 @@ func (c *Config) defaults() {
 	if c.TraceLen == 0 {
 		c.TraceLen = 200
 	}
+	if c.OperatorRate == 0 {
+		c.OperatorRate = 0.001
+	}
 }
 
 // World is the whole modeled system: allocations with their supervisor
@@ -163,6 +193,11 @@ type World struct {
 	srng *rand.Rand
 	now  time.Duration
 	step int
+	// op is the operator (operator.go), drawing from a stream of its own.
+	op operator
+	// caParent maps a CA made by a rotation to the CA that certified it
+	// (rotation.go).
+	caParent map[int]int
 
 	nodes  []*node // every allocation ever placed
 	slots  []*node // the current allocation of each slot
@@ -247,6 +282,11 @@ type node struct {
 	summaryAt   time.Duration
 	summaryRead bool
 	summarySeen *clusterSummary
+	// tls is the process's CA state, tlsDisk its member directory's
+	// (rotation.go); caChecked when it last checked the cluster CA.
+	tls       *tlsProc
+	tlsDisk   *tlsDisk
+	caChecked time.Duration
 }
 
 type allocStatus int
@@ -453,6 +493,8 @@ func (v *Violation) Error() string {
 func New(cfg Config) *World {
 	cfg.defaults()
 	w := &World{cfg: cfg, rng: rand.New(rand.NewPCG(cfg.Seed, 0x5eed)), crng: rand.New(rand.NewPCG(cfg.Seed, 0xde17a)), srng: rand.New(rand.NewPCG(cfg.Seed, 0xc10c)), byName: map[string]*node{}, nextID: 0x10}
+	w.op.rng = rand.New(rand.NewPCG(cfg.Seed, 0x0be))
+	w.caParent = map[int]int{}
 	w.trace.init(cfg.TraceLen)
 	w.coord.holder = nil
 	for i := 0; i < cfg.Size; i++ {

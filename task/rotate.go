@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // CA rotation (`etcd-nomad tls rotate-ca`). The operator's command moves a
@@ -50,10 +51,10 @@ import (
 
 // Phases of a CA rotation.
 const (
-	PhaseTrust  = "trust"
-	PhaseIssue  = "issue"
-	PhaseRetire = "retire"
-	PhaseDone   = "done"
+	PhaseTrust  = planner.RotationTrust
+	PhaseIssue  = planner.RotationIssue
+	PhaseRetire = planner.RotationRetire
+	PhaseDone   = planner.RotationDone
 )
 
 // rotationKey is the coordinator key of the CA rotation record.
@@ -283,22 +284,21 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	newCert := next.Cert
 	cur := m.currentCA()
 	oldFP, newFP, curFP := certs.Fingerprint(r.OldCert), certs.Fingerprint(newCert), certs.Fingerprint(cur.Cert)
-	if curFP != oldFP && curFP != newFP {
-		m.warnRotation(fmt.Sprintf("the CA rotation record replaces %s by %s, but this member's CA is %s: not following it", oldFP, newFP, curFP))
+	f := planner.FollowRotation(r.Phase, oldFP, newFP, curFP, curFP == oldFP || m.alreadyTrusts(r.OldCert))
+	if f.Ignored != "" {
+		m.warnRotation(f.Ignored)
+		return false
+	}
+	if f.Refused != "" {
+		m.refuseRotation(r, f.Refused)
 		return false
 	}
 	// What this member trusts is built from the parsed certificates,
 	// never from the record's bytes (Verify took exactly one old CA).
-	trust := append(certs.Certificates(r.OldCert), certs.Certificates(newCert)...)
-	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
-		trust = certs.Certificates(newCert)
-	} else if curFP != oldFP && !m.alreadyTrusts(r.OldCert) {
-		// This member issues from the new CA already: the record would
-		// only add its old CA to what it trusts. The cross certificate
-		// proves nothing about a CA its writer chose: it must be one this
-		// member trusts already (it did when it moved to the new one).
-		m.refuseRotation(r, fmt.Sprintf("its old CA %s is neither this member's CA nor one it trusts", oldFP))
-		return false
+	trustsOld := slices.Contains(f.Trust, oldFP)
+	trust := certs.Certificates(newCert)
+	if trustsOld {
+		trust = append(certs.Certificates(r.OldCert), trust...)
 	}
 	m.rot.cas.Store(&[2]string{oldFP, newFP})
 	peerOld, peerCross, peerChain, peerNew, err := m.rotationPeerCAs(r, oldFP, next)
@@ -307,7 +307,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		return false
 	}
 	peerTrust := append(append([]byte{}, peerOld...), peerNew...)
-	if r.Phase == PhaseRetire || r.Phase == PhaseDone {
+	if !trustsOld {
 		peerTrust = peerNew
 	}
 	m.rot.trust.Store(&trust)
@@ -320,8 +320,8 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	}
 	m.rot.statusCAs.Store(&st)
 	reissue := false
-	issuingNew := r.Phase != PhaseTrust
-	if issuingNew && curFP == oldFP {
+	issuingNew := f.Cross
+	if f.IssueNew {
 		// Saved first: a restart from here on runs with the new CA.
 		if err := m.dir.writeCA(next); err != nil {
 			m.warnRotation("save the new CA: " + err.Error())
@@ -562,13 +562,13 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 		switch r.Phase {
 		case PhaseTrust:
 			say(fmt.Sprintf("phase trust: every member adds the new CA %s to the CAs it trusts", newFP))
-			if err := waitMembers(ctx, o, "trust the new CA", func(s status.Member) bool { return s.CA != nil && slices.Contains(s.CA.Trusted, newFP) }); err != nil {
+			if err := waitMembers(ctx, o, "trust the new CA", r.Phase, newFP); err != nil {
 				return err
 			}
 			r, err = setPhase(ctx, o, r, PhaseIssue)
 		case PhaseIssue:
 			say("phase issue: every member issues its certificates from the new CA (presented with the old CA's cross certificate)")
-			if err := waitMembers(ctx, o, "issue from the new CA", func(s status.Member) bool { return s.CA != nil && s.CA.Issuer == newFP }); err != nil {
+			if err := waitMembers(ctx, o, "issue from the new CA", r.Phase, newFP); err != nil {
 				return err
 			}
 			if wait := time.Until(r.Changed.Add(o.RetireAfter)); wait > 0 {
@@ -586,9 +586,7 @@ func RotateCA(ctx context.Context, o RotateOptions) error {
 			r, err = setPhase(ctx, o, r, PhaseRetire)
 		case PhaseRetire:
 			say("phase retire: every member trusts the new CA alone")
-			if err := waitMembers(ctx, o, "trust the new CA alone", func(s status.Member) bool {
-				return s.CA != nil && len(s.CA.Trusted) == 1 && s.CA.Trusted[0] == newFP
-			}); err != nil {
+			if err := waitMembers(ctx, o, "trust the new CA alone", r.Phase, newFP); err != nil {
 				return err
 			}
 			// No member trusts the old CA now: a mark that its key was
@@ -792,22 +790,24 @@ func underLock(ctx context.Context, o RotateOptions, f func() error) error {
 	return f()
 }
 
-// waitMembers waits until every member of the definition reports done.
-func waitMembers(ctx context.Context, o RotateOptions, what string, done func(status.Member) bool) error {
+// waitMembers waits until every member of the definition reports phase
+// carried out for the new CA newFP (planner.RotationPhaseDone).
+func waitMembers(ctx context.Context, o RotateOptions, what, phase, newFP string) error {
 	last := ""
 	for {
 		sts, err := o.Members(ctx)
-		var waiting []string
-		if err != nil {
-			waiting = append(waiting, err.Error())
-		}
-		n := 0
+		ms := make([]planner.RotationMember, 0, len(sts))
 		for _, s := range sts {
-			if !s.Unreachable && done(s) {
-				n++
-			} else {
-				waiting = append(waiting, s.Name)
+			m := planner.RotationMember{Name: s.Name, Answered: !s.Unreachable}
+			if s.CA != nil {
+				m.Reports, m.Issuer, m.Trusted = true, s.CA.Issuer, s.CA.Trusted
 			}
+			ms = append(ms, m)
+		}
+		done, waiting := planner.RotationPhaseDone(phase, newFP, ms)
+		n := len(sts) - len(waiting)
+		if err != nil {
+			waiting = append([]string{err.Error()}, waiting...)
 		}
 		line := fmt.Sprintf("  %d/%d members %s", n, len(sts), what)
 		if len(waiting) > 0 {
@@ -817,7 +817,7 @@ func waitMembers(ctx context.Context, o RotateOptions, what string, done func(st
 			o.progress(line)
 			last = line
 		}
-		if err == nil && len(sts) > 0 && n == len(sts) {
+		if err == nil && done {
 			return nil
 		}
 		select {

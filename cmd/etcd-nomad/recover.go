@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -140,11 +139,54 @@ func (c *recoverCommand) Run(args []string) int {
 
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
+// The store's newest snapshot is compared with from's data: one that goes
+// further may hold writes no member holds any more (sim seed 75 with the
+// operator), and the command then asks for -accept-data-loss.
 func operatorRecover(ctx context.Context, cl *config.Cluster, from string, acceptLoss bool) (planner.Record, error) {
+	latest, err := storeLatest(ctx, cl)
+	if err != nil {
+		if !acceptLoss {
+			return planner.Record{}, fmt.Errorf("%w: the store's newest snapshot may hold writes %s lacks; run again with -accept-data-loss to recover without comparing", err, from)
+		}
+		latest = nil
+	}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.From, v.AcceptLoss = from, acceptLoss
+		v.From, v.AcceptLoss, v.Latest = from, acceptLoss, latest
 		return planner.OperatorRecovery(v)
 	})
+}
+
+// storeLatest is the newest full snapshot of the definition's store with
+// the end of its delta chain (nil without a snapshot block or snapshot).
+func storeLatest(ctx context.Context, cl *config.Cluster) (*planner.SnapshotInfo, error) {
+	if cl.Snapshot == nil {
+		return nil, nil
+	}
+	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
+	if err != nil {
+		return nil, err
+	}
+	list, err := store.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list snapshots: %w", err)
+	}
+	enc, err := backends.Encryption(cl)
+	if err != nil {
+		return nil, err
+	}
+	// What the members would restore themselves: what authenticates.
+	kept, _ := enc.Authentic(list)
+	return latestInfo(kept), nil
+}
+
+// latestInfo is the newest full snapshot of list with its chain end, nil
+// when it holds none.
+func latestInfo(list []snapshot.Meta) *planner.SnapshotInfo {
+	full, _, end, ok := snapshot.Newest(list)
+	if !ok {
+		return nil
+	}
+	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
 }
 
 // operatorRestore records an operator's recovery from snapshot name
@@ -186,22 +228,18 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if full.Cluster != "" && full.Cluster != cl.Name {
 		return planner.Record{}, fmt.Errorf("snapshot %s is of cluster %q, not %q", full.Name, full.Cluster, cl.Name)
 	}
-	got, err := verifyRestore(ctx, ui, store, enc, full, end)
+	got, err := verifyRestore(ctx, ui, store, enc, full, end, acc.loss)
 	if err != nil {
 		return planner.Record{}, err
 	}
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
+	// The newest the members would restore themselves: what authenticates.
+	kept, _ := enc.Authentic(all)
+	latest := latestInfo(kept)
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.Snapshot, v.AcceptLoss, v.From = info, acc.loss, member
+		v.Snapshot, v.AcceptLoss, v.From, v.Latest = info, acc.loss, member, latest
 		if v.From == "" {
-			var names []string
-			for _, p := range v.Answered {
-				names = append(names, p.Name)
-			}
-			sort.Strings(names)
-			if len(names) > 0 {
-				v.From = names[0]
-			}
+			v.From = planner.Restorer(v)
 		}
 		next, err := planner.OperatorSnapshotRecovery(v)
 		if err != nil || len(enc.AcceptNames) == 0 {
@@ -235,7 +273,11 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 // verifyRestore fetches snapshot full and its chain, ending at revision
 // end, into a scratch directory under $TMPDIR (as large as the database)
 // and verifies them as the member that restores them will: all or refuse.
-func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc snapshot.Encryption, full snapshot.Meta, end int64) (datadir.Installed, error) {
+// With acceptLoss a chain that verifies short of end (a delta fails its
+// checksum) is taken up to where it verifies: the operator accepts losing
+// what follows (else every snapshot with a damaged delta was out of the
+// operator's reach: sim, a learner holding newer data than any source).
+func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc snapshot.Encryption, full snapshot.Meta, end int64, acceptLoss bool) (datadir.Installed, error) {
 	scratch, err := os.MkdirTemp("", "etcd-nomad-recover-")
 	if err != nil {
 		return datadir.Installed{}, err
@@ -243,6 +285,9 @@ func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc sna
 	defer os.RemoveAll(scratch)
 	ui.Output(fmt.Sprintf("fetching and verifying snapshot %s and the deltas after it (to revision %d) before recording anything", full.Name, end))
 	src := datadir.Source{Store: store, Encryption: enc, Name: full.Name, Want: end, Progress: progressPrinter(ui, "fetched")}
+	if acceptLoss {
+		src.Want = 0 // what verifies
+	}
 	got, err := datadir.VerifyInstall(ctx, filepath.Join(scratch, "etcd"), src)
 	if err != nil {
 		var short *datadir.ChainShortError
@@ -258,6 +303,9 @@ func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc sna
 	}
 	if got.Gap {
 		ui.Warn("the delta chain has a gap: changes after it are not replayed")
+	}
+	if got.End < end {
+		ui.Warn(fmt.Sprintf("the chain verifies only up to revision %d, not %d (%s): restoring up to revision %d, the changes after it are lost (-accept-data-loss)", got.End, end, got.Replay.Stopped, got.End))
 	}
 	return got, nil
 }
