@@ -91,3 +91,29 @@ func TestAnOperatorsRestoreWaitsBesideALaterSnapshot(t *testing.T) {
 		t.Fatalf("snap-203 accepted by the command: %s (%s), want the restore", d.Kind, d.Reason)
 	}
 }
+
+// Sim seed 121 with the operator and collectRunning: an operator's
+// recorded restore was verified to revision 545; a segment of its chain
+// was found damaged since, so every install refused below 545 and the
+// seeder retried for good, saying only that it resumed. It now waits for
+// the operator, naming the verified end.
+func TestAnOperatorsRestoreBelowItsVerifiedRevisionAwaitsTheOperator(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0-3"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
+		RecoveryGrace: 20 * time.Second,
+		Instances:     []Instance{{Name: "m0-3"}, {Name: "m1-3"}, {Name: "m2-3"}},
+		Peers:         []PeerStatus{{Name: "m1-3"}, {Name: "m2-3"}},
+		Record: &Record{Token: "tok1442", Epoch: 2, Seeder: "m0-3", Source: SnapshotSource("snap-1395"), LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
+			Operator: true, SourceRevision: 545, AcceptedRevision: 546},
+		LatestSnapshot: &SnapshotInfo{Name: "snap-1395", Revision: 540, Epoch: 1}}
+	d := Plan(o)
+	if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "verifies only to revision 540") {
+		t.Fatalf("the operator's restore verified to 545, its chain now to 540: %s (%s), want a wait for the operator", d.Kind, d.Reason)
+	}
+	if b := (Faults{ResumeBelowVerified: true}).Plan(o); b.Kind != RecoverQuorum {
+		t.Fatalf("with ResumeBelowVerified: %s (%s), want the install that refuses every time", b.Kind, b.Reason)
+	}
+	o.LatestSnapshot.Revision = 545
+	if d := Plan(o); d.Kind != RecoverQuorum {
+		t.Fatalf("the chain reaching 545: %s (%s), want the restore", d.Kind, d.Reason)
+	}
+}
