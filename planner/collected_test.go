@@ -71,13 +71,7 @@ func TestARestoreWithoutRecordWaitsTheGrace(t *testing.T) {
 // only, were lost. The seeder now waits for the operator while the store
 // holds a snapshot of an older epoch beyond what the command accepted.
 func TestAnOperatorsRestoreWaitsBesideALaterSnapshot(t *testing.T) {
-	o := Observation{ClusterName: "c", Self: Self{Name: "m0-1"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
-		RecoveryGrace: 20 * time.Second,
-		Instances:     []Instance{{Name: "m0-1"}, {Name: "m1-1"}, {Name: "m2-1"}},
-		Peers:         []PeerStatus{{Name: "m1-1"}, {Name: "m2-1"}},
-		Record: &Record{Token: "tok197", Epoch: 2, Seeder: "m0-1", Source: SnapshotSource("snap-126"), LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
-			Operator: true, SourceRevision: 67, AcceptedRevision: 67},
-		LatestSnapshot: &SnapshotInfo{Name: "snap-203", Revision: 93, Epoch: 1}}
+	o := ownOperatorRestore("snap-126", 67, 67, &SnapshotInfo{Name: "snap-203", Revision: 93, Epoch: 1})
 	d := Plan(o)
 	if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "snap-203") {
 		t.Fatalf("the operator's restore of snap-126 (67) beside snap-203 (93): %s (%s), want a wait for the operator naming snap-203", d.Kind, d.Reason)
@@ -98,13 +92,7 @@ func TestAnOperatorsRestoreWaitsBesideALaterSnapshot(t *testing.T) {
 // seeder retried for good, saying only that it resumed. It now waits for
 // the operator, naming the verified end.
 func TestAnOperatorsRestoreBelowItsVerifiedRevisionAwaitsTheOperator(t *testing.T) {
-	o := Observation{ClusterName: "c", Self: Self{Name: "m0-3"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
-		RecoveryGrace: 20 * time.Second,
-		Instances:     []Instance{{Name: "m0-3"}, {Name: "m1-3"}, {Name: "m2-3"}},
-		Peers:         []PeerStatus{{Name: "m1-3"}, {Name: "m2-3"}},
-		Record: &Record{Token: "tok1442", Epoch: 2, Seeder: "m0-3", Source: SnapshotSource("snap-1395"), LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
-			Operator: true, SourceRevision: 545, AcceptedRevision: 546},
-		LatestSnapshot: &SnapshotInfo{Name: "snap-1395", Revision: 540, Epoch: 1}}
+	o := ownOperatorRestore("snap-1395", 545, 546, &SnapshotInfo{Name: "snap-1395", Revision: 540, Epoch: 1})
 	d := Plan(o)
 	if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "verifies only to revision 540") {
 		t.Fatalf("the operator's restore verified to 545, its chain now to 540: %s (%s), want a wait for the operator", d.Kind, d.Reason)
@@ -116,4 +104,18 @@ func TestAnOperatorsRestoreBelowItsVerifiedRevisionAwaitsTheOperator(t *testing.
 	if d := Plan(o); d.Kind != RecoverQuorum {
 		t.Fatalf("the chain reaching 545: %s (%s), want the restore", d.Kind, d.Reason)
 	}
+}
+
+// ownOperatorRestore is member m0 holding no data under its own
+// unconfirmed record of an operator's restore of snap (epoch 2, verified
+// to sourceRev, data accepted up to acceptedRev), every instance
+// answering empty, the store's newest snapshot latest.
+func ownOperatorRestore(snap string, sourceRev, acceptedRev int64, latest *SnapshotInfo) Observation {
+	return Observation{ClusterName: "c", Self: Self{Name: "m0"}, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n",
+		RecoveryGrace: 20 * time.Second,
+		Instances:     []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
+		Peers:         []PeerStatus{{Name: "m1"}, {Name: "m2"}},
+		Record: &Record{Token: "tokR", Epoch: 2, Seeder: "m0", Source: SnapshotSource(snap), LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
+			Operator: true, SourceRevision: sourceRev, AcceptedRevision: acceptedRev},
+		LatestSnapshot: latest}
 }
