@@ -238,7 +238,10 @@ chaos-hosts: tools
 ## its baseline from the same run (about 15 minutes; not part of `make
 ## test`). Prints a table, writes bench-results.json and docs/benchmarks.md.
 ## BENCH_FLAGS="-only e" picks figures (go run ./cmd/bench -h): e snapshot
-## save/restore, a KV, f overhead, b/c Nomad, d quorum loss, g continuous
+## save/restore, a KV, f overhead, b/c Nomad (bootstrap, kill -9,
+## replacement, rolling update with raw_exec, and the same with the docker
+## driver on the kit's own engine next to them; -nomad-rounds N deployments
+## per driver, alternating), d quorum loss, g continuous
 ## backup (cost, RPO, replay of -replay-events, 1 M by default), h the
 ## multi-host testbed (idle API calls, partition, heal, drain, host crash;
 ## about 3 minutes; needs root).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -43,10 +42,8 @@ func needDocker(t *testing.T) {
 func buildImage(t *testing.T, tag, save string) time.Duration {
 	t.Helper()
 	start := time.Now()
-	cmd := exec.Command("bash", "../tools/image.sh", binary, tag, save)
-	cmd.Env = append(os.Environ(), docker.Env()...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("tools/image.sh: %v\n%s", err, out)
+	if err := docker.BuildImage(context.Background(), "../tools/image.sh", binary, tag, save); err != nil {
+		t.Fatal(err)
 	}
 	return time.Since(start)
 }
@@ -86,7 +83,8 @@ func containerOf(t *testing.T, alloc string) (c container, ok bool) {
 // a registry gets it (docker save, docker load): the README's commands run
 // literally (validate, job render, nomad job run) and three members in
 // containers (host network, user nonroot) pass their checks;
-// a kill -9 of a member's container process comes back as the same member;
+// a kill -9 of a member's container process comes back as the same member,
+// and so does a `docker stop` of another's (SIGTERM: a graceful stop);
 // a rolling update to a new image tag replaces every allocation one at a
 // time and each replacement runs the same member from the data its
 // predecessor left on the sticky disk; two allocations stopped together
@@ -183,28 +181,53 @@ func TestMembersInDockerContainers(t *testing.T) {
 		return w.Acked() >= 10, fmt.Sprintf("%d acknowledged, %d failed", w.Acked(), w.Failed())
 	})
 
-	// kill -9 of the member's process in its container (PID 1 there):
-	// Nomad's restart block starts a new container in the allocation,
-	// whose member comes back from its data under its old identity.
+	// cameBack waits until the allocation of a member whose container
+	// was ct runs it in a new container (Nomad's restart block), all
+	// checks passing, with the same members as before: it came back from
+	// its data under its old identity. It returns how long that took
+	// from since.
+	cameBack := func(alloc string, ct container, what string, since time.Time) time.Duration {
+		t.Helper()
+		waitFor(t, 2*time.Minute, "a new container for the "+what+" member, healthy", func() (bool, string) {
+			now, ok := containerOf(t, alloc)
+			if !ok || now.ID == ct.ID {
+				return false, "the " + what + " container's replacement is not running yet"
+			}
+			p, total, desc := c.checks()
+			return p == 3 && total == 3, fmt.Sprintf("%d/%d passing\n%s", p, total, desc)
+		})
+		took := time.Since(since)
+		waitVoters(t, c, 3, time.Minute)
+		if _, _, now, err := memberList(cli); err != nil || fmt.Sprint(keys(now)) != fmt.Sprint(keys(ids)) {
+			t.Fatalf("members after the %s container %v (%v), before %v: the member must come back as itself", what, now, err, ids)
+		}
+		return took
+	}
+
+	// kill -9 of the member's process in its container (PID 1 there).
 	victim := allocs[1]
 	ct, _ := containerOf(t, victim.ID)
 	if err := syscall.Kill(ct.PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	killed := time.Now()
-	waitFor(t, 2*time.Minute, "a new container for the killed member, healthy", func() (bool, string) {
-		now, ok := containerOf(t, victim.ID)
-		if !ok || now.ID == ct.ID {
-			return false, "the killed container's replacement is not running yet"
-		}
-		p, total, desc := c.checks()
-		return p == 3 && total == 3, fmt.Sprintf("%d/%d passing\n%s", p, total, desc)
-	})
-	t.Logf("kill -9 of a member's container process -> restarted, 3 passing in %s", time.Since(killed).Round(100*time.Millisecond))
-	waitVoters(t, c, 3, time.Minute)
-	if _, _, now, err := memberList(cli); err != nil || fmt.Sprint(keys(now)) != fmt.Sprint(keys(ids)) {
-		t.Fatalf("members after the kill %v (%v), before %v: the killed member must come back as itself", now, err, ids)
+	took = cameBack(victim.ID, ct, "killed", time.Now())
+	t.Logf("kill -9 of a member's container process -> restarted, 3 passing in %s", took.Round(100*time.Millisecond))
+
+	// docker stop of another member's container, as an operator or the
+	// host's shutdown does it: SIGTERM (the image's stop signal), SIGKILL
+	// only after Docker's 10 s. The member stops gracefully without
+	// leaving (its allocation still runs) and comes back the same way.
+	victim = allocs[2]
+	ct, _ = containerOf(t, victim.ID)
+	since := time.Now()
+	sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+	defer scancel()
+	if _, err := docker.Run(sctx, "stop", ct.ID); err != nil {
+		t.Fatal(err)
 	}
+	stopTook := time.Since(since)
+	took = cameBack(victim.ID, ct, "stopped", since)
+	t.Logf("docker stop of a member's container (stopped in %s) -> restarted, 3 passing in %s; 3 voters, the same members after %s", stopTook.Round(100*time.Millisecond), took.Round(100*time.Millisecond), time.Since(since).Round(100*time.Millisecond))
 
 	// A new image tag rolls out one allocation at a time; each
 	// replacement gets its predecessor's sticky disk and runs the same

@@ -37,6 +37,10 @@ func TestSecretsAndPermissions(t *testing.T) {
 	}
 	tc.startAll()
 	tc.waitHealthy(60 * time.Second)
+	// `snapshot save` stamps what the streaming member's data runs and
+	// refuses while the record is not yet confirmed (a record the data
+	// disagrees with): wait for the confirmation, as an operator would.
+	tc.waitConfirmed(60 * time.Second)
 	putKeys(t, tc.client(), "k", 10)
 	cfg := tc.lay.Config()
 	var outputs strings.Builder

@@ -11,7 +11,24 @@ import (
 func genObservation(rng *rand.Rand) Observation {
 	o := genAny(rng)
 	genRefused(&o)
+	genListing(&o)
 	return o
+}
+
+// genListing gives an eighth of the observations a snapshot store whose
+// listing did not answer. Drawn from a hash of what was generated, as
+// genRefused is, so that every other observation stays as it was.
+func genListing(o *Observation) {
+	h := fnv.New64a()
+	fmt.Fprint(h, "listing", o.Self, o.Local, o.Running, o.HoldsLock, o.QuorumLostFor, o.SeederGoneFor, o.Unreachable, o.Peers, o.Instances)
+	if o.Record != nil {
+		fmt.Fprint(h, *o.Record)
+	}
+	if h.Sum64()%8 != 0 {
+		return
+	}
+	o.ListingUnanswered = "503 Slow Down"
+	o.LatestSnapshot, o.RefusedSnapshot = nil, nil // unknown
 }
 
 // genRefused gives a quarter of the observations an object of the store

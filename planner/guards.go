@@ -108,6 +108,15 @@ type Faults struct {
 	// RecoverBelowRefused (review data11 F3): recover from data or a
 	// snapshot older than an object of the store members refuse.
 	RecoverBelowRefused bool
+	// SeedWithoutListing (review rev12-data F4): seed empty, restore,
+	// or take over a gone seeder's seed, with no record or over this
+	// member's own unconfirmed one, on what the store holds (nothing, as
+	// far as the member knows) while its listing does not answer.
+	SeedWithoutListing bool
+	// RecoverWithoutListing (review rev12-data F4): recover from data
+	// or a snapshot while the store's listing does not answer (it may
+	// hold a newer chain, or an object members refuse).
+	RecoverWithoutListing bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -173,6 +182,7 @@ const (
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
 	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
 	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
+	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
 )
 
 // seedGuard reports whether rule holds.
@@ -188,6 +198,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedBesideRefused
 	case restoreAfterGrace:
 		return !f.RestoreWithoutGrace
+	case noSeedWithoutListing:
+		return !f.SeedWithoutListing
 	}
 	return true
 }
@@ -244,6 +256,7 @@ const (
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
+	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
 
 // recoveryGuard reports whether rule holds.
@@ -273,6 +286,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowSnapshotEpoch
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
+	case notWithoutListing:
+		return !f.RecoverWithoutListing
 	}
 	return true
 }

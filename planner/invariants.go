@@ -67,6 +67,9 @@ func Check(o Observation, d Decision) error {
 	if err := checkRefused(o, d); err != nil {
 		return err
 	}
+	if err := checkListing(o, d); err != nil {
+		return err
+	}
 	switch d.Kind {
 	case DisarmCorrupt:
 		// A member's CORRUPT alarm is disarmed only once it has left the
@@ -602,6 +605,28 @@ func checkRefused(o Observation, d Decision) error {
 		if src < rs.Revision {
 			return fmt.Errorf("invariant 4: recovery (%s) from revision %d while the store holds %s at revision %d, which members refuse (%s)", d.From, src, rs.Name, rs.Revision, rs.Why)
 		}
+	}
+	return nil
+}
+
+// checkListing: while the snapshot store's listing does not answer
+// (Observation.ListingUnanswered) what it holds is unknown: no seed
+// (invariant 8: the store may hold the cluster's snapshots), and no new
+// recovery or restore (invariant 4: it may hold a newer chain, or an
+// object members refuse, than the source). A resumed recovery was decided
+// before; an operator's record restores what the operator chose.
+func checkListing(o Observation, d Decision) error {
+	if o.ListingUnanswered == "" || d.Record == nil {
+		return nil
+	}
+	switch d.Kind {
+	case Seed:
+		return fmt.Errorf("invariant 8: seeded epoch %d while the snapshot store's listing does not answer (%s)", d.Record.Epoch, o.ListingUnanswered)
+	case RecoverQuorum:
+		if d.Record.Operator || o.Record != nil && d.Record.Token == o.Record.Token {
+			return nil
+		}
+		return fmt.Errorf("invariant 4: recovery (%s) as epoch %d while the snapshot store's listing does not answer (%s)", d.From, d.Record.Epoch, o.ListingUnanswered)
 	}
 	return nil
 }

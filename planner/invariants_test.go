@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-const generated = 20000
+const generated = 40000
 
 // checkerSeeds are the fixed seeds every run explores, so that a result
 // is reproducible; each run adds one random seed, printed, so the search
@@ -96,6 +96,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 10: recover beside an unlisted voter":    {RecoverBesideUnlistedVoter: true},
 	"invariant 10: restore at once without a record":    {RestoreWithoutGrace: true},
 	"invariant 9: recover below the snapshot's epoch":   {RecoverBelowSnapshotEpoch: true},
+	"invariant 8: seed while the listing is silent":     {SeedWithoutListing: true},
+	"invariant 4: recover while the listing is silent":  {RecoverWithoutListing: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

@@ -113,6 +113,14 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: msg}
 	}
 	epoch = max(epoch, src.Epoch)
+	if v.Latest != nil {
+		// Above the store's newest snapshot too, as nextEpoch is: the
+		// snapshots are ordered by epoch first, so one of a higher epoch
+		// would stay "newest" over every write of the new line and a
+		// later recovery would restore it over them (review of the
+		// operator model, session 12, finding 1).
+		epoch = max(epoch, v.Latest.Epoch)
+	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
 }
@@ -125,8 +133,9 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 // instance answers and none is a healthy voter. Invariant 4 (recover from
 // the highest revision known): it refuses while any member holds data
 // newer than the snapshot (of a newer epoch, or of the snapshot's epoch at
-// a higher revision), naming the member to recover from instead, unless
-// the operator accepts losing it (v.AcceptLoss: the new epoch sets that
+// a higher revision; any member's data when the snapshot is of another
+// incarnation than the record's, v.Snapshot.Foreign), naming the member
+// to recover from instead, unless the operator accepts losing it (v.AcceptLoss: the new epoch sets that
 // data aside; nothing is deleted).
 func OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	return rules{}.OperatorSnapshotRecovery(v)
@@ -159,13 +168,20 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		}
 		epoch = max(epoch, p.Epoch)
 		accepted = max(accepted, p.Revision)
-		if p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
+		// A snapshot of another incarnation (s.Foreign) is no later state
+		// of any member's data, whatever its epoch: every member's data
+		// counts as newer.
+		if s.Foreign || p.Epoch > s.Epoch || p.Epoch == s.Epoch && p.Revision > s.Revision {
 			newer = append(newer, fmt.Sprintf("%s (epoch %d, revision %d)", p.Name, p.Epoch, p.Revision))
 			names = append(names, p.Name)
 		}
 	}
 	if !seeder {
 		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
+	}
+	if len(newer) > 0 && !v.AcceptLoss && s.Foreign {
+		return Record{}, &LossError{Members: sorted(names), msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
+			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))}
 	}
 	var snaps []string
 	if l := v.Latest; l != nil && l.Name != s.Name && f.operatorGuard(notBelowStore) && (l.Epoch > s.Epoch || l.Revision > s.Revision) {
@@ -183,6 +199,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if len(snaps) > 0 && !v.AcceptLoss {
 		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
 			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)}
+	}
+	if v.Latest != nil {
+		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),

@@ -415,6 +415,13 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// seed or a restore here would start a second cluster.
 			return d
 		}
+		if r.seedGuard(noSeedWithoutListing) {
+			// Nor on a store whose listing did not answer: it may hold
+			// the cluster's snapshots (LatestSnapshot nil is unknown).
+			if d, ok := listingUnanswered(o, name, "no cluster record and no member holds data"); ok {
+				return d
+			}
+		}
 		if r.seedGuard(noSeedBesideRefused) {
 			// Nor beside an object of the store members refuse (no MAC,
 			// or the previous KEK's): the cluster's data may live only
@@ -1081,13 +1088,19 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 	// incarnation may have run and written it (a member without the
 	// key), or the previous KEK's snapshots hold the data: neither the
 	// recorded start nor an older snapshot is taken beside it.
-	if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))); ok {
+	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))
+	if r.seedGuard(noSeedWithoutListing) {
+		if d, ok := listingUnanswered(o, name, why); ok {
+			return d, true
+		}
+	}
+	if d, ok := refusedAhead(o, name, s != nil, snapshotRevision(s), why); ok {
 		return d, true
 	}
 	if s == nil || rec.Source == SnapshotSource(s.Name) {
 		return Decision{}, false
 	}
-	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
+	why = fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it, and the store holds snapshot %s (revision %d, epoch %d), newer than what the record starts from", rec.Epoch, sourceName(rec.Source), s.Name, s.Revision, s.Epoch)
 	for _, p := range o.Peers {
 		if p.Token != "" {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s; peer %s holds another incarnation (token %s epoch %d, revision %d): an operator must choose", why, p.Name, short(p.Token), p.Epoch, p.Revision)}, true
@@ -1137,6 +1150,11 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	for _, p := range o.Peers {
 		if p.Token != "" {
 			return Decision{}, false // a member with data decides (rejoin, re-record, or an operator)
+		}
+	}
+	if r.seedGuard(noSeedWithoutListing) {
+		if d, ok := listingUnanswered(o, name, why+" and no member holds data"); ok {
+			return d, true
 		}
 	}
 	if r.seedGuard(noSeedBesideRefused) {

@@ -203,6 +203,11 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	if d, ok := r.otherIncarnation(o, name, dataEpoch, dataToken, why); ok {
 		return d, true
 	}
+	if r.recoveryGuard(notWithoutListing) {
+		if d, ok := listingUnanswered(o, name, why); ok {
+			return d, true
+		}
+	}
 	best := cands[0]
 	from, target := FromData, ""
 	srcRev := best.revision
@@ -378,6 +383,22 @@ func maxDataRevision(o Observation) int64 {
 	return rev
 }
 
+// listingUnanswered waits while the snapshot store's listing does not
+// answer (Observation.ListingUnanswered) before a seed, restore or
+// recovery decided on what the store holds: with nothing known of it, an
+// empty seed could abandon the cluster's snapshots (invariant 8), and a
+// recovery from data or an older snapshot the newer chain or refused
+// object the store may hold (invariant 4). The wait ends when the store
+// answers; only a store that is configured and does not answer holds
+// it, and only where the quorum is lost or no member holds data.
+func listingUnanswered(o Observation, name, why string) (Decision, bool) {
+	if o.ListingUnanswered == "" {
+		return Decision{}, false
+	}
+	return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but the snapshot store's listing does not answer (%s): it may hold the cluster's snapshots, or an object members refuse, newer than anything here; "+
+		"not seeding, restoring or recovering until it answers (an operator who knows what it holds may choose: 'etcd-nomad recover -from MEMBER', or -from snapshot:NAME)", why, o.ListingUnanswered)}, true
+}
+
 // refusedAhead waits for an operator when the store holds an object
 // members refuse (Observation.RefusedSnapshot) newer than what a seed or
 // recovery would start from: revision rev, or nothing (have false: an
@@ -394,12 +415,24 @@ func refusedAhead(o Observation, name string, have bool, rev int64, why string) 
 	if have {
 		start = fmt.Sprintf("revision %d", rev)
 	}
-	base := rs.Name
+	take := fmt.Sprintf("'etcd-nomad recover -from snapshot:%s -accept-unauthenticated' (it lists the deltas without a MAC to name with -accept-unauthenticated-deltas)", rs.Name)
 	if rs.Base != "" {
-		base = rs.Base
+		take = fmt.Sprintf("'etcd-nomad recover -from snapshot:%s -accept-unauthenticated-deltas' naming the deltas without a MAC up to %s (the command lists them; add -accept-unauthenticated if %s has no MAC either)", rs.Base, rs.Name, rs.Base)
+	}
+	drop := "if not, delete it from the store"
+	if have && rs.BaseRevision <= rev {
+		// Its snapshot alone is older than the source: restoring it
+		// without the deltas (-accept-data-loss) would lose the writes
+		// the source holds after it, and the refused object's too.
+		base := rs.Name
+		if rs.Base != "" {
+			base = rs.Base
+		}
+		take += fmt.Sprintf(", which replays them to revision %d; never without them (-accept-data-loss): %s alone is older than revision %d", rs.Revision, base, rev)
+		drop = fmt.Sprintf("if not, delete it (with its deltas) from the store, and the members recover from revision %d", rev)
 	}
 	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds %s (epoch %d, revision %d), which members refuse (%s): it may hold this cluster's newest writes, and starting from %s would abandon them; "+
-		"an operator must choose: if it is genuine, 'etcd-nomad recover -from snapshot:%s -accept-unauthenticated' (it lists the deltas without a MAC to name with -accept-unauthenticated-deltas); if not, delete it from the store", why, rs.Name, rs.Epoch, rs.Revision, rs.Why, start, base)}, true
+		"an operator must choose: if it is genuine, %s; %s", why, rs.Name, rs.Epoch, rs.Revision, rs.Why, start, take, drop)}, true
 }
 
 // snapshotRevision is s's revision (its chain's end), 0 for none.

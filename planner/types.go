@@ -73,6 +73,15 @@ type Observation struct {
 	// deleting it). A store writer can plant one: that only ever costs
 	// the automatic path a wait, never a restore of it.
 	RefusedSnapshot *RefusedSnapshot
+	// ListingUnanswered, when not empty, is why the snapshot store's
+	// listing did not answer at its last try (a 503, a partition to the
+	// store): what the store holds is unknown, and LatestSnapshot and
+	// RefusedSnapshot say nothing (nil is "none or unknown"). No seed,
+	// and no new recovery or restore, is decided on the store's contents
+	// then: it may hold the cluster's snapshots, or an object members
+	// refuse, newer than anything the members hold. Empty without a store
+	// configured, and while the store answers.
+	ListingUnanswered string
 	// Unreachable counts the provider's other instances whose status did
 	// not answer: a hidden member may hold newer data or a working quorum
 	// (a partition), so no recovery starts while any is unreachable.
@@ -255,17 +264,31 @@ type SnapshotInfo struct {
 	Name     string
 	Revision int64
 	Epoch    uint64
+	// Foreign, for an operator's recovery (OperatorSnapshotRecovery), says
+	// the snapshot is of no incarnation of the record's lineage (another
+	// incarnation's, put back in the store; snapshot.Lineage.Of, judged
+	// against the record read under the lock): its epoch and revision say
+	// nothing of how it relates to the members' data.
+	Foreign bool
 }
 
 // RefusedSnapshot describes a stored object members refuse.
 type RefusedSnapshot struct {
-	Name     string
-	Epoch    uint64
-	Revision int64 // the revision its (unauthenticated) metadata claims
+	Name  string
+	Epoch uint64
+	// Revision is the highest revision it may hold: its (unauthenticated)
+	// metadata's, and for a snapshot the end of every delta of it, those
+	// that authenticate included (snapshot.Reach).
+	Revision int64
 	// Base is the snapshot a delta follows on from ("" for a snapshot):
 	// the name an operator recovers from.
 	Base string
-	Why  string // unauthenticated, forged
+	// BaseRevision is the revision of the snapshot an operator recovers
+	// from (Base, or this snapshot itself), 0 if the listing does not
+	// show it: restored without the deltas that follow it, it holds no
+	// more than that.
+	BaseRevision int64
+	Why          string // unauthenticated, forged
 }
 
 // PeerStatus is what another member reported about itself.

@@ -76,7 +76,10 @@ func macInput(m Meta) []byte {
 	str(m.Endpoint)
 	str(m.MemberID)
 	str(m.EtcdVersion)
-	num(uint64(m.Created.UnixNano()))
+	// Seconds and nanoseconds apart: UnixNano wraps modulo 2^64 outside
+	// 1678-2262, and a Created moved by 2^64 ns would read alike.
+	num(uint64(m.Created.Unix()))
+	num(uint64(m.Created.Nanosecond()))
 	num(uint64(m.Size))
 	str(m.SHA256)
 	num(uint64(m.StoredSize))
@@ -164,13 +167,18 @@ func (e Encryption) Authentic(list []Meta) (kept []Meta, refused map[string]erro
 // verified chain). Objects whose MAC verifies are left as they are;
 // without a key there is nothing to sign.
 //
-// All or nothing: an object whose MAC does not verify refuses the whole
-// adoption before anything is written; the deltas are signed first, in
-// chain order, and the snapshots last, so that an adoption that stops
-// part way (a store error, ^C) never leaves an authentic snapshot whose
-// authentic chain ends short while unsigned segments hold later writes:
-// its snapshot is still refused (members wait for an operator beside it).
-// What was signed is then put back unsigned, as far as the store lets it.
+// All or nothing, as far as the store lets it: an object whose MAC does
+// not verify refuses the whole adoption before anything is written; the
+// deltas are signed first, in chain order, and the snapshots last; on an
+// error what was signed is put back unsigned. An adoption that stops part
+// way without its undo (the store went away, the process was killed)
+// leaves signed deltas whose snapshot is still refused: they are in no
+// chain a member replays, and members weigh the refused snapshot at the
+// end of every delta of it, signed ones included (snapshot.Reach), so
+// they wait for an operator rather than recover from anything older. In
+// the other order (the snapshot signed, deltas not) its unsigned deltas
+// would be refused objects at their own revisions: members wait as well.
+// Running the command again finishes the adoption.
 func Adopt(ctx context.Context, store Store, e Encryption, metas []Meta) (adopted []string, err error) {
 	if len(e.MACKey) == 0 {
 		return nil, nil

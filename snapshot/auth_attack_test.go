@@ -266,6 +266,29 @@ func TestMACCoversEveryMetadataField(t *testing.T) {
 			t.Errorf("%s changed: %v, want ErrForged", f.Name, err)
 		}
 	}
+	// Created moved by large amounts, as the store's JSON carries them:
+	// 2^64 ns (UnixNano wraps there: a MAC over it alone would still
+	// verify), whole seconds, years either way.
+	for _, shift := range []struct {
+		what      string
+		sec, nsec int64
+	}{
+		{"2^64 ns", 18446744073, 709551616},
+		{"-2^64 ns", -18446744073, -709551616},
+		{"2^63 ns", 9223372036, 854775808},
+		{"1 s", 1, 0},
+		{"1000 years", 1000 * 365 * 24 * 3600, 0},
+		{"-1000 years", -1000 * 365 * 24 * 3600, 0},
+	} {
+		m := signed
+		m.Created = time.Unix(signed.Created.Unix()+shift.sec, int64(signed.Created.Nanosecond())+shift.nsec).UTC()
+		if m.Created.Equal(signed.Created) {
+			t.Fatalf("shift %s changed nothing", shift.what)
+		}
+		if err := cluster.Authenticated(m); !errors.Is(err, snapshot.ErrForged) {
+			t.Errorf("Created moved by %s (%s to %s): %v, want ErrForged", shift.what, signed.Created, m.Created, err)
+		}
+	}
 }
 
 // metaRecorder keeps the metadata put (the one method Adopt calls).

@@ -76,6 +76,27 @@ func Chain(list []Meta, base Meta) (chain []Meta, gap bool) {
 	return chain, false
 }
 
+// Reach is the highest revision whose writes object m may hold, as the
+// listing all (every object, authentic or not) shows it: a delta's own
+// last revision; for a full snapshot, the last revision of any delta of
+// all that follows on from it (Base), whatever authenticates and
+// whatever gaps lie between. A caller weighing an object it refuses
+// weighs its whole chain: the deltas of a refused snapshot may
+// authenticate (an operator's Adopt stopped part way signs them before
+// it), and they hold writes no chain a member replays reaches.
+func Reach(all []Meta, m Meta) int64 {
+	end := m.Revision
+	if m.Kind != KindFull {
+		return end
+	}
+	for _, d := range all {
+		if d.Kind == KindDelta && d.Base == m.Name {
+			end = max(end, d.Revision)
+		}
+	}
+	return end
+}
+
 // Newest returns the newest full snapshot of a listing (by epoch and
 // revision: Later) with the deltas that follow on from it, and the last
 // revision they cover together.

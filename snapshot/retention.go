@@ -77,24 +77,30 @@ type Sweeper interface {
 // returns what it removed and keeps going past single failures.
 //
 // Retention ranks, keeps and removes only the objects that authenticate
-// under e (Encryption.Authentic, never accepting unauthenticated ones):
-// what members restore. An object members refuse (no MAC, the previous
-// KEK's, a store writer's plant) never takes a retained place or the
-// newest's, so it never pushes the only authentic snapshot out; and it is
-// never deleted here either (it may be the data an operator recovers
-// from with -accept-unauthenticated): it is left to the operator.
-func Prune(ctx context.Context, store Store, e Encryption, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
+// under e (Encryption.Authentic, never accepting unauthenticated ones)
+// and are of lineage (Lineage.Of, the confirmed record's): what members
+// restore. An object members refuse (no MAC, the previous KEK's, a store
+// writer's plant) or a genuine snapshot of another incarnation put back
+// (a higher epoch, which Later would rank first) never takes a retained
+// place or the newest's, so it never pushes the lineage's newest
+// snapshot out; and it is never deleted here either (it may be the data
+// an operator recovers from, by name): it is left to the operator.
+func Prune(ctx context.Context, store Store, e Encryption, lineage Lineage, keepCount int, maxAge time.Duration, now time.Time) ([]string, error) {
 	all, err := store.List(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("retention: %w", err)
 	}
 	e.AcceptUnauthenticated = false
 	list, refused := e.Authentic(all)
+	list, foreign := lineage.Split(list)
 	refusedFull := map[string]bool{}
 	for _, m := range Full(all) {
 		if _, ok := refused[m.Name]; ok {
 			refusedFull[m.Name] = true
 		}
+	}
+	for _, m := range Full(foreign) {
+		refusedFull[m.Name] = true
 	}
 	var removed []string
 	var errs []error

@@ -60,7 +60,7 @@ func TestRetentionNeverDeletesTheNewestAuthenticSnapshot(t *testing.T) {
 	if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{older, d}); err != nil {
 		t.Fatal(err)
 	}
-	removed, err := snapshot.Prune(ctx, store, enc, 1, 0, now)
+	removed, err := snapshot.Prune(ctx, store, enc, snapshot.Lineage{}, 1, 0, now)
 	if err != nil {
 		t.Fatal(err)
 	}

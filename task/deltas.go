@@ -26,12 +26,13 @@ type deltaRun struct {
 // superviseDeltas keeps the continuous backup running on the etcd leader
 // (one recorder per cluster, where the writes are ordered): it starts a
 // snapshot.Recorder after the chain of the newest full snapshot of the
-// running incarnation, stops it when this member stops leading, and when
-// the chain broke (compacted away, or the store refused too long) asks for
-// a full snapshot now, which starts a new chain. A recorder still running
-// on a former leader for a moment writes segments that overlap the new
-// leader's; a chain skips what it already covers (snapshot.Chain).
-// record (Upkeep.RecordDeltas) says whether it runs here.
+// running incarnation (among the record's lineage's, ofLineage), stops it
+// when this member stops leading, and when the chain broke (compacted
+// away, or the store refused too long) asks for a full snapshot now,
+// which starts a new chain. A recorder still running on a former leader
+// for a moment writes segments that overlap the new leader's; a chain
+// skips what it already covers (snapshot.Chain). record
+// (Upkeep.RecordDeltas) says whether it runs here.
 func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	s := m.opts.Snapshots
 	if s == nil || s.DeltaEvery <= 0 {
@@ -67,16 +68,25 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	if rec == nil || rec.ClusterID == 0 {
 		return
 	}
-	list, err := m.listAuthentic(ctx)
+	list, err := m.listLineage(ctx)
 	if err != nil {
 		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
 		return
 	}
-	full, _, end, ok := snapshot.Newest(list)
+	// The base is the newest snapshot of the record's lineage: a genuine
+	// snapshot of another incarnation put back in the store (a higher
+	// epoch) is never one, or no chain would ever start again.
+	lineage := make([]snapshot.Meta, 0, len(list))
+	for _, meta := range list {
+		if meta.Kind != snapshot.KindFull || (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}).Of(meta) {
+			lineage = append(lineage, meta)
+		}
+	}
+	full, _, end, ok := snapshot.Newest(lineage)
 	if !ok || full.Epoch != rec.Epoch || full.ClusterID != fmt.Sprintf("%x", rec.ClusterID) {
 		// No full snapshot of this incarnation yet: the scheduled one
 		// comes first (at once when the store has none), then the chain.
-		m.wantFullSnapshot.Store(ok)
+		m.wantFullSnapshot.Store(len(snapshot.Full(list)) > 0)
 		return
 	}
 	if _, gap := snapshot.Chain(list, full); gap {

@@ -185,6 +185,9 @@ type Member struct {
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
+	// snapshotListErr: why the last listing of the store failed, nil
+	// once one answers (planner.Observation.ListingUnanswered).
+	snapshotListErr error
 	// damagedDeltas: delta segments an install found failing their
 	// checksum (or not decrypting); the observed chain ends before them.
 	damagedDeltas map[string]bool
@@ -950,7 +953,7 @@ func (m *Member) stopSnapshot() {
 	if o.Local.Learner || o.LeaderID == 0 {
 		return // a learner's data may lag; without a quorum a save fails
 	}
-	list, err := m.listAuthentic(ctx)
+	list, err := m.listLineage(ctx)
 	if err != nil {
 		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
 		return

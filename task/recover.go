@@ -59,7 +59,10 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 }
 
 // observeLatestSnapshot fills the newest snapshot, listing the store at
-// most every snapshotListEvery.
+// most every snapshotListEvery. While the last listing failed, what the
+// store holds is unknown: ListingUnanswered says why, with no snapshot
+// nor refused object (the planner decides nothing on the store's
+// contents then). Without a store there is nothing to list.
 func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observation, now time.Time) {
 	s := m.opts.Snapshots
 	if s == nil {
@@ -68,6 +71,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
 		list, refused, err := m.listSplit(ctx)
+		m.snapshotListErr = err
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
@@ -82,27 +86,42 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 					refused = append(refused, *foreign)
 				}
 			}
-			m.refusedSnapshot = newestRefused(refused, m.opts.Cluster.Name)
+			all := make([]snapshot.Meta, 0, len(list)+len(refused))
+			all = append(all, list...)
+			for _, r := range refused {
+				all = append(all, r.meta)
+			}
+			m.refusedSnapshot = newestRefused(refused, all, m.opts.Cluster.Name)
 		}
+	}
+	if m.snapshotListErr != nil {
+		o.ListingUnanswered = m.snapshotListErr.Error()
+		return
 	}
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
 }
 
 // newestRefused is the newest object of cluster the member refused (the
-// highest revision its metadata claims, then epoch), nil if none: data
-// that may exist beyond what authenticates, which the planner never seeds
-// or recovers past (planner.Observation.RefusedSnapshot). Its metadata is
-// not vouched for: a store writer can raise it, which only makes the
-// planner wait for an operator.
-func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnapshot {
+// highest revision its chain reaches in the listing all, snapshot.Reach,
+// then epoch), nil if none: data that may exist beyond what authenticates,
+// which the planner never seeds or recovers past
+// (planner.Observation.RefusedSnapshot). A refused snapshot reaches as far
+// as any delta of it, those that authenticate included: an operator's
+// adoption (snapshot.Adopt) that stopped part way leaves signed deltas
+// whose snapshot is still refused, and their writes are in no chain a
+// member replays. Its metadata is not vouched for: a store writer can
+// raise it, which only makes the planner wait for an operator.
+func newestRefused(refused []refusedObject, all []snapshot.Meta, cluster string) *planner.RefusedSnapshot {
 	var best *refusedObject
+	var bestReach int64
 	for i, r := range refused {
 		if r.meta.Cluster != cluster {
 			continue
 		}
-		if best == nil || r.meta.Revision > best.meta.Revision || r.meta.Revision == best.meta.Revision && r.meta.Epoch > best.meta.Epoch {
-			best = &refused[i]
+		reach := snapshot.Reach(all, r.meta)
+		if best == nil || reach > bestReach || reach == bestReach && r.meta.Epoch > best.meta.Epoch {
+			best, bestReach = &refused[i], reach
 		}
 	}
 	if best == nil {
@@ -115,9 +134,14 @@ func newestRefused(refused []refusedObject, cluster string) *planner.RefusedSnap
 	case errors.Is(best.why, snapshot.ErrForged):
 		why = "forged: its MAC does not verify under this KEK"
 	}
-	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: best.meta.Revision, Why: why}
+	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: bestReach, Why: why, BaseRevision: best.meta.Revision}
 	if best.meta.Kind == snapshot.KindDelta {
-		rs.Base = best.meta.Base
+		rs.Base, rs.BaseRevision = best.meta.Base, 0
+		for _, m := range all {
+			if m.Kind == snapshot.KindFull && m.Name == best.meta.Base {
+				rs.BaseRevision = m.Revision
+			}
+		}
 	}
 	return rs
 }
@@ -146,7 +170,7 @@ func writersOf(list []snapshot.Meta, name string) []knownMember {
 }
 
 // lineageSnapshot is s, the newest snapshot of list, when it is of rec's
-// lineage (ofLineage). Else it is nil, with s as a refused object
+// lineage (snapshot.Lineage.Of). Else it is nil, with s as a refused object
 // (Observation.RefusedSnapshot, at its chain's end): a newer snapshot of
 // another incarnation is never offered, nor an older one of this lineage
 // in its place (it could be a Consul record restored from before that
@@ -160,7 +184,7 @@ func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *p
 	}
 	for _, meta := range list {
 		if meta.Name == s.Name {
-			if why := notOfLineage(rec.ClusterID, rec.Epoch, meta); why != "" {
+			if why := lineageOf(rec).WhyNot(meta); why != "" {
 				m.warnForeignOnce(s.Name, why)
 				meta.Revision = s.Revision
 				return nil, &refusedObject{meta: meta, why: fmt.Errorf("%w: cluster id %s, epoch %d (the record's: %x, %d)", errOtherIncarnation, meta.ClusterID, meta.Epoch, rec.ClusterID, rec.Epoch)}
@@ -301,7 +325,16 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		if cur != nil && cur.Token != next.Token {
 			// A recovery this member decides: from a snapshot of the
 			// record's lineage only, whatever listing it was chosen from.
-			if why := notOfLineage(cur.ClusterID, cur.Epoch, meta); why != "" {
+			// Under an operator's record (cur.Token == next.Token) the
+			// snapshot is the one the record names, which the operator's
+			// command chose with the same rule ("latest" is of the
+			// lineage; another incarnation's only by name, and over
+			// members' data only with -accept-data-loss): the record is
+			// unconfirmed then (cluster id 0, which ties nothing) and
+			// keeps no earlier cluster id, so the member has nothing of
+			// its own to judge it by, and a Consul key writer, who could
+			// write such a record, can name any genuine snapshot anyway.
+			if why := (snapshot.Lineage{ClusterID: cur.ClusterID, Epoch: cur.Epoch}).WhyNot(meta); why != "" {
 				return datadir.Incarnation{}, errors.New(why)
 			}
 		}

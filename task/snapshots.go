@@ -126,12 +126,9 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	if ep == "" {
 		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
 	}
-	m.mu.Lock()
-	rec := m.record
-	m.mu.Unlock()
-	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
-	if rec != nil {
-		src.Epoch, src.ClusterID = rec.Epoch, fmt.Sprintf("%x", rec.ClusterID)
+	src, lineage, err := m.snapshotSource()
+	if err != nil {
+		return fmt.Errorf("snapshot (%s): %w", why, err)
 	}
 	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
@@ -156,7 +153,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	m.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
 	defer pcancel()
-	removed, err := snapshot.Prune(pctx, s.Store, s.Encryption, s.RetainCount, s.RetainAge, time.Now())
+	removed, err := snapshot.Prune(pctx, s.Store, s.Encryption, lineage, s.RetainCount, s.RetainAge, time.Now())
 	for _, name := range removed {
 		m.log.Info("retention: removed", "name", name)
 	}
@@ -164,6 +161,64 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 		m.log.Warn("retention incomplete", "error", err)
 	}
 	return nil
+}
+
+// errRecordDisagrees: the cluster record names another incarnation than
+// the one this member's data runs, so no snapshot is stamped and saved.
+var errRecordDisagrees = errors.New("the cluster record and this member's data disagree")
+
+// snapshotSource is what a snapshot this member saves is of, and the
+// lineage its retention ranks: the epoch and cluster id this member's own
+// data runs (its etcd-nomad.json), which the record must name too. The
+// MAC vouches for what the member stamps: stamped from the Consul record
+// alone, a Consul key writer who rewrote the record (another epoch or
+// cluster id) would get genuine snapshots MACed as of an incarnation of
+// its choosing. So while the record is not confirmed or names another
+// incarnation than the local data (a recovery or restore under way, a
+// record rewritten), the save is skipped with the reason: a member whose
+// data is of the record's incarnation saves it.
+func (m *Member) snapshotSource() (snapshot.Source, snapshot.Lineage, error) {
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
+	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
+	meta, err := m.dir.ReadMeta()
+	if err != nil {
+		return src, snapshot.Lineage{}, fmt.Errorf("read this member's metadata: %w", err)
+	}
+	switch {
+	case rec == nil:
+		return src, snapshot.Lineage{}, fmt.Errorf("%w: no cluster record", errRecordDisagrees)
+	case rec.ClusterID == 0 || meta.ClusterID == 0:
+		return src, snapshot.Lineage{}, fmt.Errorf("%w: not confirmed yet (record cluster id %x, data's %x)", errRecordDisagrees, rec.ClusterID, meta.ClusterID)
+	case rec.Token != meta.Token || rec.Epoch != meta.Epoch || rec.ClusterID != meta.ClusterID:
+		return src, snapshot.Lineage{}, fmt.Errorf("%w: the record names token %.8s epoch %d cluster id %x, this member's data token %.8s epoch %d cluster id %x",
+			errRecordDisagrees, rec.Token, rec.Epoch, rec.ClusterID, meta.Token, meta.Epoch, meta.ClusterID)
+	}
+	src.Epoch, src.ClusterID = meta.Epoch, fmt.Sprintf("%x", meta.ClusterID)
+	return src, snapshot.Lineage{ClusterID: meta.ClusterID, Epoch: meta.Epoch}, nil
+}
+
+// listLineage is listAuthentic without the snapshots of another
+// incarnation than the record's (snapshot.Lineage.Of): what decides
+// whether a save is due, the base of a delta chain, whether a snapshot
+// before stopping is needed. A genuine snapshot of another incarnation
+// put back (a higher epoch, ranked first by snapshot.Later) is never
+// "the newest" there, so it neither makes every check due nor stands as
+// the base the chain waits for.
+func (m *Member) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
+	list, err := m.listAuthentic(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m.mu.Lock()
+	rec := m.record
+	m.mu.Unlock()
+	if rec == nil {
+		return list, nil
+	}
+	of, _ := snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}.Split(list)
+	return of, nil
 }
 
 // scheduledSnapshot carries out Upkeep.Snapshot (this member leads, the
@@ -251,7 +306,7 @@ func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
 	s := m.opts.Snapshots
 	lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
 	defer cancel()
-	list, err := m.listAuthentic(lctx)
+	list, err := m.listLineage(lctx)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)

@@ -295,6 +295,9 @@ func TestStoppingEtcdCancelsItsUpload(t *testing.T) {
 	store := newSlowStore(t, k, 64<<10)
 	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
 	cli := k.seedForTest(m0)
+	// The confirmed record, as a running member's loop reads it: a member
+	// saves only data of the record's incarnation (snapshotSource).
+	m0.readRecord(t)
 	putRandom(t, cli, 2<<20)
 	if !m0.startSnapshot(m0.clientURL(m0.self), "test", false) {
 		t.Fatal("no save started")

@@ -60,3 +60,13 @@ func TestMedianAndPercentile(t *testing.T) {
 		t.Errorf("p99 of nothing = %s", p)
 	}
 }
+
+func TestMedianTimes(t *testing.T) {
+	m := medianTimes([]nomadTimes{{bootstrap: 9, roll: 40}, {bootstrap: 12, roll: 60}, {bootstrap: 10, roll: 45}})
+	if m.bootstrap != 10 || m.roll != 45 {
+		t.Errorf("odd median = %+v", m)
+	}
+	if m = medianTimes([]nomadTimes{{replace: 10}, {replace: 14}}); m.replace != 12 {
+		t.Errorf("even median = %+v", m)
+	}
+}

@@ -235,18 +235,22 @@ func median(rounds []loadResult) loadResult {
 		p99s = append(p99s, r.p99)
 		out.errors += r.errors
 	}
-	if len(rounds) == 0 {
-		return out
-	}
-	slices.Sort(ops)
-	slices.Sort(p99s)
-	n := len(rounds)
-	if n%2 == 1 {
-		out.opsPerSec, out.p99 = ops[n/2], p99s[n/2]
-	} else {
-		out.opsPerSec, out.p99 = (ops[n/2-1]+ops[n/2])/2, (p99s[n/2-1]+p99s[n/2])/2
-	}
+	out.opsPerSec, out.p99 = middle(ops), middle(p99s)
 	return out
+}
+
+// middle is the median of vs (the mean of the two middle ones when their
+// number is even; 0 for none). It sorts vs.
+func middle[T ~float64 | ~int64](vs []T) T {
+	n := len(vs)
+	if n == 0 {
+		return 0
+	}
+	slices.Sort(vs)
+	if n%2 == 1 {
+		return vs[n/2]
+	}
+	return (vs[n/2-1] + vs[n/2]) / 2
 }
 
 // kvFigures measures (a) KV throughput and p99 latency and (f) operator

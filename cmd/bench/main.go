@@ -77,6 +77,7 @@ type options struct {
 	deltaInterval time.Duration
 	rpoWrite      time.Duration
 	replayEvents  int
+	nomadRounds   int
 }
 
 func run(args []string) error {
@@ -84,7 +85,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace, rolling update; raw_exec, and docker next to it where the kit's Docker engine can run), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here (the in-process parts: g.replay's restore)")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")
@@ -98,6 +99,7 @@ func run(args []string) error {
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory")
 	fs.DurationVar(&o.deltaInterval, "delta-interval", 5*time.Second, "delta_interval of the continuous backup figures (g)")
 	fs.DurationVar(&o.rpoWrite, "rpo-write", 20*time.Second, "how long the RPO figure writes before every data dir is lost")
+	fs.IntVar(&o.nomadRounds, "nomad-rounds", 1, "deployments per task driver for the Nomad figures (b, c), alternating raw_exec and docker (the median counts)")
 	fs.IntVar(&o.replayEvents, "replay-events", 1_000_000, "delta events after the full snapshot in the replay figure")
 	if err := fs.Parse(args); err != nil {
 		return err

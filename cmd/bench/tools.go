@@ -79,16 +79,31 @@ func (e *runEnv) etcdTools(ctx context.Context) (etcdctl, etcdutl string, err er
 // etcdNomad builds the etcd-nomad binary of this checkout into the
 // scratch directory.
 func (e *runEnv) etcdNomad(ctx context.Context) (string, error) {
-	out := filepath.Join(e.opts.work, "etcd-nomad")
-	if _, err := os.Stat(out); err == nil {
-		return out, nil
-	}
-	abs, err := filepath.Abs(out)
+	return e.buildEtcdNomad(ctx, "etcd-nomad")
+}
+
+// etcdNomadStatic builds it with CGO_ENABLED=0, as `make image` does: the
+// binary an image can hold (tools/image.sh refuses any other).
+func (e *runEnv) etcdNomadStatic(ctx context.Context) (string, error) {
+	return e.buildEtcdNomad(ctx, filepath.Join("static", "etcd-nomad"), "CGO_ENABLED=0")
+}
+
+// buildEtcdNomad builds ./cmd/etcd-nomad to name under the scratch
+// directory with env added to the go command's, once.
+func (e *runEnv) buildEtcdNomad(ctx context.Context, name string, env ...string) (string, error) {
+	out, err := filepath.Abs(filepath.Join(e.opts.work, name))
 	if err != nil {
 		return "", err
 	}
-	if _, err := goOutput(ctx, e.opts.repo, "build", "-o", abs, "./cmd/etcd-nomad"); err != nil {
-		return "", err
+	if _, err := os.Stat(out); err == nil {
+		return out, nil
 	}
-	return abs, nil
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, "./cmd/etcd-nomad")
+	cmd.Dir = e.opts.repo
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/etcd-nomad %v (in %s): %w", env, e.opts.repo, err)
+	}
+	return out, nil
 }

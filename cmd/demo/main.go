@@ -318,10 +318,5 @@ func buildImage(d *devagents.Docker, bin string) error {
 		}
 		dir = filepath.Dir(dir)
 	}
-	cmd := exec.Command("bash", filepath.Join(dir, "tools", "image.sh"), bin, demoImage)
-	cmd.Env = append(os.Environ(), d.Env()...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build the image: %w\n%s", err, out)
-	}
-	return nil
+	return d.BuildImage(context.Background(), filepath.Join(dir, "tools", "image.sh"), bin, demoImage, "")
 }

@@ -221,7 +221,13 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	if err != nil {
 		return planner.Record{}, fmt.Errorf("list snapshots: %w", err)
 	}
-	full, end, err := chooseRestore(ui, all, &enc, name, acc)
+	// The record's lineage, for "latest" and a warning on a snapshot of
+	// another incarnation named.
+	lineage, err := recordLineage(ctx, cl)
+	if err != nil {
+		return planner.Record{}, err
+	}
+	full, end, err := chooseRestore(ui, all, &enc, lineage, name, acc)
 	if err != nil {
 		return planner.Record{}, err
 	}
@@ -235,9 +241,24 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 	info := &planner.SnapshotInfo{Name: full.Name, Revision: got.End, Epoch: full.Epoch}
 	// The newest the members would restore themselves: what authenticates.
 	kept, _ := enc.Authentic(all)
-	latest := latestInfo(kept)
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.Snapshot, v.AcceptLoss, v.From, v.Latest = info, acc.loss, member, latest
+		// Of the record's lineage or not, as the record under the lock
+		// has it (snapshot.Lineage.Of): another incarnation's snapshot,
+		// which only a name takes, sets members' data aside only with
+		// -accept-data-loss.
+		judged := *info
+		lineage := kept
+		if v.Record != nil {
+			lin := snapshot.Lineage{ClusterID: v.Record.ClusterID, Epoch: v.Record.Epoch}
+			judged.Foreign = !lin.Of(full)
+			lineage = nil
+			for _, m := range kept {
+				if lin.Of(m) {
+					lineage = append(lineage, m)
+				}
+			}
+		}
+		v.Snapshot, v.AcceptLoss, v.From, v.Latest = &judged, acc.loss, member, latestInfo(lineage)
 		if v.From == "" {
 			v.From = planner.Restorer(v)
 		}

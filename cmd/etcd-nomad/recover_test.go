@@ -113,7 +113,14 @@ func newRestoreFixture(t *testing.T) *restoreFixture {
 			t.Fatal(err)
 		}
 	}
-	f.snap, err = snapshot.Save(ctx, snapshot.From{Endpoint: etcd.Endpoints()[0], SpoolDir: t.TempDir()}, store, snapshot.Source{Cluster: "unit", Epoch: 1}, enc, nil)
+	// Stamped, as a member stamps it, with the cluster id its etcd runs,
+	// which the record below names: a snapshot of the record's lineage.
+	st, err := etcd.Status(ctx, etcd.Endpoints()[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterID := st.Header.ClusterId
+	f.snap, err = snapshot.Save(ctx, snapshot.From{Endpoint: etcd.Endpoints()[0], SpoolDir: t.TempDir()}, store, snapshot.Source{Cluster: "unit", ClusterID: fmt.Sprintf("%x", clusterID), Epoch: 1}, enc, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +142,7 @@ func newRestoreFixture(t *testing.T) *restoreFixture {
 		t.Fatal(err)
 	}
 	defer l.Unlock(ctx)
-	if f.rec, err = f.co.CreateRecord(ctx, l, coord.Record{ClusterID: 0xc1, Token: "token-of-epoch-1", Epoch: 1, Seeder: "m0"}); err != nil {
+	if f.rec, err = f.co.CreateRecord(ctx, l, coord.Record{ClusterID: clusterID, Token: "token-of-epoch-1", Epoch: 1, Seeder: "m0"}); err != nil {
 		t.Fatal(err)
 	}
 	return f

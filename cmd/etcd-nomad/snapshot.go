@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -79,8 +80,9 @@ func signalContext() (context.Context, context.CancelFunc) {
 }
 
 // resolveName turns "latest" into the newest snapshot's name, among those
-// that authenticate (a forged snapshot is never "latest"), warning of a
-// newer object that does not.
+// that authenticate (a forged snapshot is never "latest") and are of the
+// cluster record's lineage (newestOfLineage, as chooseRestore), warning of
+// a newer object that does not authenticate.
 func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) (string, error) {
 	if err := requireSnapshotKey(env.cl); err != nil {
 		return "", err // without the key, "latest" would be a store writer's
@@ -88,17 +90,21 @@ func resolveName(ctx context.Context, ui cli.Ui, env *snapshotEnv, name string) 
 	if name != "latest" {
 		return name, nil
 	}
+	lineage, err := recordLineage(ctx, env.cl)
+	if err != nil {
+		return "", err
+	}
 	all, err := env.store.List(ctx)
 	if err != nil {
 		return "", err
 	}
 	list, _ := env.enc.Authentic(all)
-	full, _, end, ok := snapshot.Newest(list)
+	full, end, ok := newestOfLineage(ui, list, lineage)
 	if newer := newestRefusedAfter(all, list, end, ""); newer != nil {
 		ui.Warn(fmt.Sprintf("\"latest\" is the newest snapshot that authenticates (chain end %d)%s", end, describeRefused(newer)))
 	}
 	if !ok {
-		return "", errors.New("the store holds no snapshot that authenticates")
+		return "", errors.New("the store holds no snapshot of the cluster record's lineage that authenticates")
 	}
 	return full.Name, nil
 }
@@ -141,7 +147,11 @@ func (c *snapshotSaveCommand) Run(args []string) int {
 	}
 	c.ui.Output(fmt.Sprintf("saved %s: revision %d, %s (stored %s), sha256 %s", m.Name, m.Revision, humanize.IBytes(uint64(m.Size)), humanize.IBytes(uint64(m.StoredSize)), m.SHA256[:16]))
 	if sn := env.cl.Snapshot; sn != nil {
-		removed, err := snapshot.Prune(ctx, env.store, env.enc, sn.RetainCount, sn.RetainAge, time.Now())
+		// Retention ranks the snapshots of the incarnation just saved
+		// (snapshot.Prune): another incarnation's is never the newest.
+		lineage := snapshot.Lineage{Epoch: src.Epoch}
+		lineage.ClusterID, _ = strconv.ParseUint(src.ClusterID, 16, 64)
+		removed, err := snapshot.Prune(ctx, env.store, env.enc, lineage, sn.RetainCount, sn.RetainAge, time.Now())
 		for _, name := range removed {
 			c.ui.Output("retention: deleted " + name)
 		}
@@ -164,16 +174,23 @@ func snapshotSource(ctx context.Context, cl *config.Cluster) (snapshot.From, sna
 	if err != nil {
 		return snapshot.From{}, src, err
 	}
-	ep := ""
+	ep, name := "", ""
 	for _, m := range st.Members {
 		if m.Healthy && ep == "" {
-			ep = m.ClientURL
+			// Stamped (and MACed) with what the member's own data runs,
+			// never the Consul record alone, which a Consul key writer
+			// can rewrite: the two must agree.
+			ep, name = m.ClientURL, m.Name
+			src.ClusterID, src.Epoch = fmt.Sprintf("%x", m.ClusterID), m.Epoch
 		}
 	}
 	if ep == "" {
 		return snapshot.From{}, src, errors.New("no healthy member to take a snapshot from")
 	}
-	src.ClusterID, src.Epoch = st.ClusterID, st.Epoch
+	if src.ClusterID != st.ClusterID || src.Epoch != st.Epoch {
+		return snapshot.From{}, src, fmt.Errorf("the cluster record (cluster id %s, epoch %d) and member %s's data (cluster id %s, epoch %d) disagree (a recovery under way, or a record rewritten): not saving",
+			st.ClusterID, st.Epoch, name, src.ClusterID, src.Epoch)
+	}
 	co, err := backends.Coordinator(cl)
 	if err != nil {
 		return snapshot.From{}, src, err
@@ -386,10 +403,17 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
-	full, _, err := chooseRestore(ui, all, &env.enc, name, acc)
+	// The record's lineage, for "latest" and a warning on a snapshot of
+	// another incarnation named.
+	lineage, err := recordLineage(ctx, cl)
 	if err != nil {
 		return err
 	}
+	full, _, err := chooseRestore(ui, all, &env.enc, lineage, name, acc)
+	if err != nil {
+		return err
+	}
+	latest := name == "latest"
 	name = full.Name
 	co, err := backends.Coordinator(cl)
 	if err != nil {
@@ -434,6 +458,11 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			return datadir.Incarnation{}, err
 		}
 		exists = err == nil
+		if now := (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}); latest && !now.Of(m) {
+			// The record moved on since "latest" was chosen: it is no
+			// longer of its lineage.
+			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
+		}
 		epoch = max(rec.Epoch, m.Epoch) + 1
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,9 +11,11 @@ import (
 
 	"github.com/hashicorp/cli"
 
+	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -58,24 +61,60 @@ type acceptance struct {
 // any reports whether the operator accepts an object without a MAC.
 func (a acceptance) any() bool { return a.snapshot || a.deltas != "" }
 
+// recordLineage reads cl's cluster record, without the lock, for the
+// lineage an operator's "latest" is chosen in (snapshot.Lineage.Of); the
+// zero Lineage, which ties nothing, when there is no record.
+func recordLineage(ctx context.Context, cl *config.Cluster) (snapshot.Lineage, error) {
+	co, err := backends.Coordinator(cl)
+	if err != nil {
+		return snapshot.Lineage{}, err
+	}
+	rec, err := co.Record(ctx)
+	if errors.Is(err, coord.ErrNoRecord) {
+		return snapshot.Lineage{}, nil
+	}
+	if err != nil {
+		return snapshot.Lineage{}, fmt.Errorf("read the cluster record (\"latest\" is the newest snapshot of its lineage; or name the snapshot): %w", err)
+	}
+	return snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}, nil
+}
+
+// newestOfLineage is what "latest" names among kept (the objects that
+// authenticate): the newest snapshot of lineage (snapshot.Newest over
+// what lineage.Of keeps), and its chain end. A newer snapshot of another
+// incarnation (a store writer put back a genuine one of an earlier
+// incarnation of the job, same name and key, at a higher epoch) is never
+// "latest": it is named in a warning, with why and how it is restored
+// by name.
+func newestOfLineage(ui cli.Ui, kept []snapshot.Meta, lineage snapshot.Lineage) (snapshot.Meta, int64, bool) {
+	mine, foreign := lineage.Split(kept)
+	full, _, end, found := snapshot.Newest(mine)
+	if f, _, _, ok := snapshot.Newest(foreign); ok && (!found || snapshot.Later(f, full)) {
+		ui.Warn("\"latest\" is the newest snapshot of the cluster record's lineage, not " + lineage.WhyNot(f))
+	}
+	return full, end, found
+}
+
 // chooseRestore is the one path by which an operator's restore ('recover
 // -from snapshot:NAME', 'snapshot restore NAME') chooses from the store
 // listing all: it resolves name ("latest": the newest snapshot that
-// authenticates, warning of a newer object that does not; never with
-// -accept-unauthenticated or -accept-unauthenticated-deltas), lets enc
+// authenticates and is of lineage, the cluster record's (newestOfLineage),
+// warning of a newer object that does not authenticate; never with
+// -accept-unauthenticated or -accept-unauthenticated-deltas; a snapshot
+// of another incarnation only by name, with a warning), lets enc
 // take the objects without a MAC the operator named (acceptNamed), and
 // refuses while deltas of that snapshot that do not authenticate hold
 // revisions past the chain end the restore reaches (refusedBeyond). It
 // returns the snapshot and that chain end. Nothing is recorded or
 // written before it returns.
-func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, name string, acc acceptance) (snapshot.Meta, int64, error) {
+func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, lineage snapshot.Lineage, name string, acc acceptance) (snapshot.Meta, int64, error) {
 	enc.AcceptUnauthenticated, enc.AcceptNames = false, nil
 	kept, _ := enc.Authentic(all)
 	var full snapshot.Meta
 	found := false
 	if name == "latest" {
 		var end int64
-		full, _, end, found = snapshot.Newest(kept)
+		full, end, found = newestOfLineage(ui, kept, lineage)
 		newer := newestRefusedAfter(all, kept, end, full.Name)
 		if acc.any() {
 			// "latest" among objects anyone who can write the store can
@@ -95,9 +134,12 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, nam
 	}
 	if !found {
 		if name == "latest" {
-			return snapshot.Meta{}, 0, errors.New("the store holds no snapshot that authenticates")
+			return snapshot.Meta{}, 0, errors.New("the store holds no snapshot of the cluster record's lineage that authenticates")
 		}
 		return snapshot.Meta{}, 0, fmt.Errorf("the store holds no full snapshot %q ('etcd-nomad snapshot list' shows them)", name)
+	}
+	if why := lineage.WhyNot(full); why != "" {
+		ui.Warn(why + ": restoring it because you named it; the members' data of the record's lineage is set aside for it ('recover' asks for -accept-data-loss when members hold data)")
 	}
 	if err := acceptNamed(all, enc, full, acc); err != nil {
 		return snapshot.Meta{}, 0, err
@@ -110,6 +152,19 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, nam
 	if chain, _ := snapshot.Chain(kept, full); len(chain) > 0 {
 		// The restore replays the deltas recorded after it.
 		end = chain[len(chain)-1].Revision
+	}
+	if name != "latest" {
+		// A snapshot named while the store holds a newer object of
+		// another chain that does not authenticate: as with latest, its
+		// writes may be the cluster's newest, and this restore sets
+		// them aside; the operator says so with -accept-data-loss.
+		if newer := newestRefusedAfter(all, kept, end, full.Name); newer != nil {
+			what := fmt.Sprintf("snapshot %s's chain reaches revision %d%s", full.Name, end, describeRefused(newer))
+			if !acc.loss {
+				return snapshot.Meta{}, 0, fmt.Errorf("%s: not restoring, nothing recorded; to restore %s all the same (the newer object's writes are not taken), add -accept-data-loss", what, full.Name)
+			}
+			ui.Warn(what + ": not taken, as -accept-data-loss accepts")
+		}
 	}
 	return full, end, refusedBeyond(ui, *enc, all, kept, full, end, acc)
 }
@@ -225,20 +280,23 @@ func refusedBeyond(ui cli.Ui, enc snapshot.Encryption, all, kept []snapshot.Meta
 }
 
 // newestRefusedAfter is the newest object of all that does not
-// authenticate (not in kept) and holds revisions past end, nil if none;
-// the deltas of snapshot base are left to refusedBeyond.
+// authenticate (not in kept) and may hold revisions past end (its chain's
+// reach, snapshot.Reach: a refused snapshot's deltas that authenticate
+// count), nil if none; snapshot base and its deltas are left to
+// refusedBeyond. The object returned carries its reach as its revision.
 func newestRefusedAfter(all, kept []snapshot.Meta, end int64, base string) *snapshot.Meta {
 	ok := map[string]bool{}
 	for _, m := range kept {
 		ok[m.Name] = true
 	}
 	var newest *snapshot.Meta
-	for i, m := range all {
-		if ok[m.Name] || m.Revision <= end || base != "" && m.Kind == snapshot.KindDelta && m.Base == base {
+	for _, m := range all {
+		if ok[m.Name] || base != "" && (m.Name == base || m.Kind == snapshot.KindDelta && m.Base == base) {
 			continue
 		}
-		if newest == nil || m.Revision > newest.Revision {
-			newest = &all[i]
+		m.Revision = snapshot.Reach(all, m)
+		if m.Revision > end && (newest == nil || m.Revision > newest.Revision) {
+			newest = &m
 		}
 	}
 	return newest

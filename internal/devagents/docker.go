@@ -34,6 +34,8 @@ type Docker struct {
 	// CLI is the docker client binary.
 	CLI string
 	a   *Agent
+	// httpc talks to the engine's API socket.
+	httpc *http.Client
 }
 
 // dockerOwnerLabel marks a kit engine with the PID of the process that
@@ -151,8 +153,8 @@ func startDocker(ctx context.Context, dir string, owner int) (*Docker, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Docker{Dir: abs, Host: "unix://" + sock, CLI: cli, a: a}
 	httpc := unixHTTPClient(sock)
+	d := &Docker{Dir: abs, Host: "unix://" + sock, CLI: cli, a: a, httpc: httpc}
 	if err := a.waitReady(ctx, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://docker/_ping", nil)
 		if err != nil {
@@ -204,6 +206,61 @@ func (d *Docker) Run(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
+// BuildImage builds the etcd-nomad image tag from bin (static:
+// CGO_ENABLED=0) into this engine with `make image`'s script (script:
+// tools/image.sh), and with save set also writes its `docker save` there.
+func (d *Docker) BuildImage(ctx context.Context, script, bin, tag, save string) error {
+	args := []string{script, bin, tag}
+	if save != "" {
+		args = append(args, save)
+	}
+	cmd := exec.CommandContext(ctx, "bash", args...)
+	cmd.Env = append(os.Environ(), d.Env()...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build image %s from %s (%s): %w\n%s", tag, bin, script, err, out)
+	}
+	return nil
+}
+
+// Containers lists the engine's running containers: each one's id by its
+// name (without Docker's leading "/"). It asks the engine's API directly,
+// not the CLI: cheap enough for a caller that polls (cmd/bench, every
+// 200 ms, on a machine whose CPU it measures).
+func (d *Docker) Containers(ctx context.Context) (map[string]string, error) {
+	var list []struct {
+		ID    string `json:"Id"`
+		Names []string
+	}
+	if err := getJSONWith(ctx, d.httpc, "http://docker/containers/json", "", &list); err != nil {
+		return nil, fmt.Errorf("list the containers of %s: %w", d.Host, err)
+	}
+	out := map[string]string{}
+	for _, c := range list {
+		for _, n := range c.Names {
+			out[strings.TrimPrefix(n, "/")] = c.ID
+		}
+	}
+	return out, nil
+}
+
+// ContainerPID is the host's process id of a running container's first
+// process (PID 1 inside the container).
+func (d *Docker) ContainerPID(ctx context.Context, id string) (int, error) {
+	var c struct {
+		State struct {
+			Running bool
+			Pid     int
+		}
+	}
+	if err := getJSONWith(ctx, d.httpc, "http://docker/containers/"+id+"/json", "", &c); err != nil {
+		return 0, fmt.Errorf("inspect container %s: %w", id, err)
+	}
+	if !c.State.Running || c.State.Pid <= 0 {
+		return 0, fmt.Errorf("container %s is not running (pid %d)", id, c.State.Pid)
+	}
+	return c.State.Pid, nil
+}
+
 // Env is the environment that points docker clients (tools/image.sh) at
 // this engine.
 func (d *Docker) Env() []string {
@@ -217,6 +274,7 @@ func (d *Docker) Env() []string {
 // stderr what it had to kill, and returns what it could not remove.
 func (d *Docker) Stop() error {
 	var errs []error
+	d.httpc.CloseIdleConnections()
 	if !d.a.exited() {
 		errs = append(errs, removeContainers(d.CLI, d.Host))
 	}

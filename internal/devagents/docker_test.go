@@ -134,6 +134,17 @@ func TestDockerEngineOfItsOwn(t *testing.T) {
 	}
 	sleeperImage(t, d, dir)
 	pid := runSleeper(t, d)
+	// The engine's API, as a poller reads it: the running container by
+	// name, and its process on the host.
+	running, err := d.Containers(ctx)
+	if err != nil || len(running) != 1 {
+		t.Fatalf("running containers %v (%v), want the sleeper", running, err)
+	}
+	for name, id := range running {
+		if got, err := d.ContainerPID(ctx, id); err != nil || got != pid {
+			t.Errorf("container %s (%s): pid %d (%v), want %d", name, id, got, err, pid)
+		}
+	}
 
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/cli"
+
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+)
+
+// TestLatestIsNeverAPutBackIncarnation (rev12-sec F1): a store writer
+// puts back a genuine snapshot of an earlier incarnation of the job (same
+// name and KEK: its MAC verifies; cluster id "01d", epoch 7, a year old)
+// beside the running incarnation's (cluster id abc, epoch 2). "latest"
+// for an operator's restore ('recover -from snapshot:latest', 'snapshot
+// restore latest': chooseRestore) took snapshot.Newest over everything
+// authentic, so it was the put-back one, without a word. Now "latest" is
+// the newest snapshot of the cluster record's lineage, and a warning
+// names the newer foreign one and why; named, it is taken, with a
+// warning saying what it is.
+func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
+	ctx := context.Background()
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
+	enc := snapshot.Encryption{MACKey: key}
+	now := time.Now().UTC()
+	put := func(epoch uint64, id string, rev int64, created time.Time) snapshot.Meta {
+		m := snapshot.Meta{Cluster: "c", ClusterID: id, Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
+		m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
+		if _, err := store.Put(ctx, m.Name, strings.NewReader("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.PutMeta(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{m}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	foreign := put(7, "01d", 5000, now.Add(-365*24*time.Hour))
+	mine := put(2, "abc", 300, now.Add(-time.Minute))
+	all, _ := store.List(ctx)
+	record := snapshot.Lineage{ClusterID: 0xabc, Epoch: 2}
+
+	ui := cli.NewMockUi()
+	got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != mine.Name {
+		t.Fatalf("\"latest\" is %s (cluster id %s, epoch %d), want the record's lineage's newest %s; warnings: %q", got.Name, got.ClusterID, got.Epoch, mine.Name, ui.ErrorWriter)
+	}
+	if w := ui.ErrorWriter.String(); !strings.Contains(w, foreign.Name) || !strings.Contains(w, "another incarnation") {
+		t.Errorf("\"latest\" passed over the newer foreign %s without naming it and why: %q", foreign.Name, w)
+	}
+
+	ui = cli.NewMockUi()
+	got, _, err = chooseRestore(ui, all, &enc, record, foreign.Name, acceptance{})
+	if err != nil || got.Name != foreign.Name {
+		t.Fatalf("the foreign snapshot named: %s, %v; want it taken", got.Name, err)
+	}
+	if w := ui.ErrorWriter.String(); !strings.Contains(w, "because you named it") {
+		t.Errorf("the foreign snapshot named is taken without saying what it is: %q", w)
+	}
+
+	// Only the foreign one in the store: "latest" is none.
+	only := []snapshot.Meta{}
+	for _, m := range all {
+		if m.Name == foreign.Name {
+			only = append(only, m)
+		}
+	}
+	if got, _, err := chooseRestore(cli.NewMockUi(), only, &enc, record, "latest", acceptance{}); err == nil {
+		t.Errorf("\"latest\" beside only another incarnation's snapshot: %s, want a refusal", got.Name)
+	}
+}
+
+// TestOperatorLatestCommandsSkipAPutBackIncarnation: the same attack
+// through the commands, which read the cluster record for its lineage
+// (recordLineage): 'snapshot verify latest' verifies the record's
+// lineage's snapshot, and 'recover -from snapshot:latest' records it,
+// both naming the put-back one in a warning. The put-back object is the
+// fixture's snapshot copied under another incarnation's epoch and
+// cluster id (no KEK in this fixture: what authenticates is what the
+// lineage rule sees).
+func TestOperatorLatestCommandsSkipAPutBackIncarnation(t *testing.T) {
+	ctx := context.Background()
+	f := newRestoreFixture(t)
+	raw, err := os.ReadFile(filepath.Join(f.storeDir, f.snap.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreign := f.snap
+	foreign.Epoch, foreign.ClusterID, foreign.Created = 7, "01d", f.snap.Created.Add(-365*24*time.Hour)
+	foreign.Name = snapshot.ObjectName("unit", foreign.Epoch, foreign.Revision, foreign.Created, foreign.Encrypted)
+	store, err := file.New(f.storeDir, "unit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, foreign.Name, bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutMeta(ctx, foreign); err != nil {
+		t.Fatal(err)
+	}
+
+	ui := cli.NewMockUi()
+	code := (&snapshotVerifyCommand{ui: ui}).Run([]string{"-config", f.config, "latest"})
+	t.Logf("snapshot verify latest: exit %d\n%s%s", code, ui.OutputWriter, ui.ErrorWriter)
+	if code != 0 || !strings.Contains(ui.OutputWriter.String(), f.snap.Name+": OK") || !strings.Contains(ui.ErrorWriter.String(), foreign.Name) {
+		t.Fatalf("snapshot verify latest: exit %d; want %s verified and %s named in a warning", code, f.snap.Name, foreign.Name)
+	}
+
+	code, ui = f.recover(t, "latest")
+	t.Logf("recover -from snapshot:latest: exit %d\n%s%s", code, ui.OutputWriter, ui.ErrorWriter)
+	if code != 0 {
+		t.Fatalf("recover -from snapshot:latest: exit %d", code)
+	}
+	rec, err := f.co.Record(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "snapshot:" + f.snap.Name; rec.Source != want {
+		t.Fatalf("recorded source %q, want %q (the record's lineage), not the put-back %s", rec.Source, want, foreign.Name)
+	}
+	if !strings.Contains(ui.ErrorWriter.String(), foreign.Name) {
+		t.Errorf("recover passed over the put-back %s without naming it", foreign.Name)
+	}
+}
