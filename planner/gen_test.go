@@ -151,6 +151,11 @@ func genAny(rng *rand.Rand) Observation {
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(1000)), Epoch: 1}
 	}
+	if o.Record == nil {
+		// Drawn from the observation, not the stream (as genCorrupt):
+		// how long the record has been missing, either side of the grace.
+		o.RecordMissingFor = o.QuorumLostFor
+	}
 	genCorrupt(&o)
 	return o
 }
@@ -285,6 +290,17 @@ func genQuorumLoss(rng *rand.Rand) Observation {
 		// A majority the provider forgot answers on its client URL
 		// (Nomad garbage-collected its allocations behind a partition).
 		o.KnownHealthy = []string{"m7"}
+	}
+	// Drawn from the observation, not the stream (as genCorrupt), so that
+	// the observations before these were added stay the same: a voter
+	// the provider forgot that answers without a leader (a partition
+	// splits the collected majority), and a snapshot of an epoch the
+	// record has not reached (Consul restored an older record).
+	if o.KnownHealthy == nil && o.SeederGoneFor/time.Second%7 == 0 {
+		o.UnlistedVoters = []string{"m8"}
+	}
+	if s := o.LatestSnapshot; s != nil && o.QuorumLostFor/time.Second%3 == 0 {
+		s.Epoch = o.Record.Epoch + uint64(o.QuorumLostFor/time.Second%2)
 	}
 	return o
 }

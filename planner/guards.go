@@ -84,6 +84,15 @@ type Faults struct {
 	// confirmed incarnation's source although a member holds data of an
 	// epoch between it and the record's at a higher revision.
 	RecoverBesideSkippedEpoch bool
+	// RecoverBesideUnlistedVoter: recover, take over or restore although
+	// a member of a known membership that the provider no longer lists
+	// answers as a voter without a leader (its peers may regain a quorum
+	// with it once a partition heals).
+	RecoverBesideUnlistedVoter bool
+	// RestoreWithoutGrace: with no record and no data anywhere, restore
+	// the newest snapshot at once, without waiting RecoveryGrace for a
+	// collected majority's leader to write its summary again.
+	RestoreWithoutGrace bool
 	// IgnorePause: act while an operator paused the cluster.
 	IgnorePause bool
 	// SetAsideLastGood: set data found corrupt aside although the
@@ -141,6 +150,15 @@ type Faults struct {
 	// restores over, data beyond the highest revision its command saw
 	// (Record.AcceptedRevision: writes acknowledged after it was recorded).
 	RestoreOverLaterWrites bool
+	// RestoreOverLaterSnapshot: an operator's restore goes ahead although
+	// the store holds a snapshot of an older epoch beyond what its
+	// command accepted (a cluster Nomad collected served on beside the
+	// record, unseen by the command, and was snapshotted).
+	RestoreOverLaterSnapshot bool
+	// ResumeBelowVerified: an operator's restore is retried although its
+	// chain now verifies below the revision its command verified (the
+	// install refuses every time: a silent wedge).
+	ResumeBelowVerified bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -163,6 +181,7 @@ const (
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
 	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
+	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
 	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
 )
 
@@ -177,6 +196,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedWhileSilent && !f.SeedDespitePeerData
 	case noSeedBesideRefused:
 		return !f.SeedBesideRefused
+	case restoreAfterGrace:
+		return !f.RestoreWithoutGrace
 	case noSeedWithoutListing:
 		return !f.SeedWithoutListing
 	}
@@ -234,6 +255,7 @@ const (
 	notBelowRefused                               // never from a source older than an object of the store members refuse
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
+	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
 
@@ -262,6 +284,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverFromOlderEpochSnapshot
 	case epochAboveSnapshots:
 		return !f.RecoverBelowSnapshotEpoch
+	case notBesideUnlistedVoter:
+		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
 		return !f.RecoverWithoutListing
 	}
@@ -305,6 +329,8 @@ const (
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
 	resumeNotBesideNewer                         // a restore never beside another incarnation of an epoch as new as the record's
 	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
+	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
+	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
 )
 
 // resumeGuard reports whether rule holds.
@@ -320,6 +346,10 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeRestoreBesideNewer
 	case resumeNotOverLaterWrites:
 		return !f.RestoreOverLaterWrites
+	case resumeNotOverLaterSnapshot:
+		return !f.RestoreOverLaterSnapshot
+	case resumeWhenChainReaches:
+		return !f.ResumeBelowVerified
 	}
 	return true
 }

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -84,8 +85,8 @@ func Check(o Observation, d Decision) error {
 		if o.Running || !o.Local.Empty {
 			return fmt.Errorf("invariant 1: seed with data or while running")
 		}
-		if len(o.KnownHealthy) > 0 && (d.Record == nil || !d.Record.Operator) {
-			return fmt.Errorf("invariant 10: seed (%s) while %s of the last known membership answer as healthy voters", d.Reason, strings.Join(o.KnownHealthy, ", "))
+		if len(o.KnownHealthy)+len(o.UnlistedVoters) > 0 && (d.Record == nil || !d.Record.Operator) {
+			return fmt.Errorf("invariant 10: seed (%s) while %s of the last known membership answer as voters", d.Reason, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
 		}
 		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && d.Record != nil && d.Record.Token != r.Token {
 			// Taking over the empty seed of a gone seeder: as the next
@@ -262,8 +263,8 @@ func Check(o Observation, d Decision) error {
 			return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
 		}
 	case RecoverQuorum:
-		if len(o.KnownHealthy) > 0 && (d.Record == nil || !d.Record.Operator) {
-			return fmt.Errorf("invariant 10: recovery (%s) while %s of the last known membership answer as healthy voters", d.Reason, strings.Join(o.KnownHealthy, ", "))
+		if len(o.KnownHealthy)+len(o.UnlistedVoters) > 0 && (d.Record == nil || !d.Record.Operator) {
+			return fmt.Errorf("invariant 10: recovery (%s) while %s of the last known membership answer as voters", d.Reason, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
 		}
 		if o.Record != nil && d.Record != nil && d.Record.Token == o.Record.Token && o.Record.Seeder == name && o.Record.ClusterID == 0 {
 			// Resuming the recovery this member recorded. From a snapshot
@@ -365,6 +366,9 @@ func Check(o Observation, d Decision) error {
 			// snapshot when no member holds data.
 			if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
 				return fmt.Errorf("invariant 8: recovery with no record other than a restore of the newest snapshot as a newer epoch")
+			}
+			if o.RecoveryGrace <= 0 || o.RecordMissingFor < o.RecoveryGrace {
+				return fmt.Errorf("invariant 10: restore with no record after %s without one (grace %s): a majority the provider no longer lists may still serve", o.RecordMissingFor, o.RecoveryGrace)
 			}
 			if !o.Local.Empty || o.Running {
 				return fmt.Errorf("invariant 8: restore with no record while this member holds data")

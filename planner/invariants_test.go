@@ -93,6 +93,9 @@ var brokenPlanners = map[string]Faults{
 	"invariant 10: recover beside a forgotten majority": {RecoverBesideKnownHealthy: true},
 	"invariant 8: seed beside a refused snapshot":       {SeedBesideRefused: true},
 	"invariant 4: recover below a refused snapshot":     {RecoverBelowRefused: true},
+	"invariant 10: recover beside an unlisted voter":    {RecoverBesideUnlistedVoter: true},
+	"invariant 10: restore at once without a record":    {RestoreWithoutGrace: true},
+	"invariant 9: recover below the snapshot's epoch":   {RecoverBelowSnapshotEpoch: true},
 	"invariant 8: seed while the listing is silent":     {SeedWithoutListing: true},
 	"invariant 4: recover while the listing is silent":  {RecoverWithoutListing: true},
 }

@@ -191,6 +191,11 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
 			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)}
 	}
+	if len(snaps) > 0 {
+		// Accepted with the loss (below): its writes are not "after the
+		// record" for the seeder (laterWrites).
+		accepted = max(accepted, v.Latest.Revision)
+	}
 	if len(snaps) > 0 && !v.AcceptLoss {
 		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
 			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)}

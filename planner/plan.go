@@ -208,7 +208,8 @@ func (r rules) ownRestoreWhileSilent(o Observation, name string) (Decision, bool
 
 // laterWrites waits for an operator while this member or a peer holds
 // data beyond what the operator's restore record accepted to set aside
-// (Record.AcceptedRevision): the old cluster got its quorum back after
+// (Record.AcceptedRevision), or the store a snapshot of an older epoch
+// beyond it: the old cluster got its quorum back after
 // the record was written and acknowledged writes the restore would lose
 // (sim seed 2133 with the operator: the restorer set aside its own data
 // at revision 304, the operator had accepted up to 288).
@@ -226,6 +227,15 @@ func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 		if p.Token != "" && p.Token != rec.Token && p.Revision > ceiling {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not restoring over them: an operator must choose", why, p.Name, p.Revision, p.Epoch)}, true
 		}
+	}
+	// The same writes with no member left holding them: a cluster the
+	// command did not see (Nomad had collected its allocations while they
+	// served) went on after the record and was snapshotted; its hosts'
+	// disks went with their allocations (sim seeds 417, 722, 940 with the
+	// operator and collectRunning: the restore of the older snapshot lost
+	// them).
+	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && s.Revision > ceiling && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: an operator must choose", why, s.Name, s.Epoch, s.Revision)}, true
 	}
 	return Decision{}, false
 }
@@ -494,6 +504,15 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				// gives way to it, restoreOverOwnRecord; the operator's
 				// chose its snapshot, then: sim seed 243 with RotateCA).
 				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as an operator's restore of snapshot %s, but the store holds snapshot %s of epoch %d (revision %d), taken of an incarnation that ran after the record was written: not restoring the older one; an operator must choose", rec.Epoch, snap, s.Name, s.Epoch, s.Revision)}
+			}
+			if s := o.LatestSnapshot; rec.Operator && s != nil && s.Name == snap && rec.SourceRevision > 0 && s.Revision < rec.SourceRevision && r.resumeGuard(resumeWhenChainReaches) {
+				// A segment of the chain the command verified was found
+				// damaged since (by this member's install or a peer's):
+				// the install refuses below SourceRevision every time, so
+				// the restore can never finish as recorded. Said, not
+				// retried for good (sim seed 121 with the operator and
+				// collectRunning: a silent wedge).
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as an operator's restore of snapshot %s verified to revision %d, but its delta chain now verifies only to revision %d (a segment damaged since): the restore cannot finish as recorded; an operator must choose (recover -from snapshot:%s -accept-data-loss restores up to revision %d)", rec.Epoch, snap, rec.SourceRevision, s.Revision, snap, s.Revision)}
 			}
 			if !o.HoldsLock {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
@@ -1023,6 +1042,14 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	s := o.LatestSnapshot
 	if o.RecoveryGrace <= 0 {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): automatic recovery is off; restore it with 'etcd-nomad snapshot restore'", s.Name, s.Revision)}
+	}
+	if o.RecordMissingFor < o.RecoveryGrace && r.seedGuard(restoreAfterGrace) {
+		// Consul lost its state, the summary with it, while a majority
+		// Nomad collected may still serve behind a partition: its
+		// leader writes its summary again within the grace (and its
+		// members may answer again), as a quorum loss waits its grace
+		// before a recovery (sim seed 897 with CollectRunning).
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record for %s and no member holds data; the store holds snapshot %s (revision %d): waiting the recovery grace (%s) before restoring it, for a leader the provider no longer lists to write its summary again", o.RecordMissingFor, s.Name, s.Revision, o.RecoveryGrace)}
 	}
 	for _, p := range o.Peers {
 		if p.Name < name {

@@ -55,10 +55,13 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 // (Observation.KnownHealthy): a quorum serves writes there, and a
 // recovery here would make a second cluster beside it.
 func (r rules) knownHealthy(o Observation, name string) (Decision, bool) {
-	if len(o.KnownHealthy) == 0 || !r.recoveryGuard(notBesideKnownHealthy) {
-		return Decision{}, false
+	if len(o.KnownHealthy) > 0 && r.recoveryGuard(notBesideKnownHealthy) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as healthy voters: a quorum serves writes there, whatever the provider lists; not recovering beside it", strings.Join(o.KnownHealthy, ", "))}, true
 	}
-	return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as healthy voters: a quorum serves writes there, whatever the provider lists; not recovering beside it", strings.Join(o.KnownHealthy, ", "))}, true
+	if len(o.UnlistedVoters) > 0 && r.recoveryGuard(notBesideUnlistedVoter) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("member(s) %s of the last known membership answer as voters without a leader although the provider no longer lists them (Nomad collected their allocations while they run): their peers may be cut off by a partition and regain a quorum with them; not recovering beside them until they stop (their Nomad client stops them when it reconnects; else an operator stops them)", strings.Join(o.UnlistedVoters, ", "))}, true
+	}
+	return Decision{}, false
 }
 
 // newerThanRecord waits while this member or a peer holds data of an epoch

@@ -24,7 +24,7 @@ func storeCases() []storeCase {
 		{"planEmpty: no record, no data, no snapshot (an empty seed)", Observation{
 			ClusterName: "kit", Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second, Instances: []Instance{{Name: "m0"}}}},
 		{"planEmpty: no record, no data, an older authentic snapshot", Observation{
-			ClusterName: "kit", Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second, LatestSnapshot: older, Instances: []Instance{{Name: "m0"}}}},
+			ClusterName: "kit", Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second, RecordMissingFor: time.Second, LatestSnapshot: older, Instances: []Instance{{Name: "m0"}}}},
 		{"takeoverSeed: a gone seeder's empty seed, no snapshot", Observation{
 			ClusterName: "kit", Self: self, Local: Local{Empty: true}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second,
 			Record: &Record{Token: "t", Epoch: 4, Seeder: "m9"}, SeederGoneFor: time.Minute, Instances: []Instance{{Name: "m0"}}}},

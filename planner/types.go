@@ -93,9 +93,21 @@ type Observation struct {
 	// its allocations while a partition hid it) still serves writes, so no
 	// recovery or takeover starts beside it (invariant 10).
 	KnownHealthy []string
+	// UnlistedVoters names the members of a known membership (probed as
+	// for KnownHealthy) that the provider does not list but that answer
+	// as voters without a leader: Nomad collected their allocations while
+	// they run, and a partition may split them from peers that are just
+	// as alive; when it heals they serve again. No recovery or takeover
+	// starts beside them either (invariant 10).
+	UnlistedVoters []string
 	// DataInherited is true for a leaving member whose replacement
 	// inherits its data (Nomad moves a sticky, migrating disk).
 	DataInherited bool
+	// RecordMissingFor is how long this member has found no record in
+	// the coordinator (0 while there is one): with no record a restore
+	// of the newest snapshot waits RecoveryGrace, as a quorum-loss
+	// recovery does.
+	RecordMissingFor time.Duration
 	// SeederGoneFor is how long the seeder named by an unconfirmed
 	// recovery record has been missing from the provider's instances (0
 	// while it is listed).

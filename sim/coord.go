@@ -39,9 +39,12 @@ type recordVersion struct {
 	rot     *rotationRec    // the CA rotation record then
 }
 
-// clusterSummary is task's Summary, as far as the model reads it.
+// clusterSummary is task's Summary, as far as the model reads it: each
+// write is a new value (task's Summary.Written), so a reader tells a
+// rewrite.
 type clusterSummary struct {
 	clusterID uint64
+	leader    string
 	members   []summaryMember
 }
 
@@ -54,8 +57,8 @@ type summaryMember struct {
 // publishSummary is task's publishSummary (planner.PlanUpkeep's
 // PublishSummary: the confirmed leader, a record read): the members it
 // observed, written when they changed.
-func (w *World) publishSummary(o planner.Observation) {
-	s := &clusterSummary{clusterID: o.Record.ClusterID}
+func (w *World) publishSummary(n *node, o planner.Observation) {
+	s := &clusterSummary{clusterID: o.Record.ClusterID, leader: n.name}
 	for _, m := range o.Members {
 		url := ""
 		if len(m.PeerURLs) > 0 {
@@ -63,10 +66,10 @@ func (w *World) publishSummary(o planner.Observation) {
 		}
 		s.members = append(s.members, summaryMember{id: m.ID, name: m.Name, peerURL: url})
 	}
-	w.storeSummary(s)
+	w.storeSummary(n, s)
 }
 
-// publishSummaryUnlisted is task's publishSummaryWithoutObservation: a
+// publishSummaryUnlisted is task's publishSummaryUnobserved: a
 // leader whose observation failed on the provider (its host cut off from
 // the Nomad servers) still writes the membership its own server knows,
 // for the cluster of the record it read last: Nomad may collect its
@@ -78,22 +81,39 @@ func (w *World) publishSummaryUnlisted(n *node) {
 		return
 	}
 	g := n.etcd.group
-	if g.leader != n.etcd.memberID || g.quorum != n.side || n.record == nil || n.record.ClusterID != g.clusterID {
+	if g.leader != n.etcd.memberID || g.quorum != n.side || n.record == nil {
 		return
 	}
-	s := &clusterSummary{clusterID: g.clusterID}
+	// Its own seed or recovery, started and not confirmed yet, counts
+	// as the record's cluster: Nomad may collect the seeder right after
+	// the start, before it could confirm (sim seed 466 with
+	// CollectRunning: a takeover beside the seeder's cluster).
+	own := n.record.ClusterID == 0 && n.record.Seeder == n.data.name && n.record.Token == g.token && !w.cfg.Defects.NoUnconfirmedSummary
+	if n.record.ClusterID != g.clusterID && !own {
+		return
+	}
+	s := &clusterSummary{clusterID: g.clusterID, leader: n.name}
 	for _, m := range g.members {
 		s.members = append(s.members, summaryMember{id: m.id, name: m.name, peerURL: m.peerURL})
 	}
-	w.storeSummary(s)
+	w.storeSummary(n, s)
 }
 
-func (w *World) storeSummary(s *clusterSummary) {
-	if old := w.coord.summary; old != nil && old.clusterID == s.clusterID && slices.Equal(old.members, s.members) {
+// storeSummary is task's writeSummary: n writes s when it changed since
+// n last wrote it, or summaryBeat after that write (unchanged: its
+// heartbeat). NoSummaryBeat writes on change only.
+func (w *World) storeSummary(n *node, s *clusterSummary) {
+	same := false
+	if old := w.coord.summary; old != nil && old.clusterID == s.clusterID && old.leader == s.leader && slices.Equal(old.members, s.members) {
+		same = true
+	}
+	if same && (w.cfg.Defects.NoSummaryBeat || w.now-n.summaryAt < summaryBeat) {
 		return
 	}
-	w.coord.summary = s
-	w.logf("summary", "cluster %x: %v", s.clusterID, s.members)
+	w.coord.summary, n.summaryAt = s, w.now
+	if !same {
+		w.logf("summary", "cluster %x by %s: %v", s.clusterID, s.leader, s.members)
+	}
 }
 
 var (
@@ -250,7 +270,11 @@ func (w *World) recordDeltas() {
 		if s := &w.store[i]; g.committed > s.chainEnd(nil) {
 			// Named within its snapshot: the world's id counter (member
 			// ids, tokens) stays what it was before chains were modeled.
-			s.chain = append(s.chain, segment{name: s.name + "-d" + itoa(len(s.chain)+1), end: g.committed})
+			seg := segment{name: s.name + "-d" + itoa(len(s.chain)+1), end: g.committed}
+			if ln := w.runningNode(g, g.leader); ln != nil {
+				seg.recorder = ln.peerURL
+			}
+			s.chain = append(s.chain, seg)
 		}
 	}
 }

@@ -48,25 +48,39 @@
 //     of a write is its snapshot with its chain up to the first damaged
 //     segment. InstallChainPrefix reverts the fix (the prefix before a
 //     cut is installed and reported as a success);
-//   - with Config.CollectRunning, Nomad making allocations terminal while
-//     their processes still run and serve (hosts cut off from the Nomad
-//     servers, not from their peers: replacements are placed, the
-//     provider no longer lists them, their supervisors cannot list
-//     instances; their client stops them when it reconnects, their disk
-//     going with them) and task's guard against it: during a quorum loss
-//     a member probes its data's last known membership and the members
-//     of the leader's summary in the coordinator (KnownHealthy), which a
-//     leader writes even while its provider does not answer; an empty
-//     member probes the summary without a record too (and the member
-//     the newest snapshot was taken from), and no seed, restore or
-//     takeover runs beside an answer. Off by default: 83 violations
-//     remain in 1488 runs at 3M steps from seed 7 (370 in 1632 before
-//     the summary probe, sim seed 5): mostly Consul losing its state,
-//     the summary with it, while a collected majority serves (an empty
-//     member restores the store's snapshot before a leader writes the
-//     summary again), and collected hosts holding a newer epoch's copy
-//     beside an older record Consul restored. NoSummaryProbe reverts
-//     the probes;
+//   - Nomad making allocations terminal while their processes still run
+//     and serve (collectRunning, on unless Config.NoCollectRunning:
+//     hosts cut off from the Nomad servers, not from their peers:
+//     replacements are placed, the provider no longer lists them, their
+//     supervisors cannot list instances; their client stops them when it
+//     reconnects, their disk going with them) and task's guard against
+//     it (invariant 10): during a quorum loss, and without a record, a
+//     member probes its data's last known membership, the members of the
+//     leader's summary in the coordinator, and the store's writers (the
+//     newest snapshot's taker, the recorder of its chain's newest
+//     segment) whatever the provider lists (KnownHealthy: a voter with a
+//     leader; UnlistedVoters: one the provider does not list, without a
+//     leader: a partition may split a collected majority); a member that
+//     answered is asked again and stays named for the recovery grace
+//     after its last answer; the summary is its leader's heartbeat
+//     (written every summaryBeat, changed or not, also by a leader whose
+//     observation fails, for the record's cluster or its own unconfirmed
+//     seed), and a probe that finds it rewritten names that leader; a
+//     restore with no record waits the recovery grace (a recovery's epoch
+//     is above the newest snapshot's: RecoverBelowSnapshotEpoch, found
+//     by the operator first, and by this fault too). No seed, restore or
+//     takeover runs
+//     beside any of them. Members share the delta segments they found
+//     damaged (/status), so they agree on the chain's end. The fixes
+//     came from runs this fault broke (83 of 1488 at 3M steps from seed
+//     7 before them, 370 of 1632 before the summary probe): each has a
+//     switch, NoSummaryProbe, NoWriterProbe, ForgetKnownHealthy,
+//     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared and the
+//     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
+//     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's
+//     recorded restore waits while the store holds a snapshot of an older
+//     epoch beyond what its command accepted: the command sees only the
+//     listed instances, and a collected majority served on after it);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and
@@ -115,16 +129,29 @@
 // cache (snapshotListEvery), clocks anywhere but a snapshot's Created (the
 // supervisor's durations are simulated time), 'snapshot restore' on a
 // stopped member's data dir and 'recover -record-live', Consul's
-// lock-delay, message loss beyond
-// partitions (a stall delays a member's next steps). A decision's first
-// step runs in the same step as its observation.
+// lock-delay, message loss beyond partitions (a stall delays a member's
+// next steps), a probe's duration (one that cannot reach its member fails
+// at once), the first full snapshot task takes at once into an empty
+// store (here on the 30 s schedule). A decision's first step runs in the
+// same step as its observation.
+//
+// What the guard of invariant 10 cannot see, and the model therefore
+// rarely shows: a majority Nomad collected that is cut off from the
+// member about to recover and from Consul too (no probe answers, no
+// summary beat) for longer than the recovery grace, while it serves; and
+// the only copies of an incarnation on collected disks without a quorum
+// that nothing (record, summary, snapshot) names: an empty member with no
+// record seeds or restores beside them (they go when their clients
+// reconnect; see checkNewGroup).
 //
 // Invariants (check.go): at most one cluster with a quorum; no two seeds
 // of one epoch while the first still has a copy; no member serving a
 // cluster with data (metadata) of another incarnation; the serving cluster
 // holds every acknowledged write that still exists in a copy (data dir,
 // set aside or not, or snapshot up to the verified end of its delta
-// chain; not the disk of an allocation Nomad made terminal); no data of a
+// chain; not the disk of an allocation Nomad made terminal, for this rule
+// and the one seed per epoch's: it goes when its client reconnects, as a
+// lost host's goes at once); no data of a
 // member of a cluster with a quorum set aside; no cluster started without a voter; a stopping member
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size

@@ -87,10 +87,11 @@ func (w *World) crash() {
 func (w *World) kill(n *node) {
 	w.stopEtcd(n)
 	n.up, n.pending, n.lockSession, n.nextAt = false, nil, 0, never
-	n.quorumLostSince, n.seederGoneSince = -1, -1
+	n.quorumLostSince, n.seederGoneSince, n.recordMissingSince = -1, -1, -1
 	n.absentAt, n.unhealthyAt = map[uint64]time.Duration{}, map[uint64]time.Duration{}
 	n.startFailures, n.record, n.answered = 0, nil, nil
-	n.damaged, n.tls = nil, nil
+	n.damaged, n.found, n.healthySeen, n.tls = nil, nil, nil, nil
+	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 }
 
 func (w *World) partition() {

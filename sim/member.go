@@ -65,7 +65,7 @@ func (w *World) loop(n *node) {
 		w.restoreCA(n)
 	}
 	if u.PublishSummary {
-		w.publishSummary(o) // task's upkeep runs before the decision's acts
+		w.publishSummary(n, o) // task's upkeep runs before the decision's acts
 	}
 	if d.NeedsLock {
 		err := w.lock(n)
@@ -377,9 +377,12 @@ func (w *World) fetchChain(n *node, o planner.Observation, d planner.Decision, c
 			if n.damaged == nil {
 				n.damaged = map[string]bool{}
 			}
-			n.damaged[damaged] = true
+			if n.found == nil {
+				n.found = map[string]bool{}
+			}
+			n.damaged[damaged], n.found[damaged] = true, true
 		case len(n.damaged) > 0:
-			n.damaged = nil
+			n.damaged, n.found = nil, nil
 		}
 		return "", fmt.Errorf("chain of %s verifies up to revision %d, below the %d it was chosen for (damaged %q): not installed, nothing recorded", snap.name, end, want, damaged)
 	}

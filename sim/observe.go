@@ -2,6 +2,9 @@ package sim
 
 import (
 	"errors"
+	"maps"
+	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -61,6 +64,15 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 			continue
 		}
 		o.Peers = append(o.Peers, w.status(in))
+		if !w.cfg.Defects.NoDamageShared {
+			// task's takeDamaged: the segments its /status names.
+			for _, name := range slices.Sorted(maps.Keys(in.found)) {
+				if n.damaged == nil {
+					n.damaged = map[string]bool{}
+				}
+				n.damaged[name] = true
+			}
+		}
 	}
 	w.observeMembers(n, insts, &o)
 	if o.Running && n.data.forceNew && n.etcd.group.quorum >= 0 {
@@ -230,8 +242,11 @@ func (w *World) observeMembers(n *node, insts []*node, o *planner.Observation) {
 	}
 }
 
-func (w *World) byPeer(url string) *node {
-	return w.byName[strings.TrimSuffix(strings.TrimPrefix(url, "http://"), ":2380")]
+func (w *World) byPeer(url string) *node { return w.byName[nameOf(url)] }
+
+// nameOf is the member name of a peer URL.
+func nameOf(url string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(url, "http://"), ":2380")
 }
 
 // observeQuorumLoss mirrors task/recover.go: how long quorum has been lost,
@@ -240,6 +255,15 @@ func (w *World) byPeer(url string) *node {
 func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 	o.RecoveryGrace = recoveryGrace
 	rec := o.Record
+	// As task's observeRecordMissing: how long no record was found.
+	if rec != nil {
+		n.recordMissingSince = -1
+	} else {
+		if n.recordMissingSince < 0 {
+			n.recordMissingSince = w.now
+		}
+		o.RecordMissingFor = w.now - n.recordMissingSince
+	}
 	listed := false
 	if rec != nil {
 		for _, in := range o.Instances {
@@ -296,19 +320,38 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 	if o.MembersKnown {
 		return
 	}
+	answered := map[string]bool{}
+	// probe asks the member at peerURL; one that answers for clusterID as
+	// a voter with a leader is named in KnownHealthy; one the provider
+	// does not list that answers as a voter without a leader (task's
+	// unlisted voter: Nomad collected it while it runs, and its peers
+	// may be just as alive behind a partition, sim seed 1051 with
+	// CollectRunning) in UnlistedVoters. Either is remembered.
 	probe := func(name, peerURL string, clusterID uint64) {
 		p := w.byPeer(peerURL)
-		if p == nil || p == n || !reachable(n, p) || p.etcd == nil {
+		if p == nil || p == n || answered[name] || !reachable(n, p) || p.etcd == nil {
 			return
 		}
-		if g := p.etcd.group; g.clusterID == clusterID && g.leader != 0 && g.quorum == p.side {
-			for _, k := range o.KnownHealthy {
-				if k == name {
-					return
-				}
-			}
-			o.KnownHealthy = append(o.KnownHealthy, name)
+		g := p.etcd.group
+		m := g.member(p.etcd.memberID)
+		if g.clusterID != clusterID || m == nil || m.learner {
+			return
 		}
+		healthy := g.leader != 0 && g.quorum == p.side
+		listed := false
+		for _, in := range o.Instances {
+			listed = listed || in.Name == name
+		}
+		if !healthy && listed {
+			return
+		}
+		answered[name] = true
+		if healthy {
+			o.KnownHealthy = append(o.KnownHealthy, name)
+		} else {
+			o.UnlistedVoters = append(o.UnlistedVoters, name)
+		}
+		w.remember(n, name, peerURL, clusterID, healthy)
 	}
 	if d := n.data; o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 && d != nil && d.group != nil {
 		for _, m := range d.group.members {
@@ -318,11 +361,22 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			probe(m.name, m.peerURL, o.Local.ClusterID)
 		}
 	}
-	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && o.Record == nil && w.store[i].taker != "" && !w.cfg.Defects.NoSummaryProbe {
-		// No record (Consul lost its state, the summary with it): the
-		// newest snapshot's metadata names the member it was taken from.
+	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && !w.cfg.Defects.NoSummaryProbe {
+		// The store's writers: the newest snapshot's metadata names the
+		// member it was taken from, and its chain's last segment the
+		// member whose recorder wrote it (the leader a few seconds
+		// ago), for its cluster. Without a record (Consul lost its
+		// state, the summary with it) they are all there is; with one
+		// (an older record Consul restored, or a seed or recovery
+		// whose seeder Nomad collected right after it started) too
+		// (sim seeds 71 and 172 with CollectRunning).
 		s := &w.store[i]
-		probe(strings.TrimSuffix(strings.TrimPrefix(s.taker, "http://"), ":2380"), s.taker, s.clusterID)
+		if s.taker != "" && (o.Record == nil || !w.cfg.Defects.NoWriterProbe) {
+			probe(nameOf(s.taker), s.taker, s.clusterID)
+		}
+		if k := len(s.chain); k > 0 && s.chain[k-1].recorder != "" && !w.cfg.Defects.NoWriterProbe {
+			probe(nameOf(s.chain[k-1].recorder), s.chain[k-1].recorder, s.clusterID)
+		}
 	}
 	if s := w.coord.summary; s != nil && !w.cfg.Defects.NoSummaryProbe {
 		for _, m := range s.members {
@@ -335,6 +389,76 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			probe(m.name, m.peerURL, s.clusterID)
 		}
 	}
+	if !w.cfg.Defects.ForgetKnownHealthy {
+		// The members that answered within the recovery grace are asked
+		// again, wherever their names came from (Consul may have
+		// restored an older summary and record since); those that no
+		// longer answer stay named until the grace has passed since
+		// their last answer (task's knownSeen).
+		for _, name := range slices.Sorted(maps.Keys(n.healthySeen)) {
+			if e := n.healthySeen[name]; e.peerURL != "" {
+				probe(name, e.peerURL, e.clusterID)
+			}
+		}
+	}
+	if name := w.summaryRewritten(n, o); name != "" {
+		answered[name] = true
+	}
+	if !w.cfg.Defects.ForgetKnownHealthy {
+		for _, name := range slices.Sorted(maps.Keys(n.healthySeen)) {
+			e := n.healthySeen[name]
+			switch {
+			case w.now-e.at >= o.RecoveryGrace:
+				delete(n.healthySeen, name)
+			case answered[name]:
+			case e.healthy:
+				o.KnownHealthy = append(o.KnownHealthy, name)
+			default:
+				o.UnlistedVoters = append(o.UnlistedVoters, name)
+			}
+		}
+	}
+	sort.Strings(o.KnownHealthy)
+	sort.Strings(o.UnlistedVoters)
+}
+
+// seenMember is a member that answered a probe as a voter (task's
+// knownSeen entry): where to ask it again and when it last answered.
+type seenMember struct {
+	peerURL   string
+	clusterID uint64
+	at        time.Duration
+	healthy   bool
+}
+
+// remember notes that name answered a probe at peerURL for clusterID.
+func (w *World) remember(n *node, name, peerURL string, clusterID uint64, healthy bool) {
+	if n.healthySeen == nil {
+		n.healthySeen = map[string]seenMember{}
+	}
+	n.healthySeen[name] = seenMember{peerURL: peerURL, clusterID: clusterID, at: w.now, healthy: healthy}
+}
+
+// summaryRewritten is task's summaryBeat check: the summary in the
+// coordinator changed since this member's last probe read it, so a
+// leader wrote it a moment ago (a leader writes it every summaryBeat):
+// a quorum serves there, whatever the provider lists and whether or not
+// a partition hides its members from this one. The leader is named in
+// KnownHealthy (and remembered for the recovery grace).
+func (w *World) summaryRewritten(n *node, o *planner.Observation) string {
+	if w.cfg.Defects.NoSummaryBeat {
+		return ""
+	}
+	s, name := w.coord.summary, ""
+	if n.summaryRead && s != nil && s != n.summarySeen && s.leader != n.name {
+		name = s.leader + " (its summary was rewritten)"
+		o.KnownHealthy = append(o.KnownHealthy, name)
+		if !w.cfg.Defects.ForgetKnownHealthy {
+			w.remember(n, name, "", 0, true)
+		}
+	}
+	n.summaryRead, n.summarySeen = true, s
+	return name
 }
 
 // latestSnapshot is task's newestSnapshot: the newest full snapshot

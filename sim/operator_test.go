@@ -24,11 +24,11 @@ var wayOutSeeds = []struct {
 
 func TestOperatorWayOutEndsTheWait(t *testing.T) {
 	for _, c := range wayOutSeeds {
-		without, _ := Run(Config{Seed: c.seed, NoOperator: true})
+		without, _ := Run(Config{Seed: c.seed, NoOperator: true, NoCollectRunning: true})
 		if without.Violation != nil || StuckKind(without.Stuck) != c.kind {
 			t.Fatalf("seed %d without the operator: violation %v, stuck %q; want stuck: %s (the model changed: pick another seed)", c.seed, without.Violation, without.Stuck, c.kind)
 		}
-		with, w := Run(Config{Seed: c.seed, OperatorRate: -1})
+		with, w := Run(Config{Seed: c.seed, OperatorRate: -1, NoCollectRunning: true})
 		if with.Violation != nil || with.Stuck != "" || with.WayOut == "" || with.AcceptedLoss != c.accepted {
 			t.Fatalf("seed %d with the operator's way out: violation %v, stuck %q, way out %q, accepted loss %v (want %v); want healthy after it\ntrace:\n%s",
 				c.seed, with.Violation, with.Stuck, with.WayOut, with.AcceptedLoss, c.accepted, w.Trace())
@@ -53,12 +53,12 @@ var wedges = []struct {
 func findWedge(d Defects, from uint64, n int) (uint64, Result, int) {
 	spent := 0
 	for s := from; s < from+uint64(n); s++ {
-		r, _ := Run(Config{Seed: s, Defects: d})
+		r, _ := Run(Config{Seed: s, Defects: d, NoCollectRunning: true})
 		spent += r.Steps
 		if r.Violation != nil || r.NoWayOut == "" {
 			continue
 		}
-		if c, _ := Run(Config{Seed: s}); c.Violation == nil && c.Stuck == "" && c.WayOut != "" {
+		if c, _ := Run(Config{Seed: s, NoCollectRunning: true}); c.Violation == nil && c.Stuck == "" && c.WayOut != "" {
 			return s, r, spent
 		}
 	}

@@ -8,7 +8,7 @@ import "testing"
 // rotation).
 func TestRotationCompletes(t *testing.T) {
 	for _, s := range []uint64{14, 34, 50} {
-		r, w := Run(Config{Seed: s, RotateCA: true})
+		r, w := Run(Config{Seed: s, RotateCA: true, NoCollectRunning: true})
 		if r.Violation != nil || w.op.rotated == 0 {
 			t.Fatalf("seed %d with RotateCA: violation %v, %d rotations done; want one done, clean\n%s", s, r.Violation, w.op.rotated, w.Trace())
 		}
@@ -19,7 +19,7 @@ func TestRotationCompletes(t *testing.T) {
 // (RotationSkipsMembers) is caught: seed 14 runs clean with the command
 // the product has.
 func TestRotationSkippingMembersIsCaught(t *testing.T) {
-	r, _ := Run(Config{Seed: 14, RotateCA: true, Defects: Defects{RotationSkipsMembers: true}})
+	r, _ := Run(Config{Seed: 14, RotateCA: true, NoCollectRunning: true, Defects: Defects{RotationSkipsMembers: true}})
 	if r.Violation == nil || r.Violation.Invariant != InvTLS {
 		t.Fatalf("seed 14 with RotationSkipsMembers: %v; want %q", r.Violation, InvTLS)
 	}
@@ -35,15 +35,17 @@ func TestRotationSkippingMembersIsCaught(t *testing.T) {
 //     before the rotation) cannot verify it. The record is the only place
 //     the chain lives (task/rotate.go: "the record stays so that members
 //     keep presenting the cross certificate").
-//   - seed 10: Consul restores an older state holding the CA from before
+//   - seed 10 (seed 49 since the fixes against collected allocations
+//     changed the schedules; its member also issues from the retired CA
+//     17, not re-diagnosed): Consul restores an older state holding the CA from before
 //     the rotation (its key too); a replacement with no saved CA takes
 //     it (chooseCA) and issues from the retired CA, which members started
 //     after the rotation no longer trust.
 //
 // When a fix lands, the seed runs clean and this test says so.
 func TestRotationFindingsAfterConsulStateLoss(t *testing.T) {
-	for _, s := range []uint64{84, 10} {
-		r, _ := Run(Config{Seed: s, RotateCA: true})
+	for _, s := range []uint64{84, 49} {
+		r, _ := Run(Config{Seed: s, RotateCA: true, NoCollectRunning: true})
 		if r.Violation == nil || r.Violation.Invariant != InvTLS {
 			t.Fatalf("seed %d with RotateCA: %v; want %q (fixed? then turn RotateCA on by default and drop this test)", s, r.Violation, InvTLS)
 		}

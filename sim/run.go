@@ -116,7 +116,7 @@ func (w *World) Step() {
 	if !w.quiet && w.crng.Float64() < damagePerStep {
 		w.damageSegment()
 	}
-	if w.cfg.CollectRunning && !w.quiet && w.crng.Float64() < gcPerStep {
+	if !w.cfg.NoCollectRunning && !w.quiet && w.crng.Float64() < gcPerStep {
 		w.collectRunning()
 	}
 	w.check()

@@ -34,6 +34,9 @@ const (
 	// garbage-collected) while its process still runs.
 	gcPerStep = 0.001
 	maxSkew   = 90 * time.Second // how far an allocation's clock may be off
+	// summaryBeat is task's summaryBeat: a leader writes its summary
+	// again this often unchanged.
+	summaryBeat = 5 * time.Second
 )
 
 // Defects turns the fixes of the safety review off, one switch each: the
@@ -68,6 +71,39 @@ type Defects struct {
 	// CollectRunning: an empty replacement recovered beside a collected
 	// majority that still served).
 	NoSummaryProbe bool
+	// NoWriterProbe: a member probes the newest snapshot's taker only
+	// without a record, and not the member whose recorder wrote its
+	// chain's last delta segment (before sim seeds 71 and 172 with
+	// CollectRunning: a seeder or a recovering member that Nomad
+	// collected right after it started serves alone, and a takeover
+	// under its record, or an older one Consul restored, started a
+	// second cluster beside it).
+	NoWriterProbe bool
+	// ForgetKnownHealthy: KnownHealthy names only the members that
+	// answer the probe now, not those that answered within the recovery
+	// grace (before sim seeds 17 and 143 with CollectRunning: a partition
+	// hid a collected majority for a few seconds, and a takeover started
+	// a second cluster beside it).
+	ForgetKnownHealthy bool
+	// NoDamageShared: a member leaves out of the chain only the delta
+	// segments its own installs found damaged, not those its peers'
+	// /status names (before sim seed 682 with CollectRunning: the member
+	// that found the damage waited for a survivor to recover from its
+	// data, the survivor for it to restore the whole chain, for good).
+	NoDamageShared bool
+	// NoSummaryBeat: a leader writes its summary only when it changed,
+	// and a member probing before a recovery takes no word from a
+	// rewrite (before sim seeds 423, 458, 591 and others with
+	// CollectRunning: a partition longer than the recovery grace hid a
+	// collected majority whose leader still reached Consul, and a
+	// recovery started a second cluster beside it).
+	NoSummaryBeat bool
+	// NoUnconfirmedSummary: a leader whose observation fails writes the
+	// summary only for the record's confirmed cluster, not for its own
+	// started, unconfirmed seed or recovery (before sim seed 466 with
+	// CollectRunning: Nomad collected the seeder right after its start,
+	// and a takeover started a second cluster beside it).
+	NoUnconfirmedSummary bool
 	// OperatorShortChainRefused: 'recover -from snapshot:NAME
 	// -accept-data-loss' refuses a snapshot whose delta chain verifies
 	// short of its listed end (a damaged segment), as before the command
@@ -98,16 +134,13 @@ type Config struct {
 	Defects Defects
 	// TraceLen is how many events the trace keeps (200 when 0).
 	TraceLen int
-	// CollectRunning adds the fault collectRunning: Nomad makes the
-	// allocations of hosts cut off from its servers (not from their
-	// peers) terminal and places replacements while their processes
-	// still serve. Off by default: with it, the product still breaks an
-	// invariant in about one run in fifteen (see doc.go: Consul losing
-	// the summary with its state while a collected majority serves).
-	// Sim seed 5 (empty replacements, no membership of their own but
-	// the summary's) runs clean since the summary probe. The
-	// KnownHealthy guard's catch runs with it.
-	CollectRunning bool
+	// NoCollectRunning turns off the fault collectRunning, on by default:
+	// Nomad makes the allocations of hosts cut off from its servers (not
+	// from their peers) terminal and places replacements while their
+	// processes still serve (issue 24 item 4). doc.go names the fixes of
+	// the runs it broke. The defects found before it was on are searched
+	// without it (their catching seeds' schedules).
+	NoCollectRunning bool
 	// OperatorRate is the chance that an impatient operator runs a
 	// command (operator.go) at a step of the fault phase (0.001 when 0;
 	// negative: never, the operator only takes the way out of a stuck
@@ -221,22 +254,34 @@ type node struct {
 	nextAt      time.Duration
 
 	// The supervisor's memory (lost on a crash).
-	quorumLostSince time.Duration
-	seederGoneSince time.Duration
-	absentAt        map[uint64]time.Duration
-	unhealthyAt     map[uint64]time.Duration
-	startFailures   int
-	record          *planner.Record // the record read by the last observation
-	recIndex        uint64
-	answered        *group // the cluster whose member list the last observation read
-	lastSnapshot    time.Duration
-	leave           *leave
-	// damaged names the delta segments an install found damaged
-	// (task's Member.damagedDeltas): left out of the chain it observes.
-	damaged map[string]bool
+	quorumLostSince    time.Duration
+	seederGoneSince    time.Duration
+	recordMissingSince time.Duration
+	absentAt           map[uint64]time.Duration
+	unhealthyAt        map[uint64]time.Duration
+	startFailures      int
+	record             *planner.Record // the record read by the last observation
+	recIndex           uint64
+	answered           *group // the cluster whose member list the last observation read
+	lastSnapshot       time.Duration
+	leave              *leave
+	// damaged names the delta segments an install here found damaged,
+	// or a peer's /status named (task's Member.damagedDeltas): left out
+	// of the chain it observes; found those this member's own installs
+	// found (its /status names them: task's DamagedDeltas).
+	damaged, found map[string]bool
 	// fetchedEnd is the verified end of the snapshot and chain the
 	// current recovery fetched.
 	fetchedEnd int64
+	// healthySeen is when each member named in KnownHealthy last
+	// answered (task's Member.knownHealthySeen).
+	healthySeen map[string]seenMember
+	// summaryAt is when this member last wrote the summary (task's
+	// Member.summaryAt); summaryRead and summarySeen the summary its
+	// last probe read (task's Member.summaryRead).
+	summaryAt   time.Duration
+	summaryRead bool
+	summarySeen *clusterSummary
 	// tls is the process's CA state, tlsDisk its member directory's
 	// (rotation.go); caChecked when it last checked the cluster CA.
 	tls       *tlsProc
@@ -334,11 +379,13 @@ type snapshot struct {
 }
 
 // segment is one delta backup segment: it ends at revision end; a damaged
-// one fails its checksum.
+// one fails its checksum. recorder is its metadata's Endpoint: the
+// member whose recorder wrote it (the leader then).
 type segment struct {
-	name    string
-	end     int64
-	damaged bool
+	name     string
+	end      int64
+	damaged  bool
+	recorder string
 }
 
 // later is snapshot.Later: a higher epoch, then a higher revision; the
@@ -469,7 +516,7 @@ func (w *World) place(slot int) *node {
 		nextAt: w.now + w.jitter(100*time.Millisecond, time.Second)}
 	n.peerURL = "http://" + n.name + ":2380"
 	n.skew = time.Duration(w.srng.Int64N(int64(2*maxSkew))) - maxSkew
-	n.quorumLostSince, n.seederGoneSince = -1, -1
+	n.quorumLostSince, n.seederGoneSince, n.recordMissingSince = -1, -1, -1
 	if old := w.slots[slot]; old != nil {
 		n.side = old.side
 	}

@@ -55,6 +55,14 @@ type Recorder struct {
 	OnCaughtUp func(time.Time)
 	// Now, optional, is the clock (names and metadata times).
 	Now func() time.Time
+	// Endpoint and MemberID, optional, name the member whose recorder
+	// writes the segments (the leader, whose server Client reaches):
+	// each segment's metadata carries them, as a full snapshot's names
+	// the member it was streamed from. A member about to recover asks
+	// it whether it still serves (task's observeKnownHealthy): the
+	// newest segment names the leader of a few seconds ago.
+	Endpoint string
+	MemberID string
 
 	leases  map[int64]bool
 	pending Segment
@@ -177,7 +185,7 @@ func (r *Recorder) flush(ctx context.Context) error {
 		Cluster: r.Source.Cluster, ClusterID: r.Source.ClusterID, Epoch: r.Source.Epoch,
 		Kind: KindDelta, Base: r.Base.Name, FirstRevision: r.next, Revision: r.pending.Last(),
 		Events: len(r.pending.Events), Created: created, Encrypted: r.Encryption.Enabled(), Codec: Codec,
-		EtcdVersion: r.Base.EtcdVersion,
+		EtcdVersion: r.Base.EtcdVersion, Endpoint: r.Endpoint, MemberID: r.MemberID,
 	}
 	m.Name = DeltaName(m.Cluster, m.Epoch, m.Revision, created, m.Encrypted)
 	tail, stored, err := upload(ctx, r.Store, m.Name, bytes.NewReader(plain), r.Encryption)

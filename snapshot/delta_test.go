@@ -338,3 +338,49 @@ func TestRecorderReportsCaughtUp(t *testing.T) {
 		t.Fatalf("the recorder never reported itself caught up after storing the write (delta created %s)", stored)
 	}
 }
+
+// A segment's metadata names the member whose recorder wrote it (the
+// leader), as a full snapshot's names the member it was streamed from: a
+// member about to recover asks it whether it still serves (sim seeds 71
+// and 172 with CollectRunning: a leader Nomad collected served on, and
+// only the store named it).
+func TestASegmentNamesItsRecorder(t *testing.T) {
+	ctx := context.Background()
+	cli, ep := startEtcd(t, filepath.Join(t.TempDir(), "src"))
+	resp, err := cli.Put(ctx, "before", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &snapshot.Recorder{Client: cli, Store: store, Source: snapshot.Source{Cluster: "c", Epoch: 1},
+		Base: snapshot.Meta{Name: "c-base", Revision: resp.Header.Revision}, From: resp.Header.Revision + 1, FlushEvery: 50 * time.Millisecond,
+		Endpoint: ep, MemberID: "a1"}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- rec.Run(rctx) }()
+	defer func() { cancel(); <-done }()
+	if _, err := cli.Put(ctx, "after", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		list, err := store.List(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range list {
+			if m.Kind == snapshot.KindDelta {
+				if m.Endpoint != ep || m.MemberID != "a1" {
+					t.Fatalf("segment %s names endpoint %q member %q, want %q a1", m.Name, m.Endpoint, m.MemberID, ep)
+				}
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no delta stored for a write: %+v", list)
+		}
+		time.Sleep(20 * time.Millisecond) // polls the store
+	}
+}

@@ -28,7 +28,7 @@ type Meta struct {
 	// from a status call that could have reached another member.
 	Revision int64 `json:"revision"`
 	// Endpoint and MemberID name the one member the snapshot was
-	// streamed from.
+	// streamed from; for a delta, the member whose recorder wrote it.
 	Endpoint    string    `json:"endpoint,omitempty"`
 	MemberID    string    `json:"member_id,omitempty"`
 	EtcdVersion string    `json:"etcd_version"`

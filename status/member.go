@@ -36,6 +36,11 @@ type Member struct {
 	Corrupt []string `json:"corrupt,omitempty"`
 	// Paused names the operator's pause when the cluster is paused.
 	Paused string `json:"paused,omitempty"`
+	// DamagedDeltas names the delta segments this member's recovery found
+	// failing their checksum: its peers leave them out of the chain they
+	// observe too.
+	DamagedDeltas []string `json:"damaged_deltas,omitempty"`
+
 	Reason string `json:"reason"`
 	Time   string `json:"time"`
 	// CAMismatch, when set, names the CA this member runs with and the

@@ -100,10 +100,20 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	run := &deltaRun{base: full.Name, cancel: cancel, done: make(chan error, 1)}
+	m.mu.Lock()
+	var memberID string
+	if m.etcd != nil {
+		memberID = fmt.Sprintf("%x", uint64(m.etcd.Server.MemberID()))
+	}
+	m.mu.Unlock()
 	r := &snapshot.Recorder{
 		Client: cli, Store: s.Store, Encryption: s.Encryption,
 		Source: snapshot.Source{Cluster: m.opts.Cluster.Name, ClusterID: full.ClusterID, Epoch: full.Epoch},
 		Base:   full, From: end + 1, FlushEvery: s.DeltaEvery,
+		// Each segment names this member, which leads: a member about
+		// to recover asks it whether it still serves (sim seeds 71 and
+		// 172 with CollectRunning).
+		Endpoint: m.clientURL(m.self), MemberID: memberID,
 		OnFlush: func(d snapshot.Meta) {
 			m.snapMetrics.deltaRevision.Set(float64(d.Revision))
 			m.snapMetrics.deltaLast.Set(float64(d.Created.Unix()))

@@ -96,21 +96,32 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 	if named < 2 {
 		t.Errorf("the wait names %d of m0..m2, want a majority: %s", named, d.Reason)
 	}
-	// The same member without the summary recovers: the probe is what
-	// holds it back.
+	// The same member without what the probe found recovers: the probe
+	// is what holds it back. (Without the summary it still finds them:
+	// it asks again the members that answered, and the newest
+	// snapshot's taker.)
 	if err := k.co.Delete(ctx, "summary"); err != nil {
 		t.Fatal(err)
 	}
-	if d := decide(); d.Kind != planner.RecoverQuorum {
-		t.Fatalf("without the summary: %s (%s), want the recovery the probe prevents", d.Kind, d.Reason)
+	o, err := m3.observe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.KnownHealthy) < 2 {
+		t.Fatalf("without the summary m3 forgot the majority that answered it: known healthy %q", o.KnownHealthy)
+	}
+	o.KnownHealthy = nil
+	if d := planner.Plan(o); d.Kind != planner.RecoverQuorum {
+		t.Fatalf("without the probe's answers: %s (%s), want the recovery the probe prevents", d.Kind, d.Reason)
 	} else {
-		t.Log(fmt.Sprintf("without the summary m3 would %s: %s", d.Kind, d.Reason))
+		t.Log(fmt.Sprintf("without the probe's answers m3 would %s: %s", d.Kind, d.Reason))
 	}
 	// Consul lost its state, the record and the summary with it: the
 	// newest snapshot's metadata names the member it was taken from (m0),
 	// which answers for the snapshot's cluster; no restore beside it.
-	o := planner.Observation{ClusterName: k.cl.Name, Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true},
+	o = planner.Observation{ClusterName: k.cl.Name, Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true},
 		Instances: []planner.Instance{{Name: "m3"}}, HoldsLock: true, NewToken: "n", RecoveryGrace: k.cl.RecoveryGrace}
+	m3.knownSeen = nil // what it saw under the record
 	m3.observeQuorumLoss(ctx, &o, time.Now())
 	if o.LatestSnapshot == nil || len(o.KnownHealthy) == 0 || !strings.Contains(o.KnownHealthy[0], "taker of") {
 		t.Fatalf("no record: snapshot %v, known healthy %q, want the snapshot's taker", o.LatestSnapshot, o.KnownHealthy)
@@ -118,7 +129,7 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 	if d := planner.Plan(o); d.Kind != planner.Wait || !strings.Contains(d.Reason, "last known membership") {
 		t.Fatalf("no record: %s (%s), want a wait naming the snapshot's taker", d.Kind, d.Reason)
 	}
-	o.KnownHealthy = nil
+	o.KnownHealthy, o.RecordMissingFor = nil, o.RecoveryGrace // past the grace a restore with no record waits
 	if d := planner.Plan(o); d.Kind != planner.RecoverQuorum {
 		t.Fatalf("no record, no probe: %s (%s), want the restore the probe prevents", d.Kind, d.Reason)
 	}

@@ -1,10 +1,12 @@
 package task
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,12 +80,13 @@ func (m *Member) lastKnownMembers() ([]knownMember, error) {
 	return out, err
 }
 
-// observeKnownHealthy fills o.KnownHealthy during a quorum loss: every
-// member of this member's last known membership (other than itself) is
-// asked on its client URLs, whatever the provider lists; one that answers
-// for this member's cluster with a leader proves a quorum serves writes
-// there (a majority Nomad forgot: its allocations garbage-collected while
-// a partition hid them), and the planner recovers nothing beside it.
+// observeKnownHealthy fills o.KnownHealthy and o.UnlistedVoters during a
+// quorum loss: every member of this member's last known membership (other
+// than itself) is asked on its client URLs, whatever the provider lists;
+// one that answers for this member's cluster with a leader proves a
+// quorum serves writes there (a majority Nomad forgot: its allocations
+// garbage-collected while a partition hid them), and the planner recovers
+// nothing beside it.
 // The members of the leader's last summary in the coordinator are asked
 // too, for the record's cluster or the summary's (Consul lost the record:
 // observeQuorumLoss asks without one): a member without data (a
@@ -92,25 +95,37 @@ func (m *Member) lastKnownMembers() ([]knownMember, error) {
 // replacement recovered from the store beside them). A stale or planted
 // summary only adds probes: only an answer for the record's cluster id
 // with a leader, over the peer TLS, blocks.
-func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation) {
+// So are the store's writers, with or without a record: the member the
+// newest snapshot was streamed from and the one whose recorder wrote its
+// chain's newest segment, the leader of a few seconds ago (sim seeds 71
+// and 172 with CollectRunning: a seeder or a recovering member Nomad
+// collected right after its start served alone, and a takeover under its
+// record, or an older one Consul restored, started a second cluster).
+//
+// What one probe sees is a moment (sim seeds 17, 143, 423, 1051): a
+// partition may hide a collected majority, or split it so that it has no
+// leader until the partition heals. So an unlisted voter that answers
+// without a leader is named too (UnlistedVoters: its peers may be just as
+// alive), every member that answered is asked again at later probes, and
+// it stays named for RecoveryGrace after its last answer; and a summary
+// the coordinator holds rewritten since the last probe (a leader writes
+// it every summaryBeat, even when the provider does not answer it) names
+// that leader for as long.
+func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation, now time.Time) {
 	if o.MembersKnown {
 		return
 	}
-	type probe struct {
-		k          knownMember
-		clusterIDs []uint64
-	}
-	var probes []probe
+	var probes []knownProbe
 	if o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 {
 		known, err := m.lastKnownMembers()
 		if err != nil {
 			m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)
 		}
 		for _, k := range known {
-			probes = append(probes, probe{k, []uint64{o.Local.ClusterID}})
+			probes = append(probes, knownProbe{k, []uint64{o.Local.ClusterID}})
 		}
 	}
-	summary, members := m.summaryMembers(ctx)
+	summary, members, leader, raw, read := m.summaryMembers(ctx)
 	var ids []uint64
 	if o.Record != nil && o.Record.ClusterID != 0 {
 		ids = append(ids, o.Record.ClusterID)
@@ -120,21 +135,89 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	}
 	if len(ids) > 0 {
 		for _, k := range members {
-			probes = append(probes, probe{k, ids})
+			probes = append(probes, knownProbe{k, ids})
 		}
 	}
-	if t := m.latestSnapshotTaker; o.Record == nil && len(t.clientURLs) > 0 {
-		// No record (Consul lost its state, the summary with it): the
-		// newest snapshot's metadata names the member it was streamed
-		// from, for its cluster.
-		if id, err := strconv.ParseUint(t.clusterID, 16, 64); err == nil && id != 0 {
-			probes = append(probes, probe{t, []uint64{id}})
+	for _, w := range m.latestWriters {
+		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
+			probes = append(probes, knownProbe{w, []uint64{id}})
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
+		if e := m.knownSeen[name]; len(e.probe.k.clientURLs) > 0 {
+			probes = append(probes, e.probe)
+		}
+	}
+	answered := m.probeKnown(ctx, o, probes)
+	if m.knownSeen == nil {
+		m.knownSeen = map[string]knownSeen{}
+	}
+	for name, a := range answered {
+		m.knownSeen[name] = knownSeen{probe: a.probe, at: now, healthy: a.leader}
+		if a.leader {
+			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (%s)", name, a.url))
+		} else {
+			o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (%s)", name, a.url))
+		}
+	}
+	if read {
+		if m.summaryRead && raw != nil && !bytes.Equal(raw, m.summarySeen) && leader != "" && leader != m.opts.Name {
+			name := fmt.Sprintf("%s (leader of cluster %x: its summary in the coordinator was rewritten)", leader, summary)
+			answered[name] = knownAnswer{leader: true}
+			m.knownSeen[name] = knownSeen{at: now, healthy: true}
+			o.KnownHealthy = append(o.KnownHealthy, name)
+		}
+		m.summaryRead, m.summarySeen = true, raw
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
+		e := m.knownSeen[name]
+		_, named := answered[name]
+		switch ago := now.Sub(e.at); {
+		case ago >= o.RecoveryGrace:
+			delete(m.knownSeen, name)
+		case named:
+		case e.healthy:
+			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (answered %s ago)", name, ago.Round(time.Second)))
+		default:
+			o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (answered %s ago)", name, ago.Round(time.Second)))
+		}
+	}
+	sort.Strings(o.KnownHealthy)
+	sort.Strings(o.UnlistedVoters)
+}
+
+// knownProbe is a member to ask and the cluster ids it must answer for.
+type knownProbe struct {
+	k          knownMember
+	clusterIDs []uint64
+}
+
+// knownAnswer is a probe's answer: a voter, with a leader or not.
+type knownAnswer struct {
+	probe  knownProbe
+	url    string
+	leader bool
+}
+
+// knownSeen is a member that answered a probe as a voter (Member.knownSeen):
+// where to ask it again, when it last answered, and whether it had a
+// leader then.
+type knownSeen struct {
+	probe   knownProbe
+	at      time.Time
+	healthy bool
+}
+
+// probeKnown asks every probe's member (not this one) at once and returns
+// those that answered, by name: a voter with a leader, or one without
+// that the provider does not list (listed by name or client URL: a listed
+// one without a leader is an ordinary survivor, whose data the planner
+// sees through its /status).
+func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes []knownProbe) map[string]knownAnswer {
 	var (
-		wg      sync.WaitGroup
-		mu      sync.Mutex
-		healthy = map[string]string{} // name → the URL that answered
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out = map[string]knownAnswer{}
 	)
 	asked := map[string]bool{}
 	for _, p := range probes {
@@ -145,22 +228,21 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		}
 		asked[key] = true
 		wg.Add(1)
-		go func(k knownMember, clusterIDs []uint64) {
+		go func(p knownProbe) {
 			defer wg.Done()
-			if url, ok := m.answersWithLeader(ctx, k.clientURLs, clusterIDs...); ok {
-				mu.Lock()
-				if _, seen := healthy[k.name]; !seen {
-					healthy[k.name] = url
-				}
-				mu.Unlock()
+			url, leader, ok := m.answersAsVoter(ctx, p.k.clientURLs, p.clusterIDs...)
+			if !ok || !leader && (m.listed[p.k.name] || m.listed[url]) {
+				return
 			}
-		}(k, p.clusterIDs)
+			mu.Lock()
+			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader {
+				out[p.k.name] = knownAnswer{probe: p, url: url, leader: leader}
+			}
+			mu.Unlock()
+		}(p)
 	}
 	wg.Wait()
-	for name, url := range healthy {
-		o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (%s)", name, url))
-	}
-	sort.Strings(o.KnownHealthy)
+	return out
 }
 
 // maxSummaryProbes and maxSummaryURLs bound what a summary makes a member
@@ -171,61 +253,75 @@ const (
 )
 
 // summaryMembers returns the cluster id of the leader's last summary in
-// the coordinator and its members with their client URLs; none when it
-// cannot be read.
-func (m *Member) summaryMembers(ctx context.Context) (uint64, []knownMember) {
+// the coordinator, its members with their client URLs, its leader and
+// the summary as stored (nil when none is); read is false when the
+// coordinator did not answer.
+func (m *Member) summaryMembers(ctx context.Context) (clusterID uint64, members []knownMember, leader string, raw []byte, read bool) {
 	sr, ok := m.opts.Coordinator.(summaryReader)
 	if !ok {
-		return 0, nil
+		return 0, nil, "", nil, false
 	}
 	b, err := sr.Get(ctx, "summary")
 	if err != nil {
 		if !errors.Is(err, coord.ErrNotStored) {
 			m.log.Warn("cluster summary unreadable: its members are not probed before a recovery", "error", err)
+			return 0, nil, "", nil, false
 		}
-		return 0, nil
+		return 0, nil, "", nil, true
 	}
 	var s Summary
 	if err := json.Unmarshal(b, &s); err != nil {
 		m.log.Warn("cluster summary undecodable: its members are not probed before a recovery", "error", err)
-		return 0, nil
+		return 0, nil, "", b, true
 	}
 	if len(s.Members) > maxSummaryProbes {
 		m.log.Warn("cluster summary lists too many members: only the first are probed before a recovery", "members", len(s.Members), "probed", maxSummaryProbes)
 		s.Members = s.Members[:maxSummaryProbes]
 	}
-	var out []knownMember
 	for _, sm := range s.Members {
 		if len(sm.ClientURLs) > maxSummaryURLs {
 			sm.ClientURLs = sm.ClientURLs[:maxSummaryURLs]
 		}
 		id, _ := strconv.ParseUint(sm.ID, 16, 64)
-		out = append(out, knownMember{id: id, name: sm.Name, clientURLs: sm.ClientURLs})
+		members = append(members, knownMember{id: id, name: sm.Name, clientURLs: sm.ClientURLs})
 	}
-	clusterID, _ := strconv.ParseUint(s.ClusterID, 16, 64)
-	return clusterID, out
+	clusterID, _ = strconv.ParseUint(s.ClusterID, 16, 64)
+	return clusterID, members, s.Leader, b, true
 }
 
 // answersWithLeader reports whether any of urls answers etcd's Status for
-// one of clusterIDs as a voter with a leader, and which one. A learner is
-// not asked to count: it never campaigns, so after its voters are gone it
-// names its last leader forever, and a summary listing one wedged every
-// recovery (data review, session 11). Alarms do not count against it: a
-// quorum under NOSPACE still serves deletes, and puts again once
-// disarmed.
+// one of clusterIDs as a voter with a leader, and which one.
 func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterIDs ...uint64) (string, bool) {
+	u, leader, ok := m.answersAsVoter(ctx, urls, clusterIDs...)
+	return u, ok && leader
+}
+
+// answersAsVoter reports whether any of urls answers etcd's Status for one
+// of clusterIDs as a voter, which one, and whether it names a leader (the
+// first that does wins). A learner is not asked to count: it never
+// campaigns, so after its voters are gone it names its last leader
+// forever, and a summary listing one wedged every recovery (data review,
+// session 11). Alarms do not count against it: a quorum under NOSPACE
+// still serves deletes, and puts again once disarmed.
+func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
-		return "", false
+		return "", false, false
 	}
 	defer cli.Close()
 	for _, u := range urls {
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err == nil && st.Leader != 0 && !st.IsLearner && st.Header != nil && slices.Contains(clusterIDs, st.Header.ClusterId) {
-			return u, true
+		if err != nil || st.IsLearner || st.Header == nil || !slices.Contains(clusterIDs, st.Header.ClusterId) {
+			continue
+		}
+		if st.Leader != 0 {
+			return u, true, true
+		}
+		if !ok {
+			url, ok = u, true
 		}
 	}
-	return "", false
+	return url, false, ok
 }

@@ -60,7 +60,7 @@ func TestASummarysIsolatedLearnerDoesNotWedgeAnEmptyMembersRestore(t *testing.T)
 		Instances: []planner.Instance{{Name: "m3"}}, RecoveryGrace: time.Second, QuorumLostFor: time.Hour,
 		LatestSnapshot: &planner.SnapshotInfo{Name: "s1", Revision: 10, Epoch: 1}}
 	start := time.Now()
-	m3.observeKnownHealthy(ctx, &o)
+	m3.observeKnownHealthy(ctx, &o, time.Now())
 	d := planner.Plan(o)
 	if d.Kind != planner.RecoverQuorum {
 		t.Fatalf("empty m3, no quorum anywhere (the only voter gone), a learner in the summary: %s (%s) after a %s probe; want the restore of the newest snapshot", d.Kind, d.Reason, time.Since(start).Round(time.Millisecond))

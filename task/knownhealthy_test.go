@@ -30,7 +30,7 @@ func TestForgottenHealthyMajorityIsFoundBeforeARecovery(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		m0.observeKnownHealthy(ctx, &o)
+		m0.observeKnownHealthy(ctx, &o, time.Now())
 		return o
 	}
 	want := func(o planner.Observation, how string) {

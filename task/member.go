@@ -145,7 +145,7 @@ type Member struct {
 	metrics           *metrics
 	renew             *renewal      // certificates renewed while running (renew.go)
 	rot               rotationState // the CA rotation this member follows (rotate.go)
-	summary           []byte        // last cluster summary written
+	summary           []byte        // last cluster summary written (without its time)
 	summaryAt         time.Time     // when it was written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
@@ -169,9 +169,19 @@ type Member struct {
 	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
-	// latestSnapshotTaker is the member latestSnapshot was taken from:
-	// without a record a member probes it (observeKnownHealthy).
-	latestSnapshotTaker knownMember
+	// latestWriters are the members that wrote latestSnapshot and the
+	// newest segment of its delta chain: a member probes them before a
+	// recovery (observeKnownHealthy).
+	latestWriters []knownMember
+	// knownSeen: the members that answered observeKnownHealthy's probes
+	// as voters, by name, for RecoveryGrace after their last answer;
+	// summaryRead and summarySeen: the summary the last probe read (a
+	// rewrite since names its leader). listed: the provider's instances
+	// of the last observation, by name and client URL. Loop only.
+	knownSeen   map[string]knownSeen
+	summaryRead bool
+	summarySeen []byte
+	listed      map[string]bool
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
@@ -740,6 +750,11 @@ type Summary struct {
 	Healthy   int             `json:"healthy"`
 	Desired   int             `json:"desired"`
 	Members   []SummaryMember `json:"members"`
+	// Written is the leader's clock when it wrote this summary: it
+	// writes it every summaryBeat, changed or not, so a rewrite shows a
+	// leader serves. Readers only tell one value from another (clocks
+	// differ); they never compare it with their own.
+	Written time.Time `json:"written"`
 }
 
 // SummaryMember is one member in a Summary. ClientURLs are what a member
@@ -754,7 +769,7 @@ type SummaryMember struct {
 }
 
 // publishSummary writes the summary (Upkeep.PublishSummary: this member
-// leads) when it changed, and once a minute unchanged (summaryRefresh).
+// leads) when it changed, and every summaryBeat unchanged.
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
 	if !ok {
@@ -778,24 +793,35 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	m.writeSummary(ctx, sw, s)
 }
 
-// summaryRefresh bounds how long an unchanged summary goes unwritten: a
-// member without data probes the summary's members before any recovery,
-// and Consul may have lost it or restored an older one meanwhile (data
-// review, session 11: an idle leader never wrote it again).
-const summaryRefresh = time.Minute
+// summaryBeat is how often a leader writes its summary unchanged: the
+// summary is its heartbeat in the coordinator. A member about to recover
+// that sees it rewritten knows a leader serves, even one the provider no
+// longer lists and a partition hides from it (sim seeds 423, 458, 591
+// with CollectRunning: a partition longer than the recovery grace hid a
+// collected majority, and a recovery started a second cluster beside
+// it), and within the recovery grace: it must be well below it. A member
+// without data probes the summary's members, and Consul may have lost it
+// or restored an older one meanwhile (data review, session 11: an idle
+// leader never wrote it again). One small write every few seconds.
+const summaryBeat = 5 * time.Second
 
 // writeSummary writes s when it changed since this member last wrote it,
-// or summaryRefresh after that write.
+// or summaryBeat after that write, with the time it is written.
 func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) {
+	view, err := json.Marshal(s)
+	if err != nil || bytes.Equal(view, m.summary) && m.now().Sub(m.summaryAt) < summaryBeat {
+		return
+	}
+	s.Written = m.now().UTC()
 	b, err := json.Marshal(s)
-	if err != nil || bytes.Equal(b, m.summary) && m.now().Sub(m.summaryAt) < summaryRefresh {
+	if err != nil {
 		return
 	}
 	if err := sw.Put(ctx, "summary", b); err != nil {
 		m.log.Debug("summary not written", "error", err)
 		return
 	}
-	m.summary, m.summaryAt = b, m.now()
+	m.summary, m.summaryAt = view, m.now()
 }
 
 // publishSummaryUnobserved writes the summary when the loop's observation
@@ -811,14 +837,26 @@ func (m *Member) publishSummaryUnobserved(ctx context.Context) {
 	m.mu.Lock()
 	e, rec := m.etcd, m.record
 	m.mu.Unlock()
-	if !ok || e == nil || rec == nil || rec.ClusterID == 0 {
+	if !ok || e == nil || rec == nil {
 		return
 	}
 	srv := e.Server
-	if srv.Leader() == 0 || srv.Leader() != srv.MemberID() || uint64(srv.Cluster().ID()) != rec.ClusterID {
+	if srv.Leader() == 0 || srv.Leader() != srv.MemberID() {
 		return
 	}
-	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", rec.ClusterID), Epoch: rec.Epoch, Desired: m.opts.Cluster.Size}
+	clusterID := uint64(srv.Cluster().ID())
+	if rec.ClusterID != clusterID {
+		// This member's own seed or recovery, started and not confirmed
+		// yet, counts as the record's cluster: Nomad may collect the
+		// seeder right after its start, before it could confirm it, and
+		// its summary keeps a takeover from starting a second cluster
+		// beside it (sim seed 466 with CollectRunning).
+		meta, err := m.dir.ReadMeta()
+		if err != nil || rec.ClusterID != 0 || rec.Seeder != meta.Name || rec.Token != meta.Token || rec.Epoch != meta.Epoch {
+			return
+		}
+	}
+	s := Summary{Cluster: m.opts.Cluster.Name, ClusterID: fmt.Sprintf("%x", clusterID), Epoch: rec.Epoch, Desired: m.opts.Cluster.Size}
 	for _, mem := range srv.Cluster().Members() {
 		if mem.IsLearner {
 			s.Learners++

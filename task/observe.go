@@ -129,9 +129,14 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.status.Paused = o.Paused
 	m.mu.Unlock()
 	selfListed := false
+	m.listed = map[string]bool{}
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
 		selfListed = selfListed || in.Name == m.opts.Name
+		m.listed[in.Name] = true
+		if in.ClientPort != 0 {
+			m.listed[m.clientURL(in)] = true
+		}
 	}
 	if !selfListed && m.opts.Self != nil {
 		// The provider's list may lag behind this allocation's start.
@@ -159,6 +164,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		mu          sync.Mutex
 		out         []planner.PeerStatus
 		unreachable int
+		damaged     []string
 	)
 	hc := m.httpClient()
 	for _, in := range insts {
@@ -176,9 +182,11 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				return
 			}
 			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision})
+			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 		}(in)
 	}
 	wg.Wait()
+	m.takeDamaged(damaged)
 	return out, unreachable
 }
 

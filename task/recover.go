@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -24,13 +25,14 @@ const snapshotListEvery = 15 * time.Second
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
 	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
+	o.RecordMissingFor = m.since.hold(condition{what: condRecordMissing}, o.Record == nil, now)
 	m.observeSeeder(o, now)
 	if o.Record == nil && !o.Running && o.Local.Empty {
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
 		m.since.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
-		m.observeKnownHealthy(ctx, o) // the summary's members, the newest snapshot's taker: Consul lost its state, a majority may serve
+		m.observeKnownHealthy(ctx, o, now) // the summary's members, the store's writers: Consul lost its state, a majority may serve
 		return
 	}
 	if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name && !o.Running && o.Local.Empty {
@@ -38,22 +40,22 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
 		m.since.hold(quorumLost, false, now)
-		m.observeKnownHealthy(ctx, o)
 		m.observeLatestSnapshot(ctx, o, now)
+		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.since.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
-			m.observeKnownHealthy(ctx, o) // a recovery of its own data it may resume
+			m.observeKnownHealthy(ctx, o, now) // a recovery of its own data it may resume
 		}
 		return
 	}
 	if o.Record.ClusterID != 0 {
 		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
 	}
-	m.observeKnownHealthy(ctx, o)
 	m.observeLatestSnapshot(ctx, o, now)
+	m.observeKnownHealthy(ctx, o, now)
 }
 
 // observeLatestSnapshot fills the newest snapshot, listing the store at
@@ -76,7 +78,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
 				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
 				m.latestSnapshot = lineage
-				m.latestSnapshotTaker = takerOf(list, s.Name)
+				m.latestWriters = writersOf(list, s.Name)
 				if foreign != nil {
 					// Genuine, but of no incarnation of the record: data
 					// that may exist beyond the lineage's, refused as an
@@ -144,16 +146,27 @@ func newestRefused(refused []refusedObject, all []snapshot.Meta, cluster string)
 	return rs
 }
 
-// takerOf is the member the full snapshot name was streamed from, as its
-// metadata names it: its client URL and cluster id.
-func takerOf(list []snapshot.Meta, name string) knownMember {
-	for _, m := range list {
-		if m.Name == name && m.Endpoint != "" {
+// writersOf are the members the metadata of the full snapshot name and
+// of the newest segment of its delta chain name (their client URLs and
+// cluster id): the one the snapshot was streamed from, and the one whose
+// recorder wrote the segment (the leader of a few seconds before).
+func writersOf(list []snapshot.Meta, name string) []knownMember {
+	var out []knownMember
+	add := func(what string, m snapshot.Meta) {
+		if m.Endpoint != "" {
 			id, _ := strconv.ParseUint(m.MemberID, 16, 64)
-			return knownMember{id: id, name: "taker of " + name, clientURLs: []string{m.Endpoint}, clusterID: m.ClusterID}
+			out = append(out, knownMember{id: id, name: what + " " + m.Name, clientURLs: []string{m.Endpoint}, clusterID: m.ClusterID})
 		}
 	}
-	return knownMember{}
+	for _, m := range list {
+		if m.Name == name && m.Kind == snapshot.KindFull {
+			add("taker of", m)
+			if chain, _ := snapshot.Chain(list, m); len(chain) > 0 {
+				add("recorder of", chain[len(chain)-1])
+			}
+		}
+	}
+	return out
 }
 
 // lineageSnapshot is s, the newest snapshot of list, when it is of rec's
@@ -216,6 +229,30 @@ func newestSnapshot(list []snapshot.Meta, damaged map[string]bool) (*planner.Sna
 		return nil, false
 	}
 	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}, true
+}
+
+// maxDamagedShared bounds the damaged segments a member names in its
+// /status, and takes from each peer's.
+const maxDamagedShared = 32
+
+// takeDamaged adds the delta segments peers found damaged (their /status)
+// to this member's marks: every member then sees the chain end where the
+// member that read the damage saw it. Before, the member that found a
+// damaged segment saw a survivor's data beat the snapshot and waited for
+// that survivor to recover from it, while the survivor, seeing the whole
+// chain, waited for that member to restore the snapshot: for good (sim
+// seed 682 with CollectRunning). A new mark makes the next observation
+// list the store again.
+func (m *Member) takeDamaged(names []string) {
+	for _, name := range names {
+		if !m.damagedDeltas[name] {
+			if m.damagedDeltas == nil {
+				m.damagedDeltas = map[string]bool{}
+			}
+			m.damagedDeltas[name] = true
+			m.snapshotListed = time.Time{}
+		}
+	}
 }
 
 // observeSeeder fills SeederGoneFor: how long the seeder named by an
@@ -336,6 +373,11 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 				m.damagedDeltas = map[string]bool{}
 			}
 			m.damagedDeltas[short.Damaged] = true
+			m.mu.Lock()
+			if !slices.Contains(m.status.DamagedDeltas, short.Damaged) && len(m.status.DamagedDeltas) < maxDamagedShared {
+				m.status.DamagedDeltas = append(m.status.DamagedDeltas, short.Damaged)
+			}
+			m.mu.Unlock()
 		case len(m.damagedDeltas) > 0:
 			// Short without a new damaged segment, while segments marked
 			// damaged earlier were left out: the marks may be stale (an
@@ -344,6 +386,9 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 			// try reads them again and marks what is still damaged.
 			m.log.Warn("forgetting the delta segments marked damaged: the next try reads them again", "segments", len(m.damagedDeltas))
 			m.damagedDeltas = nil
+			m.mu.Lock()
+			m.status.DamagedDeltas = nil
+			m.mu.Unlock()
 		}
 		m.snapshotListed = time.Time{}
 		m.log.Warn("recovery from snapshot refused before recording: its chain does not reach the revision it was chosen for", "snapshot", name, "want", short.Want, "verified_end", short.End, "damaged", short.Damaged, "why", short.Why)

@@ -33,6 +33,8 @@ const (
 	// condSeederGone: the seeder of an unconfirmed record has no
 	// instance.
 	condSeederGone = "seeder gone"
+	// condRecordMissing: the coordinator holds no record.
+	condRecordMissing = "record missing"
 )
 
 // since remembers from when each condition has held: the "since when"

@@ -10,7 +10,8 @@ import (
 // leader wrote the summary only when its view changed since its own last
 // write, so after Consul lost the key (or restored an older one) an idle
 // leader never wrote it again and the guard stayed off (data review,
-// session 11). An unchanged view is written again after summaryRefresh.
+// session 11). An unchanged view is written again after summaryBeat (the
+// leader's heartbeat).
 func TestALostSummaryIsWrittenAgainWithinTheRefresh(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
@@ -27,14 +28,14 @@ func TestALostSummaryIsWrittenAgainWithinTheRefresh(t *testing.T) {
 	if err := k.co.Delete(ctx, "summary"); err != nil { // Consul lost it
 		t.Fatal(err)
 	}
-	clk.advance(summaryRefresh / 2)
+	clk.advance(summaryBeat / 2)
 	m.writeSummary(ctx, k.co, s) // unchanged, within the refresh: no write
 	if _, err := k.co.Get(ctx, "summary"); err == nil {
-		t.Fatalf("an unchanged view was written again before summaryRefresh: every loop would write")
+		t.Fatalf("an unchanged view was written again before summaryBeat: every loop would write")
 	}
-	clk.advance(summaryRefresh / 2)
+	clk.advance(summaryBeat / 2)
 	m.writeSummary(ctx, k.co, s)
 	if _, err := k.co.Get(ctx, "summary"); err != nil {
-		t.Fatalf("summaryRefresh after Consul lost the summary, the leader's unchanged view is still not written (%v): an empty member has no members to probe", err)
+		t.Fatalf("summaryBeat after Consul lost the summary, the leader's unchanged view is still not written (%v): an empty member has no members to probe", err)
 	}
 }
