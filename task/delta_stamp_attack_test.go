@@ -1,15 +1,12 @@
 package task
 
 import (
-	"bytes"
 	"context"
-	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord: full
@@ -24,16 +21,7 @@ import (
 func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc := snapshot.Encryption{MACKey: key}
-	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store, Encryption: enc, RetainCount: 10, DeltaEvery: time.Second})
+	m, store, enc := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, DeltaEvery: time.Second})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)
@@ -99,15 +87,7 @@ func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 func TestRunningDeltaRecorderStopsWhenTheRecordNamesAnotherIncarnation(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store, Encryption: snapshot.Encryption{MACKey: key}, RetainCount: 10, DeltaEvery: time.Second})
+	m, _, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, DeltaEvery: time.Second})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)

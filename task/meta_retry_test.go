@@ -1,7 +1,6 @@
 package task
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // TestBackupsResumeAfterAFailedMetadataWrite: afterReady wrote the member
@@ -26,15 +24,7 @@ import (
 func TestBackupsResumeAfterAFailedMetadataWrite(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store, Encryption: snapshot.Encryption{MACKey: key}, RetainCount: 10, Interval: time.Hour})
+	m, store, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, Interval: time.Hour})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/etcd-nomad/etcd-nomad/internal/awsconf"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
@@ -30,14 +29,7 @@ func TestConformance(t *testing.T) {
 	}
 	defer agent.Stop(10 * time.Second)
 	clustertest.AWSEnv(t, devagents.S3AccessKey, devagents.S3SecretKey)
-	cfg, err := awsconf.Load(ctx, "us-east-1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	raw := awss3.NewFromConfig(cfg, func(o *awss3.Options) {
-		o.BaseEndpoint = aws.String(agent.Addr)
-		o.UsePathStyle = true
-	})
+	raw := rawClient(t, ctx, agent.Addr)
 	storetest.Run(t, func(t *testing.T) (snapshot.Store, storetest.Raw) {
 		prefix := t.Name() + "/"
 		store, err := s3.New(ctx, s3.Options{Bucket: bucket, Prefix: prefix, Endpoint: agent.Addr, Region: "us-east-1", PathStyle: true})
