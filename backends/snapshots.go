@@ -34,7 +34,12 @@ func StoreWithLog(ctx context.Context, cl *config.Cluster, log hclog.Logger) (sn
 	}
 	switch sn.StoreKind {
 	case "file":
-		return file.New(sn.Path, cl.Name)
+		s, err := file.New(sn.Path, cl.Name)
+		if err != nil {
+			return nil, err
+		}
+		s.Log = log
+		return s, nil
 	case "s3":
 		prefix := sn.Prefix
 		if prefix == "" {

@@ -58,14 +58,20 @@ var (
 // FetchChain fetches and verifies every segment of chain (Chain's result)
 // before anything is applied. A segment that cannot be read is read again
 // (bounded, with backoff); one that still cannot is an error, as is ctx
-// ending: never a shorter chain. A segment whose content fails its
-// checksum or does not decrypt ends the chain there (Damaged, Stopped):
-// the stored object itself is wrong, and reading it again gives the
-// same bytes.
+// ending: never a shorter chain. A segment whose object is not of the
+// size its metadata records (stored_size, which the MAC vouches for), or
+// whose content fails its checksum or does not decrypt, ends the chain
+// there (Damaged, Stopped): the stored object itself is wrong, and
+// reading it again gives the same bytes.
 func FetchChain(ctx context.Context, store Store, chain []Meta, enc Encryption) (FetchedChain, error) {
 	var fc FetchedChain
 	for _, m := range chain {
 		raw, err := readSegment(ctx, store, m)
+		var size *sizeMismatch
+		if errors.As(err, &size) {
+			fc.Damaged, fc.Stopped = m.Name, fmt.Sprintf("delta %s: %v", m.Name, err)
+			return fc, nil
+		}
 		if err != nil {
 			return fc, err
 		}
@@ -84,9 +90,10 @@ func FetchChain(ctx context.Context, store Store, chain []Meta, enc Encryption) 
 	return fc, nil
 }
 
-// readSegment reads a segment's stored bytes whole, retrying read errors;
-// a body shorter or longer than the recorded stored size is a read error
-// (a connection cut short), not a damaged segment.
+// readSegment reads a segment's stored bytes whole, retrying read errors
+// (a connection reset, a body cut short: the reader's error). An object
+// that ends cleanly at another size than the recorded stored size is no
+// read error: it is the object (sizeMismatch), and is not read again.
 func readSegment(ctx context.Context, store Store, m Meta) ([]byte, error) {
 	wait := fetchBackoff
 	var last error
@@ -95,8 +102,9 @@ func readSegment(ctx context.Context, store Store, m Meta) ([]byte, error) {
 			return nil, fmt.Errorf("fetch delta %s: %w", m.Name, err)
 		}
 		raw, err := readOnce(ctx, store, m)
-		if err == nil {
-			return raw, nil
+		var size *sizeMismatch
+		if err == nil || errors.As(err, &size) {
+			return raw, err
 		}
 		if cerr := ctx.Err(); cerr != nil {
 			return nil, fmt.Errorf("fetch delta %s: %w (%v)", m.Name, cerr, err)
@@ -116,18 +124,44 @@ func readSegment(ctx context.Context, store Store, m Meta) ([]byte, error) {
 	}
 }
 
+// sizeMismatch: a segment's object is longer than its recorded stored
+// size, or ends (cleanly) short of it.
+type sizeMismatch struct {
+	stored int64
+	read   int64 // stored+1: longer
+}
+
+func (e *sizeMismatch) Error() string {
+	if e.read > e.stored {
+		return fmt.Sprintf("the object is longer than its recorded %d bytes", e.stored)
+	}
+	return fmt.Sprintf("the object holds %d bytes, recorded %d", e.read, e.stored)
+}
+
+// readOnce reads a segment's object, at most one byte past its recorded
+// stored size: a store writer's object of any size in its place costs
+// that much memory, not its own size (before, a 64 MiB object swapped for
+// a 1-byte segment was read whole, five times over, 788 MiB). Metadata
+// without a stored size (written by no version that records deltas) is
+// read whole.
 func readOnce(ctx context.Context, store Store, m Meta) ([]byte, error) {
 	rc, _, err := store.Open(ctx, m.Name)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Close()
-	raw, err := io.ReadAll(rc)
+	if m.StoredSize <= 0 {
+		return io.ReadAll(rc)
+	}
+	// Grown as it is read, not sized from the metadata: a stored size
+	// is only vouched for by a MAC, and an operator's unauthenticated
+	// segment may claim any.
+	raw, err := io.ReadAll(io.LimitReader(rc, m.StoredSize+1))
 	if err != nil {
 		return nil, err
 	}
-	if m.StoredSize > 0 && int64(len(raw)) != m.StoredSize {
-		return nil, fmt.Errorf("read %d bytes, stored %d", len(raw), m.StoredSize)
+	if n := int64(len(raw)); n != m.StoredSize {
+		return nil, &sizeMismatch{stored: m.StoredSize, read: n}
 	}
 	return raw, nil
 }

@@ -54,6 +54,10 @@ type Member struct {
 	// CertWarning names the certificates that expire within the warning
 	// window (certs.WarnBefore): the Consul check turns warning.
 	CertWarning string `json:"cert_warning,omitempty"`
+	// SnapshotError says why this member's last snapshot failed or was
+	// not taken (the store unavailable, the record not confirmed from
+	// its data), with its time; empty once one is saved or none is due.
+	SnapshotError string `json:"snapshot_error,omitempty"`
 	// CA names the CA this member issues from and those it trusts (TLS
 	// auto), and the CA rotation phase it carried out.
 	CA *RotationView `json:"ca,omitempty"`

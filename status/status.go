@@ -157,6 +157,9 @@ func Format(st Cluster) string {
 		if m.CertWarning != "" {
 			fmt.Fprintf(&b, "\n%s: CERTIFICATE WARNING: %s", m.Name, m.CertWarning)
 		}
+		if m.SnapshotError != "" {
+			fmt.Fprintf(&b, "\n%s: SNAPSHOT NOT SAVED: %s", m.Name, m.SnapshotError)
+		}
 		if m.CAMismatch != nil {
 			fmt.Fprintf(&b, "\n%s: CA MISMATCH: runs with %s, the coordinator holds %s (members that start without a saved CA cannot join)", m.Name, m.CAMismatch.Member, m.CAMismatch.Coordinator)
 		}

@@ -532,26 +532,72 @@ func (m *Member) start(name, token, state, initial string) error {
 	return nil
 }
 
-// afterReady completes the metadata once the server has joined.
+// afterReady completes the metadata once the server has joined; a failed
+// write is tried again at each loop (retryMeta).
 func (m *Member) afterReady(e *embed.Etcd) {
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-e.Server.StopNotify():
 		return
 	}
+	if err := m.completeMeta(e); err != nil {
+		m.log.Warn("write the member and cluster ids into the data dir's metadata (tried again at each loop; until then no snapshot is saved)", "error", err)
+	}
+}
+
+// retryMeta completes the metadata of the running server if afterReady
+// could not. Without the cluster id in it the record is never confirmed
+// from this member's data and every snapshot is refused ("not confirmed
+// yet", snapshotSource): written once and never again, one failed write
+// stopped backups for good. Each new failure is logged once.
+func (m *Member) retryMeta() {
+	m.mu.Lock()
+	e, done := m.etcd, m.metaDone == m.etcd
+	m.mu.Unlock()
+	if e == nil || done {
+		return
+	}
+	select {
+	case <-e.Server.ReadyNotify():
+	default:
+		return // afterReady writes it
+	}
+	err := m.completeMeta(e)
+	switch {
+	case err == nil:
+		m.metaErr = ""
+	case err.Error() != m.metaErr:
+		m.metaErr = err.Error()
+		m.log.Warn("write the member and cluster ids into the data dir's metadata (tried again at each loop; until then no snapshot is saved)", "error", err)
+	}
+}
+
+// completeMeta writes the ready server e's member and cluster ids into the
+// data dir's metadata, once per server.
+func (m *Member) completeMeta(e *embed.Etcd) error {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	m.mu.Lock()
+	done := m.metaDone == e
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
 	meta, err := m.dir.ReadMeta()
 	if err != nil {
-		m.log.Warn("read metadata", "error", err)
-		return
+		return fmt.Errorf("read metadata: %w", err)
 	}
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
 	meta.ForceNew = false
 	if err := m.dir.WriteMeta(meta); err != nil {
-		m.log.Warn("write metadata", "error", err)
-		return
+		return fmt.Errorf("write metadata: %w", err)
 	}
+	m.mu.Lock()
+	m.metaDone = e
+	m.mu.Unlock()
 	m.log.Info("etcd ready", "member_id", e.Server.MemberID().String(), "cluster_id", e.Server.Cluster().ID().String())
+	return nil
 }
 
 func (m *Member) stopEtcd() {

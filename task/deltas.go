@@ -18,7 +18,10 @@ const deltaRetry = 10 * time.Second
 
 // deltaRun is the continuous backup running on this member.
 type deltaRun struct {
-	base   string
+	base string
+	// source is what every segment is stamped with (the base's epoch
+	// and cluster id, which this member's data ran when it started).
+	source snapshot.Source
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -33,6 +36,15 @@ type deltaRun struct {
 // for a moment writes segments that overlap the new leader's; a chain
 // skips what it already covers (snapshot.Chain). record
 // (Upkeep.RecordDeltas) says whether it runs here.
+//
+// Segments are MACed with the base's stamp, so a recorder runs only while
+// that stamp is what this member's own data runs and the record names too
+// (snapshotSource, as for a full save): taken from the Consul record
+// alone, a Consul key writer who rewrote the record's cluster id to that
+// of another incarnation's genuine snapshot put back in the store got the
+// running cluster's writes MACed as deltas of it. A running recorder is
+// stopped, logged, as soon as the two disagree (a record rewritten, a
+// recovery under way).
 func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	s := m.opts.Snapshots
 	if s == nil || s.DeltaEvery <= 0 {
@@ -52,9 +64,16 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		default:
 		}
 	}
-	if m.deltas != nil {
+	if r := m.deltas; r != nil {
 		if !record || m.wantFullSnapshot.Load() {
 			m.stopDeltas(false)
+			return
+		}
+		if src, _, err := m.snapshotSource(); err != nil || src != r.source {
+			m.log.Warn("continuous backup: stopping: its segments are stamped as of another incarnation than the one this member's data runs and the record names",
+				"base", r.base, "stamp_epoch", r.source.Epoch, "stamp_cluster_id", r.source.ClusterID, "now", src, "error", err)
+			m.stopDeltas(false)
+			m.nextDeltaStart = m.now().Add(deltaRetry)
 		}
 		return
 	}
@@ -62,10 +81,9 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		return
 	}
 	m.nextDeltaStart = m.now().Add(deltaRetry)
-	m.mu.Lock()
-	rec := m.record
-	m.mu.Unlock()
-	if rec == nil || rec.ClusterID == 0 {
+	src, of, err := m.snapshotSource()
+	if err != nil {
+		m.log.Debug("continuous backup: not starting", "reason", err)
 		return
 	}
 	list, err := m.listLineage(ctx)
@@ -73,17 +91,18 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
 		return
 	}
-	// The base is the newest snapshot of the record's lineage: a genuine
-	// snapshot of another incarnation put back in the store (a higher
-	// epoch) is never one, or no chain would ever start again.
+	// The base is the newest snapshot of the lineage this member's data
+	// runs (which the record names too): a genuine snapshot of another
+	// incarnation put back in the store (a higher epoch) is never one, or
+	// no chain would ever start again.
 	lineage := make([]snapshot.Meta, 0, len(list))
 	for _, meta := range list {
-		if meta.Kind != snapshot.KindFull || (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}).Of(meta) {
+		if meta.Kind != snapshot.KindFull || of.Of(meta) {
 			lineage = append(lineage, meta)
 		}
 	}
 	full, _, end, ok := snapshot.Newest(lineage)
-	if !ok || full.Epoch != rec.Epoch || full.ClusterID != fmt.Sprintf("%x", rec.ClusterID) {
+	if !ok || full.Epoch != src.Epoch || full.ClusterID != src.ClusterID {
 		// No full snapshot of this incarnation yet: the scheduled one
 		// comes first (at once when the store has none), then the chain.
 		m.wantFullSnapshot.Store(len(snapshot.Full(list)) > 0)
@@ -99,7 +118,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		return
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	run := &deltaRun{base: full.Name, cancel: cancel, done: make(chan error, 1)}
+	run := &deltaRun{base: full.Name, source: src, cancel: cancel, done: make(chan error, 1)}
 	m.mu.Lock()
 	var memberID string
 	if m.etcd != nil {
@@ -108,7 +127,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	m.mu.Unlock()
 	r := &snapshot.Recorder{
 		Client: cli, Store: s.Store, Encryption: s.Encryption,
-		Source: snapshot.Source{Cluster: m.opts.Cluster.Name, ClusterID: full.ClusterID, Epoch: full.Epoch},
+		Source: src,
 		Base:   full, From: end + 1, FlushEvery: s.DeltaEvery,
 		// Each segment names this member, which leads: a member about
 		// to recover asks it whether it still serves (sim seeds 71 and

@@ -7,6 +7,7 @@ package task
 // test pins what one action does, in seconds.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -27,6 +28,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
+	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // kit is one test cluster: its definition, provider and coordinator.
@@ -147,6 +150,22 @@ func (m *Member) readRecord(t *testing.T) {
 	default:
 		t.Fatal(err)
 	}
+}
+
+// memberWithMACedStore is memberWith on a file store in the kit's dir
+// whose snapshots are MACed under a fixed KEK's key; snaps gives the rest.
+func (k *kit) memberWithMACedStore(name string, snaps Snapshots) (*Member, *file.Store, snapshot.Encryption) {
+	k.t.Helper()
+	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	snaps.Store, snaps.Encryption = store, snapshot.Encryption{MACKey: key}
+	return k.memberWith(name, k.co, &snaps), store, snaps.Encryption
 }
 
 // seedForTest seeds a one-member cluster on m, waits for it to be ready,

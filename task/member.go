@@ -159,6 +159,16 @@ type Member struct {
 	// snapCancel cancels it (stopEtcd: it may stream from this server).
 	snapRunning bool
 	snapCancel  context.CancelFunc
+	// snapshotErr (under mu): why this member's last snapshot failed or
+	// was not taken, with its time ("" once one succeeds or is not due):
+	// /status's snapshot_error.
+	snapshotErr string
+	// metaDone (under mu): the etcd server whose member and cluster ids
+	// the data dir's metadata holds (completeMeta); metaMu serializes
+	// completeMeta, metaErr is the failure last logged (loop only).
+	metaDone *embed.Etcd
+	metaMu   sync.Mutex
+	metaErr  string
 	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
 	pruning        bool
 	nextAsidePrune time.Time
@@ -443,6 +453,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		}
 		d = planner.Plan(o)
 	}
+	m.retryMeta()
 	m.upkeep(ctx, o, planner.PlanUpkeep(o))
 	m.metrics.observed(o)
 	m.metrics.decision(d)

@@ -39,6 +39,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	e := m.etcd
 	starting := m.starting
 	st.CAMismatch = m.caMismatch
+	st.SnapshotError = m.snapshotErr
 	m.mu.Unlock()
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)

@@ -1,15 +1,10 @@
 package task
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"path/filepath"
 	"strconv"
 	"testing"
-
-	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // TestSnapshotIsStampedWithTheDataItRunsNotARewrittenRecord (rev12-sec
@@ -25,15 +20,7 @@ import (
 func TestSnapshotIsStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := k.memberWith("m0", k.co, &Snapshots{Store: store, Encryption: snapshot.Encryption{MACKey: key}, RetainCount: 10})
+	m, store, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10})
 	put(t, k.seedForTest(m), "k", "v")
 	m.readRecord(t)
 	rec, err := k.co.Record(ctx)

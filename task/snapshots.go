@@ -270,9 +270,16 @@ func (m *Member) startSnapshot(ep, why string, scheduled bool) bool {
 			m.snapRunning, m.snapCancel = false, nil
 			m.mu.Unlock()
 		}()
-		if err := m.leasedSnapshot(ctx, ep, why, scheduled); err != nil {
+		err := m.leasedSnapshot(ctx, ep, why, scheduled)
+		if err != nil {
 			m.log.Warn("snapshot failed", "why", why, "error", err)
 		}
+		m.mu.Lock()
+		m.snapshotErr = ""
+		if err != nil {
+			m.snapshotErr = fmt.Sprintf("%s: %v", m.now().UTC().Format(time.RFC3339), err)
+		}
+		m.mu.Unlock()
 	}()
 	return true
 }

@@ -17,6 +17,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -27,6 +31,19 @@ const metaSuffix = ".meta.json"
 type Store struct {
 	Dir     string
 	Cluster string
+	// Log, optional, receives what List skips (corrupt or oversize
+	// metadata), once per version of the file. Defaults to nowhere.
+	Log hclog.Logger
+
+	mu       sync.Mutex
+	reported map[string]fileVersion // skipped metadata already logged
+}
+
+// fileVersion tells one version of a file from another (a skipped
+// metadata file rewritten is reported again).
+type fileVersion struct {
+	size int64
+	mod  time.Time
 }
 
 var _ snapshot.Store = (*Store)(nil)
@@ -103,14 +120,17 @@ func (s *Store) PutMeta(_ context.Context, m snapshot.Meta) error {
 	return nil
 }
 
+// meta reads the metadata of name, at most snapshot.MaxMetaSize of it:
+// undecodable or larger is snapshot.ErrCorruptMeta.
 func (s *Store) meta(name string) (snapshot.Meta, error) {
-	var m snapshot.Meta
-	b, err := os.ReadFile(filepath.Join(s.Dir, name+metaSuffix))
+	f, err := os.Open(filepath.Join(s.Dir, name+metaSuffix))
 	if err != nil {
-		return m, err
+		return snapshot.Meta{}, err
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("decode metadata of %s: %w", name, err)
+	defer f.Close()
+	m, err := snapshot.DecodeMeta(f)
+	if err != nil {
+		return m, fmt.Errorf("metadata of %s: %w", name, err)
 	}
 	return m, nil
 }
@@ -133,28 +153,69 @@ func (s *Store) Open(_ context.Context, name string) (io.ReadCloser, snapshot.Me
 
 // List returns every object of the cluster with metadata, oldest first.
 // Other clusters' snapshots in the same directory are not listed, so
-// retention never prunes them and "latest" is never theirs.
+// retention never prunes them and "latest" is never theirs. One bad entry
+// does not hide the others, as in the S3 store (a failing List holds every
+// seed, recovery and save): metadata deleted since the directory was read
+// (retention, another member's) is skipped, and metadata that is corrupt
+// or oversize is skipped and reported to Log. Only the directory failing
+// fails List.
 func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 	ents, err := os.ReadDir(s.Dir)
 	if err != nil {
 		return nil, err
 	}
 	var out []snapshot.Meta
+	bad := map[string]skippedMeta{}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), metaSuffix)
 		if !ok || !snapshot.OfCluster(name, s.Cluster) {
 			continue
 		}
 		m, err := s.meta(name)
-		if err != nil {
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // deleted since ReadDir
+		case errors.Is(err, snapshot.ErrCorruptMeta):
+			bad[e.Name()] = skippedMeta{versionOf(e), err}
+			continue
+		case err != nil:
 			return nil, err
 		}
 		if m.Cluster == s.Cluster {
 			out = append(out, m)
 		}
 	}
+	s.report(bad)
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out, nil
+}
+
+type skippedMeta struct {
+	v   fileVersion
+	why error
+}
+
+func versionOf(e os.DirEntry) fileVersion {
+	info, err := e.Info()
+	if err != nil {
+		return fileVersion{}
+	}
+	return fileVersion{size: info.Size(), mod: info.ModTime()}
+}
+
+// report logs the metadata files a listing skipped, each once per version
+// (a member lists every loop), and forgets those no longer there.
+func (s *Store) report(bad map[string]skippedMeta) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := make(map[string]fileVersion, len(bad))
+	for name, b := range bad {
+		if v, ok := s.reported[name]; (!ok || v != b.v) && s.Log != nil {
+			s.Log.Warn("snapshot listing: skipping corrupt metadata", "path", filepath.Join(s.Dir, name), "error", b.why)
+		}
+		next[name] = b.v
+	}
+	s.reported = next
 }
 
 // Delete removes the metadata first (the object is then invisible), then

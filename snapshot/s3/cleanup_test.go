@@ -51,15 +51,21 @@ func s3EnvWith(t *testing.T, ctx context.Context, log hclog.Logger, hc *http.Cli
 	if err != nil {
 		t.Fatal(err)
 	}
+	return store, rawClient(t, ctx, agent.Addr)
+}
+
+// rawClient is an SDK client of the S3 server at endpoint, to write and
+// look behind a store.
+func rawClient(t *testing.T, ctx context.Context, endpoint string) *awss3.Client {
+	t.Helper()
 	cfg, err := awsconf.Load(ctx, "us-east-1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := awss3.NewFromConfig(cfg, func(o *awss3.Options) {
-		o.BaseEndpoint = aws.String(agent.Addr)
+	return awss3.NewFromConfig(cfg, func(o *awss3.Options) {
+		o.BaseEndpoint = aws.String(endpoint)
 		o.UsePathStyle = true
 	})
-	return store, raw
 }
 
 func incompleteUploads(t *testing.T, raw *awss3.Client) []string {

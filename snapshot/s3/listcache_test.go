@@ -9,6 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/s3"
 )
@@ -132,5 +137,43 @@ func TestListRetriesAMetadataReadBeyondTheSDKsAttempts(t *testing.T) {
 	}
 	if len(l) != 3 {
 		t.Fatalf("listed %d objects, want 3", len(l))
+	}
+}
+
+// Corrupt metadata (a store writer's, up to snapshot.MaxMetaSize of it
+// read) was read again and reported again at every listing, every loop of
+// every member. It is read and reported once per version (ETag), skipped
+// every time, and read again once rewritten.
+func TestCorruptMetadataIsReadAndReportedOncePerVersion(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var logs clustertest.SyncBuffer
+	reads := &metaReads{}
+	store, raw := s3EnvWith(t, ctx, hclog.New(&hclog.LoggerOptions{Output: &logs}), &http.Client{Transport: reads})
+	names := putObjects(t, ctx, store, 2)
+	bad := snapshot.ObjectName("main", 1, 9, time.Now(), false)
+	if _, err := store.Put(ctx, bad, strings.NewReader(bad)); err != nil {
+		t.Fatal(err)
+	}
+	plant := func(body string) {
+		if _, err := raw.PutObject(ctx, &awss3.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("main/" + bad + ".meta.json"), Body: strings.NewReader(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plant(`{"name": "trunc`)
+	for i := 0; i < 3; i++ {
+		if l, err := store.List(ctx); err != nil || len(l) != len(names) {
+			t.Fatalf("list %d: %d objects, %v; want %d", i, len(l), err, len(names))
+		}
+	}
+	if n, r := reads.count(), strings.Count(logs.String(), "skipping corrupt metadata"); n != 3 || r != 1 {
+		t.Fatalf("three listings read %d metadata objects and reported %s %d times; want 3 reads (2 good, 1 corrupt) and 1 report\n%s", n, bad, r, logs.String())
+	}
+	plant(`{"name": "still trunc`)
+	if _, err := store.List(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, r := reads.count(), strings.Count(logs.String(), "skipping corrupt metadata"); n != 4 || r != 2 {
+		t.Fatalf("after a rewrite: %d reads, %d reports; want 4 and 2", n, r)
 	}
 }

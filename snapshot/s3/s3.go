@@ -68,13 +68,16 @@ type Store struct {
 	// metas caches the metadata List read, by name, with the ETag it was
 	// read at: a listing reads again only what is new or rewritten (a
 	// member lists every loop, and a delta chain adds an object a second).
+	// Corrupt metadata is cached too (corrupt set): it is neither read
+	// again nor reported again until it is rewritten.
 	mu    sync.Mutex
 	metas map[string]cachedMeta
 }
 
 type cachedMeta struct {
-	etag string
-	m    snapshot.Meta
+	etag    string
+	m       snapshot.Meta
+	corrupt error
 }
 
 var (
@@ -195,17 +198,18 @@ func (s *Store) metaTagged(ctx context.Context, name string) (snapshot.Meta, str
 		return m, "", fmt.Errorf("read metadata of %s: %w", name, err)
 	}
 	defer out.Body.Close()
-	b, err := io.ReadAll(out.Body)
+	etag := aws.ToString(out.ETag)
+	m, err = snapshot.DecodeMeta(out.Body)
+	if errors.Is(err, snapshot.ErrCorruptMeta) {
+		return m, etag, fmt.Errorf("metadata of %s: %w", name, err)
+	}
 	if err != nil {
 		return m, "", fmt.Errorf("read metadata of %s: %w", name, err)
 	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, "", fmt.Errorf("metadata of %s: %w: %w", name, errCorrupt, err)
-	}
 	if m.Name != name {
-		return m, "", fmt.Errorf("metadata of %s names %q: %w", name, m.Name, errCorrupt)
+		return m, etag, fmt.Errorf("metadata of %s names %q: %w", name, m.Name, snapshot.ErrCorruptMeta)
 	}
-	return m, aws.ToString(out.ETag), nil
+	return m, etag, nil
 }
 
 // listMetaAttempts and listMetaBackoff bound List's reads of one metadata
@@ -226,6 +230,9 @@ func (s *Store) listedMeta(ctx context.Context, name, etag string) (snapshot.Met
 	c, ok := s.metas[name]
 	s.mu.Unlock()
 	if ok && etag != "" && c.etag == etag {
+		if c.corrupt != nil {
+			return snapshot.Meta{}, errReported{c.corrupt}
+		}
 		return c.m, nil
 	}
 	var err error
@@ -240,26 +247,35 @@ func (s *Store) listedMeta(ctx context.Context, name, etag string) (snapshot.Met
 		var m snapshot.Meta
 		var read string
 		m, read, err = s.metaTagged(ctx, name)
+		corrupt := errors.Is(err, snapshot.ErrCorruptMeta)
+		if (err == nil || corrupt) && read != "" {
+			s.mu.Lock()
+			if s.metas == nil {
+				s.metas = map[string]cachedMeta{}
+			}
+			if corrupt {
+				s.metas[name] = cachedMeta{etag: read, corrupt: err}
+			} else {
+				s.metas[name] = cachedMeta{etag: read, m: m}
+			}
+			s.mu.Unlock()
+		}
 		switch {
 		case err == nil:
-			if read != "" {
-				s.mu.Lock()
-				if s.metas == nil {
-					s.metas = map[string]cachedMeta{}
-				}
-				s.metas[name] = cachedMeta{etag: read, m: m}
-				s.mu.Unlock()
-			}
 			return m, nil
-		case errors.Is(err, os.ErrNotExist), errors.Is(err, errCorrupt), ctx.Err() != nil:
+		case errors.Is(err, os.ErrNotExist), corrupt, ctx.Err() != nil:
 			return m, err
 		}
 	}
 	return snapshot.Meta{}, fmt.Errorf("%w (%d attempts)", err, listMetaAttempts)
 }
 
-// errCorrupt marks metadata that cannot be read as a snapshot's.
-var errCorrupt = errors.New("corrupt snapshot metadata")
+// errReported is corrupt metadata List found in the cache: skipped as
+// before, and not reported again.
+type errReported struct{ err error }
+
+func (e errReported) Error() string { return e.err.Error() }
+func (e errReported) Unwrap() error { return e.err }
 
 // Open streams an object.
 func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, snapshot.Meta, error) {
@@ -329,7 +345,9 @@ func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue // deleted since the listing
-		case errors.Is(err, errCorrupt):
+		case errors.As(err, new(errReported)):
+			continue // corrupt, reported when it was read
+		case errors.Is(err, snapshot.ErrCorruptMeta):
 			s.o.Log.Warn("snapshot listing: skipping corrupt metadata", "key", s.key(name+metaSuffix), "error", err)
 			continue
 		case err != nil:
