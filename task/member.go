@@ -178,7 +178,10 @@ type Member struct {
 	// summaryRead and summarySeen: the summary the last probe read (a
 	// rewrite since names its leader). listed: the provider's instances
 	// of the last observation, by name and client URL. Loop only.
-	knownSeen   map[string]knownSeen
+	knownSeen map[string]knownSeen
+	// found (under mu) is knownSeen's copy that /status shares
+	// (shareFound).
+	found       []knownSeen
 	summaryRead bool
 	summarySeen []byte
 	listed      map[string]bool
