@@ -58,6 +58,7 @@ var defects = []struct {
 	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 466, true, ""},
 	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
 	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
+	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
 	// Found by the operator (operator.go).
 	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
 	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},
