@@ -102,7 +102,9 @@
 //     revision known, with -accept-data-loss only when every choice is
 //     refused for a loss) and a second quiet phase that must end healthy.
 //     A loss the operator accepted (the members and snapshots the fence
-//     named without -accept-data-loss, beyond the source) is excused by
+//     named without -accept-data-loss, beyond the source, and the
+//     revisions an unconfirmed restore record it replaces was verified to
+//     beyond the new source's end) is excused by
 //     the write check, and no other (Result.AcceptedLoss counts such
 //     runs). Consul's state loss takes the pause with it, and a restore of
 //     an older state brings back the pause it held. A resume the way out

@@ -67,6 +67,7 @@ var defects = []struct {
 	{"SettleOwnRestoreWhileSilent", Defects{Planner: planner.Faults{SettleOwnRestoreWhileSilent: true}}, 2768, false,
 		"found on seed 2768 before RecoverBelowSnapshotEpoch's fix changed the epochs its records name; none found since in seeds 1..6000 (planner test TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent)"},
 	{"RestoreOverLaterWrites", Defects{Planner: planner.Faults{RestoreOverLaterWrites: true}}, 2133, false, ""},
+	{"OperatorBelowReplacedRestore", Defects{Planner: planner.Faults{OperatorBelowReplacedRestore: true}}, 121, true, ""},
 }
 
 // maxSeeds bounds the search for each defect.
