@@ -55,6 +55,11 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		// The provider's list may lag behind this allocation's start.
 		o.Instances = append(o.Instances, planner.Instance{Name: n.name, PeerURL: n.peerURL})
 	}
+	if !w.cfg.Defects.NoDamageShared {
+		// task's takeDamaged: a peer's mark lasts while a peer names it;
+		// n's own (found) stay.
+		n.damaged = maps.Clone(n.found)
+	}
 	for _, in := range insts {
 		if in == n {
 			continue

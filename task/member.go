@@ -191,9 +191,12 @@ type Member struct {
 	// snapshotListErr: why the last listing of the store failed, nil
 	// once one answers (planner.Observation.ListingUnanswered).
 	snapshotListErr error
-	// damagedDeltas: delta segments an install found failing their
-	// checksum (or not decrypting); the observed chain ends before them.
+	// damagedDeltas: delta segments this member's install found failing
+	// their checksum (or not decrypting); peerDamaged: those its peers'
+	// /status name now (takeDamaged). The observed chain ends before
+	// either (skipDeltas).
 	damagedDeltas map[string]bool
+	peerDamaged   map[string]bool
 	// refusedSnapshots: objects whose metadata failed authentication
 	// (listAuthentic), each logged once; guarded by refusedMu.
 	refusedMu        sync.Mutex
