@@ -51,7 +51,11 @@ var defects = []struct {
 	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
 	// Found with the collectRunning fault (issue 24 item 4).
 	{"RecoverBesideUnlistedVoter", Defects{Planner: planner.Faults{RecoverBesideUnlistedVoter: true}}, 1051, true, ""},
-	{"RestoreWithoutGrace", Defects{Planner: planner.Faults{RestoreWithoutGrace: true}}, 1667, true, ""},
+	// RestoreWithoutGrace was found on seed 1667; since members share the
+	// voters they found (NoFoundVotersShared) a restorer there waits for
+	// them anyway, and seed 355 (a restore beside the collected recorder
+	// of the newest snapshot's chain) is the first from seed 1.
+	{"RestoreWithoutGrace", Defects{Planner: planner.Faults{RestoreWithoutGrace: true}}, 355, true, ""},
 	{"NoWriterProbe", Defects{NoWriterProbe: true}, 172, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
