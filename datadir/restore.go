@@ -64,6 +64,9 @@ type ChainShortError struct {
 	Want, End int64
 	Damaged   string
 	Why       string
+	// Undecryptable: Damaged did not decrypt with this member's keys
+	// (snapshot.NotDecrypted): a wrong key, perhaps, not the object.
+	Undecryptable bool
 }
 
 func (e *ChainShortError) Error() string {
@@ -199,7 +202,7 @@ func fetchVerified(ctx context.Context, fetched string, src Source) (Installed, 
 		if fc.Damaged != "" {
 			why = fc.Stopped
 		}
-		return out, &ChainShortError{Snapshot: src.Name, Want: src.Want, End: out.End, Damaged: fc.Damaged, Why: why}
+		return out, &ChainShortError{Snapshot: src.Name, Want: src.Want, End: out.End, Damaged: fc.Damaged, Why: why, Undecryptable: fc.Undecryptable}
 	}
 	out.Replay, err = snapshot.ApplyDeltas(ctx, fetched, fc.Segments, meta.Revision)
 	out.Replay.Stopped = fc.Stopped

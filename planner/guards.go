@@ -127,6 +127,11 @@ type Faults struct {
 	// snapshot:NAME' goes ahead without -accept-data-loss although the
 	// store's newest snapshot with its deltas is newer than the source.
 	OperatorBelowStore bool
+	// OperatorBelowReplacedRestore: '-from snapshot:NAME' replaces an
+	// unconfirmed restore record whose command verified its source to a
+	// higher revision than NAME reaches without -accept-data-loss, naming
+	// neither the revisions between nor the copy that holds them.
+	OperatorBelowReplacedRestore bool
 	// ResumeRestoreBesideNewer: resume this member's own restore record
 	// (an operator's or its own) although a peer holds another
 	// incarnation of an epoch as new as the record's (one ran since the
@@ -394,7 +399,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 type operatorRule int
 
 const (
-	notBelowStore operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+	notBelowStore           operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+	notBelowReplacedRestore                     // a restore short of the unconfirmed restore record it replaces needs -accept-data-loss
 )
 
 // operatorGuard reports whether rule holds.
@@ -402,6 +408,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 	switch rule {
 	case notBelowStore:
 		return !f.OperatorBelowStore
+	case notBelowReplacedRestore:
+		return !f.OperatorBelowReplacedRestore
 	}
 	return true
 }

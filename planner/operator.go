@@ -179,17 +179,21 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if !seeder {
 		return Record{}, fmt.Errorf("member %s is not among the provider's instances", v.From)
 	}
+	var short shortfall
+	if f.operatorGuard(notBelowReplacedRestore) {
+		short = replacedShortfall(v.Record, s)
+	}
 	if len(newer) > 0 && !v.AcceptLoss && s.Foreign {
-		return Record{}, &LossError{Members: sorted(names), msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
-			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))}
+		return Record{}, short.add(&LossError{Members: sorted(names), msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
+			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))})
 	}
 	var snaps []string
 	if l := v.Latest; l != nil && l.Name != s.Name && f.operatorGuard(notBelowStore) && (l.Epoch > s.Epoch || l.Revision > s.Revision) {
 		snaps = append(snaps, l.Name)
 	}
 	if len(newer) > 0 && !v.AcceptLoss {
-		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
-			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)}
+		return Record{}, short.add(&LossError{Members: sorted(names), Snapshots: snaps, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
+			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)})
 	}
 	if len(snaps) > 0 {
 		// Accepted with the loss (below): its writes are not "after the
@@ -197,8 +201,11 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		accepted = max(accepted, v.Latest.Revision)
 	}
 	if len(snaps) > 0 && !v.AcceptLoss {
-		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
-			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)}
+		return Record{}, short.add(&LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
+			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)})
+	}
+	if short.rev > 0 && !v.AcceptLoss {
+		return Record{}, short.add(&LossError{msg: "run again with -accept-data-loss to go ahead"})
 	}
 	if v.Latest != nil {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
@@ -206,6 +213,41 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
 		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil
+}
+
+// shortfall is what replacing an unconfirmed restore record loses
+// (replacedShortfall): the revisions from its new source's end + 1 to
+// rev, which the replaced record's command verified its source to reach.
+type shortfall struct {
+	rev  int64
+	text string
+}
+
+// replacedShortfall is the shortfall of replacing rec with a restore of
+// s: rec is a restore not confirmed yet (cluster id 0) whose command
+// verified its source to a revision above s's (SourceRevision), as when
+// a segment of the chain an operator's first restore verified was found
+// damaged since, and the way out restores the same snapshot to its
+// shorter end (sim seed 121: verified to 545, then to 540; 541..545 sat
+// only in the seeder's set-aside copy, and the second command named
+// neither). Zero when nothing is short.
+func replacedShortfall(rec *Record, s *SnapshotInfo) shortfall {
+	if rec == nil || rec.ClusterID != 0 || rec.SourceRevision <= s.Revision {
+		return shortfall{}
+	}
+	return shortfall{rev: rec.SourceRevision, text: fmt.Sprintf("the record it replaces, epoch %d (not confirmed), restores %s verified to revision %d: snapshot %s reaches revision %d, so revisions %d..%d are lost (the seeder of that record, %s, may hold them in data it set aside)",
+		rec.Epoch, rec.Source, rec.SourceRevision, s.Name, s.Revision, s.Revision+1, rec.SourceRevision, rec.Seeder)}
+}
+
+// add names the shortfall in e, a refusal: its revisions are what the
+// operator accepts to lose too with -accept-data-loss.
+func (sf shortfall) add(e *LossError) *LossError {
+	if sf.rev == 0 {
+		return e
+	}
+	e.ReplacedRevision = sf.rev
+	e.msg = sf.text + "; " + e.msg
+	return e
 }
 
 // LossError is the refusal of an operator's recovery that would leave
@@ -217,7 +259,11 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 type LossError struct {
 	Members   []string
 	Snapshots []string
-	msg       string
+	// ReplacedRevision, when not 0, is the revision the replaced record
+	// (an unconfirmed restore) was verified to reach, above the new
+	// source's end: the revisions between are lost too.
+	ReplacedRevision int64
+	msg              string
 }
 
 func (e *LossError) Error() string { return e.msg }

@@ -129,15 +129,18 @@ func (w *World) checkWrites(g *group) {
 
 // checkNewGroup: one seed per epoch (while the other still has a copy),
 // and a cluster must have a voter. A copy is what checkWrites counts as
-// one: not the disk of an allocation Nomad made terminal while its
-// process runs (it goes when its client reconnects; were that cluster
-// serving, the split-brain check would fail first), as a lost host's
-// disk, which the model drops at once, is none. (With the collectRunning
-// fault on, 14 runs in 1457 at 3M steps from seed 7 started an epoch
-// again whose only copies were on such disks, without a quorum: an empty
-// member with no record, no summary and no snapshot that could name
-// them, or a restore under an older record Consul brought back, has no
-// way to know of them.)
+// one, and also the disk of an allocation Nomad made terminal while its
+// process runs when something the new cluster's starter could read names
+// it (namedCopy): only a terminal allocation's copy nothing names is no
+// copy (it goes when its client reconnects; were that cluster serving,
+// the split-brain check would fail first), as a lost host's disk, which
+// the model drops at once, is none. (With the collectRunning fault on, 14
+// runs in 1457 at 3M steps from seed 7 started an epoch again whose only
+// copies were on such disks, without a quorum: an empty member with no
+// record, no summary and no snapshot that could name them, or a restore
+// under an older record Consul brought back, has no way to know of them:
+// seeds 28 and 130. Sim seed 180 was not one: live peers named the
+// collected voter, and ignoring every terminal copy hid it.)
 func (w *World) checkNewGroup(src *node, g *group, why string) {
 	if g.voters() == 0 {
 		w.violate(InvNoVoter, "%s (%s) has no voter: it can never elect a leader", g, why)
@@ -148,12 +151,58 @@ func (w *World) checkNewGroup(src *node, g *group, why string) {
 			continue
 		}
 		for _, n := range w.nodes {
-			if n != src && !n.gone() && n.data != nil && n.data.group == o && n.data.wal {
+			if n == src || n.data == nil || n.data.group != o || !n.data.wal {
+				continue
+			}
+			if !n.gone() {
 				w.violate(InvTwoSeeds, "%s (%s) started while %s of the same epoch lives at %s", g, why, o, n.name)
+				return
+			}
+			if by := w.namedCopy(n); by != "" {
+				w.violate(InvTwoSeeds, "%s (%s) started while %s of the same epoch lives at %s, whose allocation Nomad made terminal while it runs, and %s names it", g, why, o, n.name, by)
 				return
 			}
 		}
 	}
+}
+
+// namedCopy says what names n, a node whose allocation Nomad made
+// terminal, to a member that could read it: a live member that found it
+// answering its probes within the recovery grace (its /status shares
+// them), the record (as its seeder, or its cluster's), the summary, or the
+// newest snapshot (its taker or its chain's last recorder); "" if nothing
+// does.
+func (w *World) namedCopy(n *node) string {
+	for _, p := range w.nodes {
+		if p == n || !p.up || p.gone() {
+			continue
+		}
+		for _, key := range []string{n.name, n.name + " (its summary was rewritten)"} {
+			if e, ok := p.healthySeen[key]; ok && w.now-e.at < recoveryGrace {
+				return "live member " + p.name + " (it found it answering)"
+			}
+		}
+	}
+	if r := w.coord.record; r != nil && (r.Seeder == n.name || r.ClusterID != 0 && r.ClusterID == n.data.group.clusterID) {
+		return "the record"
+	}
+	if s := w.coord.summary; s != nil {
+		for _, m := range s.members {
+			if m.name == n.name {
+				return "the summary"
+			}
+		}
+	}
+	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 {
+		s := &w.store[i]
+		if s.taker == n.peerURL {
+			return "snapshot " + s.name + " (its taker)"
+		}
+		if k := len(s.chain); k > 0 && s.chain[k-1].recorder == n.peerURL {
+			return "snapshot " + s.name + " (its chain's last recorder)"
+		}
+	}
+	return ""
 }
 
 // checkSetAside: data of a cluster that has a quorum, of a member still in

@@ -102,7 +102,9 @@
 //     revision known, with -accept-data-loss only when every choice is
 //     refused for a loss) and a second quiet phase that must end healthy.
 //     A loss the operator accepted (the members and snapshots the fence
-//     named without -accept-data-loss, beyond the source) is excused by
+//     named without -accept-data-loss, beyond the source, and the
+//     revisions an unconfirmed restore record it replaces was verified to
+//     beyond the new source's end) is excused by
 //     the write check, and no other (Result.AcceptedLoss counts such
 //     runs). Consul's state loss takes the pause with it, and a restore of
 //     an older state brings back the pause it held. A resume the way out
@@ -140,18 +142,20 @@
 // member about to recover and from Consul too (no probe answers, no
 // summary beat) for longer than the recovery grace, while it serves; and
 // the only copies of an incarnation on collected disks without a quorum
-// that nothing (record, summary, snapshot) names: an empty member with no
-// record seeds or restores beside them (they go when their clients
-// reconnect; see checkNewGroup).
+// that nothing (record, summary, snapshot, a live member that found them
+// answering: /status shares what each found) names: an empty member with
+// no record seeds or restores beside them (they go when their clients
+// reconnect; see checkNewGroup, which counts a named one).
 //
 // Invariants (check.go): at most one cluster with a quorum; no two seeds
 // of one epoch while the first still has a copy; no member serving a
 // cluster with data (metadata) of another incarnation; the serving cluster
 // holds every acknowledged write that still exists in a copy (data dir,
 // set aside or not, or snapshot up to the verified end of its delta
-// chain; not the disk of an allocation Nomad made terminal, for this rule
-// and the one seed per epoch's: it goes when its client reconnects, as a
-// lost host's goes at once); no data of a
+// chain; not the disk of an allocation Nomad made terminal, for this rule,
+// nor for the one seed per epoch's unless something a member reads names
+// it: it goes when its client reconnects, as a lost host's goes at once);
+// no data of a
 // member of a cluster with a quorum set aside; no cluster started without a voter; a stopping member
 // whose removal was possible for 4 s is out by its deadline; and liveness:
 // once faults stop, one recorded, confirmed cluster of the desired size

@@ -12,21 +12,7 @@ import (
 // untriaged are seeds of the clean range (1..) where the current planner
 // breaks an invariant for a reason not fixed yet, each with its diagnosis.
 // Remove a seed once fixed; any other seed that fails fails the test.
-var untriaged = map[uint64]bool{
-	// Seed 121 (the operator with collectRunning): an impatient
-	// 'recover -from snapshot:latest -accept-data-loss' recorded a
-	// restore verified to revision 545, accepting m0-3's writes beyond
-	// it; a chain segment was damaged since, and the restore waits for
-	// the operator (planner's resumeWhenChainReaches: a silent wedge
-	// before). The way out restores the same snapshot up to its verified
-	// end, 540, and m0-3's set-aside data holds 541..546: the first
-	// command accepted only what lies beyond 545, and the second's fence
-	// sees no member holding them (set aside), so neither names 541..545.
-	// Open: whether the command must name set-aside copies beyond a short
-	// chain (product), or the model count the shortfall the operator
-	// accepted with -accept-data-loss (sim/operator.go).
-	121: true,
-}
+var untriaged = map[uint64]bool{}
 
 // explore runs consecutive seeds from seed until steps are spent; it fails
 // on every violation that is not a known finding, printing its trace.

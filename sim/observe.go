@@ -55,6 +55,11 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		// The provider's list may lag behind this allocation's start.
 		o.Instances = append(o.Instances, planner.Instance{Name: n.name, PeerURL: n.peerURL})
 	}
+	if !w.cfg.Defects.NoDamageShared {
+		// task's takeDamaged: a peer's mark lasts while a peer names it;
+		// n's own (found) stay.
+		n.damaged = maps.Clone(n.found)
+	}
 	for _, in := range insts {
 		if in == n {
 			continue
@@ -64,6 +69,9 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 			continue
 		}
 		o.Peers = append(o.Peers, w.status(in))
+		if !w.cfg.Defects.NoFoundVotersShared {
+			w.takeFoundVoters(n, in, insts)
+		}
 		if !w.cfg.Defects.NoDamageShared {
 			// task's takeDamaged: the segments its /status names.
 			for _, name := range slices.Sorted(maps.Keys(in.found)) {
@@ -429,6 +437,35 @@ type seenMember struct {
 	clusterID uint64
 	at        time.Duration
 	healthy   bool
+}
+
+// takeFoundVoters is task's takeFoundVoters: the voters peer in found
+// answering its probes (its /status names them with their client URL,
+// cluster id and how long ago they last answered) join n's own
+// (healthySeen): n probes them too and names them until the recovery
+// grace has passed since that last answer. A member that never read the
+// summary, the record or the store's writers (a fresh replacement after
+// Consul lost its state) knows of a collected voter only this way (sim
+// seed 180 with CollectRunning: it seeded a second epoch 1 while its
+// peers waited for that voter). An unlisted voter n's provider lists is
+// an ordinary survivor, seen through its /status, as probeKnown skips it.
+func (w *World) takeFoundVoters(n, in *node, insts []*node) {
+	for _, name := range slices.Sorted(maps.Keys(in.healthySeen)) {
+		e := in.healthySeen[name]
+		if e.peerURL == "" || name == n.name || w.now-e.at >= recoveryGrace {
+			continue
+		}
+		if !e.healthy && slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
+			continue
+		}
+		if have, ok := n.healthySeen[name]; ok && have.at >= e.at {
+			continue
+		}
+		if n.healthySeen == nil {
+			n.healthySeen = map[string]seenMember{}
+		}
+		n.healthySeen[name] = e
+	}
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

@@ -212,6 +212,18 @@ func (w *World) acceptLoss(v planner.OperatorView, fence func(planner.OperatorVi
 			}
 		}
 	}
+	if name, ok := v.Record.Source.Snapshot(); ok && le.ReplacedRevision > 0 {
+		// The replaced record's restore was verified to
+		// ReplacedRevision: its writes up to there (in whatever copy
+		// holds them now, its seeder's set-aside data) beyond the source
+		// (sim seed 121).
+		for i := range w.store {
+			if s := &w.store[i]; s.name == name {
+				w.op.accepted = append(w.op.accepted, acceptedLoss{member: "the replaced restore of " + name, br: s.branch, rev: le.ReplacedRevision, src: src, srcRev: srcRev})
+				w.logf("operator", "  accepts losing the replaced restore of %s's writes (revision %d) beyond the source's %d", name, le.ReplacedRevision, srcRev)
+			}
+		}
+	}
 }
 
 // lossAccepted reports whether every write of b in (have, exists] is one

@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // wayOutSeeds end stuck for an operator without one; with the operator's
@@ -90,5 +92,24 @@ func TestWedgeDetectionStats(t *testing.T) {
 			return s, spent
 		})
 		t.Logf("%-34s found %2d times, median %d steps to find", tc.name, found, med)
+	}
+}
+
+// Sim seed 121 (data review of collect, session 13, finding 2): an
+// impatient 'recover -from snapshot:latest -accept-data-loss' recorded a
+// restore verified to revision 545, accepting m0-3's writes beyond it; a
+// chain segment was damaged since and the restore waited for the
+// operator. The way out restored the same snapshot to its verified end,
+// 540, while m0-3's set-aside data held 541..546: the second command named
+// neither the shortfall nor that copy. It now refuses without
+// -accept-data-loss, naming 541..545, and the write check excuses what
+// the operator accepted with it (OperatorBelowReplacedRestore reverts it).
+func TestTheWayOutBelowAShortenedRestoreCountsWhatItAccepts(t *testing.T) {
+	if r, w := Run(Config{Seed: 121}); r.Violation != nil || !r.AcceptedLoss {
+		t.Fatalf("seed 121: %v (accepted loss %v), want a clean run whose loss the operator accepted\n%s", r.Violation, r.AcceptedLoss, w.Trace())
+	}
+	r, w := Run(Config{Seed: 121, Defects: Defects{Planner: planner.Faults{OperatorBelowReplacedRestore: true}}})
+	if r.Violation == nil || r.Violation.Invariant != InvLostWrites {
+		t.Fatalf("seed 121 with OperatorBelowReplacedRestore: %v, want %q\n%s", r.Violation, InvLostWrites, w.Trace())
 	}
 }

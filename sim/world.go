@@ -104,6 +104,12 @@ type Defects struct {
 	// CollectRunning: Nomad collected the seeder right after its start,
 	// and a takeover started a second cluster beside it).
 	NoUnconfirmedSummary bool
+	// NoFoundVotersShared: a member's /status does not name the voters
+	// its probes found, so a member probes and names only those it found
+	// itself (before sim seed 180 with CollectRunning: a fresh replacement
+	// with no record, summary or snapshot to name a collected voter seeded
+	// a second epoch 1 while its peers waited for that voter).
+	NoFoundVotersShared bool
 	// OperatorShortChainRefused: 'recover -from snapshot:NAME
 	// -accept-data-loss' refuses a snapshot whose delta chain verifies
 	// short of its listed end (a damaged segment), as before the command

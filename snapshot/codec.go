@@ -148,6 +148,23 @@ func encode(w io.Writer, r io.Reader, enc Encryption) (*tailHash, error) {
 
 type nopCloser struct{ io.Writer }
 
+// keyError is Decode's failure to open an encrypted object with the keys
+// it was given (none, or none that matches): a wrong key looks like this
+// as much as a damaged object does (NotDecrypted).
+type keyError struct{ error }
+
+func (e keyError) Unwrap() error { return e.error }
+
+// NotDecrypted reports whether err is Decode's failure to open an
+// encrypted object with the keys given (no key, or none of them opens
+// its header): the reader's keys may be what is wrong, not the object. A
+// checksum mismatch (ErrChecksum) or a payload that fails age's own
+// authentication once opened is the object's.
+func NotDecrypted(err error) bool {
+	var k keyError
+	return errors.As(err, &k)
+}
+
 func (nopCloser) Close() error { return nil }
 
 // Decode streams the stored object from r back to plaintext into w and
@@ -162,11 +179,11 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 	var in io.Reader = src
 	if meta.Encrypted {
 		if len(enc.Identities) == 0 {
-			return errors.New("snapshot is encrypted: give the passphrase or an identity file")
+			return keyError{errors.New("snapshot is encrypted: give the passphrase or an identity file")}
 		}
 		dr, err := age.Decrypt(src, enc.Identities...)
 		if err != nil {
-			return fmt.Errorf("decrypt %s (wrong key or passphrase?): %w", meta.Name, err)
+			return keyError{fmt.Errorf("decrypt %s (wrong key or passphrase?): %w", meta.Name, err)}
 		}
 		in = dr
 	}

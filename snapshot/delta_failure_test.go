@@ -184,6 +184,15 @@ func TestWrongKeyRestoresNothing(t *testing.T) {
 	if len(chain) == 0 {
 		t.Fatal("no delta recorded")
 	}
+	// A segment that does not open with the reader's key is no evidence
+	// of damage for anyone else (a member shares only the object's own
+	// failures: data review of collect, session 13, finding 3).
+	if fc, err := snapshot.FetchChain(ctx, store, chain, wrong); err != nil || fc.Damaged != chain[0].Name || !fc.Undecryptable {
+		t.Fatalf("fetch of the chain with the wrong key: %+v, %v; want %s damaged as undecryptable", fc, err, chain[0].Name)
+	}
+	if fc, err := snapshot.FetchChain(ctx, store, chain, right); err != nil || fc.Damaged != "" || fc.Undecryptable {
+		t.Fatalf("fetch of the chain with the right key: damaged %q undecryptable %v, %v; want the whole chain", fc.Damaged, fc.Undecryptable, err)
+	}
 	res, err := snapshot.Replay(ctx, store, chain, wrong, dataDir)
 	if err != nil || res.Segments != 0 || res.Events != 0 || !strings.Contains(res.Stopped, chain[0].Name) || !strings.Contains(res.Stopped, "wrong key") {
 		t.Fatalf("replay with the wrong key: %+v, %v; want nothing applied, stopped at %s naming the key", res, err, chain[0].Name)

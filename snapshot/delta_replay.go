@@ -43,8 +43,12 @@ type FetchedChain struct {
 	End int64
 	// Damaged names the first segment that failed its checksum or did
 	// not decrypt, Stopped says why ("" when the whole chain verified).
-	Damaged string
-	Stopped string
+	// Undecryptable: it did not decrypt with the keys given
+	// (NotDecrypted), which may be the reader's fault: not evidence of
+	// damage for anyone else.
+	Damaged       string
+	Stopped       string
+	Undecryptable bool
 }
 
 // Fetch attempts: a read error (the store unreachable for a moment, a
@@ -82,7 +86,7 @@ func FetchChain(ctx context.Context, store Store, chain []Meta, enc Encryption) 
 			s, err = UnmarshalSegment(buf.Bytes())
 		}
 		if err != nil {
-			fc.Damaged, fc.Stopped = m.Name, fmt.Sprintf("delta %s: %v", m.Name, err)
+			fc.Damaged, fc.Stopped, fc.Undecryptable = m.Name, fmt.Sprintf("delta %s: %v", m.Name, err), NotDecrypted(err)
 			return fc, nil
 		}
 		fc.Segments, fc.Chain, fc.End = append(fc.Segments, s), append(fc.Chain, m), m.Revision

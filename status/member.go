@@ -40,6 +40,12 @@ type Member struct {
 	// failing their checksum: its peers leave them out of the chain they
 	// observe too.
 	DamagedDeltas []string `json:"damaged_deltas,omitempty"`
+	// FoundVoters are the voters this member's probes before a recovery
+	// or a seed found answering (its last known membership's, the
+	// summary's, the store's writers', its peers'), within the recovery
+	// grace of their last answer: its peers probe them too and recover
+	// or seed nothing beside them while they are named.
+	FoundVoters []FoundVoter `json:"found_voters,omitempty"`
 
 	Reason string `json:"reason"`
 	Time   string `json:"time"`
@@ -66,6 +72,19 @@ type Member struct {
 	// member migrated it to the sealed form): Consul snapshots taken
 	// before hold it. Set until `etcd-nomad tls rotate-ca` retires that CA.
 	CAKeyExposed string `json:"ca_key_exposed,omitempty"`
+}
+
+// FoundVoter is a voter a member found answering its probes (Member.FoundVoters).
+type FoundVoter struct {
+	Name       string   `json:"name"`
+	ClientURLs []string `json:"client_urls"`
+	// ClusterIDs are the cluster ids it was asked for (one answered).
+	ClusterIDs []uint64 `json:"cluster_ids"`
+	// Leader is true when it answered with a leader.
+	Leader bool `json:"leader"`
+	// AgoMillis is how long ago it last answered, in milliseconds (a
+	// duration: members' clocks differ).
+	AgoMillis int64 `json:"ago_ms"`
 }
 
 // RotationView is what /status reports of the CAs (TLS auto).

@@ -341,4 +341,19 @@ func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
 	if after.LatestSnapshot == nil || after.LatestSnapshot.Revision != f.first.Revision {
 		t.Fatalf("the peer observes %+v after m0's /status, want the chain to end at %d, before the damaged %s", after.LatestSnapshot, f.first.Revision, f.second.Name)
 	}
+	// A peer's mark lasts while a peer names it (data review of collect,
+	// session 13, finding 3: it never expired, so one false mark ended
+	// the chain for good). m0 forgets it (an object re-uploaded, its
+	// marks found stale): the whole chain counts again.
+	f.m.mu.Lock()
+	f.m.status.DamagedDeltas = nil
+	f.m.mu.Unlock()
+	if peers, unreachable := m1.peerStatuses(ctx, insts); len(peers) != 1 || unreachable != 0 {
+		t.Fatalf("m0's /status: %+v, %d unreachable", peers, unreachable)
+	}
+	var forgot planner.Observation
+	m1.observeLatestSnapshot(ctx, &forgot, time.Now())
+	if forgot.LatestSnapshot == nil || forgot.LatestSnapshot.Revision != f.second.Revision {
+		t.Fatalf("no peer names %s any more: the peer observes %+v, want the whole chain to %d", f.second.Name, forgot.LatestSnapshot, f.second.Revision)
+	}
 }

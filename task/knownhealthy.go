@@ -21,6 +21,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // knownMember is a member of this member's last known membership: what
@@ -184,6 +185,81 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	}
 	sort.Strings(o.KnownHealthy)
 	sort.Strings(o.UnlistedVoters)
+	m.shareFound()
+}
+
+// maxFoundShared bounds the found voters a member names in its /status,
+// and takes from each peer's; maxFoundClusterIDs the cluster ids of one.
+const (
+	maxFoundShared     = 16
+	maxFoundClusterIDs = 4
+)
+
+// shareFound keeps a copy of knownSeen's entries with client URLs for
+// /status (health), which reads them from another goroutine.
+func (m *Member) shareFound() {
+	found := make([]knownSeen, 0, len(m.knownSeen))
+	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
+		if e := m.knownSeen[name]; len(e.probe.k.clientURLs) > 0 && len(found) < maxFoundShared {
+			found = append(found, e)
+		}
+	}
+	m.mu.Lock()
+	m.found = found
+	m.mu.Unlock()
+}
+
+// foundVoters is /status's FoundVoters: found (shareFound's copy) within
+// the recovery grace of their last answer at now.
+func (m *Member) foundVoters(found []knownSeen, now time.Time) []status.FoundVoter {
+	var out []status.FoundVoter
+	for _, e := range found {
+		ago := max(now.Sub(e.at), 0)
+		if ago >= m.opts.Cluster.RecoveryGrace {
+			continue
+		}
+		out = append(out, status.FoundVoter{Name: e.probe.k.name, ClientURLs: e.probe.k.clientURLs, ClusterIDs: e.probe.clusterIDs,
+			Leader: e.healthy, AgoMillis: ago.Milliseconds()})
+	}
+	return out
+}
+
+// takeFoundVoters adds the voters peers found answering their probes
+// (their /status) to knownSeen, with the time of their last answer: this
+// member probes them too and names them (KnownHealthy, UnlistedVoters)
+// until the recovery grace has passed since that answer, whoever heard
+// it. A member that never read the summary, the record or the store's
+// writers (a fresh replacement after Consul lost its state) knows of a
+// collected voter only this way: before, one seeded a second epoch 1
+// while its peers waited for such a voter, the only copy of the
+// cluster's acknowledged writes (sim seed 180 with CollectRunning). The
+// age (a duration, not the peer's clock) only grows as it is passed on,
+// so no two members keep each other's word alive. An unlisted voter
+// without a leader that this member's provider lists is an ordinary
+// survivor whose data its /status shows (probeKnown skips it too). A
+// peer's word only adds probes and waits.
+func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
+	grace := m.opts.Cluster.RecoveryGrace
+	for _, f := range found {
+		ago := time.Duration(max(f.AgoMillis, 0)) * time.Millisecond
+		if f.Name == "" || f.Name == m.opts.Name || len(f.ClientURLs) == 0 || len(f.ClusterIDs) == 0 || ago >= grace {
+			continue
+		}
+		urls := f.ClientURLs[:min(len(f.ClientURLs), maxSummaryURLs)]
+		if !f.Leader && (m.listed[f.Name] || slices.ContainsFunc(urls, func(u string) bool { return m.listed[u] })) {
+			continue
+		}
+		at := now.Add(-ago)
+		if e, ok := m.knownSeen[f.Name]; ok && !e.at.Before(at) {
+			continue
+		}
+		if m.knownSeen == nil {
+			m.knownSeen = map[string]knownSeen{}
+		}
+		ids := f.ClusterIDs[:min(len(f.ClusterIDs), maxFoundClusterIDs)]
+		m.knownSeen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids)}, at: at, healthy: f.Leader}
+	}
+	m.shareFound()
 }
 
 // knownProbe is a member to ask and the cluster ids it must answer for.

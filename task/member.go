@@ -188,7 +188,10 @@ type Member struct {
 	// summaryRead and summarySeen: the summary the last probe read (a
 	// rewrite since names its leader). listed: the provider's instances
 	// of the last observation, by name and client URL. Loop only.
-	knownSeen   map[string]knownSeen
+	knownSeen map[string]knownSeen
+	// found (under mu) is knownSeen's copy that /status shares
+	// (shareFound).
+	found       []knownSeen
 	summaryRead bool
 	summarySeen []byte
 	listed      map[string]bool
@@ -198,9 +201,12 @@ type Member struct {
 	// snapshotListErr: why the last listing of the store failed, nil
 	// once one answers (planner.Observation.ListingUnanswered).
 	snapshotListErr error
-	// damagedDeltas: delta segments an install found failing their
-	// checksum (or not decrypting); the observed chain ends before them.
+	// damagedDeltas: delta segments this member's install found failing
+	// their checksum (or not decrypting); peerDamaged: those its peers'
+	// /status name now (takeDamaged). The observed chain ends before
+	// either (skipDeltas).
 	damagedDeltas map[string]bool
+	peerDamaged   map[string]bool
 	// refusedSnapshots: objects whose metadata failed authentication
 	// (listAuthentic), each logged once; guarded by refusedMu.
 	refusedMu        sync.Mutex

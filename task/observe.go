@@ -165,6 +165,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		out         []planner.PeerStatus
 		unreachable int
 		damaged     []string
+		found       []status.FoundVoter
 	)
 	hc := m.httpClient()
 	for _, in := range insts {
@@ -183,10 +184,12 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			}
 			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision})
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
+			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
 		}(in)
 	}
 	wg.Wait()
 	m.takeDamaged(damaged)
+	m.takeFoundVoters(found, m.opts.Clock.Now())
 	return out, unreachable
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -75,7 +76,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
-			if s, ok := newestSnapshot(list, m.damagedDeltas); ok {
+			if s, ok := newestSnapshot(list, m.skipDeltas()); ok {
 				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
 				m.latestSnapshot = lineage
 				m.latestWriters = writersOf(list, s.Name)
@@ -235,24 +236,37 @@ func newestSnapshot(list []snapshot.Meta, damaged map[string]bool) (*planner.Sna
 // /status, and takes from each peer's.
 const maxDamagedShared = 32
 
-// takeDamaged adds the delta segments peers found damaged (their /status)
-// to this member's marks: every member then sees the chain end where the
+// takeDamaged takes the delta segments peers name damaged now (their
+// /status) as peerDamaged: every member then sees the chain end where the
 // member that read the damage saw it. Before, the member that found a
 // damaged segment saw a survivor's data beat the snapshot and waited for
 // that survivor to recover from it, while the survivor, seeing the whole
 // chain, waited for that member to restore the snapshot: for good (sim
-// seed 682 with CollectRunning). A new mark makes the next observation
-// list the store again.
+// seed 682 with CollectRunning). A peer's mark lasts while a peer names
+// it: once none does (its finder forgot it, or is gone) the whole chain
+// counts again (before, a peer's mark was kept for as long as the process
+// ran: one false mark ended the chain for good). A change makes the next
+// observation list the store again.
 func (m *Member) takeDamaged(names []string) {
+	now := map[string]bool{}
 	for _, name := range names {
-		if !m.damagedDeltas[name] {
-			if m.damagedDeltas == nil {
-				m.damagedDeltas = map[string]bool{}
-			}
-			m.damagedDeltas[name] = true
-			m.snapshotListed = time.Time{}
-		}
+		now[name] = true
 	}
+	if !maps.Equal(now, m.peerDamaged) {
+		m.snapshotListed = time.Time{}
+	}
+	m.peerDamaged = now
+}
+
+// skipDeltas is the delta segments left out of the chain: this member's
+// own marks and its peers'.
+func (m *Member) skipDeltas() map[string]bool {
+	if len(m.peerDamaged) == 0 {
+		return m.damagedDeltas
+	}
+	out := maps.Clone(m.peerDamaged)
+	maps.Copy(out, m.damagedDeltas)
+	return out
 }
 
 // observeSeeder fills SeederGoneFor: how long the seeder named by an
@@ -320,7 +334,7 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 	if s == nil {
 		return fmt.Errorf("recovery from snapshot %s without a snapshot store", name)
 	}
-	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want, Skip: m.damagedDeltas}
+	src := datadir.Source{Store: s.Store, Encryption: s.Encryption, Name: name, Want: want, Skip: m.skipDeltas()}
 	got, err := datadir.InstallNextEpoch(ctx, m.dir.Root, src, func(meta snapshot.Meta) (datadir.Incarnation, error) {
 		if cur != nil && cur.Token != next.Token {
 			// A recovery this member decides: from a snapshot of the
@@ -374,7 +388,11 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 			}
 			m.damagedDeltas[short.Damaged] = true
 			m.mu.Lock()
-			if !slices.Contains(m.status.DamagedDeltas, short.Damaged) && len(m.status.DamagedDeltas) < maxDamagedShared {
+			// Shared only when the object is what failed: a segment
+			// that does not decrypt with this member's keys may be fine
+			// for every other member (a wrong key here); a false mark
+			// would end their chain too.
+			if !short.Undecryptable && !slices.Contains(m.status.DamagedDeltas, short.Damaged) && len(m.status.DamagedDeltas) < maxDamagedShared {
 				m.status.DamagedDeltas = append(m.status.DamagedDeltas, short.Damaged)
 			}
 			m.mu.Unlock()

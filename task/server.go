@@ -40,7 +40,9 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	starting := m.starting
 	st.CAMismatch = m.caMismatch
 	st.SnapshotError = m.snapshotErr
+	found := m.found
 	m.mu.Unlock()
+	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
 	if name, at := m.renew.earliest(); name != "" {
