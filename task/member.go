@@ -42,8 +42,9 @@ const (
 	// happens. A decision that acted loops again at once.
 	DefaultLoopInterval = time.Second
 	// DefaultStopTimeout bounds a graceful stop: leadership transfer plus
-	// etcd's own shutdown. Nomad's kill_timeout must be larger.
-	DefaultStopTimeout = 10 * time.Second
+	// etcd's own shutdown. Nomad's kill_timeout must be larger: config
+	// validates it against the same constant.
+	DefaultStopTimeout = config.MemberStopTimeout
 	// DefaultLeaveTimeout bounds a leaving member's removal retries: long
 	// enough for etcd's 5 s strict-reconfiguration window twice over.
 	DefaultLeaveTimeout = 15 * time.Second
