@@ -9,11 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -362,12 +360,9 @@ func (m *Member) restoreCA(ctx context.Context) {
 	m.readExposure(ctx)
 }
 
-func (m *Member) url(in provider.Instance, port int) string {
-	return m.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(port))
-}
-func (m *Member) peerURL(in provider.Instance) string   { return m.url(in, in.PeerPort) }
-func (m *Member) clientURL(in provider.Instance) string { return m.url(in, in.ClientPort) }
-func (m *Member) statusURL(in provider.Instance) string { return m.url(in, in.StatusPort) }
+func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.scheme) }
+func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.scheme) }
+func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.scheme) }
 
 // Run supervises the member until ctx ends, then stops it gracefully:
 // leadership is handed over if this member leads, within StopTimeout.
