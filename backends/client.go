@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"sort"
-	"strconv"
 
 	consulapi "github.com/hashicorp/consul/api"
 
@@ -106,7 +104,7 @@ func ClientEndpoints(ctx context.Context, cl *config.Cluster) (Endpoints, error)
 			if addr == "" {
 				addr = e.Node.Address
 			}
-			out.URLs = append(out.URLs, scheme+"://"+net.JoinHostPort(addr, strconv.Itoa(e.Service.Port)))
+			out.URLs = append(out.URLs, provider.URL(scheme, addr, e.Service.Port))
 		}
 		if len(out.URLs) > 0 {
 			sort.Strings(out.URLs)
@@ -123,7 +121,7 @@ func ClientEndpoints(ctx context.Context, cl *config.Cluster) (Endpoints, error)
 		if in.Unknown || in.Address == "" || in.ClientPort == 0 {
 			continue
 		}
-		out.URLs = append(out.URLs, scheme+"://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
+		out.URLs = append(out.URLs, in.ClientURL(scheme))
 	}
 	if len(out.URLs) == 0 {
 		return out, fmt.Errorf("cluster %s: no member endpoints from %s", cl.Name, out.Source)

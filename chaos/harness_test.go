@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,7 +223,7 @@ func (e *env) instances() []provider.Instance {
 }
 
 func (e *env) statusBase(in provider.Instance) string {
-	return e.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(in.StatusPort))
+	return in.StatusURL(e.scheme)
 }
 
 func (e *env) memberStatus(in provider.Instance) (status.Member, error) {
@@ -236,7 +235,7 @@ func (e *env) memberStatus(in provider.Instance) (status.Member, error) {
 func (e *env) endpoints() []string {
 	var eps []string
 	for _, in := range e.instances() {
-		eps = append(eps, e.scheme+"://"+net.JoinHostPort(in.Address, strconv.Itoa(in.ClientPort)))
+		eps = append(eps, in.ClientURL(e.scheme))
 	}
 	return eps
 }

@@ -63,8 +63,8 @@ const (
 
 	// MemberStopTimeout is the member's graceful stop: leadership transfer,
 	// its own removal when its allocation is going away, etcd's shutdown.
-	// It is task.DefaultStopTimeout, which config cannot import (task
-	// imports config); limits_external_test.go checks they agree.
+	// The one copy: task.DefaultStopTimeout is this constant, so the
+	// kill_timeout warnings compare against what the member really takes.
 	MemberStopTimeout = 10 * time.Second
 	// KillTimeoutMargin is added to MemberStopTimeout for what follows the
 	// stop deadline: the process exiting, and Nomad noticing it.

@@ -7,17 +7,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
-
-// config keeps its own copy of the member's graceful stop (it cannot import
-// task, which imports it): the kill_timeout warnings are only right while
-// the two agree.
-func TestMemberStopTimeoutIsTasks(t *testing.T) {
-	if config.MemberStopTimeout != task.DefaultStopTimeout {
-		t.Fatalf("config.MemberStopTimeout = %s, task.DefaultStopTimeout = %s", config.MemberStopTimeout, task.DefaultStopTimeout)
-	}
-}
 
 // What validate compares against must be what the rendered job says:
 // lost_after (stale_after's floor), the host volume's mount (data_dir's

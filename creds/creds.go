@@ -15,10 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,6 +26,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
@@ -227,10 +228,11 @@ func (c ConsulCatalog) Endpoints(ctx context.Context) ([]string, error) {
 		if addr == "" {
 			addr = e.Node.Address
 		}
-		if port == "" {
-			continue
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			continue // no status port named, or not a number
 		}
-		out = append(out, "https://"+net.JoinHostPort(addr, port))
+		out = append(out, provider.URL("https", addr, p))
 	}
 	if len(out) == 0 {
 		return nil, fmt.Errorf("no passing instance of Consul service %s names its %s", c.Cluster, StatusPortMeta)

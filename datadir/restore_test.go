@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -22,20 +21,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	u, _ := url.Parse("http://" + l.Addr().String())
-	return *u
-}
 
 // startEtcd runs a real one-member etcd on dataDir: a new cluster when
 // the dir is empty, else the data it holds (its own peer URL kept).
@@ -43,7 +32,7 @@ func startEtcd(t *testing.T, dataDir, name string) *clientv3.Client {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = name, dataDir
-	peer, client := freeURL(t), freeURL(t)
+	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.InitialCluster = name + "=" + peer.String()
@@ -218,7 +207,7 @@ func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 func install(ctx context.Context, t *testing.T, root string, src datadir.Source) (datadir.Installed, int, error) {
 	t.Helper()
 	calls := 0
-	peer := freeURL(t)
+	peer := clustertest.FreeURL(t)
 	got, err := datadir.InstallNextEpoch(ctx, root, src, func(snapshot.Meta) (datadir.Incarnation, error) {
 		calls++
 		return datadir.Incarnation{Cluster: "c", Name: "m0", PeerURL: peer.String(), Token: "t2", Epoch: 2, RevisionBump: 1000}, nil

@@ -29,9 +29,9 @@ import (
 // (aud etcd-nomad:<cluster>); the app (a shell loop over the real
 // etcdctl) reads the files and the endpoints Consul lists. It runs in its
 // own namespace, appNamespace. The README's example uses the exec driver;
-// raw_exec here, as every e2e job (the dev agents' client runs raw_exec,
-// DESIGN.md). Arguments: binary, cluster, Consul address, etcdctl, the
-// CA fingerprint the creds tasks pin.
+// raw_exec here, as every e2e job (the dev agents' client runs raw_exec:
+// devagents.StartNomad). Arguments: binary, cluster, Consul address,
+// etcdctl, the CA fingerprint the creds tasks pin.
 const appJob = `job "e2e-app" {
   datacenters = ["dc1"]
   namespace   = "` + appNamespace + `"

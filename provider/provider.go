@@ -4,7 +4,11 @@
 // sub-packages: provider/static, and later provider/nomad and provider/asg.
 package provider
 
-import "context"
+import (
+	"context"
+	"net"
+	"strconv"
+)
 
 // Instance is one member slot.
 type Instance struct {
@@ -21,6 +25,21 @@ type Instance struct {
 	// Its address and ports are those last allocated, and may be zero.
 	Unknown bool
 }
+
+// URL is the URL of an endpoint on host and port: scheme://host:port, an
+// IPv6 host in brackets. Every member endpoint's URL is built here.
+func URL(scheme, host string, port int) string {
+	return scheme + "://" + net.JoinHostPort(host, strconv.Itoa(port))
+}
+
+// ClientURL is the instance's etcd client URL.
+func (in Instance) ClientURL(scheme string) string { return URL(scheme, in.Address, in.ClientPort) }
+
+// PeerURL is the instance's etcd peer URL.
+func (in Instance) PeerURL(scheme string) string { return URL(scheme, in.Address, in.PeerPort) }
+
+// StatusURL is the base URL of the instance's status port.
+func (in Instance) StatusURL(scheme string) string { return URL(scheme, in.Address, in.StatusPort) }
 
 // Provider lists member slots.
 type Provider interface {

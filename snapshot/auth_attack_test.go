@@ -21,6 +21,7 @@ import (
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
@@ -170,7 +171,7 @@ func TestForgedSnapshotWithThePublicRecipientIsRefused(t *testing.T) {
 	if _, err := snapshot.FetchInto(ctx, store, genuine.Name, dataDir, cluster, nil); err != nil {
 		t.Fatal(err)
 	}
-	peer := freeURL(t)
+	peer := clustertest.FreeURL(t)
 	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2"}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"filippo.io/age"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
@@ -172,7 +173,7 @@ func TestWrongKeyRestoresNothing(t *testing.T) {
 	if _, err := snapshot.FetchInto(ctx, store, base.Name, dataDir, right, nil); err != nil {
 		t.Fatal(err)
 	}
-	peer := freeURL(t)
+	peer := clustertest.FreeURL(t)
 	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2"}); err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"filippo.io/age"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
@@ -83,7 +84,7 @@ func restoreAndReplay(t *testing.T, store snapshot.Store, base snapshot.Meta, en
 	if _, err := snapshot.FetchInto(ctx, store, base.Name, dataDir, enc, nil); err != nil {
 		t.Fatal(err)
 	}
-	peer := freeURL(t)
+	peer := clustertest.FreeURL(t)
 	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: dataDir, Name: "s0", PeerURL: peer.String(), Token: "t2", RevisionBump: 1000}); err != nil {
 		t.Fatal(err)
 	}

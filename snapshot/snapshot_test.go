@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -19,20 +18,10 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	u, _ := url.Parse("http://" + l.Addr().String())
-	return *u
-}
 
 // startEtcd runs a real one-member etcd on dataDir (existing data is used).
 func startEtcd(t *testing.T, dataDir string) (*clientv3.Client, string) {
@@ -40,7 +29,7 @@ func startEtcd(t *testing.T, dataDir string) (*clientv3.Client, string) {
 	cfg := embed.NewConfig()
 	cfg.Name = "s0"
 	cfg.Dir = dataDir
-	peer, client := freeURL(t), freeURL(t)
+	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.InitialCluster = "s0=" + peer.String()
@@ -107,7 +96,7 @@ func TestSaveVerifyFetchRestore(t *testing.T) {
 	if _, err := snapshot.FetchInto(ctx, store, m.Name, restored, enc, nil); err != nil {
 		t.Fatal(err)
 	}
-	peer := freeURL(t)
+	peer := clustertest.FreeURL(t)
 	if err := snapshot.Restore(snapshot.RestoreOptions{DataDir: restored, Name: "s0", PeerURL: peer.String(), Token: "new", RevisionBump: 1000}); err != nil {
 		t.Fatal(err)
 	}
@@ -355,7 +344,7 @@ func TestRestoreMatchesEtcdRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peerURL := freeURL(t)
+	peerURL := clustertest.FreeURL(t)
 	peer := peerURL.String()
 
 	plain := filepath.Join(t.TempDir(), "snap.db")

@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -31,7 +32,7 @@ import (
 // plainVoter starts a one-voter cluster (it leads itself) and returns its
 // client URL, its cluster id and a stop.
 func plainVoter(t *testing.T) (string, uint64, func()) {
-	ports := freePorts(t, 2)
+	ports := clustertest.FreePorts(t, 2)
 	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
 	peer, client := u(ports[0]), u(ports[1])
 	e, stop := startPlainEtcd(t, filepath.Join(t.TempDir(), "a"), "a", peer, client, "a="+peer.String(), embed.ClusterStateFlagNew)
@@ -91,7 +92,7 @@ func TestTheStoresWritersAreProbedUnderARecord(t *testing.T) {
 // leader was named.
 func TestALeaderlessVoterTheProviderForgotIsNamed(t *testing.T) {
 	ctx := context.Background()
-	ports := freePorts(t, 4)
+	ports := clustertest.FreePorts(t, 4)
 	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
 	pa, ca, pb, cb := u(ports[0]), u(ports[1]), u(ports[2]), u(ports[3])
 	initial := "a=" + pa.String() + ",b=" + pb.String()

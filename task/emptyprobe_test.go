@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -61,7 +62,7 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 		}
 		return n == 3, string(b)
 	})
-	ports := freePorts(t, 3)
+	ports := clustertest.FreePorts(t, 3)
 	m3s := config.StaticMember{Name: "m3", Address: "127.0.0.1", ClientPort: ports[0], PeerPort: ports[1], StatusPort: ports[2]}
 	k.cl.Provider.Static = append(k.cl.Provider.Static, m3s)
 	k.prov.Set([]config.StaticMember{m3s}) // Nomad lists the replacement only

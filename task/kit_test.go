@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -26,6 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
@@ -45,7 +45,7 @@ type kit struct {
 func newKit(t *testing.T, names ...string) *kit {
 	t.Helper()
 	dir := t.TempDir()
-	ports := freePorts(t, 3*len(names))
+	ports := clustertest.FreePorts(t, 3*len(names))
 	cl := &config.Cluster{
 		Name: "kit", Size: len(names), DataDir: filepath.Join(dir, "data"),
 		Etcd: config.Etcd{QuotaBackendBytes: config.DefaultQuotaBackendBytes, AutoCompactionMode: "periodic", AutoCompactionRetention: "1h",
@@ -64,27 +64,6 @@ func newKit(t *testing.T, names ...string) *kit {
 		t.Fatal(err)
 	}
 	return &kit{t: t, dir: dir, cl: cl, prov: static.New(cl.Provider.Static), co: co}
-}
-
-// freePorts returns n distinct free TCP ports on 127.0.0.1.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	out := make([]int, 0, n)
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 // member builds member name with coordinator co (the kit's when nil). The

@@ -14,6 +14,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -71,7 +72,7 @@ func TestASummarysIsolatedLearnerDoesNotWedgeAnEmptyMembersRestore(t *testing.T)
 // the voter for good: it returns the learner's client URL and cluster id.
 func isolatedLearner(t *testing.T) (string, uint64) {
 	dir := t.TempDir()
-	ports := freePorts(t, 4)
+	ports := clustertest.FreePorts(t, 4)
 	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
 	pa, ca, pb, cb := u(ports[0]), u(ports[1]), u(ports[2]), u(ports[3])
 	_, stopA := startPlainEtcd(t, filepath.Join(dir, "a"), "a", pa, ca, "a="+pa.String(), embed.ClusterStateFlagNew)

@@ -12,6 +12,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 )
 
 // Data review (session 11; the check predates the empty member's probe, which extends it to
@@ -23,7 +25,7 @@ import (
 // restore beside it makes a second cluster.
 func TestANospaceMajorityCountsAsServing(t *testing.T) {
 	dir := t.TempDir()
-	ports := freePorts(t, 2)
+	ports := clustertest.FreePorts(t, 2)
 	u := func(p int) url.URL { x, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", p)); return *x }
 	pa, ca := u(ports[0]), u(ports[1])
 	e, _ := startPlainEtcd(t, filepath.Join(dir, "a"), "a", pa, ca, "a="+pa.String(), embed.ClusterStateFlagNew)

@@ -9,11 +9,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,8 +40,9 @@ const (
 	// happens. A decision that acted loops again at once.
 	DefaultLoopInterval = time.Second
 	// DefaultStopTimeout bounds a graceful stop: leadership transfer plus
-	// etcd's own shutdown. Nomad's kill_timeout must be larger.
-	DefaultStopTimeout = 10 * time.Second
+	// etcd's own shutdown. Nomad's kill_timeout must be larger: config
+	// validates it against the same constant.
+	DefaultStopTimeout = config.MemberStopTimeout
 	// DefaultLeaveTimeout bounds a leaving member's removal retries: long
 	// enough for etcd's 5 s strict-reconfiguration window twice over.
 	DefaultLeaveTimeout = 15 * time.Second
@@ -380,12 +379,9 @@ func (m *Member) restoreCA(ctx context.Context) {
 	m.readExposure(ctx)
 }
 
-func (m *Member) url(in provider.Instance, port int) string {
-	return m.scheme + "://" + net.JoinHostPort(in.Address, strconv.Itoa(port))
-}
-func (m *Member) peerURL(in provider.Instance) string   { return m.url(in, in.PeerPort) }
-func (m *Member) clientURL(in provider.Instance) string { return m.url(in, in.ClientPort) }
-func (m *Member) statusURL(in provider.Instance) string { return m.url(in, in.StatusPort) }
+func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.scheme) }
+func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.scheme) }
+func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.scheme) }
 
 // Run supervises the member until ctx ends, then stops it gracefully:
 // leadership is handed over if this member leads, within StopTimeout.

@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 )
 
 // Two members move at once (Nomad stopped both allocations and placed
@@ -64,7 +66,7 @@ func TestTwoMembersMovedAtOnceRejoin(t *testing.T) {
 	// Both stop, then come back with their data at new peer ports.
 	stops["m1"]()
 	stops["m2"]()
-	ports := freePorts(t, 2)
+	ports := clustertest.FreePorts(t, 2)
 	moved := slices.Clone(all)
 	moved[1].PeerPort, moved[2].PeerPort = ports[0], ports[1]
 	k.cl.Provider.Static = moved
@@ -154,7 +156,7 @@ func TestMovedMemberAloneUpdatesItsURL(t *testing.T) {
 	}
 	stop()
 	moved := slices.Clone(k.cl.Provider.Static)
-	moved[0].PeerPort = freePorts(t, 1)[0]
+	moved[0].PeerPort = clustertest.FreePorts(t, 1)[0]
 	k.cl.Provider.Static = moved
 	k.prov.Set(moved)
 	again := k.member("m0", nil)

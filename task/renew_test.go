@@ -79,7 +79,7 @@ func TestEtcdReloadsKeyPairPerHandshake(t *testing.T) {
 	ti := transport.TLSInfo{CertFile: files.Cert, KeyFile: files.Key, TrustedCAFile: files.CA, ClientCertAuth: true}
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir, cfg.LogLevel = "s0", filepath.Join(dir, "etcd"), "error"
-	ports := freePortsExt(t, 2)
+	ports := clustertest.FreePorts(t, 2)
 	peer, _ := url.Parse(fmt.Sprintf("https://127.0.0.1:%d", ports[0]))
 	client, _ := url.Parse(fmt.Sprintf("https://127.0.0.1:%d", ports[1]))
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
@@ -201,20 +201,6 @@ func rejected(addr string, cfg *tls.Config) error {
 		return nil // no alert: accepted, the server waits for a request
 	}
 	return err
-}
-
-func freePortsExt(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out
 }
 
 // A running member renews its member certificate (files read per

@@ -16,9 +16,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
+	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
+
+// memberKillTimeout is how long local mode waits for a member it stops
+// before it kills it: the member's graceful stop and the margin for its
+// exit, as validate asks of Nomad's kill_timeout.
+const memberKillTimeout = config.MemberStopTimeout + config.KillTimeoutMargin
 
 type localCommand struct{}
 
@@ -93,7 +99,7 @@ func (c *localUpCommand) Run(args []string) int {
 	for _, n := range names {
 		if err := sup.Start(n); err != nil {
 			c.ui.Error(err.Error())
-			_ = sup.StopAll(15 * time.Second)
+			_ = sup.StopAll(memberKillTimeout)
 			return 1
 		}
 	}
@@ -103,7 +109,7 @@ func (c *localUpCommand) Run(args []string) int {
 		<-ctx.Done()
 	}
 	c.ui.Output("stopping members...")
-	if err := sup.StopAll(15 * time.Second); err != nil {
+	if err := sup.StopAll(memberKillTimeout); err != nil {
 		c.ui.Error(err.Error())
 		return 1
 	}

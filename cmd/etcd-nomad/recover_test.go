@@ -27,6 +27,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -359,7 +360,7 @@ func startEtcd(t *testing.T, dataDir string) *clientv3.Client {
 	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = "src", dataDir
-	peer, client := freeURL(t), freeURL(t)
+	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.InitialCluster = "src=" + peer.String()
@@ -381,15 +382,4 @@ func startEtcd(t *testing.T, dataDir string) *clientv3.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-func freeURL(t *testing.T) url.URL {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	u, _ := url.Parse("http://" + l.Addr().String())
-	return *u
 }

@@ -382,7 +382,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	}
 	for _, in := range insts {
 		if in.Name == member {
-			peerURL = fmt.Sprintf("%s://%s:%d", scheme, in.Address, in.PeerPort)
+			peerURL = in.PeerURL(scheme)
 		}
 	}
 	if peerURL == "" {

@@ -3,7 +3,6 @@ package clustertest
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"strings"
@@ -113,15 +112,7 @@ func TestConsumerSeesALeaseRevokedWhileKeptAlive(t *testing.T) {
 // both closed when the test ends.
 func startOneMember(t *testing.T) *clientv3.Client {
 	t.Helper()
-	var u []url.URL
-	for range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		u = append(u, url.URL{Scheme: "http", Host: l.Addr().String()})
-		l.Close()
-	}
+	u := []url.URL{FreeURL(t), FreeURL(t)}
 	cfg := embed.NewConfig()
 	cfg.Dir = t.TempDir()
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = u[:1], u[:1]

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -21,6 +20,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/localcluster"
 )
 
 // Pinned versions, matching tools/build.sh.
@@ -62,27 +63,8 @@ func binAndPorts(name, version string, n int) (string, []int, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := freePorts(n)
+	p, err := localcluster.FreePorts(n)
 	return bin, p, err
-}
-
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // Agent is a running agent process.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -245,17 +244,9 @@ func TestOneBadMetadataDoesNotFailList(t *testing.T) {
 // client URL.
 func startEtcd(t *testing.T) string {
 	t.Helper()
-	free := func() url.URL {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return url.URL{Scheme: "http", Host: l.Addr().String()}
-	}
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir, cfg.LogLevel = "s0", filepath.Join(t.TempDir(), "etcd"), "error"
-	peer, client := free(), free()
+	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
 	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
 	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
 	cfg.InitialCluster = "s0=" + peer.String()
