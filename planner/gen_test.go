@@ -332,5 +332,13 @@ func genResume(rng *rand.Rand) Observation {
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(5)) * 100, Epoch: 1}
 	}
+	if o.Record.Source != "" && pick(3) == 0 {
+		// An operator's restore (review rev13-data 1: resumed while the
+		// store's listing did not answer), of a chain verified to some
+		// revision.
+		o.Record.Operator = true
+		o.Record.SourceRevision = int64(1+pick(9)) * 50
+		o.Record.AcceptedRevision = o.Record.SourceRevision
+	}
 	return o
 }

@@ -117,6 +117,11 @@ type Faults struct {
 	// or a snapshot while the store's listing does not answer (it may
 	// hold a newer chain, or an object members refuse).
 	RecoverWithoutListing bool
+	// ResumeOperatorWithoutListing (review rev13-data 1): resume an
+	// operator's restore this member recorded, holding no data of it,
+	// while the store's listing does not answer (it may hold a snapshot
+	// of an incarnation that ran after the record was written).
+	ResumeOperatorWithoutListing bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -331,6 +336,7 @@ const (
 	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
 	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
+	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
 )
 
 // resumeGuard reports whether rule holds.
@@ -350,6 +356,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.RestoreOverLaterSnapshot
 	case resumeWhenChainReaches:
 		return !f.ResumeBelowVerified
+	case resumeOperatorAfterListing:
+		return !f.ResumeOperatorWithoutListing
 	}
 	return true
 }

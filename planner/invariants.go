@@ -613,8 +613,10 @@ func checkRefused(o Observation, d Decision) error {
 // (Observation.ListingUnanswered) what it holds is unknown: no seed
 // (invariant 8: the store may hold the cluster's snapshots), and no new
 // recovery or restore (invariant 4: it may hold a newer chain, or an
-// object members refuse, than the source). A resumed recovery was decided
-// before; an operator's record restores what the operator chose.
+// object members refuse, than the source). A resumed recovery from data
+// was decided before, on data that is here; a resumed restore, an
+// operator's too, is not: the store may hold a snapshot of an incarnation
+// that ran after the record was written (review rev13-data 1).
 func checkListing(o Observation, d Decision) error {
 	if o.ListingUnanswered == "" || d.Record == nil {
 		return nil
@@ -623,7 +625,10 @@ func checkListing(o Observation, d Decision) error {
 	case Seed:
 		return fmt.Errorf("invariant 8: seeded epoch %d while the snapshot store's listing does not answer (%s)", d.Record.Epoch, o.ListingUnanswered)
 	case RecoverQuorum:
-		if d.Record.Operator || o.Record != nil && d.Record.Token == o.Record.Token {
+		if o.Record != nil && d.Record.Token == o.Record.Token {
+			if d.From == FromSnapshot {
+				return fmt.Errorf("invariant 4: resumed the restore of %s as epoch %d while the snapshot store's listing does not answer (%s)", d.Target, d.Record.Epoch, o.ListingUnanswered)
+			}
 			return nil
 		}
 		return fmt.Errorf("invariant 4: recovery (%s) as epoch %d while the snapshot store's listing does not answer (%s)", d.From, d.Record.Epoch, o.ListingUnanswered)
