@@ -147,6 +147,12 @@ type Faults struct {
 	// after the record's although the newest snapshot is of that epoch or
 	// a later one (Consul restored an older record).
 	RecoverBelowSnapshotEpoch bool
+	// RecoverBelowForeignSnapshotEpoch (review rev13-data 3): a recovery
+	// records an epoch above the lineage's newest snapshot but not above
+	// a genuine one of the store the lineage calls foreign (an
+	// incarnation that ran after a record Consul restored): two
+	// incarnations of one epoch.
+	RecoverBelowForeignSnapshotEpoch bool
 	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
 	// record sets its data aside although some instances do not answer
 	// (they may hold a quorum of that data's cluster).
@@ -260,6 +266,7 @@ const (
 	notBelowRefused                               // never from a source older than an object of the store members refuse
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
+	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
@@ -289,6 +296,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverFromOlderEpochSnapshot
 	case epochAboveSnapshots:
 		return !f.RecoverBelowSnapshotEpoch
+	case epochAboveEverySnapshot:
+		return !f.RecoverBelowForeignSnapshotEpoch
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:

@@ -1123,9 +1123,10 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
 	}
+	next := r.aboveSnapshots(o, max(rec.Epoch, s.Epoch)+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
-		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, max(rec.Epoch, s.Epoch)+1)}, true
+		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
+		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, next)}, true
 }
 
 func sourceName(src Source) string {
