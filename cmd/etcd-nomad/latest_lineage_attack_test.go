@@ -24,7 +24,11 @@ import (
 // authentic, so it was the put-back one, without a word. Now "latest" is
 // the newest snapshot of the cluster record's lineage, and a warning
 // names the newer foreign one and why; named, it is taken, with a
-// warning saying what it is.
+// warning saying what it is. Since review rev13-data 3 the restore of
+// "latest" beside it also needs -accept-data-loss (it may be of an
+// incarnation that ran after a record Consul restored: its writes would
+// be set aside), so the store writer costs the operator a flag, never a
+// restore of the put-back one.
 func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
 	ctx := context.Background()
 	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
@@ -54,7 +58,11 @@ func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
 	record := snapshot.Lineage{ClusterID: 0xabc, Epoch: 2}
 
 	ui := cli.NewMockUi()
-	got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{})
+	if got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{}); err == nil || !strings.Contains(err.Error(), foreign.Name) || !strings.Contains(err.Error(), "-accept-data-loss") {
+		t.Fatalf("\"latest\" beside the newer foreign %s without -accept-data-loss: %s, %v; want a refusal naming it and the flag", foreign.Name, got.Name, err)
+	}
+	ui = cli.NewMockUi()
+	got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{loss: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +98,9 @@ func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
 // through the commands, which read the cluster record for its lineage
 // (recordLineage): 'snapshot verify latest' verifies the record's
 // lineage's snapshot, and 'recover -from snapshot:latest' records it,
-// both naming the put-back one in a warning. The put-back object is the
+// both naming the put-back one in a warning ('recover' after asking for
+// -accept-data-loss, review rev13-data 3, and then as an epoch above the
+// put-back one's). The put-back object is the
 // fixture's snapshot copied under another incarnation's epoch and
 // cluster id (no KEK in this fixture: what authenticates is what the
 // lineage rule sees).
@@ -124,8 +134,15 @@ func TestOperatorLatestCommandsSkipAPutBackIncarnation(t *testing.T) {
 
 	code, ui = f.recover(t, "latest")
 	t.Logf("recover -from snapshot:latest: exit %d\n%s%s", code, ui.OutputWriter, ui.ErrorWriter)
+	if code == 0 || !strings.Contains(ui.ErrorWriter.String(), "-accept-data-loss") {
+		t.Fatalf("recover -from snapshot:latest beside the newer put-back %s: exit %d, want a refusal asking for -accept-data-loss", foreign.Name, code)
+	}
+	f.unchanged(t)
+	ui = cli.NewMockUi()
+	code = (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:latest", "-member", "m0", "-accept-data-loss"})
+	t.Logf("recover -from snapshot:latest -accept-data-loss: exit %d\n%s%s", code, ui.OutputWriter, ui.ErrorWriter)
 	if code != 0 {
-		t.Fatalf("recover -from snapshot:latest: exit %d", code)
+		t.Fatalf("recover -from snapshot:latest -accept-data-loss: exit %d", code)
 	}
 	rec, err := f.co.Record(ctx)
 	if err != nil {
@@ -136,5 +153,8 @@ func TestOperatorLatestCommandsSkipAPutBackIncarnation(t *testing.T) {
 	}
 	if !strings.Contains(ui.ErrorWriter.String(), foreign.Name) {
 		t.Errorf("recover passed over the put-back %s without naming it", foreign.Name)
+	}
+	if rec.Epoch <= foreign.Epoch {
+		t.Errorf("recorded epoch %d, not above the put-back snapshot's %d", rec.Epoch, foreign.Epoch)
 	}
 }

@@ -52,7 +52,13 @@ func TestLatestUnderAnUnconfirmedRecordIsNoSnapshotOfAHigherEpoch(t *testing.T) 
 	// The record of an automatic recovery from epoch 2, not confirmed.
 	record := snapshot.Lineage{ClusterID: 0, Epoch: 3}
 	ui := cli.NewMockUi()
-	got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{})
+	// As beside a confirmed record's put-back incarnation (review
+	// rev13-data 3): refused without -accept-data-loss, naming it.
+	if got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{}); err == nil || !strings.Contains(err.Error(), foreign.Name) {
+		t.Fatalf("\"latest\" beside the newer put-back %s without -accept-data-loss: %s, %v; want a refusal naming it", foreign.Name, got.Name, err)
+	}
+	ui = cli.NewMockUi()
+	got, _, err := chooseRestore(ui, all, &enc, record, "latest", acceptance{loss: true})
 	if err != nil {
 		t.Fatal(err)
 	}
