@@ -30,31 +30,7 @@ import (
 // be set aside), so the store writer costs the operator a flag, never a
 // restore of the put-back one.
 func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
-	ctx := context.Background()
-	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
-	enc := snapshot.Encryption{MACKey: key}
-	now := time.Now().UTC()
-	put := func(epoch uint64, id string, rev int64, created time.Time) snapshot.Meta {
-		m := snapshot.Meta{Cluster: "c", ClusterID: id, Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
-		m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
-		if _, err := store.Put(ctx, m.Name, strings.NewReader("x")); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PutMeta(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{m}); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	foreign := put(7, "01d", 5000, now.Add(-365*24*time.Hour))
-	mine := put(2, "abc", 300, now.Add(-time.Minute))
-	all, _ := store.List(ctx)
+	all, enc, foreign, mine := putBackBeside(t)
 	record := snapshot.Lineage{ClusterID: 0xabc, Epoch: 2}
 
 	ui := cli.NewMockUi()
@@ -94,6 +70,71 @@ func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
 	}
 }
 
+// putBackBeside is a store of cluster "c" (all its objects, and enc with
+// the MAC key they verify under) holding a put-back genuine snapshot of
+// another incarnation (cluster id "01d", epoch 7, revision 5000, a year
+// old) beside the running incarnation's newest (cluster id abc, epoch 2,
+// revision 300).
+func putBackBeside(t *testing.T) (all []snapshot.Meta, enc snapshot.Encryption, foreign, mine snapshot.Meta) {
+	t.Helper()
+	ctx := context.Background()
+	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
+	enc = snapshot.Encryption{MACKey: key}
+	now := time.Now().UTC()
+	put := func(epoch uint64, id string, rev int64, created time.Time) snapshot.Meta {
+		m := snapshot.Meta{Cluster: "c", ClusterID: id, Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
+		m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
+		if _, err := store.Put(ctx, m.Name, strings.NewReader("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.PutMeta(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{m}); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	foreign = put(7, "01d", 5000, now.Add(-365*24*time.Hour))
+	mine = put(2, "abc", 300, now.Add(-time.Minute))
+	all, err = store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return all, enc, foreign, mine
+}
+
+// putBack copies the fixture's snapshot into its store as a genuine one
+// of another incarnation (cluster id "01d", epoch 7, a year older) at
+// revision rev (no KEK in the fixture: what authenticates is what the
+// lineage rule sees).
+func (f *restoreFixture) putBack(t *testing.T, rev int64) snapshot.Meta {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := os.ReadFile(filepath.Join(f.storeDir, f.snap.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := f.snap
+	m.Epoch, m.ClusterID, m.Revision, m.Created = 7, "01d", rev, f.snap.Created.Add(-365*24*time.Hour)
+	m.Name = snapshot.ObjectName("unit", m.Epoch, m.Revision, m.Created, m.Encrypted)
+	store, err := file.New(f.storeDir, "unit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Put(ctx, m.Name, bytes.NewReader(raw)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutMeta(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestOperatorLatestCommandsSkipAPutBackIncarnation: the same attack
 // through the commands, which read the cluster record for its lineage
 // (recordLineage): 'snapshot verify latest' verifies the record's
@@ -107,23 +148,7 @@ func TestLatestIsNeverAPutBackIncarnation(t *testing.T) {
 func TestOperatorLatestCommandsSkipAPutBackIncarnation(t *testing.T) {
 	ctx := context.Background()
 	f := newRestoreFixture(t)
-	raw, err := os.ReadFile(filepath.Join(f.storeDir, f.snap.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign := f.snap
-	foreign.Epoch, foreign.ClusterID, foreign.Created = 7, "01d", f.snap.Created.Add(-365*24*time.Hour)
-	foreign.Name = snapshot.ObjectName("unit", foreign.Epoch, foreign.Revision, foreign.Created, foreign.Encrypted)
-	store, err := file.New(f.storeDir, "unit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := store.Put(ctx, foreign.Name, bytes.NewReader(raw)); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.PutMeta(ctx, foreign); err != nil {
-		t.Fatal(err)
-	}
+	foreign := f.putBack(t, f.snap.Revision)
 
 	ui := cli.NewMockUi()
 	code := (&snapshotVerifyCommand{ui: ui}).Run([]string{"-config", f.config, "latest"})

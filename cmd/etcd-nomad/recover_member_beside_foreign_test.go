@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
@@ -29,25 +28,9 @@ import (
 func TestRecoverFromMemberBesideAPutBackIncarnation(t *testing.T) {
 	ctx := context.Background()
 	f := newRestoreFixture(t)
-	raw, err := os.ReadFile(filepath.Join(f.storeDir, f.snap.Name))
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := file.New(f.storeDir, "unit")
 	if err != nil {
 		t.Fatal(err)
-	}
-	putBack := func(rev int64) snapshot.Meta {
-		m := f.snap
-		m.Epoch, m.ClusterID, m.Revision, m.Created = 7, "01d", rev, f.snap.Created.Add(-365*24*time.Hour)
-		m.Name = snapshot.ObjectName("unit", m.Epoch, m.Revision, m.Created, m.Encrypted)
-		if _, err := store.Put(ctx, m.Name, bytes.NewReader(raw)); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PutMeta(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-		return m
 	}
 	end := f.chain[len(f.chain)-1].Revision
 	f.status.Store(&status.Member{Name: "m0", Cluster: "unit", Token: "token-of-epoch-1", Epoch: 1, MemberID: 7, ClusterID: f.rec.ClusterID, Revision: end})
@@ -60,7 +43,7 @@ func TestRecoverFromMemberBesideAPutBackIncarnation(t *testing.T) {
 
 	// Past the member's data: refused, naming why, not advising it as
 	// the store's newest snapshot of the cluster.
-	far := putBack(end + 500)
+	far := f.putBack(t, end+500)
 	code, ui := run()
 	if code == 0 || !strings.Contains(ui.ErrorWriter.String(), far.Name) || !strings.Contains(ui.ErrorWriter.String(), "no incarnation") || !strings.Contains(ui.ErrorWriter.String(), "-accept-data-loss") {
 		t.Fatalf("recover -from m0 (revision %d) beside the put-back %s reaching %d: exit %d; want a refusal naming it as of no incarnation of the record and -accept-data-loss", end, far.Name, far.Revision, code)
@@ -71,7 +54,7 @@ func TestRecoverFromMemberBesideAPutBackIncarnation(t *testing.T) {
 	}
 
 	// Below the member's data: the recovery goes ahead, above its epoch.
-	near := putBack(end - 1)
+	near := f.putBack(t, end-1)
 	code, ui = run()
 	if code != 0 {
 		t.Fatalf("recover -from m0 (revision %d) beside the put-back %s (epoch 7, revision %d): exit %d", end, near.Name, near.Revision, code)

@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"context"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/cli"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
-	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
 // TestLatestUnderAnUnconfirmedRecordIsNoSnapshotOfAHigherEpoch (review
@@ -24,31 +19,7 @@ import (
 // warning at all, although no snapshot of this record's lineage can be of
 // an epoch above the record's.
 func TestLatestUnderAnUnconfirmedRecordIsNoSnapshotOfAHigherEpoch(t *testing.T) {
-	ctx := context.Background()
-	store, err := file.New(filepath.Join(t.TempDir(), "store"), "c")
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, _ := snapshot.DeriveMACKey(bytes.Repeat([]byte{7}, 32), "c")
-	enc := snapshot.Encryption{MACKey: key}
-	now := time.Now().UTC()
-	put := func(epoch uint64, id string, rev int64, created time.Time) snapshot.Meta {
-		m := snapshot.Meta{Cluster: "c", ClusterID: id, Epoch: epoch, Revision: rev, Created: created, Codec: snapshot.Codec, Size: 1, SHA256: strings.Repeat("0", 64)}
-		m.Name = snapshot.ObjectName("c", epoch, rev, created, false)
-		if _, err := store.Put(ctx, m.Name, strings.NewReader("x")); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PutMeta(ctx, m); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{m}); err != nil {
-			t.Fatal(err)
-		}
-		return m
-	}
-	foreign := put(7, "01d", 5000, now.Add(-365*24*time.Hour))
-	mine := put(2, "abc", 300, now.Add(-time.Minute))
-	all, _ := store.List(ctx)
+	all, enc, foreign, mine := putBackBeside(t)
 	// The record of an automatic recovery from epoch 2, not confirmed.
 	record := snapshot.Lineage{ClusterID: 0, Epoch: 3}
 	ui := cli.NewMockUi()
