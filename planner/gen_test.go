@@ -28,7 +28,7 @@ func genListing(o *Observation) {
 		return
 	}
 	o.ListingUnanswered = "503 Slow Down"
-	o.LatestSnapshot, o.RefusedSnapshot = nil, nil // unknown
+	o.LatestSnapshot, o.RefusedSnapshot, o.SnapshotEpoch = nil, nil, 0 // unknown
 }
 
 // genRefused gives a quarter of the observations an object of the store
@@ -49,6 +49,28 @@ func genRefused(o *Observation) {
 		return
 	}
 	o.RefusedSnapshot = &RefusedSnapshot{Name: "refused", Epoch: 1 + (x>>8)%3, Revision: int64((x>>16)%6) * 100, Why: "unauthenticated"}
+	if (x>>24)%2 == 0 {
+		return
+	}
+	// A genuine snapshot of no incarnation of the record's lineage
+	// (review rev13-data 3): refused as the newest when of a higher epoch
+	// than the lineage's newest (snapshots are ordered by epoch first),
+	// and above it or not, an epoch every recovery records above.
+	o.RefusedSnapshot.Why = "of another incarnation"
+	o.RefusedSnapshot.Revision %= 300 // often below the members' data, which a recovery may start from
+	if o.Record != nil {
+		// Of an incarnation that ran after the record (Consul restored
+		// an older one), or put back, above the record's epoch.
+		o.RefusedSnapshot.Epoch = o.Record.Epoch + 1 + (x>>8)%2
+	}
+	o.SnapshotEpoch = o.RefusedSnapshot.Epoch
+	if s := o.LatestSnapshot; s != nil {
+		if s.Epoch < o.SnapshotEpoch {
+			o.LatestSnapshot = nil
+		} else {
+			o.SnapshotEpoch = s.Epoch
+		}
+	}
 }
 
 func genAny(rng *rand.Rand) Observation {
@@ -331,6 +353,14 @@ func genResume(rng *rand.Rand) Observation {
 	}
 	if pick(2) == 0 {
 		o.LatestSnapshot = &SnapshotInfo{Name: "snap", Revision: int64(pick(5)) * 100, Epoch: 1}
+	}
+	if o.Record.Source != "" && pick(3) == 0 {
+		// An operator's restore (review rev13-data 1: resumed while the
+		// store's listing did not answer), of a chain verified to some
+		// revision.
+		o.Record.Operator = true
+		o.Record.SourceRevision = int64(1+pick(9)) * 50
+		o.Record.AcceptedRevision = o.Record.SourceRevision
 	}
 	return o
 }

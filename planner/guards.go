@@ -117,6 +117,11 @@ type Faults struct {
 	// or a snapshot while the store's listing does not answer (it may
 	// hold a newer chain, or an object members refuse).
 	RecoverWithoutListing bool
+	// ResumeOperatorWithoutListing (review rev13-data 1): resume an
+	// operator's restore this member recorded, holding no data of it,
+	// while the store's listing does not answer (it may hold a snapshot
+	// of an incarnation that ran after the record was written).
+	ResumeOperatorWithoutListing bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -147,6 +152,12 @@ type Faults struct {
 	// after the record's although the newest snapshot is of that epoch or
 	// a later one (Consul restored an older record).
 	RecoverBelowSnapshotEpoch bool
+	// RecoverBelowForeignSnapshotEpoch (review rev13-data 3): a recovery
+	// records an epoch above the lineage's newest snapshot but not above
+	// a genuine one of the store the lineage calls foreign (an
+	// incarnation that ran after a record Consul restored): two
+	// incarnations of one epoch.
+	RecoverBelowForeignSnapshotEpoch bool
 	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
 	// record sets its data aside although some instances do not answer
 	// (they may hold a quorum of that data's cluster).
@@ -260,6 +271,7 @@ const (
 	notBelowRefused                               // never from a source older than an object of the store members refuse
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
+	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
@@ -289,6 +301,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverFromOlderEpochSnapshot
 	case epochAboveSnapshots:
 		return !f.RecoverBelowSnapshotEpoch
+	case epochAboveEverySnapshot:
+		return !f.RecoverBelowForeignSnapshotEpoch
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
@@ -336,6 +350,7 @@ const (
 	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
 	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
+	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
 )
 
 // resumeGuard reports whether rule holds.
@@ -355,6 +370,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.RestoreOverLaterSnapshot
 	case resumeWhenChainReaches:
 		return !f.ResumeBelowVerified
+	case resumeOperatorAfterListing:
+		return !f.ResumeOperatorWithoutListing
 	}
 	return true
 }

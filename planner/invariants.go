@@ -70,6 +70,9 @@ func Check(o Observation, d Decision) error {
 	if err := checkListing(o, d); err != nil {
 		return err
 	}
+	if err := checkAboveSnapshots(o, d); err != nil {
+		return err
+	}
 	switch d.Kind {
 	case DisarmCorrupt:
 		// A member's CORRUPT alarm is disarmed only once it has left the
@@ -342,7 +345,7 @@ func Check(o Observation, d Decision) error {
 			// epoch newer than both, with no data here or at any peer and
 			// every instance answering (invariants 1, 4, 8).
 			s := o.LatestSnapshot
-			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == SnapshotSource(s.Name) || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) {
+			if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == SnapshotSource(s.Name) || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch, o.SnapshotEpoch) {
 				return fmt.Errorf("invariant 4: recovery over this member's own unconfirmed record %+v other than a restore of the newest snapshot as a newer epoch", *r)
 			}
 			if !o.Local.Empty || o.Running || o.Unreachable > 0 {
@@ -613,8 +616,10 @@ func checkRefused(o Observation, d Decision) error {
 // (Observation.ListingUnanswered) what it holds is unknown: no seed
 // (invariant 8: the store may hold the cluster's snapshots), and no new
 // recovery or restore (invariant 4: it may hold a newer chain, or an
-// object members refuse, than the source). A resumed recovery was decided
-// before; an operator's record restores what the operator chose.
+// object members refuse, than the source). A resumed recovery from data
+// was decided before, on data that is here; a resumed restore, an
+// operator's too, is not: the store may hold a snapshot of an incarnation
+// that ran after the record was written (review rev13-data 1).
 func checkListing(o Observation, d Decision) error {
 	if o.ListingUnanswered == "" || d.Record == nil {
 		return nil
@@ -623,10 +628,33 @@ func checkListing(o Observation, d Decision) error {
 	case Seed:
 		return fmt.Errorf("invariant 8: seeded epoch %d while the snapshot store's listing does not answer (%s)", d.Record.Epoch, o.ListingUnanswered)
 	case RecoverQuorum:
-		if d.Record.Operator || o.Record != nil && d.Record.Token == o.Record.Token {
+		if o.Record != nil && d.Record.Token == o.Record.Token {
+			if d.From == FromSnapshot {
+				return fmt.Errorf("invariant 4: resumed the restore of %s as epoch %d while the snapshot store's listing does not answer (%s)", d.Target, d.Record.Epoch, o.ListingUnanswered)
+			}
 			return nil
 		}
 		return fmt.Errorf("invariant 4: recovery (%s) as epoch %d while the snapshot store's listing does not answer (%s)", d.From, d.Record.Epoch, o.ListingUnanswered)
+	}
+	return nil
+}
+
+// checkAboveSnapshots: a new recovery, restore or seed over a record
+// records an epoch above every snapshot of the store that authenticates,
+// of the record's lineage or not (invariant 9, epochs only grow):
+// snapshots are ordered by epoch first, and one the lineage calls
+// foreign, of an incarnation that ran after a record Consul restored,
+// would share the new epoch (review rev13-data 3). A resumed record was
+// decided before.
+func checkAboveSnapshots(o Observation, d Decision) error {
+	if d.Record == nil || o.SnapshotEpoch == 0 || d.Kind != RecoverQuorum && d.Kind != Seed {
+		return nil
+	}
+	if o.Record != nil && d.Record.Token == o.Record.Token {
+		return nil
+	}
+	if d.Record.Epoch <= o.SnapshotEpoch {
+		return fmt.Errorf("invariant 9: %s recorded epoch %d while the store holds a snapshot of epoch %d that authenticates", d.Kind, d.Record.Epoch, o.SnapshotEpoch)
 	}
 	return nil
 }

@@ -28,6 +28,11 @@ type OperatorView struct {
 	// the end of its delta chain as listed; nil when the definition has
 	// no store or the store holds none.
 	Latest *SnapshotInfo
+	// SnapshotEpoch is the highest epoch of any snapshot of the store
+	// that authenticates, of the record's lineage or not (Latest is the
+	// lineage's): the new epoch is recorded above it, as nextEpoch does
+	// (review rev13-data 3).
+	SnapshotEpoch uint64
 }
 
 // OperatorRecovery decides an operator's recovery from From's data: the
@@ -121,6 +126,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// operator model, session 12, finding 1).
 		epoch = max(epoch, v.Latest.Epoch)
 	}
+	epoch = max(epoch, v.SnapshotEpoch)
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
 }
@@ -210,6 +216,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if v.Latest != nil {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
+	epoch = max(epoch, v.SnapshotEpoch)
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
 		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil

@@ -137,6 +137,30 @@ func TestRecoveryRecordsAnEpochAboveTheNewestSnapshot(t *testing.T) {
 	}
 }
 
+// The same when the epoch-3 snapshot is one the record's lineage calls
+// foreign (of another cluster id: the incarnation that ran after the
+// record Consul restored): the member holds data beyond its revision and
+// recovers from it, as epoch 4, never 2, which would be a second
+// incarnation beside the snapshot's (review rev13-data 3).
+func TestRecoveryRecordsAnEpochAboveAForeignSnapshot(t *testing.T) {
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, HoldsLock: true, RecoveryGrace: 20 * time.Second, QuorumLostFor: 30 * time.Second,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Running: true, SelfID: 0x10,
+		Local:  Local{Cluster: "c", Name: "m0", Token: "tok1", Epoch: 1, MemberID: 0x10, ClusterID: 0x18, Revision: 400},
+		Record: &Record{ClusterID: 0x18, Token: "tok1", Epoch: 1, Seeder: "m2"},
+		// task: the newest snapshot is of no incarnation of the record's
+		// lineage, so it is no LatestSnapshot but a refused object.
+		RefusedSnapshot: &RefusedSnapshot{Name: "s3", Epoch: 3, Revision: 347, Why: "of another incarnation"},
+		SnapshotEpoch:   3,
+		Peers:           []PeerStatus{{Name: "m1"}, {Name: "m2"}}}
+	d := Plan(o)
+	if d.Kind != RecoverQuorum || d.Record.Epoch != 4 {
+		t.Fatalf("recovery from data at revision 400 beside the foreign snapshot s3 of epoch 3 under a record of epoch 1: %s, record %+v (%s); want epoch 4", d.Kind, d.Record, d.Reason)
+	}
+	if d := (Faults{RecoverBelowForeignSnapshotEpoch: true}).plan(o); Check(o, d) == nil {
+		t.Fatalf("the checker passes %s as epoch %d beside a snapshot of epoch 3", d.Kind, d.Record.Epoch)
+	}
+}
+
 // An operator recorded m0's restore (epoch 2) while no quorum answered;
 // m0's cluster (epoch 1) got its quorum back, then a partition left m0
 // alone: its own unconfirmed restore record must not set aside its data

@@ -1075,20 +1075,31 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 // record. ok is false when the recorded start stands.
 func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool) {
 	rec, s := o.Record, o.LatestSnapshot
-	if rec.Operator {
-		// An operator's recovery restores what the operator chose.
-		return Decision{}, false
-	}
 	for _, p := range o.Peers {
 		if p.Token == rec.Token {
 			return Decision{}, false // it runs there: join it
 		}
 	}
+	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))
+	if rec.Operator {
+		// An operator's recovery restores what the operator chose, but
+		// only once the store answers: the checks after this one (a
+		// snapshot of an incarnation that ran after the record, a chain
+		// that verifies below what the command verified) read its
+		// listing, and with none they would pass (review rev13-data 1:
+		// one failed listing resumed an older restore beside a newer
+		// snapshot).
+		if r.resumeGuard(resumeOperatorAfterListing) {
+			if d, ok := listingUnanswered(o, name, why); ok {
+				return d, true
+			}
+		}
+		return Decision{}, false
+	}
 	// An object members refuse, newer than anything authentic: the
 	// incarnation may have run and written it (a member without the
 	// key), or the previous KEK's snapshots hold the data: neither the
 	// recorded start nor an older snapshot is taken beside it.
-	why := fmt.Sprintf("this member recorded epoch %d (%s) but holds no data of it", rec.Epoch, sourceName(rec.Source))
 	if r.seedGuard(noSeedWithoutListing) {
 		if d, ok := listingUnanswered(o, name, why); ok {
 			return d, true
@@ -1112,9 +1123,10 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
 	}
+	next := r.aboveSnapshots(o, max(rec.Epoch, s.Epoch)+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-		Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
-		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, max(rec.Epoch, s.Epoch)+1)}, true
+		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
+		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, next)}, true
 }
 
 func sourceName(src Source) string {

@@ -277,9 +277,23 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 // member newer than that snapshot and set aside, unnamed, a learner's
 // epoch-2 writes beyond it).
 func (r rules) nextEpoch(o Observation) uint64 {
-	next := o.Record.Epoch + 1
-	if s := o.LatestSnapshot; s != nil && s.Epoch >= next && r.recoveryGuard(epochAboveSnapshots) {
+	return r.aboveSnapshots(o, o.Record.Epoch+1)
+}
+
+// aboveSnapshots is next, or the epoch after the store's snapshots' when
+// one is at or above it: the lineage's newest (LatestSnapshot) and any
+// other that authenticates (SnapshotEpoch: one of an incarnation the
+// lineage calls foreign, which ran after a record Consul restored, would
+// otherwise share the new epoch).
+func (r rules) aboveSnapshots(o Observation, next uint64) uint64 {
+	if !r.recoveryGuard(epochAboveSnapshots) {
+		return next
+	}
+	if s := o.LatestSnapshot; s != nil && s.Epoch >= next {
 		next = s.Epoch + 1
+	}
+	if o.SnapshotEpoch >= next && r.recoveryGuard(epochAboveEverySnapshot) {
+		next = o.SnapshotEpoch + 1
 	}
 	return next
 }

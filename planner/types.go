@@ -62,6 +62,14 @@ type Observation struct {
 	// LatestSnapshot is the newest snapshot in the store, nil if none or
 	// unknown.
 	LatestSnapshot *SnapshotInfo
+	// SnapshotEpoch is the highest epoch of any snapshot in the store
+	// that authenticates, of the record's lineage or not (0 if none or
+	// unknown). LatestSnapshot is the lineage's newest; a recovery records
+	// its epoch above every snapshot all the same (invariant 9), or a
+	// genuine one the lineage calls foreign (of an incarnation that ran
+	// after a record Consul restored) would share the new epoch: two
+	// incarnations of one epoch (review rev13-data 3).
+	SnapshotEpoch uint64
 	// RefusedSnapshot is the newest object (snapshot or delta) of this
 	// cluster in the store that members refuse (no MAC: written before
 	// snapshots were authenticated or by a member without the key; or a

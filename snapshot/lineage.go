@@ -5,11 +5,10 @@ import (
 	"strconv"
 )
 
-// Lineage is the incarnation a confirmed cluster record names (its
-// cluster id and epoch): what members and an operator's "latest" take a
-// snapshot to be of, and what retention ranks. The zero Lineage (no
-// record, or one not confirmed yet) ties nothing: every snapshot is of
-// it.
+// Lineage is the incarnation a cluster record names (its cluster id and
+// epoch; cluster id 0 while not confirmed): what members and an
+// operator's "latest" take a snapshot to be of, and what retention ranks.
+// The zero Lineage (no record) ties nothing: every snapshot is of it.
 type Lineage struct {
 	ClusterID uint64
 	Epoch     uint64
@@ -31,12 +30,21 @@ type Lineage struct {
 // another cluster id, is no snapshot of the lineage: only an operator
 // restores it, by name. Snapshots of a lower epoch cannot be told apart
 // from those of another lineage's lower epochs: the record keeps no
-// earlier cluster ids. Without a confirmed record (ClusterID 0: none yet,
-// or a seed or recovery not confirmed, which Consul may have brought back
-// from before later incarnations) there is nothing to tie a snapshot to
-// and every one passes.
+// earlier cluster ids. Without a record (the zero Lineage) there is
+// nothing to tie a snapshot to and every one passes. A record not
+// confirmed yet (ClusterID 0: a seed or recovery, which Consul may have
+// brought back from before later incarnations) keeps no cluster id to tie
+// one of its epoch to, but its epoch still bounds its lineage: it was
+// recorded above every snapshot its writer saw, and no incarnation of it
+// has run at a higher epoch unless a later record replaced it, which only
+// an operator can tell from a put-back snapshot of another incarnation
+// (review rev13-sec 4: "latest" under an unconfirmed record of epoch 3
+// was a put-back snapshot of epoch 7).
 func (l Lineage) Of(meta Meta) bool {
-	if l.ClusterID == 0 || meta.Epoch < l.Epoch {
+	if l.ClusterID == 0 {
+		return l.Epoch == 0 || meta.Epoch <= l.Epoch
+	}
+	if meta.Epoch < l.Epoch {
 		return true
 	}
 	return meta.Epoch == l.Epoch && (meta.ClusterID == strconv.FormatUint(l.ClusterID, 16) || meta.ClusterID == "0")
@@ -46,6 +54,10 @@ func (l Lineage) Of(meta Meta) bool {
 func (l Lineage) WhyNot(meta Meta) string {
 	if l.Of(meta) {
 		return ""
+	}
+	if l.ClusterID == 0 {
+		return fmt.Sprintf("snapshot %s (cluster id %s, epoch %d) is of no incarnation of the cluster record (epoch %d, not confirmed yet: its lineage holds no epoch above it): a snapshot of another incarnation under the same name and key, put back in the store, or of one that ran after the record and was lost with it; "+
+			"never restored automatically nor as latest, only by an operator who names it (etcd-nomad recover -from snapshot:%s)", meta.Name, meta.ClusterID, meta.Epoch, l.Epoch, meta.Name)
 	}
 	return fmt.Sprintf("snapshot %s (cluster id %s, epoch %d) is of no incarnation of the cluster record (cluster id %x, epoch %d): a snapshot of another incarnation under the same name and key, put back in the store; "+
 		"never restored automatically nor as latest, only by an operator who names it (etcd-nomad recover -from snapshot:%s)", meta.Name, meta.ClusterID, meta.Epoch, l.ClusterID, l.Epoch, meta.Name)

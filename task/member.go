@@ -197,6 +197,10 @@ type Member struct {
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
+	// snapshotEpoch: the highest epoch of the objects of the same
+	// listing that authenticate, of the record's lineage or not
+	// (planner.Observation.SnapshotEpoch).
+	snapshotEpoch uint64
 	// snapshotListErr: why the last listing of the store failed, nil
 	// once one answers (planner.Observation.ListingUnanswered).
 	snapshotListErr error

@@ -76,6 +76,10 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
+			m.snapshotEpoch = 0
+			for _, meta := range list {
+				m.snapshotEpoch = max(m.snapshotEpoch, meta.Epoch)
+			}
 			if s, ok := newestSnapshot(list, m.skipDeltas()); ok {
 				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
 				m.latestSnapshot = lineage
@@ -101,6 +105,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
+	o.SnapshotEpoch = m.snapshotEpoch
 }
 
 // newestRefused is the newest object of cluster the member refused (the

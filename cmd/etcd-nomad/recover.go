@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,7 +45,13 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   Refused, naming them, while members hold data of another incarnation
   that MEMBER's recovery would set aside and that may hold writes MEMBER
   lacks (an older epoch at a higher revision, another incarnation of
-  MEMBER's epoch), unless -accept-data-loss.
+  MEMBER's epoch), unless -accept-data-loss; so too while the store's
+  newest snapshot of the cluster record's lineage goes further than
+  MEMBER's data, or an object members refuse (no MAC, a MAC that does not
+  verify, or a genuine snapshot of another incarnation) reaches past
+  MEMBER's revision. With the store not answering, -accept-data-loss
+  recovers without comparing, and without raising the new epoch above
+  the store's snapshots (the command says so).
 
   From a snapshot in the definition's store: member -member (by default
   the first answering instance by name) fetches and verifies it (sha256,
@@ -57,15 +64,18 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   that fails its checksum or decryption, or a delta that cannot be read
   or fails its own, is refused, naming it, and nothing is recorded.
   Refused while any member holds data newer than the snapshot (recover
-  from that member instead), unless -accept-data-loss: that data is then
-  set aside, never deleted.
+  from that member instead), or the store holds a newer snapshot (of the
+  record's lineage, or a genuine one of another incarnation, which only
+  its name restores), unless -accept-data-loss: that data is then set
+  aside, never deleted.
 
   The fencing is the automatic path's: under the cluster lock, refused
   while any instance does not answer or any member answers as a healthy
   voter (a quorum), when MEMBER holds no data or a learner's, and when
   another member holds newer data (a newer epoch, or the same incarnation
-  at a higher revision); the next epoch is recorded (compare-and-set)
-  before MEMBER restarts.
+  at a higher revision); the next epoch, above the record's, every
+  member's and every snapshot's in the store that authenticates, is
+  recorded (compare-and-set) before MEMBER restarts.
 
 Options:
   -config FILE         cluster definition
@@ -127,7 +137,7 @@ func (c *recoverCommand) Run(args []string) int {
 		c.ui.Error("recover: -member, -accept-unauthenticated and -accept-unauthenticated-deltas go with -from snapshot:NAME")
 		return 1
 	}
-	rec, err := operatorRecover(ctx, cl, *from, *acceptLoss)
+	rec, err := operatorRecover(ctx, c.ui, cl, *from, *acceptLoss)
 	if err != nil {
 		c.ui.Error("recover: " + err.Error())
 		return 1
@@ -139,44 +149,120 @@ func (c *recoverCommand) Run(args []string) int {
 
 // operatorRecover records an operator's recovery from member from, under
 // the lock, after observing every instance (planner.OperatorRecovery).
-// The store's newest snapshot is compared with from's data: one that goes
-// further may hold writes no member holds any more (sim seed 75 with the
-// operator), and the command then asks for -accept-data-loss.
-func operatorRecover(ctx context.Context, cl *config.Cluster, from string, acceptLoss bool) (planner.Record, error) {
-	latest, err := storeLatest(ctx, cl)
+// The store's newest snapshot of the record's lineage is compared with
+// from's data: one that goes further may hold writes no member holds any
+// more (sim seed 75 with the operator), and the command then asks for
+// -accept-data-loss; so does an object members refuse (no MAC, a MAC that
+// does not verify, or a genuine snapshot of no incarnation of the
+// record's lineage) whose chain reaches past from's revision, beside
+// which the automatic path waits (review rev13-data 2). The new epoch is
+// above every snapshot's that authenticates, of the lineage or not.
+func operatorRecover(ctx context.Context, ui cli.Ui, cl *config.Cluster, from string, acceptLoss bool) (planner.Record, error) {
+	all, kept, err := storeObjects(ctx, cl)
 	if err != nil {
 		if !acceptLoss {
 			return planner.Record{}, fmt.Errorf("%w: the store's newest snapshot may hold writes %s lacks; run again with -accept-data-loss to recover without comparing", err, from)
 		}
-		latest = nil
+		ui.Warn(fmt.Sprintf("%v: recovering from %s without comparing it with the store's snapshots, as -accept-data-loss accepts; the new epoch is not raised above theirs either (the store did not say them): "+
+			"a snapshot of a higher epoch stays the newest by epoch, and members restore it over this recovery's writes after a later quorum loss, until one of this epoch is saved", err, from))
+		all, kept = nil, nil
 	}
 	return recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
-		v.From, v.AcceptLoss, v.Latest = from, acceptLoss, latest
+		v.From, v.AcceptLoss = from, acceptLoss
+		var of []snapshot.Meta
+		v.Latest, v.SnapshotEpoch, of = storeView(v.Record, kept)
+		if newer := refusedPast(all, of, v, from); newer != nil {
+			what := fmt.Sprintf("the store holds %s (epoch %d, its chain reaching revision %d), which members refuse (%s): it may hold writes %s lacks, and the members' automatic recovery waits beside it",
+				newer.Name, newer.Epoch, newer.Revision, refusedWhy(newer, kept, v.Record), from)
+			if !acceptLoss {
+				take := "recover -from snapshot:" + baseOf(*newer)
+				if !slices.ContainsFunc(kept, func(k snapshot.Meta) bool { return k.Name == newer.Name }) {
+					take += " with -accept-unauthenticated for a snapshot without a MAC and -accept-unauthenticated-deltas for its deltas without one (the command lists them)"
+				}
+				return planner.Record{}, fmt.Errorf("%s; if it is genuine, restore it by name (%s; 'etcd-nomad snapshot list' shows it), or run again with -accept-data-loss to recover from %s all the same (it stays in the store): nothing recorded",
+					what, take, from)
+			}
+			ui.Warn(what + ": not taken, as -accept-data-loss accepts")
+		}
 		return planner.OperatorRecovery(v)
 	})
 }
 
-// storeLatest is the newest full snapshot of the definition's store with
-// the end of its delta chain (nil without a snapshot block or snapshot).
-func storeLatest(ctx context.Context, cl *config.Cluster) (*planner.SnapshotInfo, error) {
+// storeObjects lists the definition's store: every object, and those that
+// authenticate (what the members would restore themselves); nil without
+// a snapshot block.
+func storeObjects(ctx context.Context, cl *config.Cluster) (all, kept []snapshot.Meta, err error) {
 	if cl.Snapshot == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	store, err := backends.StoreWithLog(ctx, cl, hclog.New(&hclog.LoggerOptions{Name: "snapshots", Level: hclog.Warn, Output: os.Stderr}))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	list, err := store.List(ctx)
+	all, err = store.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("list snapshots: %w", err)
+		return nil, nil, fmt.Errorf("list snapshots: %w", err)
 	}
 	enc, err := backends.Encryption(cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// What the members would restore themselves: what authenticates.
-	kept, _ := enc.Authentic(list)
-	return latestInfo(kept), nil
+	kept, _ = enc.Authentic(all)
+	return all, kept, nil
+}
+
+// storeView is what an operator's recovery under rec (the record read
+// under the lock) is compared with among kept, the objects that
+// authenticate: the objects of rec's lineage (snapshot.Lineage.Of) and
+// the newest snapshot among them with its chain end (nil if none), which
+// a source older than it needs -accept-data-loss beside and the
+// operator is advised to restore; and the highest epoch of any of kept,
+// of the lineage or not, which the new epoch is recorded above (review
+// rev13-data 3: a genuine snapshot the lineage calls foreign, of an
+// incarnation that ran after a record Consul restored, would otherwise
+// share the new epoch, and stay the newest by epoch over its writes).
+func storeView(rec *planner.Record, kept []snapshot.Meta) (*planner.SnapshotInfo, uint64, []snapshot.Meta) {
+	var epoch uint64
+	for _, m := range kept {
+		epoch = max(epoch, m.Epoch)
+	}
+	of := kept
+	if rec != nil {
+		of, _ = snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}.Split(kept)
+	}
+	return latestInfo(of), epoch, of
+}
+
+// refusedPast is the newest object of all members refuse (not in of: no
+// MAC, a MAC that does not verify, or of no incarnation of the record's
+// lineage) whose chain reaches past the revision of from's data, with
+// that reach as its revision (newestRefusedAfter); nil if none, or when
+// from holds no data (the planner says why not).
+func refusedPast(all, of []snapshot.Meta, v planner.OperatorView, from string) *snapshot.Meta {
+	for _, p := range v.Answered {
+		if p.Name == from && p.Token != "" {
+			return newestRefusedAfter(all, of, p.Revision, "")
+		}
+	}
+	return nil
+}
+
+// refusedWhy says why members refuse m: it does not authenticate, or it
+// does (in kept) and is of no incarnation of rec's lineage.
+func refusedWhy(m *snapshot.Meta, kept []snapshot.Meta, rec *planner.Record) string {
+	if slices.ContainsFunc(kept, func(k snapshot.Meta) bool { return k.Name == m.Name }) && rec != nil {
+		return (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}).WhyNot(*m)
+	}
+	return "it does not authenticate: no MAC, or one that does not verify"
+}
+
+// baseOf is the snapshot an operator restores to take m: m, or a delta's
+// base.
+func baseOf(m snapshot.Meta) string {
+	if m.Kind == snapshot.KindDelta {
+		return m.Base
+	}
+	return m.Name
 }
 
 // latestInfo is the newest full snapshot of list with its chain end, nil
@@ -245,20 +331,14 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 		// Of the record's lineage or not, as the record under the lock
 		// has it (snapshot.Lineage.Of): another incarnation's snapshot,
 		// which only a name takes, sets members' data aside only with
-		// -accept-data-loss.
+		// -accept-data-loss. The new epoch is above every snapshot's
+		// that authenticates (storeView).
 		judged := *info
-		lineage := kept
 		if v.Record != nil {
-			lin := snapshot.Lineage{ClusterID: v.Record.ClusterID, Epoch: v.Record.Epoch}
-			judged.Foreign = !lin.Of(full)
-			lineage = nil
-			for _, m := range kept {
-				if lin.Of(m) {
-					lineage = append(lineage, m)
-				}
-			}
+			judged.Foreign = !(snapshot.Lineage{ClusterID: v.Record.ClusterID, Epoch: v.Record.Epoch}).Of(full)
 		}
-		v.Snapshot, v.AcceptLoss, v.From, v.Latest = &judged, acc.loss, member, latestInfo(lineage)
+		v.Snapshot, v.AcceptLoss, v.From = &judged, acc.loss, member
+		v.Latest, v.SnapshotEpoch, _ = storeView(v.Record, kept)
 		if v.From == "" {
 			v.From = planner.Restorer(v)
 		}

@@ -336,7 +336,11 @@ Options:
   -accept-data-loss  restore although deltas of the snapshot that do not
                      authenticate hold revisions past the chain end it
                      reaches: not replayed (without it the command refuses,
-                     listing them)
+                     listing them); or although the store holds a newer
+                     genuine snapshot of another incarnation than the
+                     cluster record's (taken only by its name), or, for a
+                     snapshot NAME, a newer object that does not
+                     authenticate
 
   With tls auto and a coordinator other than local, every snapshot
   command needs ETCD_NOMAD_CA_KEK (nomad var get -item ca_kek

@@ -153,6 +153,20 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, lin
 		// The restore replays the deltas recorded after it.
 		end = chain[len(chain)-1].Revision
 	}
+	if f, fend, ok := newerForeign(kept, lineage, full, end); ok {
+		// A genuine snapshot newer than the one restored, of no
+		// incarnation of the record's lineage: put back by a store
+		// writer, or taken of an incarnation that ran after the record
+		// (Consul restored an older one), whose writes this restore would
+		// set aside; the members wait beside it (review rev13-data 3).
+		what := fmt.Sprintf("the store holds snapshot %s (cluster id %s, epoch %d, its chain reaching revision %d), newer than %s (epoch %d, revision %d) and of no incarnation of the cluster record's lineage: "+
+			"put back by someone who can write the store, or taken of an incarnation that ran after the record (Consul restored an older one); only you can tell",
+			f.Name, f.ClusterID, f.Epoch, fend, full.Name, full.Epoch, end)
+		if !acc.loss {
+			return snapshot.Meta{}, 0, fmt.Errorf("%s: not restoring, nothing recorded; if it is this cluster's newest data, restore it by name (snapshot %s); to restore %s all the same (its writes are not taken), add -accept-data-loss", what, f.Name, full.Name)
+		}
+		ui.Warn(what + ": not taken, as -accept-data-loss accepts")
+	}
 	if name != "latest" {
 		// A snapshot named while the store holds a newer object of
 		// another chain that does not authenticate: as with latest, its
@@ -167,6 +181,25 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, lin
 		}
 	}
 	return full, end, refusedBeyond(ui, *enc, all, kept, full, end, acc)
+}
+
+// newerForeign is the newest snapshot of kept (what authenticates) of no
+// incarnation of lineage, other than full, when it is newer than full
+// (snapshot.Later: a higher epoch, or the same at a higher revision) or
+// its chain reaches past end, with its chain end.
+func newerForeign(kept []snapshot.Meta, lineage snapshot.Lineage, full snapshot.Meta, end int64) (snapshot.Meta, int64, bool) {
+	_, foreign := lineage.Split(kept)
+	var others []snapshot.Meta
+	for _, m := range foreign {
+		if m.Name != full.Name && !(m.Kind == snapshot.KindDelta && m.Base == full.Name) {
+			others = append(others, m)
+		}
+	}
+	f, _, fend, ok := snapshot.Newest(others)
+	if !ok || !snapshot.Later(f, full) && fend <= end {
+		return snapshot.Meta{}, 0, false
+	}
+	return f, fend, true
 }
 
 // acceptNamed lets enc take, without a MAC, the objects the operator
