@@ -159,6 +159,12 @@ type Faults struct {
 	// chain now verifies below the revision its command verified (the
 	// install refuses every time: a silent wedge).
 	ResumeBelowVerified bool
+	// AcceptAcrossLines (review of the operator model, session 13, F2):
+	// an operator's restore compares every line's data with one accepted
+	// revision, the highest the command saw on any line, so a member of
+	// an older line at a higher revision accepts the live line's writes
+	// acknowledged after the record.
+	AcceptAcrossLines bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -331,6 +337,7 @@ const (
 	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
 	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
+	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
 )
 
 // resumeGuard reports whether rule holds.
@@ -350,6 +357,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.RestoreOverLaterSnapshot
 	case resumeWhenChainReaches:
 		return !f.ResumeBelowVerified
+	case acceptPerLine:
+		return !f.AcceptAcrossLines
 	}
 	return true
 }

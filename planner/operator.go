@@ -156,7 +156,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	seeder := false
 	epoch := max(v.Record.Epoch, s.Epoch)
-	accepted := s.Revision
+	// What the command sees of each line, the snapshot's own (by its
+	// epoch: it carries no token) first.
+	accepted := []AcceptedLine{{Epoch: s.Epoch, Revision: s.Revision}}
 	var newer, names []string
 	for _, p := range v.Answered {
 		if p.Healthy {
@@ -167,7 +169,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 			continue
 		}
 		epoch = max(epoch, p.Epoch)
-		accepted = max(accepted, p.Revision)
+		accepted = acceptLine(accepted, AcceptedLine{Token: p.Token, Epoch: p.Epoch, Revision: p.Revision})
 		// A snapshot of another incarnation (s.Foreign) is no later state
 		// of any member's data, whatever its epoch: every member's data
 		// counts as newer.
@@ -194,7 +196,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if len(snaps) > 0 {
 		// Accepted with the loss (below): its writes are not "after the
 		// record" for the seeder (laterWrites).
-		accepted = max(accepted, v.Latest.Revision)
+		accepted = acceptLine(accepted, AcceptedLine{Epoch: v.Latest.Epoch, Revision: v.Latest.Revision})
 	}
 	if len(snaps) > 0 && !v.AcceptLoss {
 		return Record{}, &LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
@@ -205,7 +207,33 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
-		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
+}
+
+// acceptLine adds a to what an operator's command accepted: one entry per
+// line (token; a snapshot's by its epoch), at the highest revision seen.
+func acceptLine(lines []AcceptedLine, a AcceptedLine) []AcceptedLine {
+	for i, l := range lines {
+		if l.Token == a.Token && (a.Token != "" || l.Epoch == a.Epoch) {
+			lines[i].Revision = max(l.Revision, a.Revision)
+			lines[i].Epoch = max(l.Epoch, a.Epoch)
+			return lines
+		}
+	}
+	return append(lines, a)
+}
+
+// narrowest is the one-number bound a record with per-line acceptance
+// carries for members of an older release (Record.AcceptedRevision): the
+// lowest revision accepted of any line, at least 1 (0 means no bound).
+func narrowest(lines []AcceptedLine) int64 {
+	n := int64(0)
+	for i, l := range lines {
+		if i == 0 || l.Revision < n {
+			n = l.Revision
+		}
+	}
+	return max(n, 1)
 }
 
 // LossError is the refusal of an operator's recovery that would leave

@@ -215,17 +215,21 @@ func (r rules) ownRestoreWhileSilent(o Observation, name string) (Decision, bool
 // at revision 304, the operator had accepted up to 288).
 func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if !rec.Operator || rec.AcceptedRevision == 0 || !r.resumeGuard(resumeNotOverLaterWrites) {
+	if _, bounded := rec.acceptedUpTo("", 0, r); !bounded || !r.resumeGuard(resumeNotOverLaterWrites) {
 		return Decision{}, false
 	}
-	ceiling := max(rec.AcceptedRevision, rec.SourceRevision)
-	why := fmt.Sprintf("the operator's recovery of epoch %d (%s) accepted data up to revision %d", rec.Epoch, sourceName(rec.Source), ceiling)
-	if !o.Local.Empty && o.Local.Token != "" && o.Local.Token != rec.Token && o.Local.Revision > ceiling {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not setting them aside: an operator must choose", why, o.Local.Revision, o.Local.Epoch)}, true
+	why := fmt.Sprintf("the operator's recovery of epoch %d (%s)", rec.Epoch, sourceName(rec.Source))
+	if l := o.Local; !l.Empty && l.Token != "" && l.Token != rec.Token {
+		if up, _ := rec.acceptedUpTo(l.Token, l.Epoch, r); l.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of this member's line (token %s epoch %d) up to revision %d, but this member holds revision %d: writes acknowledged after the recovery was recorded; not setting them aside: %s", why, short(l.Token), l.Epoch, up, l.Revision, adoptHint)}, true
+		}
 	}
 	for _, p := range o.Peers {
-		if p.Token != "" && p.Token != rec.Token && p.Revision > ceiling {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not restoring over them: an operator must choose", why, p.Name, p.Revision, p.Epoch)}, true
+		if p.Token == "" || p.Token == rec.Token {
+			continue
+		}
+		if up, _ := rec.acceptedUpTo(p.Token, p.Epoch, r); p.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of peer %s's line (token %s epoch %d) up to revision %d, but it holds revision %d: writes acknowledged after the recovery was recorded; not restoring over them: %s", why, p.Name, short(p.Token), p.Epoch, up, p.Revision, adoptHint)}, true
 		}
 	}
 	// The same writes with no member left holding them: a cluster the
@@ -233,12 +237,19 @@ func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 	// served) went on after the record and was snapshotted; its hosts'
 	// disks went with their allocations (sim seeds 417, 722, 940 with the
 	// operator and collectRunning: the restore of the older snapshot lost
-	// them).
-	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && s.Revision > ceiling && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: an operator must choose", why, s.Name, s.Epoch, s.Revision)}, true
+	// them). A snapshot carries no token: it is compared with what the
+	// command accepted of its epoch.
+	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		if up, _ := rec.acceptedUpTo("", s.Epoch, r); s.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of epoch %d up to revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: %s", why, s.Epoch, up, s.Name, s.Epoch, s.Revision, adoptHint)}, true
+		}
 	}
 	return Decision{}, false
 }
+
+// adoptHint is what an operator does when a recovery record waits beside
+// data it never accepted.
+const adoptHint = "an operator must choose"
 
 // quorumAnswers reports whether a quorum is seen alive: the member list
 // answered (a linearizable read), or a peer reports itself healthy (a
