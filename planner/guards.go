@@ -165,6 +165,10 @@ type Faults struct {
 	// an older line at a higher revision accepts the live line's writes
 	// acknowledged after the record.
 	AcceptAcrossLines bool
+	// KeepWithoutQuorum: 'recover -keep-running' records the running
+	// incarnation although fewer than a quorum of the instances answer as
+	// its healthy voters (another incarnation may be the one with data).
+	KeepWithoutQuorum bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -403,7 +407,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 type operatorRule int
 
 const (
-	notBelowStore operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+	notBelowStore   operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
+	keepOnlyAQuorum                     // -keep-running records only an incarnation a quorum of the instances answers for
 )
 
 // operatorGuard reports whether rule holds.
@@ -411,6 +416,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 	switch rule {
 	case notBelowStore:
 		return !f.OperatorBelowStore
+	case keepOnlyAQuorum:
+		return !f.KeepWithoutQuorum
 	}
 	return true
 }

@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // MaxStartFailures is how many failed starts of an added-but-unstarted
@@ -15,7 +16,25 @@ const MaxStartFailures = 5
 func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
-func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
+func (f Faults) Plan(o Observation) Decision { return operatorHint(o, f.paused(o, f.plan(o))) }
+
+// operatorHint names the command that ends a wait only an operator ends,
+// when its reason names none: while a quorum answers, 'recover
+// -keep-running' (the record then names something else that never ran:
+// OperatorKeepRunning; 'recover' refuses beside a quorum), else 'recover
+// -from' (OperatorRecovery, OperatorSnapshotRecovery) with what 'status'
+// shows (review of the operator model, session 13, F4 and F5).
+func operatorHint(o Observation, d Decision) Decision {
+	if !d.AwaitsOperator || strings.Contains(d.Reason, "etcd-nomad ") {
+		return d
+	}
+	if q, live := quorumAnswers(o); live && o.Record != nil && o.Record.ClusterID == 0 {
+		d.Reason += fmt.Sprintf(" ('etcd-nomad recover -keep-running' records the cluster that answers in place of the record, while %s)", q)
+		return d
+	}
+	d.Reason += " ('etcd-nomad status' shows every member's data; 'etcd-nomad recover -from MEMBER' or '-from snapshot:NAME' chooses the source)"
+	return d
+}
 
 // PlanLeave decides like the package's PlanLeave with the rules f switches
 // off.
@@ -251,6 +270,17 @@ func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 // data it never accepted.
 const adoptHint = "an operator must choose"
 
+// seederServesAnother reports whether the seeder of the unconfirmed
+// record rec reports itself a healthy voter of another incarnation.
+func seederServesAnother(o Observation, rec *Record, name string) bool {
+	for _, p := range o.Peers {
+		if p.Name == rec.Seeder && p.Name != name && p.Healthy && p.Token != "" && p.Token != rec.Token {
+			return true
+		}
+	}
+	return false
+}
+
 // quorumAnswers reports whether a quorum is seen alive: the member list
 // answered (a linearizable read), or a peer reports itself healthy (a
 // voter of a cluster with a quorum). Nothing may then start a new
@@ -292,7 +322,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if !recoverySource(rec, l) {
 			return Decision{}, false // settles says why it waits
 		}
-		if q, live := quorumAnswers(o); live {
+		if q, live := quorumAnswers(o); live && o.Record != nil && o.Record.ClusterID == 0 {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
 		}
 		if o.Unreachable > 0 {
@@ -637,6 +667,13 @@ func (r rules) planRunning(o Observation, name string) Decision {
 				// (invariant 10), and re-recording this older epoch would
 				// make the record's epoch go back (invariant 9).
 				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, gone for %s, and never confirmed, while this member's epoch %d runs with a quorum: no takeover beside a live cluster and no older epoch recorded over a newer one; an operator must choose", rec.Epoch, rec.Seeder, o.SeederGoneFor, o.Local.Epoch)}
+			}
+			if o.MembersKnown && seederServesAnother(o, rec, name) {
+				// The seeder serves this cluster (or another) with a
+				// quorum beside its own record: it never starts the
+				// recorded epoch beside a quorum (settles), and nothing
+				// else ends the wait.
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, never confirmed, and %s serves another incarnation with a quorum: it never starts the recorded epoch beside a quorum; keeping this member's epoch %d running", rec.Epoch, rec.Seeder, rec.Seeder, o.Local.Epoch)}
 			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
 		}

@@ -346,6 +346,10 @@ type PeerStatus struct {
 	Healthy  bool
 	// Revision is the newest revision in the peer's data.
 	Revision int64
+	// ClusterID is etcd's cluster id of the peer's data (0 unknown): an
+	// operator's -keep-running (OperatorKeepRunning) records the cluster
+	// a quorum answers for by it.
+	ClusterID uint64
 }
 
 // Kind names a decision.

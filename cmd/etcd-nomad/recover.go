@@ -35,6 +35,7 @@ func (c *recoverCommand) Help() string {
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
            [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...]
+       etcd-nomad recover -config FILE -keep-running
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -67,8 +68,22 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   at a higher revision); the next epoch is recorded (compare-and-set)
   before MEMBER restarts.
 
+  With -keep-running: a cluster runs with a quorum beside a record of
+  another incarnation that never started (Consul brought a recovery
+  record back, or the old cluster got its quorum back after 'recover'
+  recorded one), and every member waits for an operator. The record is
+  rewritten to name the running cluster (its token, epoch and cluster
+  id, confirmed), so that its members go on. Refused unless a quorum of
+  the instances answers as healthy voters of one cluster and every
+  instance answers, while the record is confirmed or names the running
+  cluster, and while any member holds data of the recorded incarnation
+  (it started) or of an epoch newer than the running one's.
+
 Options:
   -config FILE         cluster definition
+  -keep-running        record the cluster that runs with a quorum in
+                       place of an unconfirmed record of another
+                       incarnation
   -from SOURCE         MEMBER, or snapshot:NAME (snapshot:latest: the newest)
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
@@ -106,12 +121,31 @@ func (c *recoverCommand) Run(args []string) int {
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
 	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
-	cl := fs.load(c.ui, c.Help(), args, false, from)
+	keepRunning := fs.Bool("keep-running", false, "")
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
+		return 1
+	}
+	if *from == "" && !*keepRunning {
+		c.ui.Error(c.Help())
 		return 1
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if *keepRunning {
+		if *from != "" || *member != "" || *acceptLoss || *acceptUnauth || *acceptDeltas != "" {
+			c.ui.Error("recover: -keep-running takes no source and no -accept flag: it records the cluster that runs")
+			return 1
+		}
+		rec, err := recordOperatorRecovery(ctx, cl, planner.OperatorKeepRunning)
+		if err != nil {
+			c.ui.Error("recover -keep-running: " + err.Error())
+			return 1
+		}
+		c.ui.Output(fmt.Sprintf("recorded the running cluster %x (token %s epoch %d) in place of the record that never started; its members go on at their next loop",
+			rec.ClusterID, shortToken(rec.Token), rec.Epoch))
+		return 0
+	}
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
 		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, acceptance{snapshot: *acceptUnauth, deltas: *acceptDeltas, loss: *acceptLoss})
 		if err != nil {
@@ -373,7 +407,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 			continue
 		}
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
-			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision})
+			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID})
 	}
 	next, err := decide(v)
 	if err != nil {
