@@ -177,6 +177,16 @@ func (w *World) opRecoverSnapshot(name, member string, accept bool) (string, err
 	if accept {
 		v.AcceptLoss = false
 		w.acceptLoss(v, fence, s.branch, end)
+		if listed := s.chainEnd(nil); end < listed {
+			// The command warned: the chain verifies only up to end,
+			// the changes after it are lost (-accept-data-loss). They
+			// are the operator's to lose wherever a copy of them lies,
+			// a set-aside copy included, which no command sees (sim
+			// seed 121: an earlier restore set aside the data that held
+			// them, then a segment of its chain was damaged).
+			w.op.accepted = append(w.op.accepted, acceptedLoss{member: "snapshot " + s.name + "'s damaged chain", br: s.branch, rev: listed, src: s.branch, srcRev: end})
+			w.logf("operator", "  accepts losing snapshot %s's chain beyond its verified end %d (listed %d)", s.name, end, listed)
+		}
 	}
 	w.setRecord(rec)
 	return fmt.Sprintf("recorded epoch %d %s: a recovery from snapshot %s (revision %d) restored by %s%s", rec.Epoch, rec.Token, s.name, end, rec.Seeder, acceptFlag(accept)), nil
