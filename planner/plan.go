@@ -322,7 +322,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if !recoverySource(rec, l) {
 			return Decision{}, false // settles says why it waits
 		}
-		if q, live := quorumAnswers(o); live && o.Record != nil && o.Record.ClusterID == 0 {
+		if q, live := quorumAnswers(o); live {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
 		}
 		if o.Unreachable > 0 {
