@@ -98,6 +98,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 9: recover below the snapshot's epoch":   {RecoverBelowSnapshotEpoch: true},
 	"invariant 8: seed while the listing is silent":     {SeedWithoutListing: true},
 	"invariant 4: recover while the listing is silent":  {RecoverWithoutListing: true},
+	"invariant 4: restore over writes after the record": {RestoreOverLaterWrites: true},
+	"invariant 4: accept one revision across lines":     {AcceptAcrossLines: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a
