@@ -311,15 +311,7 @@ func TestRecoverShortChainWithAcceptDataLoss(t *testing.T) {
 // the damage reaches it.
 func TestRecoverWithAcceptDataLossGoesAroundABridgedDamagedDelta(t *testing.T) {
 	f := newRestoreFixture(t)
-	cl := loadConfig(cli.NewMockUi(), f.config)
-	store, err := backends.StoreWithLog(context.Background(), cl, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, err := backends.Encryption(cl)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, enc := f.storeAndEncryption(t)
 	// The same writes as deltas 1 and 2 (newRestoreFixture), in one
 	// segment stored after them: it bridges delta 1.
 	var bridge snapshot.Segment
