@@ -66,13 +66,27 @@ type Record struct {
 	// revision the command verified the snapshot's chain to reach: the
 	// seeder's install refuses below it.
 	SourceRevision int64 `json:"source_revision,omitempty"`
-	// AcceptedRevision, for an operator's recovery from a snapshot, is the
-	// highest revision of data the command saw (the members whose data it
-	// sets aside, accepted with -accept-data-loss): data beyond it holds
-	// writes acknowledged after the recovery was recorded.
+	// Accepted, for an operator's recovery from a snapshot, is the
+	// highest revision of data the command saw on each line (the members
+	// whose data it sets aside, accepted with -accept-data-loss): data of
+	// a line beyond its entry holds writes acknowledged after the recovery
+	// was recorded. Lines' revisions are never compared with each other.
+	Accepted []AcceptedLine `json:"accepted,omitempty"`
+	// AcceptedRevision is the one bound over every line of records written
+	// before Accepted (0: none); a record with Accepted sets it to its
+	// narrowest entry, which is all a member of an older release reads
+	// (and keeps when it writes the record back).
 	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
+}
+
+// AcceptedLine is what an operator's recovery accepted of one line: Token
+// names a member's line, or is empty for a snapshot's, named by Epoch.
+type AcceptedLine struct {
+	Token    string `json:"token,omitempty"`
+	Epoch    uint64 `json:"epoch"`
+	Revision int64  `json:"revision"`
 }
 
 // DecodeRecord decodes a stored record. The coordinator's store is shared

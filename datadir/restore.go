@@ -129,11 +129,14 @@ func InstallNextEpoch(ctx context.Context, root string, src Source, next func(sn
 // first, so that nothing is recorded that cannot be installed whole.
 // A segment found damaged is left out and the chain verified again around
 // it, as a member's installs do across its loops (Source.Skip): an
-// overlapping segment may bridge it.
+// overlapping segment may bridge it. A ChainShortError names the first
+// damaged segment, and End is the furthest any way around the damage
+// verified: verifying again for that End succeeds (an operator's
+// -accept-data-loss).
 func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, error) {
 	defer os.RemoveAll(scratch)
 	skip := maps.Clone(src.Skip)
-	var firstShort error // names the first damaged segment
+	var firstShort *ChainShortError // names the first damaged segment
 	for {
 		if err := os.RemoveAll(scratch); err != nil {
 			return Installed{}, err
@@ -144,6 +147,9 @@ func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, 
 		if !errors.As(err, &short) {
 			return got, err
 		}
+		if firstShort != nil {
+			firstShort.End = max(firstShort.End, short.End)
+		}
 		if short.Damaged == "" || skip[short.Damaged] {
 			if firstShort != nil {
 				return got, firstShort // no way around: the damage is why
@@ -151,7 +157,7 @@ func VerifyInstall(ctx context.Context, scratch string, src Source) (Installed, 
 			return got, err
 		}
 		if firstShort == nil {
-			firstShort = err
+			firstShort = short
 		}
 		if skip == nil {
 			skip = map[string]bool{}

@@ -19,15 +19,8 @@ import (
 // cannot record a recovery from this snapshot although every revision
 // of its chain is in the store, verified.
 func TestOperatorVerifyGoesAroundABridgedDamagedSegment(t *testing.T) {
-	b := newBackup(t, 600)
+	b, x := bridgedBackup(t)
 	s := b.base.Revision
-	b.storeSegment(t, snapshot.Segment{Events: puts(s+1, s+50)})
-	time.Sleep(1100 * time.Millisecond)
-	x := b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+100)})
-	time.Sleep(1100 * time.Millisecond)
-	b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+150)})
-	p := filepath.Join(b.dir, x.Name)
-	damageFile(t, p)
 	list, err := b.store.List(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -43,4 +36,20 @@ func TestOperatorVerifyGoesAroundABridgedDamagedSegment(t *testing.T) {
 	if got.End < s+150 {
 		t.Fatalf("verified to %d, the store holds a verified chain to %d", got.End, s+150)
 	}
+}
+
+// bridgedBackup stores a snapshot's chain s+1..s+50, x = s+51..s+100 and
+// s+51..s+150 (s the snapshot's revision), each named a second after the
+// one before, and damages x: the last segment bridges it.
+func bridgedBackup(t *testing.T) (*backup, snapshot.Meta) {
+	t.Helper()
+	b := newBackup(t, 600)
+	s := b.base.Revision
+	b.storeSegment(t, snapshot.Segment{Events: puts(s+1, s+50)})
+	time.Sleep(1100 * time.Millisecond) // a later name (seconds)
+	x := b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+100)})
+	time.Sleep(1100 * time.Millisecond)
+	b.storeSegment(t, snapshot.Segment{Events: puts(s+51, s+150)})
+	damageFile(t, filepath.Join(b.dir, x.Name))
+	return b, x
 }

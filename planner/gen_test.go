@@ -12,7 +12,63 @@ func genObservation(rng *rand.Rand) Observation {
 	o := genAny(rng)
 	genRefused(&o)
 	genListing(&o)
+	genOperatorRestore(&o)
 	return o
+}
+
+// genOperatorRestore makes half the unconfirmed restore records an
+// operator's, with what its command accepted of each line: sometimes
+// below, sometimes at the data's revision, and sometimes a higher
+// revision of another line (an older line the command saw). Drawn from
+// a hash of what was generated, as genRefused is.
+func genOperatorRestore(o *Observation) {
+	r := o.Record
+	if r == nil || r.ClusterID != 0 || r.Source == "" || r.Source == FromData {
+		return
+	}
+	h := fnv.New64a()
+	fmt.Fprint(h, o.Self, o.Local, o.Peers, *r)
+	x := h.Sum64()
+	if x%2 != 0 {
+		return
+	}
+	rc := *r
+	if rc.Seeder == o.Self.Name && rc.Epoch > 1 {
+		// The restorer beside a peer holding an older line (the one
+		// the restore replaces got its quorum back, or one before it).
+		peers := append([]PeerStatus(nil), o.Peers...)
+		for i, p := range peers {
+			if p.Token == "" && p.Name != o.Self.Name {
+				peers[i].Token, peers[i].Epoch, peers[i].Revision = []string{"tokB", "tokOld"}[(x>>41)%2], rc.Epoch-1, int64((x>>42)%8)*100
+				break
+			}
+		}
+		o.Peers = peers
+	}
+	rc.Operator, rc.SourceRevision = true, int64((x>>4)%5)*100
+	rc.Accepted = []AcceptedLine{{Epoch: 1, Revision: rc.SourceRevision}}
+	add := func(token string, epoch uint64, rev int64, k uint64) {
+		if token == "" || token == rc.Token {
+			return
+		}
+		switch k % 3 {
+		case 0:
+			rev -= 50 // the line went on after the command
+		case 1:
+			rev += 1000 // accepted: an older line at a higher revision, or the same
+		}
+		rc.Accepted = acceptLine(rc.Accepted, AcceptedLine{Token: token, Epoch: epoch, Revision: max(rev, 0)})
+	}
+	add(o.Local.Token, o.Local.Epoch, o.Local.Revision, x>>8)
+	for i, p := range o.Peers {
+		add(p.Token, p.Epoch, p.Revision, x>>(12+2*i))
+	}
+	if (x>>24)%3 == 0 {
+		// A line no member holds now, seen high by the command.
+		rc.Accepted = append(rc.Accepted, AcceptedLine{Token: "tokOld", Epoch: 1, Revision: 5000})
+	}
+	rc.AcceptedRevision = narrowest(rc.Accepted)
+	o.Record = &rc
 }
 
 // genListing gives an eighth of the observations a snapshot store whose

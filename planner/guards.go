@@ -175,6 +175,16 @@ type Faults struct {
 	// chain now verifies below the revision its command verified (the
 	// install refuses every time: a silent wedge).
 	ResumeBelowVerified bool
+	// AcceptAcrossLines (review of the operator model, session 13, F2):
+	// an operator's restore compares every line's data with one accepted
+	// revision, the highest the command saw on any line, so a member of
+	// an older line at a higher revision accepts the live line's writes
+	// acknowledged after the record.
+	AcceptAcrossLines bool
+	// KeepWithoutQuorum: 'recover -keep-running' records the running
+	// incarnation although fewer than a quorum of the instances answer as
+	// its healthy voters (another incarnation may be the one with data).
+	KeepWithoutQuorum bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -351,6 +361,7 @@ const (
 	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
 	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
+	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
 )
 
 // resumeGuard reports whether rule holds.
@@ -372,6 +383,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeBelowVerified
 	case resumeOperatorAfterListing:
 		return !f.ResumeOperatorWithoutListing
+	case acceptPerLine:
+		return !f.AcceptAcrossLines
 	}
 	return true
 }
@@ -418,6 +431,7 @@ type operatorRule int
 const (
 	notBelowStore           operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
 	notBelowReplacedRestore                     // a restore short of the unconfirmed restore record it replaces needs -accept-data-loss
+	keepOnlyAQuorum                             // -keep-running records only an incarnation a quorum of the instances answers for
 )
 
 // operatorGuard reports whether rule holds.
@@ -427,6 +441,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 		return !f.OperatorBelowStore
 	case notBelowReplacedRestore:
 		return !f.OperatorBelowReplacedRestore
+	case keepOnlyAQuorum:
+		return !f.KeepWithoutQuorum
 	}
 	return true
 }

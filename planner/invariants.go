@@ -64,6 +64,9 @@ func Check(o Observation, d Decision) error {
 	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster || d.Kind == Maintain) && !o.HoldsLock {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
+	if err := checkOperatorAccepted(o, d); err != nil {
+		return err
+	}
 	if err := checkRefused(o, d); err != nil {
 		return err
 	}
@@ -655,6 +658,38 @@ func checkAboveSnapshots(o Observation, d Decision) error {
 	}
 	if d.Record.Epoch <= o.SnapshotEpoch {
 		return fmt.Errorf("invariant 9: %s recorded epoch %d while the store holds a snapshot of epoch %d that authenticates", d.Kind, d.Record.Epoch, o.SnapshotEpoch)
+	}
+	return nil
+}
+
+// checkOperatorAccepted: an operator's restore never sets aside, nor
+// restores over, data of a line beyond what its command accepted of that
+// line (Record.Accepted; lines' revisions never compared): writes
+// acknowledged after the record are not the operator's to lose (invariant
+// 4: from the highest revision known).
+func checkOperatorAccepted(o Observation, d Decision) error {
+	r := o.Record
+	if r == nil || !r.Operator || r.ClusterID != 0 {
+		return nil
+	}
+	if _, bounded := r.acceptedUpTo("", 0, rules{}); !bounded {
+		return nil
+	}
+	l := o.Local
+	if d.Kind == SetAside && d.Aside == AsideForeign && r.Seeder == d.Name && !l.Empty && l.Token != "" && l.Token != r.Token && l.Cluster == o.ClusterName {
+		if up, _ := r.acceptedUpTo(l.Token, l.Epoch, rules{}); l.Revision > up {
+			return fmt.Errorf("invariant 4: set aside its data of token %s at revision %d for the operator's restore, which accepted that line up to %d", l.Token, l.Revision, up)
+		}
+	}
+	if d.Kind == RecoverQuorum && d.From == FromSnapshot && d.Record != nil && d.Record.Token == r.Token {
+		for _, p := range o.Peers {
+			if p.Token == "" || p.Token == r.Token {
+				continue
+			}
+			if up, _ := r.acceptedUpTo(p.Token, p.Epoch, rules{}); p.Revision > up {
+				return fmt.Errorf("invariant 4: restored the operator's snapshot over peer %s's data of token %s at revision %d, beyond the %d it accepted of that line", p.Name, p.Token, p.Revision, up)
+			}
+		}
 	}
 	return nil
 }

@@ -100,6 +100,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 4: recover while the listing is silent":  {RecoverWithoutListing: true},
 	"invariant 4: operator's restore, listing silent":   {ResumeOperatorWithoutListing: true},
 	"invariant 9: recover below a foreign snapshot":     {RecoverBelowForeignSnapshotEpoch: true},
+	"invariant 4: restore over writes after the record": {RestoreOverLaterWrites: true},
+	"invariant 4: accept one revision across lines":     {AcceptAcrossLines: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

@@ -162,7 +162,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	}
 	seeder := false
 	epoch := max(v.Record.Epoch, s.Epoch)
-	accepted := s.Revision
+	// What the command sees of each line, the snapshot's own (by its
+	// epoch: it carries no token) first.
+	accepted := []AcceptedLine{{Epoch: s.Epoch, Revision: s.Revision}}
 	var newer, names []string
 	for _, p := range v.Answered {
 		if p.Healthy {
@@ -173,7 +175,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 			continue
 		}
 		epoch = max(epoch, p.Epoch)
-		accepted = max(accepted, p.Revision)
+		accepted = acceptLine(accepted, AcceptedLine{Token: p.Token, Epoch: p.Epoch, Revision: p.Revision})
 		// A snapshot of another incarnation (s.Foreign) is no later state
 		// of any member's data, whatever its epoch: every member's data
 		// counts as newer.
@@ -204,7 +206,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	if len(snaps) > 0 {
 		// Accepted with the loss (below): its writes are not "after the
 		// record" for the seeder (laterWrites).
-		accepted = max(accepted, v.Latest.Revision)
+		accepted = acceptLine(accepted, AcceptedLine{Epoch: v.Latest.Epoch, Revision: v.Latest.Revision})
 	}
 	if len(snaps) > 0 && !v.AcceptLoss {
 		return Record{}, short.add(&LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
@@ -219,7 +221,113 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 	epoch = max(epoch, v.SnapshotEpoch)
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
-		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, AcceptedRevision: accepted}, nil
+		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
+}
+
+// acceptLine adds a to what an operator's command accepted: one entry per
+// line (token; a snapshot's by its epoch), at the highest revision seen.
+func acceptLine(lines []AcceptedLine, a AcceptedLine) []AcceptedLine {
+	for i, l := range lines {
+		if l.Token == a.Token && (a.Token != "" || l.Epoch == a.Epoch) {
+			lines[i].Revision = max(l.Revision, a.Revision)
+			lines[i].Epoch = max(l.Epoch, a.Epoch)
+			return lines
+		}
+	}
+	return append(lines, a)
+}
+
+// narrowest is the one-number bound a record with per-line acceptance
+// carries for members of an older release (Record.AcceptedRevision): the
+// lowest revision accepted of any line, at least 1 (0 means no bound).
+func narrowest(lines []AcceptedLine) int64 {
+	n := int64(0)
+	for i, l := range lines {
+		if i == 0 || l.Revision < n {
+			n = l.Revision
+		}
+	}
+	return max(n, 1)
+}
+
+// OperatorKeepRunning decides 'etcd-nomad recover -keep-running': a
+// cluster runs with a quorum beside an unconfirmed record of another
+// incarnation (Consul brought back a restore or recovery record, or an
+// operator's restore record was written while the old cluster regained
+// its quorum), and every member waits: the running members keep their
+// data (invariant 9: only a confirmed newer record sets it aside), the
+// record's seeder never starts beside a quorum (invariant 10), and
+// 'recover' refuses beside a quorum. The record to write names the
+// running incarnation, confirmed (its token, epoch and cluster id), or
+// why not. Fenced as the automatic path would need it: a quorum of the
+// provider's instances answers as healthy voters of one incarnation (one
+// token, epoch and cluster id) and no member answers as a healthy voter of
+// another; every instance answers; the record is not confirmed and
+// names another incarnation; no member holds data of the record's
+// incarnation (it never started: nothing of it is lost) nor of an epoch
+// newer than the running one's (that data would be older than a record it
+// then re-records over, invariant 9: recover from it instead).
+func OperatorKeepRunning(v OperatorView) (Record, error) { return rules{}.OperatorKeepRunning(v) }
+
+// OperatorKeepRunning decides like the package's OperatorKeepRunning with
+// the rules f switches off.
+func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
+	rec := v.Record
+	if rec == nil {
+		return Record{}, fmt.Errorf("there is no cluster record: members holding data re-record it themselves")
+	}
+	type line struct {
+		token string
+		epoch uint64
+		id    uint64
+	}
+	healthy := map[line][]string{}
+	var lines []line
+	for _, p := range v.Answered {
+		if !p.Healthy || p.Learner || p.Token == "" {
+			continue
+		}
+		l := line{p.Token, p.Epoch, p.ClusterID}
+		if healthy[l] == nil {
+			lines = append(lines, l)
+		}
+		healthy[l] = append(healthy[l], p.Name)
+	}
+	n := len(v.Answered) + len(v.Silent)
+	if len(lines) > 1 {
+		return Record{}, fmt.Errorf("members answer as healthy voters of %d incarnations: not choosing between them", len(lines))
+	}
+	if len(lines) == 0 || len(healthy[lines[0]]) < Quorum(n) && f.operatorGuard(keepOnlyAQuorum) {
+		got := 0
+		if len(lines) > 0 {
+			got = len(healthy[lines[0]])
+		}
+		return Record{}, fmt.Errorf("no quorum of a running cluster answers (%d of %d instances answer as its healthy voters, %d needed): nothing to keep; 'etcd-nomad recover -from MEMBER|snapshot:NAME' recovers", got, n, Quorum(n))
+	}
+	run := lines[0]
+	if run.id == 0 {
+		return Record{}, fmt.Errorf("the healthy voters of token %s epoch %d report no cluster id: not recording it", short(run.token), run.epoch)
+	}
+	if len(v.Silent) > 0 {
+		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold data of the recorded incarnation; not recording over it (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
+	}
+	if rec.Token == run.token && rec.Epoch == run.epoch {
+		return Record{}, fmt.Errorf("the record already names the running cluster (token %s epoch %d): members confirm it themselves", short(run.token), run.epoch)
+	}
+	if rec.ClusterID != 0 {
+		return Record{}, fmt.Errorf("the record names cluster %x (token %s epoch %d), confirmed: it ran, and members follow it (an older record is re-recorded by the newer data's members); not recording over it", rec.ClusterID, short(rec.Token), rec.Epoch)
+	}
+	for _, p := range v.Answered {
+		switch {
+		case p.Token == "":
+		case p.Token == rec.Token:
+			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d): it started; not recording over it", p.Name, rec.Epoch, short(rec.Token), p.Revision)
+		case p.Epoch > run.epoch:
+			return Record{}, fmt.Errorf("member %s holds epoch %d (token %s, revision %d), newer than the running cluster's epoch %d: recording the older one over it would go back; recover from it (-from %s) or set its data aside first", p.Name, p.Epoch, short(p.Token), p.Revision, run.epoch, p.Name)
+		}
+	}
+	seeder := sorted(healthy[run])[0]
+	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder}, nil
 }
 
 // shortfall is what replacing an unconfirmed restore record loses

@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -93,7 +94,7 @@ func TestOperatorRecoveryRefusals(t *testing.T) {
 			t.Fatalf("%s: refused: %v", c.name, err)
 		}
 		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true}
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
 		}
 		// The source resumes it, paused or not.
@@ -145,13 +146,19 @@ func TestOperatorSnapshotRecovery(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: refused: %v", c.name, err)
 		}
-		// AcceptedRevision: the highest revision of data the command saw.
+		// Accepted: the highest revision of data the command saw, per
+		// line: the snapshot's (by its epoch), and tokA's.
 		accepted := snap.Revision
+		var tokA int64
 		for _, p := range c.v.Answered {
 			accepted = max(accepted, p.Revision)
+			if p.Token == "tokA" {
+				tokA = max(tokA, p.Revision)
+			}
 		}
-		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true, SourceRevision: 50, AcceptedRevision: accepted}
-		if got != want {
+		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s-old"), LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true, SourceRevision: 50,
+			Accepted: []AcceptedLine{{Epoch: 2, Revision: 50}, {Token: "tokA", Epoch: 2, Revision: tokA}}, AcceptedRevision: min(50, tokA)}
+		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)
 		}
 		// The seeder restores the chosen snapshot, paused, although the

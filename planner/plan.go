@@ -3,6 +3,7 @@ package planner
 import (
 	"fmt"
 	"sort"
+	"strings"
 )
 
 // MaxStartFailures is how many failed starts of an added-but-unstarted
@@ -15,7 +16,25 @@ const MaxStartFailures = 5
 func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
-func (f Faults) Plan(o Observation) Decision { return f.paused(o, f.plan(o)) }
+func (f Faults) Plan(o Observation) Decision { return operatorHint(o, f.paused(o, f.plan(o))) }
+
+// operatorHint names the command that ends a wait only an operator ends,
+// when its reason names none: while a quorum answers, 'recover
+// -keep-running' (the record then names something else that never ran:
+// OperatorKeepRunning; 'recover' refuses beside a quorum), else 'recover
+// -from' (OperatorRecovery, OperatorSnapshotRecovery) with what 'status'
+// shows (review of the operator model, session 13, F4 and F5).
+func operatorHint(o Observation, d Decision) Decision {
+	if !d.AwaitsOperator || strings.Contains(d.Reason, "etcd-nomad ") {
+		return d
+	}
+	if q, live := quorumAnswers(o); live && o.Record != nil && o.Record.ClusterID == 0 {
+		d.Reason += fmt.Sprintf(" ('etcd-nomad recover -keep-running' records the cluster that answers in place of the record, while %s)", q)
+		return d
+	}
+	d.Reason += " ('etcd-nomad status' shows every member's data; 'etcd-nomad recover -from MEMBER' or '-from snapshot:NAME' chooses the source)"
+	return d
+}
 
 // PlanLeave decides like the package's PlanLeave with the rules f switches
 // off.
@@ -215,17 +234,21 @@ func (r rules) ownRestoreWhileSilent(o Observation, name string) (Decision, bool
 // at revision 304, the operator had accepted up to 288).
 func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 	rec := o.Record
-	if !rec.Operator || rec.AcceptedRevision == 0 || !r.resumeGuard(resumeNotOverLaterWrites) {
+	if _, bounded := rec.acceptedUpTo("", 0, r); !bounded || !r.resumeGuard(resumeNotOverLaterWrites) {
 		return Decision{}, false
 	}
-	ceiling := max(rec.AcceptedRevision, rec.SourceRevision)
-	why := fmt.Sprintf("the operator's recovery of epoch %d (%s) accepted data up to revision %d", rec.Epoch, sourceName(rec.Source), ceiling)
-	if !o.Local.Empty && o.Local.Token != "" && o.Local.Token != rec.Token && o.Local.Revision > ceiling {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not setting them aside: an operator must choose", why, o.Local.Revision, o.Local.Epoch)}, true
+	why := fmt.Sprintf("the operator's recovery of epoch %d (%s)", rec.Epoch, sourceName(rec.Source))
+	if l := o.Local; !l.Empty && l.Token != "" && l.Token != rec.Token {
+		if up, _ := rec.acceptedUpTo(l.Token, l.Epoch, r); l.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of this member's line (token %s epoch %d) up to revision %d, but this member holds revision %d: writes acknowledged after the recovery was recorded; not setting them aside: %s", why, short(l.Token), l.Epoch, up, l.Revision, adoptHint)}, true
+		}
 	}
 	for _, p := range o.Peers {
-		if p.Token != "" && p.Token != rec.Token && p.Revision > ceiling {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds revision %d (epoch %d): writes acknowledged after the recovery was recorded; not restoring over them: an operator must choose", why, p.Name, p.Revision, p.Epoch)}, true
+		if p.Token == "" || p.Token == rec.Token {
+			continue
+		}
+		if up, _ := rec.acceptedUpTo(p.Token, p.Epoch, r); p.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of peer %s's line (token %s epoch %d) up to revision %d, but it holds revision %d: writes acknowledged after the recovery was recorded; not restoring over them: %s", why, p.Name, short(p.Token), p.Epoch, up, p.Revision, adoptHint)}, true
 		}
 	}
 	// The same writes with no member left holding them: a cluster the
@@ -233,11 +256,29 @@ func (r rules) laterWrites(o Observation, name string) (Decision, bool) {
 	// served) went on after the record and was snapshotted; its hosts'
 	// disks went with their allocations (sim seeds 417, 722, 940 with the
 	// operator and collectRunning: the restore of the older snapshot lost
-	// them).
-	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && s.Revision > ceiling && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: an operator must choose", why, s.Name, s.Epoch, s.Revision)}, true
+	// them). A snapshot carries no token: it is compared with what the
+	// command accepted of its epoch.
+	if s := o.LatestSnapshot; s != nil && s.Epoch < rec.Epoch && SnapshotSource(s.Name) != rec.Source && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		if up, _ := rec.acceptedUpTo("", s.Epoch, r); s.Revision > up {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s accepted data of epoch %d up to revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas): writes acknowledged after the recovery was recorded, by a cluster the command did not see; not restoring over them: %s", why, s.Epoch, up, s.Name, s.Epoch, s.Revision, adoptHint)}, true
+		}
 	}
 	return Decision{}, false
+}
+
+// adoptHint is what an operator does when a recovery record waits beside
+// data it never accepted.
+const adoptHint = "an operator must choose"
+
+// seederServesAnother reports whether the seeder of the unconfirmed
+// record rec reports itself a healthy voter of another incarnation.
+func seederServesAnother(o Observation, rec *Record, name string) bool {
+	for _, p := range o.Peers {
+		if p.Name == rec.Seeder && p.Name != name && p.Healthy && p.Token != "" && p.Token != rec.Token {
+			return true
+		}
+	}
+	return false
 }
 
 // quorumAnswers reports whether a quorum is seen alive: the member list
@@ -626,6 +667,13 @@ func (r rules) planRunning(o Observation, name string) Decision {
 				// (invariant 10), and re-recording this older epoch would
 				// make the record's epoch go back (invariant 9).
 				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, gone for %s, and never confirmed, while this member's epoch %d runs with a quorum: no takeover beside a live cluster and no older epoch recorded over a newer one; an operator must choose", rec.Epoch, rec.Seeder, o.SeederGoneFor, o.Local.Epoch)}
+			}
+			if o.MembersKnown && seederServesAnother(o, rec, name) {
+				// The seeder serves this cluster (or another) with a
+				// quorum beside its own record: it never starts the
+				// recorded epoch beside a quorum (settles), and nothing
+				// else ends the wait.
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("epoch %d was recorded by %s, never confirmed, and %s serves another incarnation with a quorum: it never starts the recorded epoch beside a quorum; keeping this member's epoch %d running", rec.Epoch, rec.Seeder, rec.Seeder, o.Local.Epoch)}
 			}
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d running until it runs", rec.Epoch, rec.Seeder, o.Local.Epoch)}
 		}

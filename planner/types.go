@@ -236,13 +236,57 @@ type Record struct {
 	// reach: the seeder's install refuses to stop below it (all or
 	// refuse), whatever happened to the store since. 0: no bound.
 	SourceRevision int64
-	// AcceptedRevision, for the same, is the highest revision of data its
-	// command saw on any member (those it sets aside named, and accepted
-	// with -accept-data-loss): data beyond it holds writes acknowledged
-	// after the recovery was recorded (the old cluster got its quorum
-	// back meanwhile), which the restore must not set aside. 0: no bound
-	// (records written before it).
+	// Accepted, for the same, is the highest revision of data its command
+	// saw on each line (those it sets aside named, and accepted with
+	// -accept-data-loss): data of a line beyond its entry holds writes
+	// acknowledged after the recovery was recorded (that line got its
+	// quorum back meanwhile), which the restore must not set aside. Lines'
+	// revisions are never compared: a member of an older line at revision
+	// 1000 accepts nothing of the live line at 300 (review of the operator
+	// model, session 13, F2). A line no entry names accepted nothing.
+	Accepted []AcceptedLine
+	// AcceptedRevision is the one bound over every line that records
+	// written before Accepted carry (0: no bound), used only when Accepted
+	// is empty. A record with Accepted sets it to its narrowest entry, so
+	// that a member of an older release, which reads only this field and
+	// drops Accepted when it writes the record back, accepts no more than
+	// the snapshot's own revision (README: every member upgraded).
 	AcceptedRevision int64
+}
+
+// AcceptedLine is what an operator's recovery accepted of one line: the
+// highest revision of its data the command saw. Token names a member's
+// line; a snapshot, which carries no token, is named by its Epoch alone
+// (Token empty).
+type AcceptedLine struct {
+	Token    string
+	Epoch    uint64
+	Revision int64
+}
+
+// acceptedUpTo returns the highest revision of the line (token, epoch) the
+// operator's record r accepted, and false when r bounds nothing (not an
+// operator's record, or one written before any bound). A member's data
+// (token set) is matched by its token only; a snapshot (token empty) by
+// its epoch, against every entry of that epoch.
+func (r *Record) acceptedUpTo(token string, epoch uint64, f Faults) (int64, bool) {
+	if !r.Operator {
+		return 0, false
+	}
+	if len(r.Accepted) == 0 || !f.resumeGuard(acceptPerLine) {
+		ceiling := max(r.AcceptedRevision, r.SourceRevision)
+		for _, a := range r.Accepted {
+			ceiling = max(ceiling, a.Revision) // the defect: one number over every line
+		}
+		return ceiling, r.AcceptedRevision != 0 || len(r.Accepted) > 0
+	}
+	var up int64
+	for _, a := range r.Accepted {
+		if token != "" && a.Token == token || token == "" && a.Epoch == epoch {
+			up = max(up, a.Revision)
+		}
+	}
+	return up, true
 }
 
 // Source is a record's recovery source as the coordinator stores it: ""
@@ -310,6 +354,10 @@ type PeerStatus struct {
 	Healthy  bool
 	// Revision is the newest revision in the peer's data.
 	Revision int64
+	// ClusterID is etcd's cluster id of the peer's data (0 unknown): an
+	// operator's -keep-running (OperatorKeepRunning) records the cluster
+	// a quorum answers for by it.
+	ClusterID uint64
 }
 
 // Kind names a decision.

@@ -122,7 +122,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// etcd start; a peer that saw no token seeded a second
 			// epoch 1). task's /status does the same (server.go:
 			// Member.starting).
-			st.Token, st.Epoch = d.token, d.epoch
+			st.Token, st.Epoch, st.ClusterID = d.token, d.epoch, d.clusterID
 		}
 		st.MemberID = d.memberID
 		if d.name != "" {
@@ -136,7 +136,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 		return st
 	}
 	g := in.etcd.group
-	st.Running, st.MemberID = true, in.etcd.memberID
+	st.Running, st.MemberID, st.ClusterID = true, in.etcd.memberID, g.clusterID
 	m := g.member(in.etcd.memberID)
 	if m == nil {
 		return st

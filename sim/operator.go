@@ -28,6 +28,9 @@ import (
 //     end), then the same under the lock with
 //     planner.OperatorSnapshotRecovery, the restorer by default
 //     planner.Restorer;
+//   - recover -keep-running: under a free lock, the record and every
+//     listed instance's /status, planner.OperatorKeepRunning, the record
+//     of the running cluster written;
 //   - tls rotate-ca: see rotation.go (planner.RotationPhaseDone,
 //     RotationNext, and the members' planner.FollowRotation).
 //
@@ -174,9 +177,32 @@ func (w *World) opRecoverSnapshot(name, member string, accept bool) (string, err
 	if accept {
 		v.AcceptLoss = false
 		w.acceptLoss(v, fence, s.branch, end)
+		if listed := s.chainEnd(nil); end < listed {
+			// The command warned: the chain verifies only up to end,
+			// the changes after it are lost (-accept-data-loss). They
+			// are the operator's to lose wherever a copy of them lies,
+			// a set-aside copy included, which no command sees (sim
+			// seed 121: an earlier restore set aside the data that held
+			// them, then a segment of its chain was damaged).
+			w.op.accepted = append(w.op.accepted, acceptedLoss{member: "snapshot " + s.name + "'s damaged chain", br: s.branch, rev: listed, src: s.branch, srcRev: end})
+			w.logf("operator", "  accepts losing snapshot %s's chain beyond its verified end %d (listed %d)", s.name, end, listed)
+		}
 	}
 	w.setRecord(rec)
 	return fmt.Sprintf("recorded epoch %d %s: a recovery from snapshot %s (revision %d) restored by %s%s", rec.Epoch, rec.Token, s.name, end, rec.Seeder, acceptFlag(accept)), nil
+}
+
+// opKeepRunning is 'etcd-nomad recover -keep-running'.
+func (w *World) opKeepRunning() (string, error) {
+	if w.coord.holder != nil {
+		return "", errLockHeld
+	}
+	rec, err := w.cfg.Defects.Planner.OperatorKeepRunning(w.operatorView())
+	if err != nil {
+		return "", err
+	}
+	w.setRecord(rec)
+	return fmt.Sprintf("recorded the running cluster %x (token %s epoch %d)", rec.ClusterID, rec.Token, rec.Epoch), nil
 }
 
 func acceptFlag(accept bool) string {
@@ -285,6 +311,9 @@ func (w *World) impatient() {
 			return
 		}
 		what = w.opRotateCA()
+	case k < 55 && k >= 50:
+		what, err = w.opKeepRunning()
+		what = "recover -keep-running: " + errOr(err, what)
 	case k < 60:
 		var names []string
 		for _, n := range w.listed() {
@@ -350,6 +379,14 @@ func (w *World) wayOut(why string) (what string, ok bool) {
 	}
 	sort.SliceStable(opts, func(i, j int) bool { return opts[i].rev > opts[j].rev })
 	var refused []string
+	// A cluster that runs with a quorum beside a record that never
+	// started: keep it (recover -from refuses beside a quorum).
+	did, err := w.opKeepRunning()
+	if err == nil {
+		w.logf("operator", "way out (stuck: %s): recover -keep-running: %s", why, did)
+		return "recover -keep-running", true
+	}
+	refused = append(refused, "recover -keep-running: "+err.Error())
 	for _, accept := range []bool{false, true} {
 		for _, o := range opts {
 			did, err := o.run(accept)

@@ -11,7 +11,7 @@ import (
 func PlannerRecord(r coord.Record) *planner.Record {
 	return &planner.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: planner.Source(r.Source),
 		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator, Migrating: len(r.Join) > 0,
-		SourceRevision: r.SourceRevision, AcceptedRevision: r.AcceptedRevision}
+		SourceRevision: r.SourceRevision, Accepted: plannerAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision}
 }
 
 // StoredRecord is the record to store for the planner's r: index is the
@@ -19,7 +19,23 @@ func PlannerRecord(r coord.Record) *planner.Record {
 func StoredRecord(r planner.Record, index uint64) coord.Record {
 	return coord.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: string(r.Source),
 		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator,
-		SourceRevision: r.SourceRevision, AcceptedRevision: r.AcceptedRevision, Index: index}
+		SourceRevision: r.SourceRevision, Accepted: storedAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision, Index: index}
+}
+
+func plannerAccepted(ls []coord.AcceptedLine) []planner.AcceptedLine {
+	var out []planner.AcceptedLine
+	for _, l := range ls {
+		out = append(out, planner.AcceptedLine(l))
+	}
+	return out
+}
+
+func storedAccepted(ls []planner.AcceptedLine) []coord.AcceptedLine {
+	var out []coord.AcceptedLine
+	for _, l := range ls {
+		out = append(out, coord.AcceptedLine(l))
+	}
+	return out
 }
 
 // writeBack is the record to store for the planner's r in place of cur

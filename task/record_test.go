@@ -2,6 +2,8 @@ package task
 
 import (
 	"context"
+	"encoding/json"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -116,5 +118,55 @@ func TestRecordWriteBackNeverBringsBackAClearedJoinList(t *testing.T) {
 	}
 	if err == nil || len(got.Join) != 0 {
 		t.Fatalf("write-back from a record read before the join list was cleared: %v; stored %+v, want a conflict and no join list", err, got)
+	}
+}
+
+// An operator's restore record accepts per line (review of the operator
+// model, session 13, F2): the list survives the coordinator's JSON both
+// ways, and a member of an older release, which decodes the record
+// without it and writes back what it knows, leaves the narrowest bound,
+// never one that accepts more of a line than the command saw.
+func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
+	rec := planner.Record{Token: "tokR", Epoch: 4, Seeder: "m1", Source: planner.SnapshotSource("s3"), LastConfirmedToken: "tok3", LastConfirmedEpoch: 3,
+		Operator: true, SourceRevision: 280, AcceptedRevision: 280,
+		Accepted: []planner.AcceptedLine{{Epoch: 3, Revision: 280}, {Token: "tok2", Epoch: 2, Revision: 1000}, {Token: "tok3", Epoch: 3, Revision: 300}}}
+	raw, err := json.Marshal(StoredRecord(rec, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := coord.DecodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PlannerRecord(back); !reflect.DeepEqual(*got, rec) {
+		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", *got, rec)
+	}
+	// An older member's record type: every field but Accepted.
+	type olderRecord struct {
+		ClusterID          uint64 `json:"cluster_id"`
+		Token              string `json:"token"`
+		Epoch              uint64 `json:"epoch"`
+		Seeder             string `json:"seeder"`
+		Source             string `json:"source,omitempty"`
+		LastConfirmedToken string `json:"last_confirmed_token,omitempty"`
+		LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
+		Operator           bool   `json:"operator,omitempty"`
+		SourceRevision     int64  `json:"source_revision,omitempty"`
+		AcceptedRevision   int64  `json:"accepted_revision,omitempty"`
+	}
+	var old olderRecord
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	raw, err = json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err = coord.DecodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PlannerRecord(back); len(got.Accepted) != 0 || got.AcceptedRevision != 280 || !got.Operator {
+		t.Fatalf("written back by an older member: %+v, want no list and the narrowest bound 280", *got)
 	}
 }

@@ -36,6 +36,7 @@ func (c *recoverCommand) Help() string {
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
            [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...]
+       etcd-nomad recover -config FILE -keep-running
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -77,8 +78,22 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   member's and every snapshot's in the store that authenticates, is
   recorded (compare-and-set) before MEMBER restarts.
 
+  With -keep-running: a cluster runs with a quorum beside a record of
+  another incarnation that never started (Consul brought a recovery
+  record back, or the old cluster got its quorum back after 'recover'
+  recorded one), and every member waits for an operator. The record is
+  rewritten to name the running cluster (its token, epoch and cluster
+  id, confirmed), so that its members go on. Refused unless a quorum of
+  the instances answers as healthy voters of one cluster and every
+  instance answers, while the record is confirmed or names the running
+  cluster, and while any member holds data of the recorded incarnation
+  (it started) or of an epoch newer than the running one's.
+
 Options:
   -config FILE         cluster definition
+  -keep-running        record the cluster that runs with a quorum in
+                       place of an unconfirmed record of another
+                       incarnation
   -from SOURCE         MEMBER, or snapshot:NAME (snapshot:latest: the newest)
   -member MEMBER       with a snapshot: the member that restores it
   -accept-data-loss    go ahead although members hold newer data (with a
@@ -116,12 +131,31 @@ func (c *recoverCommand) Run(args []string) int {
 	acceptLoss := fs.Bool("accept-data-loss", false, "")
 	acceptUnauth := fs.Bool("accept-unauthenticated", false, "")
 	acceptDeltas := fs.String("accept-unauthenticated-deltas", "", "")
-	cl := fs.load(c.ui, c.Help(), args, false, from)
+	keepRunning := fs.Bool("keep-running", false, "")
+	cl := fs.load(c.ui, c.Help(), args, false)
 	if cl == nil {
+		return 1
+	}
+	if *from == "" && !*keepRunning {
+		c.ui.Error(c.Help())
 		return 1
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
+	if *keepRunning {
+		if *from != "" || *member != "" || *acceptLoss || *acceptUnauth || *acceptDeltas != "" {
+			c.ui.Error("recover: -keep-running takes no source and no -accept flag: it records the cluster that runs")
+			return 1
+		}
+		rec, err := recordOperatorRecovery(ctx, cl, planner.OperatorKeepRunning)
+		if err != nil {
+			c.ui.Error("recover -keep-running: " + err.Error())
+			return 1
+		}
+		c.ui.Output(fmt.Sprintf("recorded the running cluster %x (token %s epoch %d) in place of the record that never started; its members go on at their next loop",
+			rec.ClusterID, shortToken(rec.Token), rec.Epoch))
+		return 0
+	}
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {
 		rec, err := operatorRestore(ctx, c.ui, cl, name, *member, acceptance{snapshot: *acceptUnauth, deltas: *acceptDeltas, loss: *acceptLoss})
 		if err != nil {
@@ -375,9 +409,14 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 // end, into a scratch directory under $TMPDIR (as large as the database)
 // and verifies them as the member that restores them will: all or refuse.
 // With acceptLoss a chain that verifies short of end (a delta fails its
-// checksum) is taken up to where it verifies: the operator accepts losing
-// what follows (else every snapshot with a damaged delta was out of the
-// operator's reach: sim, a learner holding newer data than any source).
+// checksum, and no overlapping one bridges it) is taken up to where it
+// verifies furthest: the operator accepts losing what follows (else every
+// snapshot with a damaged delta was out of the operator's reach: sim, a
+// learner holding newer data than any source). It is verified for end
+// first, then for that shorter end: a verification for "whatever
+// verifies" never went around a damaged delta an overlapping one bridges,
+// and lost the writes after it although the store held them (review of
+// the operator model, session 13, F3).
 func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc snapshot.Encryption, full snapshot.Meta, end int64, acceptLoss bool) (datadir.Installed, error) {
 	scratch, err := os.MkdirTemp("", "etcd-nomad-recover-")
 	if err != nil {
@@ -386,12 +425,14 @@ func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc sna
 	defer os.RemoveAll(scratch)
 	ui.Output(fmt.Sprintf("fetching and verifying snapshot %s and the deltas after it (to revision %d) before recording anything", full.Name, end))
 	src := datadir.Source{Store: store, Encryption: enc, Name: full.Name, Want: end, Progress: progressPrinter(ui, "fetched")}
-	if acceptLoss {
-		src.Want = 0 // what verifies
-	}
 	got, err := datadir.VerifyInstall(ctx, filepath.Join(scratch, "etcd"), src)
+	var short *datadir.ChainShortError
+	if acceptLoss && errors.As(err, &short) && short.End < end {
+		ui.Warn(fmt.Sprintf("%v; -accept-data-loss: verifying up to revision %d", err, short.End))
+		src.Want = short.End
+		got, err = datadir.VerifyInstall(ctx, filepath.Join(scratch, "etcd"), src)
+	}
 	if err != nil {
-		var short *datadir.ChainShortError
 		if errors.As(err, &short) {
 			return got, err // it says nothing was recorded
 		}
@@ -446,7 +487,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 			continue
 		}
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
-			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision})
+			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID})
 	}
 	next, err := decide(v)
 	if err != nil {
