@@ -3,14 +3,11 @@ package main
 import (
 	"context"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hashicorp/cli"
 
-	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -80,9 +77,12 @@ func TestRecoverFromMemberWithTheStoreDownSaysTheEpochIsNotRaised(t *testing.T) 
 	f := newRestoreFixture(t)
 	end := f.chain[len(f.chain)-1].Revision
 	f.status.Store(&status.Member{Name: "m0", Cluster: "unit", Token: "token-of-epoch-1", Epoch: 1, MemberID: 7, ClusterID: f.rec.ClusterID, Revision: end})
-	// A metadata file that does not parse fails the listing.
-	bad := filepath.Join(f.storeDir, snapshot.ObjectName("unit", 9, 1, time.Now().UTC(), false)+".meta.json")
-	if err := os.WriteFile(bad, []byte("{"), 0o600); err != nil {
+	// The store's directory replaced by a file fails the listing (a
+	// metadata file that does not parse no longer does: it is skipped).
+	if err := os.Rename(f.storeDir, f.storeDir+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(f.storeDir, []byte("not a directory"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ui := cli.NewMockUi()
