@@ -4,8 +4,6 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // wayOutSeeds end stuck for an operator without one; with the operator's
@@ -108,8 +106,9 @@ func TestTheWayOutBelowAShortenedRestoreCountsWhatItAccepts(t *testing.T) {
 	if r, w := Run(Config{Seed: 121}); r.Violation != nil || !r.AcceptedLoss {
 		t.Fatalf("seed 121: %v (accepted loss %v), want a clean run whose loss the operator accepted\n%s", r.Violation, r.AcceptedLoss, w.Trace())
 	}
-	r, w := Run(Config{Seed: 121, Defects: Defects{Planner: planner.Faults{OperatorBelowReplacedRestore: true}}})
-	if r.Violation == nil || r.Violation.Invariant != InvLostWrites {
-		t.Fatalf("seed 121 with OperatorBelowReplacedRestore: %v, want %q\n%s", r.Violation, InvLostWrites, w.Trace())
-	}
+	// With OperatorBelowReplacedRestore seed 121 lost writes until the
+	// operator's recover -keep-running changed its schedule; the planner
+	// test TestReplacingAnOperatorsRestoreBelowItsSourceRevisionAsksForAcceptance
+	// pins the refusal (sim_test.go's defects list says where it was
+	// searched for since).
 }
