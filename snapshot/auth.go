@@ -119,8 +119,13 @@ func (e Encryption) sign(m Meta) Meta {
 // can be checked: an object without a MAC passes (the cluster does not
 // authenticate its snapshots; validate and the member's start say so),
 // one with a MAC is refused, since a reader that cannot check it should
-// say where the key is rather than trust it.
+// say where the key is rather than trust it. An object whose metadata a
+// listing could not read (Meta.Corrupt, NameMeta) is ErrCorruptMeta,
+// always refused.
 func (e Encryption) Authenticated(m Meta) error {
+	if m.Corrupt != "" {
+		return fmt.Errorf("%s: %w: %s; nothing restores it: an operator deletes it, or puts back its metadata", m.Name, ErrCorruptMeta, m.Corrupt)
+	}
 	if m.MAC == "" {
 		if len(e.MACKey) == 0 || e.AcceptUnauthenticated || e.AcceptNames[m.Name] {
 			return nil

@@ -15,9 +15,11 @@ import (
 const MaxMetaSize = 64 << 10
 
 // ErrCorruptMeta marks a metadata object that cannot be a snapshot's: it
-// does not decode, or is larger than MaxMetaSize. A listing skips it and
-// reports it (a store writer can delete objects anyway); it never fails
-// the listing, which would hold every seed, recovery and save.
+// does not decode, is larger than MaxMetaSize, or names another object
+// or cluster. A listing lists its object by name (NameMeta), refused,
+// and reports it; it neither fails the listing, which would hold every
+// seed, recovery and save, nor hides the object, which would let a store
+// writer without delete access make members recover from older data.
 var ErrCorruptMeta = errors.New("corrupt snapshot metadata")
 
 // DecodeMeta decodes one metadata object from r, reading at most

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -50,6 +51,11 @@ type Meta struct {
 	// MAC authenticates every field above (auth.go), and through SHA256
 	// the content: hex HMAC-SHA256, "" when written without a key.
 	MAC string `json:"mac,omitempty"`
+	// Corrupt is set by a store's listing only, never read from or
+	// written to a store: the object's metadata could not be read (why),
+	// and the fields above are only what its name encodes (NameMeta).
+	// Authenticated refuses it, key or no key.
+	Corrupt string `json:"-"`
 }
 
 // Store keeps snapshot objects. Backends live in sub-packages (file, s3)
@@ -84,12 +90,57 @@ func ObjectName(cluster string, epoch uint64, revision int64, created time.Time,
 // exactly.
 var objectNameRest = regexp.MustCompile(`^e[0-9]+-r[0-9]{20}-[0-9]{8}T[0-9]{6}Z\.(snap|delta)\.zst(\.age)?$`)
 
+// objectNameParts is an ObjectName or DeltaName in parts: cluster,
+// epoch, revision, time, kind, encrypted. The parts after the cluster
+// are fixed in form, so the cluster is what comes before them.
+var objectNameParts = regexp.MustCompile(`^(.+)-e([0-9]+)-r([0-9]{20})-([0-9]{8}T[0-9]{6}Z)\.(snap|delta)\.zst(\.age)?$`)
+
 // OfCluster reports whether name is an ObjectName (or a DeltaName) of cluster. Stores that
 // several clusters share (one directory, one bucket prefix) use it to see
 // only their own cluster's objects, with or without metadata.
 func OfCluster(name, cluster string) bool {
 	rest, ok := strings.CutPrefix(name, cluster+"-")
 	return ok && cluster != "" && objectNameRest.MatchString(rest)
+}
+
+// NameMeta is the metadata a listing gives an object of cluster whose
+// metadata object is there but cannot be read as its own (undecodable,
+// oversize, unreadable, naming another object or cluster): only what the
+// name encodes (cluster, epoch, revision, time, full or delta,
+// encrypted), no MAC, and Corrupt set to why, so that Authenticated
+// refuses it and members weigh it as any refused object (Reach, the
+// planner's refused snapshot) rather than recover past it. Skipping it
+// instead hid it: a store writer who overwrote the newest genuine
+// segment's metadata with garbage made members recover from older data
+// than the store holds, where a forged MAC makes them wait. ok is false
+// for a name that is not one of cluster's (ObjectName, DeltaName): it
+// cannot be ours. With cluster "" (a store that knows no cluster: S3's
+// prefix) the cluster is the one the name encodes.
+func NameMeta(name, cluster string, why error) (m Meta, ok bool) {
+	p := objectNameParts.FindStringSubmatch(name)
+	if p == nil || cluster != "" && p[1] != cluster {
+		return Meta{}, false
+	}
+	epoch, err := strconv.ParseUint(p[2], 10, 64)
+	if err != nil {
+		return Meta{}, false
+	}
+	rev, err := strconv.ParseInt(p[3], 10, 64)
+	if err != nil {
+		return Meta{}, false
+	}
+	created, err := time.Parse("20060102T150405Z", p[4])
+	if err != nil {
+		return Meta{}, false
+	}
+	m = Meta{Name: name, Cluster: p[1], Epoch: epoch, Revision: rev, Created: created, Encrypted: p[6] != "", Codec: Codec, Corrupt: "corrupt metadata"}
+	if p[5] == "delta" {
+		m.Kind = KindDelta
+	}
+	if why != nil {
+		m.Corrupt = why.Error()
+	}
+	return m, true
 }
 
 // cleanupTimeout bounds a cleanup after a failure (abort an upload,

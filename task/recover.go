@@ -139,6 +139,8 @@ func newestRefused(refused []refusedObject, all []snapshot.Meta, cluster string)
 		why = "unauthenticated: no MAC"
 	case errors.Is(best.why, snapshot.ErrForged):
 		why = "forged: its MAC does not verify under this KEK"
+	case errors.Is(best.why, snapshot.ErrCorruptMeta):
+		why = "corrupt metadata: " + best.meta.Corrupt
 	}
 	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: bestReach, Why: why, BaseRevision: best.meta.Revision}
 	if best.meta.Kind == snapshot.KindDelta {

@@ -470,26 +470,31 @@ func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObjec
 		return nil, nil, err
 	}
 	kept, refused := s.Encryption.Authentic(list)
-	if len(refused) == 0 {
-		return kept, nil, nil
+	m.refusedMu.Lock()
+	defer m.refusedMu.Unlock()
+	// Rebuilt from each listing, not only added to: names a store writer
+	// planted and removed again would otherwise stay for the life of the
+	// process. A name still listed keeps its entry (warnForeignOnce's
+	// too), so each is logged once while it stays.
+	next := make(map[string]bool, len(refused))
+	for _, meta := range list {
+		if m.refusedSnapshots[meta.Name] {
+			next[meta.Name] = true
+		}
 	}
 	var out []refusedObject
 	for _, meta := range list {
-		if err, ok := refused[meta.Name]; ok {
-			out = append(out, refusedObject{meta: meta, why: err})
+		err, ok := refused[meta.Name]
+		if !ok {
+			continue
+		}
+		out = append(out, refusedObject{meta: meta, why: err})
+		if !next[meta.Name] {
+			next[meta.Name] = true
+			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", meta.Name, "error", err)
 		}
 	}
-	m.refusedMu.Lock()
-	defer m.refusedMu.Unlock()
-	if m.refusedSnapshots == nil {
-		m.refusedSnapshots = map[string]bool{}
-	}
-	for name, err := range refused {
-		if !m.refusedSnapshots[name] {
-			m.refusedSnapshots[name] = true
-			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", name, "error", err)
-		}
-	}
+	m.refusedSnapshots = next
 	return kept, out, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -31,8 +32,9 @@ const metaSuffix = ".meta.json"
 type Store struct {
 	Dir     string
 	Cluster string
-	// Log, optional, receives what List skips (corrupt or oversize
-	// metadata), once per version of the file. Defaults to nowhere.
+	// Log, optional, receives the metadata List could not read (listed
+	// refused by name, or skipped), once per version of the file.
+	// Defaults to nowhere.
 	Log hclog.Logger
 
 	mu       sync.Mutex
@@ -120,10 +122,35 @@ func (s *Store) PutMeta(_ context.Context, m snapshot.Meta) error {
 	return nil
 }
 
+// errNotRegular reports a directory, FIFO, device or socket where a
+// file of the store should be: nothing a member writes.
+var errNotRegular = errors.New("not a regular file")
+
+// openRegular opens path for reading, refusing what is not a regular
+// file: a FIFO a store writer planted blocked os.Open (and with it every
+// listing, which has no context to give up on) until a writer came.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openFlags, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w (%s)", path, errNotRegular, info.Mode().Type())
+	}
+	return f, nil
+}
+
 // meta reads the metadata of name, at most snapshot.MaxMetaSize of it:
-// undecodable or larger is snapshot.ErrCorruptMeta.
+// undecodable, larger, or naming another object or cluster is
+// snapshot.ErrCorruptMeta (the S3 store checks the name as well).
 func (s *Store) meta(name string) (snapshot.Meta, error) {
-	f, err := os.Open(filepath.Join(s.Dir, name+metaSuffix))
+	f, err := openRegular(filepath.Join(s.Dir, name+metaSuffix))
 	if err != nil {
 		return snapshot.Meta{}, err
 	}
@@ -131,6 +158,12 @@ func (s *Store) meta(name string) (snapshot.Meta, error) {
 	m, err := snapshot.DecodeMeta(f)
 	if err != nil {
 		return m, fmt.Errorf("metadata of %s: %w", name, err)
+	}
+	if m.Name != name {
+		return snapshot.Meta{}, fmt.Errorf("metadata of %s names object %.80q: %w", name, m.Name, snapshot.ErrCorruptMeta)
+	}
+	if m.Cluster != s.Cluster {
+		return snapshot.Meta{}, fmt.Errorf("metadata of %s names cluster %.80q, the store is cluster %s's: %w", name, m.Cluster, s.Cluster, snapshot.ErrCorruptMeta)
 	}
 	return m, nil
 }
@@ -144,21 +177,26 @@ func (s *Store) Open(_ context.Context, name string) (io.ReadCloser, snapshot.Me
 	if err != nil {
 		return nil, m, err
 	}
-	if m.Cluster != s.Cluster {
-		return nil, snapshot.Meta{}, fmt.Errorf("snapshot %s is recorded as cluster %q's, not %s's: %w", name, m.Cluster, s.Cluster, os.ErrNotExist)
+	f, err := openRegular(filepath.Join(s.Dir, name))
+	if err != nil {
+		return nil, m, err
 	}
-	f, err := os.Open(filepath.Join(s.Dir, name))
-	return f, m, err
+	return f, m, nil
 }
 
 // List returns every object of the cluster with metadata, oldest first.
 // Other clusters' snapshots in the same directory are not listed, so
 // retention never prunes them and "latest" is never theirs. One bad entry
-// does not hide the others, as in the S3 store (a failing List holds every
-// seed, recovery and save): metadata deleted since the directory was read
-// (retention, another member's) is skipped, and metadata that is corrupt
-// or oversize is skipped and reported to Log. Only the directory failing
-// fails List.
+// neither fails the listing (a failing List holds every seed, recovery
+// and save) nor hides its object: metadata deleted since the directory
+// was read (retention, another member's) is skipped; metadata that is
+// corrupt, oversize, unreadable (permissions, a symlink) or names another
+// object or cluster is listed as what its file name encodes
+// (snapshot.NameMeta), which authentication refuses, and reported to
+// Log; a directory, FIFO or the like under a metadata name, which no
+// member writes and which only a writer able to delete the genuine file
+// could put there, is skipped and reported. Only the directory failing,
+// or a read failing otherwise, fails List.
 func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 	ents, err := os.ReadDir(s.Dir)
 	if err != nil {
@@ -171,19 +209,28 @@ func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 		if !ok || !snapshot.OfCluster(name, s.Cluster) {
 			continue
 		}
+		if !e.Type().IsRegular() {
+			bad[e.Name()] = skippedMeta{versionOf(e), fmt.Errorf("%w (%s)", errNotRegular, e.Type()), false}
+			continue
+		}
 		m, err := s.meta(name)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue // deleted since ReadDir
-		case errors.Is(err, snapshot.ErrCorruptMeta):
-			bad[e.Name()] = skippedMeta{versionOf(e), err}
+		case errors.Is(err, errNotRegular):
+			bad[e.Name()] = skippedMeta{versionOf(e), err, false}
+			continue
+		case errors.Is(err, snapshot.ErrCorruptMeta), errors.Is(err, os.ErrPermission), errors.Is(err, syscall.ELOOP):
+			nm, ok := snapshot.NameMeta(name, s.Cluster, err)
+			bad[e.Name()] = skippedMeta{versionOf(e), err, ok}
+			if ok {
+				out = append(out, nm)
+			}
 			continue
 		case err != nil:
 			return nil, err
 		}
-		if m.Cluster == s.Cluster {
-			out = append(out, m)
-		}
+		out = append(out, m)
 	}
 	s.report(bad)
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
@@ -193,6 +240,8 @@ func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 type skippedMeta struct {
 	v   fileVersion
 	why error
+	// listed: the object was listed by its name, refused; else skipped.
+	listed bool
 }
 
 func versionOf(e os.DirEntry) fileVersion {
@@ -203,15 +252,19 @@ func versionOf(e os.DirEntry) fileVersion {
 	return fileVersion{size: info.Size(), mod: info.ModTime()}
 }
 
-// report logs the metadata files a listing skipped, each once per version
-// (a member lists every loop), and forgets those no longer there.
+// report logs the metadata files a listing could not read, each once per
+// version (a member lists every loop), and forgets those no longer there.
 func (s *Store) report(bad map[string]skippedMeta) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := make(map[string]fileVersion, len(bad))
 	for name, b := range bad {
 		if v, ok := s.reported[name]; (!ok || v != b.v) && s.Log != nil {
-			s.Log.Warn("snapshot listing: skipping corrupt metadata", "path", filepath.Join(s.Dir, name), "error", b.why)
+			msg := "snapshot listing: skipping metadata that is no regular file or names no object of the cluster"
+			if b.listed {
+				msg = "snapshot listing: corrupt metadata, its object listed by name and refused"
+			}
+			s.Log.Warn(msg, "path", filepath.Join(s.Dir, name), "error", b.why)
 		}
 		next[name] = b.v
 	}

@@ -18,8 +18,9 @@ import (
 // failed the whole listing of a file store (the S3 store skips it with a
 // warning). A failed listing holds every seed and recovery
 // (ListingUnanswered) and stops scheduled snapshots: one bad file wedged
-// them until an operator deleted it by hand. It is skipped and reported;
-// the good snapshot is listed (session-13 data review, red before).
+// them until an operator deleted it by hand. It is reported, and listed by
+// its name, refused (third security review: skipped, it was hidden); the
+// good snapshot is listed (session-13 data review, red before).
 func TestOneBadMetadataDoesNotFailTheListing(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
@@ -44,8 +45,8 @@ func TestOneBadMetadataDoesNotFailTheListing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listing failed on one bad metadata file: %v", err)
 	}
-	if len(list) != 1 || list[0].Name != good {
-		t.Fatalf("listed %+v, want only %s", list, good)
+	if len(list) != 2 || list[0].Name != bad || list[0].Corrupt == "" || list[1].Name != good {
+		t.Fatalf("listed %+v, want %s (refused by name) and %s", list, bad, good)
 	}
 	if !strings.Contains(logs.String(), bad) {
 		t.Fatalf("%s skipped without a report; log:\n%s", bad, logs.String())
@@ -56,7 +57,9 @@ func TestOneBadMetadataDoesNotFailTheListing(t *testing.T) {
 // snapshot between the listing's ReadDir and its read of the metadata
 // (here: a metadata entry that is a dangling link, which ReadDir lists
 // and no read finds). That failed the whole listing; it is skipped, as
-// S3's listing skips metadata deleted since its listing (red before).
+// S3's listing skips metadata deleted since its listing (red before). (A
+// symlink is no file a member writes: List skips it as it skips a
+// directory or FIFO.)
 func TestMetadataVanishingDuringAListingIsSkipped(t *testing.T) {
 	dir := t.TempDir()
 	s, err := New(dir, "unit")

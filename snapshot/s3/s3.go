@@ -270,8 +270,8 @@ func (s *Store) listedMeta(ctx context.Context, name, etag string) (snapshot.Met
 	return snapshot.Meta{}, fmt.Errorf("%w (%d attempts)", err, listMetaAttempts)
 }
 
-// errReported is corrupt metadata List found in the cache: skipped as
-// before, and not reported again.
+// errReported is corrupt metadata List found in the cache: listed by
+// name as before, and not reported again.
 type errReported struct{ err error }
 
 func (e errReported) Error() string { return e.err.Error() }
@@ -325,8 +325,11 @@ func (s *Store) objects(ctx context.Context) (data map[string]time.Time, metas m
 // List returns every object with metadata, oldest first. One bad entry
 // does not hide the others (a failing List would stop scheduled snapshots
 // and retention for good): metadata deleted meanwhile is skipped, and
-// metadata that is corrupt or whose object is missing is reported to the
-// log and skipped. Only the store failing fails List.
+// metadata whose object is missing is reported to the log and skipped;
+// metadata that is corrupt (undecodable, oversize, naming another object)
+// is reported and its object listed by what its name encodes
+// (snapshot.NameMeta), which authentication refuses, rather than hidden.
+// Only the store failing fails List.
 func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
 	data, metas, err := s.objects(ctx)
 	if err != nil {
@@ -345,11 +348,22 @@ func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
 		switch {
 		case errors.Is(err, os.ErrNotExist):
 			continue // deleted since the listing
-		case errors.As(err, new(errReported)):
-			continue // corrupt, reported when it was read
 		case errors.Is(err, snapshot.ErrCorruptMeta):
-			s.o.Log.Warn("snapshot listing: skipping corrupt metadata", "key", s.key(name+metaSuffix), "error", err)
-			continue
+			// Listed by its name, refused, not hidden: a writer who
+			// overwrote the newest segment's metadata with garbage made
+			// members recover from older data.
+			nm, ok := snapshot.NameMeta(name, "", err)
+			if !errors.As(err, new(errReported)) {
+				if ok {
+					s.o.Log.Warn("snapshot listing: corrupt metadata, its object listed by name and refused", "key", s.key(name+metaSuffix), "error", err)
+				} else {
+					s.o.Log.Warn("snapshot listing: skipping corrupt metadata of a name no cluster writes", "key", s.key(name+metaSuffix), "error", err)
+				}
+			}
+			if !ok {
+				continue
+			}
+			m = nm
 		case err != nil:
 			return nil, err
 		}

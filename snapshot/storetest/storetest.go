@@ -48,8 +48,8 @@ func Run(t *testing.T, open Open) {
 		{"MissingIsErrNotExist", plain(missingIsErrNotExist)},
 		{"DeleteRemovesObjectAndMeta", plain(deleteRemovesObjectAndMeta)},
 		{"NamesCannotEscape", plain(namesCannotEscape)},
-		{"CorruptMetadataIsSkipped", corruptMetadataIsSkipped},
-		{"OversizeMetadataIsSkippedUnread", oversizeMetadataIsSkippedUnread},
+		{"CorruptMetadataIsListedRefused", corruptMetadataIsListedRefused},
+		{"OversizeMetadataIsListedRefusedUnread", oversizeMetadataIsListedRefusedUnread},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, raw := open(t)
@@ -240,22 +240,28 @@ func namesCannotEscape(t *testing.T, s snapshot.Store) {
 }
 
 // One metadata object that does not decode (a store writer's, a torn
-// copy) is skipped: the listing answers with the others. A failed listing
-// holds every seed, recovery and save of the members; the file store
-// failed it until session 13, the S3 store already skipped it.
-func corruptMetadataIsSkipped(t *testing.T, s snapshot.Store, raw Raw) {
+// copy) neither fails the listing nor hides its object: it is listed by
+// what its name encodes (snapshot.NameMeta), and authentication refuses
+// it, as it refuses a forged MAC. A failed listing holds every seed,
+// recovery and save of the members (the file store failed it until
+// session 13); a hidden object let a writer who overwrote the newest
+// segment's metadata with garbage make members recover from older data
+// (third security review).
+func corruptMetadataIsListedRefused(t *testing.T, s snapshot.Store, raw Raw) {
 	ctx := timeout(t)
 	good := put(t, ctx, s, 300, []byte("good"))
-	bad := snapshot.ObjectName(Cluster, 1, 301, start, false)
+	bad := snapshot.ObjectName(Cluster, 1, 301, start.Add(301*time.Second), false)
 	if err := raw(ctx, bad, []byte("object")); err != nil {
 		t.Fatal(err)
 	}
 	if err := raw(ctx, bad+".meta.json", []byte(`{"name": "trunc`)); err != nil {
 		t.Fatal(err)
 	}
-	if l := list(t, ctx, s); len(l) != 1 || l[0].Name != good.Name {
-		t.Fatalf("listed %+v, want only %s", l, good.Name)
+	l := list(t, ctx, s)
+	if len(l) != 2 || l[0].Name != good.Name {
+		t.Fatalf("listed %+v, want %s and %s", l, good.Name, bad)
 	}
+	listedRefused(t, l[1], bad, 301)
 	if rc, _, err := s.Open(ctx, bad); !errors.Is(err, snapshot.ErrCorruptMeta) {
 		if err == nil {
 			rc.Close()
@@ -264,14 +270,30 @@ func corruptMetadataIsSkipped(t *testing.T, s snapshot.Store, raw Raw) {
 	}
 }
 
+// listedRefused checks that m is the listing of object name at revision
+// whose metadata is corrupt: what the name encodes, refused with or
+// without a MAC key.
+func listedRefused(t *testing.T, m snapshot.Meta, name string, revision int64) {
+	t.Helper()
+	if m.Name != name || m.Cluster != Cluster || m.Epoch != 1 || m.Revision != revision || m.Corrupt == "" || m.MAC != "" {
+		t.Fatalf("corrupt metadata of %s listed as %+v: want what its name encodes, marked corrupt", name, m)
+	}
+	for _, key := range [][]byte{nil, make([]byte, snapshot.MACKeySize)} {
+		if err := (snapshot.Encryption{MACKey: key, AcceptUnauthenticated: true}).Authenticated(m); !errors.Is(err, snapshot.ErrCorruptMeta) {
+			t.Fatalf("corrupt metadata of %s authenticates (key %v): %v", name, key != nil, err)
+		}
+	}
+}
+
 // A metadata object larger than snapshot.MaxMetaSize (valid JSON, one
-// huge field) is skipped as corrupt, and the listing reads no more of it
-// than that: read whole, a store writer's object of a few GiB was an OOM
-// of every member in turn (session-13 security review).
-func oversizeMetadataIsSkippedUnread(t *testing.T, s snapshot.Store, raw Raw) {
+// huge field) is corrupt, listed refused by its name, and the listing
+// reads no more of it than that: read whole, a store writer's object of a
+// few GiB was an OOM of every member in turn (session-13 security
+// review).
+func oversizeMetadataIsListedRefusedUnread(t *testing.T, s snapshot.Store, raw Raw) {
 	ctx := timeout(t)
 	good := put(t, ctx, s, 400, []byte("good"))
-	big := snapshot.ObjectName(Cluster, 1, 401, start, false)
+	big := snapshot.ObjectName(Cluster, 1, 401, start.Add(401*time.Second), false)
 	if err := raw(ctx, big, []byte("object")); err != nil {
 		t.Fatal(err)
 	}
@@ -289,9 +311,10 @@ func oversizeMetadataIsSkippedUnread(t *testing.T, s snapshot.Store, raw Raw) {
 	if err != nil {
 		t.Fatalf("list beside oversize metadata: %v", err)
 	}
-	if len(l) != 1 || l[0].Name != good.Name {
-		t.Fatalf("listed %d objects (%s...), want only %s", len(l), l[len(l)-1].Name, good.Name)
+	if len(l) != 2 || l[0].Name != good.Name {
+		t.Fatalf("listed %d objects (%s...), want %s and %s", len(l), l[len(l)-1].Name, good.Name, big)
 	}
+	listedRefused(t, l[1], big, 401)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
 		t.Fatalf("a listing beside %d MiB of metadata allocated %d MiB: read whole", size>>20, alloc>>20)
 	}
