@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -111,20 +110,6 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	return fmt.Errorf("unknown decision %q", d.Kind)
 }
 
-func (m *Member) heldLock() (coord.Lock, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lock == nil {
-		return nil, coord.ErrLockLost
-	}
-	select {
-	case <-m.lock.Lost():
-		return nil, coord.ErrLockLost
-	default:
-	}
-	return m.lock, nil
-}
-
 func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	l, err := m.heldLock()
 	if err != nil {
@@ -182,17 +167,6 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 		return fmt.Errorf("the record no longer names this seed (%v): not starting it: %w", err, coord.ErrConflict)
 	}
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
-}
-
-// initialCluster renders name=peerURL pairs; extra holds other members.
-func (m *Member) initialCluster(self string, extra map[string][]string) string {
-	parts := []string{self + "=" + m.peerURL(m.self)}
-	for n, urls := range extra {
-		for _, u := range urls {
-			parts = append(parts, n+"="+u)
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 // membershipChangeTimeout bounds one membership change (with the checks

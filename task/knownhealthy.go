@@ -24,23 +24,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
-// knownMember is a member of this member's last known membership: what
-// its own data (etcd's members bucket) or its running server knows.
-type knownMember struct {
-	id         uint64
-	name       string
-	clientURLs []string
-	clusterID  string // hex; a snapshot's taker only
-}
-
-// storedMember is etcd's JSON for a member in its backend's members
-// bucket (membership.Member: id, its raft attributes and attributes).
-type storedMember struct {
-	ID         uint64   `json:"id"`
-	Name       string   `json:"name"`
-	ClientURLs []string `json:"clientURLs"`
-}
-
 // lastKnownMembers returns the membership this member's data knows: its
 // running server's, or, stopped, what its database holds.
 func (m *Member) lastKnownMembers() ([]knownMember, error) {
@@ -273,15 +256,6 @@ type knownAnswer struct {
 	probe  knownProbe
 	url    string
 	leader bool
-}
-
-// knownSeen is a member that answered a probe as a voter (Member.knownSeen):
-// where to ask it again, when it last answered, and whether it had a
-// leader then.
-type knownSeen struct {
-	probe   knownProbe
-	at      time.Time
-	healthy bool
 }
 
 // probeKnown asks every probe's member (not this one) at once and returns

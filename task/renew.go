@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +93,7 @@ func (r *renewal) earliest() (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var first string
-	for _, n := range sortedKeys(r.notAfter) {
+	for _, n := range slices.Sorted(maps.Keys(r.notAfter)) {
 		if first == "" || r.notAfter[n].Before(r.notAfter[first]) {
 			first = n
 		}
@@ -314,7 +316,7 @@ func (m *Member) certWarning(now time.Time) string {
 	m.renew.mu.Lock()
 	defer m.renew.mu.Unlock()
 	var warn []string
-	for _, name := range sortedKeys(m.renew.notAfter) {
+	for _, name := range slices.Sorted(maps.Keys(m.renew.notAfter)) {
 		at := m.renew.notAfter[name]
 		window := m.warnBefore(name)
 		if at.Sub(now) < window {
