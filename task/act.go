@@ -649,7 +649,7 @@ func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
 	// server's own, or the others' when its own membership is stale too
 	// (observeMembers).
 	m.mu.Lock()
-	endpoints := m.membersFrom
+	endpoints := m.known.membersFrom
 	m.mu.Unlock()
 	if len(endpoints) == 0 {
 		endpoints = []string{m.clientURL(m.self)}

@@ -7,6 +7,15 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
+// leaveState is the loop's memory of leaving (loop only).
+type leaveState struct {
+	departed bool
+	// err is the provider's last error telling whether this
+	// instance is being taken away, said once.
+	err  string
+	left bool // this member removed itself (leave)
+}
+
 // inheritor is implemented by providers that know whether this member's
 // replacement inherits its data (Nomad's migrating ephemeral disk).
 type inheritor interface {
@@ -35,7 +44,7 @@ func (m *Member) leave() bool {
 	if !ok {
 		return false
 	}
-	if m.left {
+	if m.leaving.left {
 		return true // removed already (an earlier leave, e.g. an ASG lifecycle hook)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), m.opts.LeaveTimeout)
@@ -58,7 +67,7 @@ func (m *Member) leave() bool {
 	for attempt := 1; ; attempt++ {
 		out, again := m.leaveOnce(ctx, attempt, inherited)
 		if out {
-			m.left = true
+			m.leaving.left = true
 		}
 		if out || !again {
 			return out
@@ -225,5 +234,5 @@ func (m *Member) depart(ctx context.Context, o planner.Observation) {
 		m.log.Warn("could not tell the provider this member has left", "error", err)
 		return
 	}
-	m.departed = true
+	m.leaving.departed = true
 }

@@ -127,22 +127,16 @@ type Member struct {
 	record  *coord.Record
 	// since: from when the timed conditions hold (loop only).
 	since    since
-	departed bool
-	// leavingErr is the provider's last error telling whether this
-	// instance is being taken away (loop only), said once.
-	leavingErr string
-	left       bool // this member removed itself (leave)
-	starting   bool // an act that starts etcd is in progress
-	client     *clientv3.Client
-	// membersFrom (under mu): the endpoints whose member list the last
-	// observation holds (nil when it holds none).
-	membersFrom []string
+	leaving  leaveState // leave.go
+	starting bool       // an act that starts etcd is in progress
+	client   *clientv3.Client
+	known    knownState   // knownhealthy.go
+	summary  summaryState // summary.go
+	access   accessState  // access.go
 
 	metrics           *metrics
 	renew             *renewal      // certificates renewed while running (renew.go)
 	rot               rotationState // the CA rotation this member follows (rotate.go)
-	summary           []byte        // last cluster summary written (without its time)
-	summaryAt         time.Time     // when it was written
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -175,22 +169,6 @@ type Member struct {
 	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
-	// latestWriters are the members that wrote latestSnapshot and the
-	// newest segment of its delta chain: a member probes them before a
-	// recovery (observeKnownHealthy).
-	latestWriters []knownMember
-	// knownSeen: the members that answered observeKnownHealthy's probes
-	// as voters, by name, for RecoveryGrace after their last answer;
-	// summaryRead and summarySeen: the summary the last probe read (a
-	// rewrite since names its leader). listed: the provider's instances
-	// of the last observation, by name and client URL. Loop only.
-	knownSeen map[string]knownSeen
-	// found (under mu) is knownSeen's copy that /status shares
-	// (shareFound).
-	found       []knownSeen
-	summaryRead bool
-	summarySeen []byte
-	listed      map[string]bool
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
@@ -216,7 +194,6 @@ type Member struct {
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt    string
 	caChecked       time.Time
-	nextAccessCheck time.Time // the leader's next comparison of etcd's auth with the access rules
 	caCertPublished time.Time // the leader's last write of the CA certificate (publishCACert)
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
@@ -431,7 +408,7 @@ const preStopSnapshotFresh = 10 * time.Minute
 // the job's kill_timeout): a save cut short is logged, and the stop goes on.
 func (m *Member) stopSnapshot() {
 	s := m.opts.Snapshots
-	if s == nil || m.left {
+	if s == nil || m.leaving.left {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), max(m.opts.StopTimeout, m.opts.LeaveTimeout))
@@ -492,7 +469,7 @@ type storedMember struct {
 	ClientURLs []string `json:"clientURLs"`
 }
 
-// knownSeen is a member that answered a probe as a voter (Member.knownSeen):
+// knownSeen is a member that answered a probe as a voter (knownState.seen):
 // where to ask it again, when it last answered, and whether it had a
 // leader then.
 type knownSeen struct {

@@ -129,13 +129,13 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.status.Paused = o.Paused
 	m.mu.Unlock()
 	selfListed := false
-	m.listed = map[string]bool{}
+	m.known.listed = map[string]bool{}
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
 		selfListed = selfListed || in.Name == m.opts.Name
-		m.listed[in.Name] = true
+		m.known.listed[in.Name] = true
 		if in.ClientPort != 0 {
-			m.listed[m.clientURL(in)] = true
+			m.known.listed[m.clientURL(in)] = true
 		}
 	}
 	if !selfListed && m.opts.Self != nil {
@@ -234,7 +234,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 // and each member's presence and health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
 	m.mu.Lock()
-	m.membersFrom = nil
+	m.known.membersFrom = nil
 	m.mu.Unlock()
 	endpoints, ownCluster := m.memberListEndpoints(insts, o)
 	anyPeer := false
@@ -273,7 +273,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	o.MembersKnown = true
 	o.MembersClusterID = resp.Header.ClusterId
 	m.mu.Lock()
-	m.membersFrom = endpoints
+	m.known.membersFrom = endpoints
 	m.mu.Unlock()
 	present := m.presence(insts, o)
 	o.Members = make([]planner.Member, len(resp.Members))

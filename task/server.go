@@ -40,7 +40,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	starting := m.starting
 	st.CAMismatch = m.caMismatch
 	st.SnapshotError = m.snapshotErr
-	found := m.found
+	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
 	now := time.Now()

@@ -10,6 +10,12 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
+// summaryState is the cluster summary this member last wrote.
+type summaryState struct {
+	last []byte    // last cluster summary written (without its time)
+	at   time.Time // when it was written
+}
+
 // summaryWriter is implemented by coordinators that can hold an
 // informational cluster summary (Consul KV shows it beside the checks).
 type summaryWriter interface {
@@ -92,7 +98,7 @@ const summaryBeat = 5 * time.Second
 // or summaryBeat after that write, with the time it is written.
 func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) {
 	view, err := json.Marshal(s)
-	if err != nil || bytes.Equal(view, m.summary) && m.now().Sub(m.summaryAt) < summaryBeat {
+	if err != nil || bytes.Equal(view, m.summary.last) && m.now().Sub(m.summary.at) < summaryBeat {
 		return
 	}
 	s.Written = m.now().UTC()
@@ -104,7 +110,7 @@ func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) 
 		m.log.Debug("summary not written", "error", err)
 		return
 	}
-	m.summary, m.summaryAt = view, m.now()
+	m.summary.last, m.summary.at = view, m.now()
 }
 
 // publishSummaryUnobserved writes the summary when the loop's observation
