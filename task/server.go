@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
 func (m *Member) setDecision(d planner.Decision) {
@@ -26,10 +28,6 @@ func (m *Member) setDecision(d planner.Decision) {
 	m.status.Reason = d.Reason
 	m.mu.Unlock()
 }
-
-// QuotaWarnShare is the share of quota_backend_bytes above which /health
-// turns the Consul check to warning, before etcd refuses writes.
-const QuotaWarnShare = 0.8
 
 // health is the /health verdict: a started, caught-up voting member of a
 // cluster with quorum. A linearizable read proves quorum.
@@ -190,73 +188,10 @@ func (m *Member) serveStatus() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		st, err := m.health(r.Context())
+		code, body := statusport.HealthAnswer(st, err, m.opts.Cluster.Etcd.QuotaBackendBytes)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		role := "voter"
-		if st.Learner {
-			role = "learner"
-		}
-		if st.Leader {
-			role = "leader"
-		}
-		// A CA mismatch is named in the body (the Consul check's output)
-		// but does not fail the check: this member runs with the CA its
-		// peers trust and serves them; only members that start later are
-		// kept out. Failing it would make Nomad block deployments and
-		// restart working members, which cannot fix a CA in Consul.
-		warn := ""
-		if st.Paused != "" {
-			warn += " PAUSED (" + st.Paused + ")"
-		}
-		if st.CAMismatch != nil {
-			warn += " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
-		}
-		if st.CAKeyExposed != "" {
-			// Named, not failing nor turning the check to warning: the
-			// migration that sets it runs during a rolling update, which
-			// a check short of passing would block.
-			warn += " WARNING ca_key_exposed: " + st.CAKeyExposed
-		}
-		rotRefused := st.CA != nil && st.CA.Refused != ""
-		if rotRefused {
-			warn += " WARNING ca_rotation_refused: " + st.CA.Refused
-		}
-		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
-			return
-		}
-		if st.CertWarning != "" {
-			warn += " WARNING " + st.CertWarning
-		}
-		if len(st.Corrupt) > 0 {
-			// A warning, not critical: the member serves reads; the
-			// corrupt member's data is set aside and its alarm disarmed.
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for %d member(s) (which: /status): writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, len(st.Corrupt), warn)
-			return
-		}
-		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
-			// Consul shows 429 as a warning: the member serves, but
-			// writes stop (NOSPACE) or will soon.
-			if st.NoSpace {
-				warn = "; NOSPACE alarm raised: writes refused until maintenance compacts, defragments and disarms it" + warn
-			}
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s db_size=%d is %.0f%% of quota_backend_bytes %d (warning above %.0f%%)%s\n", st.Name, role, st.DBSize, 100*float64(st.DBSize)/float64(quota), quota, QuotaWarnShare*100, warn)
-			return
-		}
-		if st.CertWarning != "" || rotRefused {
-			// Consul shows 429 as a warning: renewal is late (or the
-			// CA near its end), or someone wrote a CA rotation record
-			// this member refuses; the member serves.
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s%s\n", st.Name, role, warn)
-			return
-		}
-		// No member or cluster id, epoch or raft index: /health answers
-		// anyone (and Consul publishes it as the check's output), and
-		// those are what forging raft messages takes. /status has them.
-		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d%s\n", st.Name, role, st.Revision, st.DBSize, warn)
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
 	})
 	// statusCA is the status CA of the member's CA at start (a CA
 	// rotation adds the next one's: m.rot.statusCAs).
