@@ -358,7 +358,7 @@ func (m *Member) takeLeadershipFrom(ctx context.Context, o planner.Observation, 
 	if len(urls) == 0 {
 		return
 	}
-	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
+	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
 		return
 	}
@@ -458,11 +458,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.SnapshotCount = c.Etcd.SnapshotCount
 	cfg.LogLevel = m.opts.EtcdLogLevel
 	cfg.LogOutputs = []string{"stderr"}
-	if m.scheme == "https" {
-		ti := transport.TLSInfo{CertFile: m.tlsFiles.Cert, KeyFile: m.tlsFiles.Key, TrustedCAFile: m.tlsFiles.CA, ClientCertAuth: true}
+	if m.trust.scheme == "https" {
+		ti := transport.TLSInfo{CertFile: m.trust.tlsFiles.Cert, KeyFile: m.trust.tlsFiles.Key, TrustedCAFile: m.trust.tlsFiles.CA, ClientCertAuth: true}
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
-		if m.ca != nil {
+		if m.trust.ca != nil {
 			// TLS auto: the peer port trusts the peer CA alone (its
 			// file holds the peer CAs, certs.PeerCACert), never the
 			// cluster CA, which issues every client certificate:

@@ -3,7 +3,6 @@ package task
 import (
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -106,18 +105,8 @@ type Member struct {
 	log  hclog.Logger
 	dir  dataDir
 
-	self     provider.Instance
-	scheme   string
-	tlsFiles certs.Files
-	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
-	hcOnce   sync.Once
-	hc       *http.Client // peers' /status (httpClient)
-	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
-	// caMismatch (under mu): the coordinator holds another CA than ca.
-	caMismatch *status.CAMismatch
-	// caExposed: the coordinator's mark of a CA whose key it held in the
-	// clear (clusterca.ExposedKey), read at every CA check; nil: none.
-	caExposed atomic.Pointer[clusterca.Exposure]
+	self  provider.Instance
+	trust trustState // trust.go
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd
@@ -135,8 +124,6 @@ type Member struct {
 	access   accessState  // access.go
 
 	metrics           *metrics
-	renew             *renewal      // certificates renewed while running (renew.go)
-	rot               rotationState // the CA rotation this member follows (rotate.go)
 	snapMetrics       *snapshotMetrics
 	nextSnapshotCheck time.Time
 	// wantFullSnapshot: a full snapshot is wanted now (a new delta
@@ -192,9 +179,7 @@ type Member struct {
 	startFailures    int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
-	startCorrupt    string
-	caChecked       time.Time
-	caCertPublished time.Time // the leader's last write of the CA certificate (publishCACert)
+	startCorrupt string
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time
@@ -234,7 +219,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.metrics.staleAfter.Set(o.Cluster.Provider.StaleAfter.Seconds())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, o.Snapshots)
-	m.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, m.warnBefore)
+	m.trust.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, m.warnBefore)
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -280,30 +265,30 @@ func (m *Member) setupTLS(ctx context.Context) error {
 	c := m.opts.Cluster
 	switch c.TLS.Mode {
 	case config.TLSOff:
-		m.scheme = "http"
+		m.trust.scheme = "http"
 		return nil
 	case config.TLSFiles:
-		m.scheme = "https"
-		m.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
+		m.trust.scheme = "https"
+		m.trust.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
 	default:
-		m.scheme = "https"
+		m.trust.scheme = "https"
 		ca, err := m.chooseCA(ctx)
 		if err != nil {
 			return err
 		}
-		m.ca = &ca
+		m.trust.ca = &ca
 		m.restoreCA(ctx)
 		m.followRotation(ctx)
 		if err := m.issueMember(time.Now()); err != nil {
 			return err
 		}
-		m.tlsFiles = m.dir.memberFiles()
+		m.trust.tlsFiles = m.dir.memberFiles()
 	}
-	cfg, err := certs.ClientConfig(m.tlsFiles)
+	cfg, err := certs.ClientConfig(m.trust.tlsFiles)
 	if err != nil {
 		return err
 	}
-	if m.ca != nil {
+	if m.trust.ca != nil {
 		// The member's own clients act as etcd's root user: with the
 		// cluster's access rules on, membership changes, snapshots and the
 		// rules themselves need it (etcd names a certificate's user by its
@@ -315,7 +300,7 @@ func (m *Member) setupTLS(ctx context.Context) error {
 		cfg.Certificates = nil
 		cfg.GetClientCertificate = m.rootCertificate
 	}
-	m.peerTLS = cfg
+	m.trust.peerTLS = cfg
 	return nil
 }
 
@@ -331,7 +316,7 @@ const caCheckEvery = 30 * time.Second
 // the plaintext one of an earlier version, whose copy it then deletes
 // (retirePlaintextCA): at start and at every CA check.
 func (m *Member) restoreCA(ctx context.Context) {
-	if m.ca == nil {
+	if m.trust.ca == nil {
 		return
 	}
 	cur := m.currentCA()
@@ -353,9 +338,9 @@ func (m *Member) restoreCA(ctx context.Context) {
 	m.readExposure(ctx)
 }
 
-func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.scheme) }
-func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.scheme) }
-func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.scheme) }
+func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.scheme) }
+func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.scheme) }
+func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.scheme) }
 
 func (m *Member) stoppedCh() <-chan struct{} {
 	m.mu.Lock()

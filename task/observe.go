@@ -197,14 +197,14 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 // keep-alive connections are reused from loop to loop. (A client made per
 // loop left two connections open every second, for good.)
 func (m *Member) httpClient() *http.Client {
-	m.hcOnce.Do(func() {
-		m.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
-			TLSClientConfig:     m.peerTLS,
+	m.trust.hcOnce.Do(func() {
+		m.trust.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
+			TLSClientConfig:     m.trust.peerTLS,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 		}}
 	})
-	return m.hc
+	return m.trust.hc
 }
 
 // etcdClient returns a client on the given endpoints, reusing one client.
@@ -218,7 +218,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          rpcTimeout,
-		TLS:                  m.peerTLS,
+		TLS:                  m.trust.peerTLS,
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,

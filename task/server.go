@@ -36,14 +36,14 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st := m.status
 	e := m.etcd
 	starting := m.starting
-	st.CAMismatch = m.caMismatch
+	st.CAMismatch = m.trust.caMismatch
 	st.SnapshotError = m.snapshotErr
 	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
-	if name, at := m.renew.earliest(); name != "" {
+	if name, at := m.trust.renew.earliest(); name != "" {
 		st.CertName, st.CertExpiry = name, at.UTC().Format(time.RFC3339)
 	}
 	st.CertWarning = m.certWarning(now)
@@ -194,7 +194,7 @@ func (m *Member) serveStatus() error {
 		_, _ = io.WriteString(w, body)
 	})
 	// statusCA is the status CA of the member's CA at start (a CA
-	// rotation adds the next one's: m.rot.statusCAs).
+	// rotation adds the next one's: m.trust.rot.statusCAs).
 	var statusCA []byte
 	readers := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -241,8 +241,8 @@ func (m *Member) serveStatus() error {
 	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
 		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
 		Protocols: &http1}
-	if m.scheme == "https" {
-		cfg, err := certs.ServerConfig(m.tlsFiles)
+	if m.trust.scheme == "https" {
+		cfg, err := certs.ServerConfig(m.trust.tlsFiles)
 		if err == nil {
 			// Read at each handshake, as etcd does: renewal replaces
 			// the file.
@@ -251,11 +251,11 @@ func (m *Member) serveStatus() error {
 			// below returns copies of this config.
 			cfg.NextProtos = []string{"http/1.1"}
 		}
-		if err == nil && m.ca != nil {
+		if err == nil && m.trust.ca != nil {
 			// /status also takes the status CA's clients (read-only
 			// clients, certs.StatusCA); etcd's ports never do.
 			var st certs.Pair
-			if st, err = certs.StatusCA(*m.ca); err == nil {
+			if st, err = certs.StatusCA(*m.trust.ca); err == nil {
 				cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
 				statusCA = st.Cert
 			}
@@ -264,7 +264,7 @@ func (m *Member) serveStatus() error {
 			ln.Close()
 			return err
 		}
-		if m.ca != nil {
+		if m.trust.ca != nil {
 			// The CAs accepted change with a CA rotation: built again
 			// at each handshake from what the member trusts now.
 			base := cfg
@@ -296,11 +296,11 @@ func (m *Member) statusReader(r *http.Request, statusCA []byte) (int, string) {
 		return 0, ""
 	case len(r.TLS.VerifiedChains) == 0:
 		return http.StatusUnauthorized, "this needs a client certificate from the cluster's status CA (etcd-nomad tls status-cert) or etcd's root user's"
-	case m.ca == nil:
+	case m.trust.ca == nil:
 		return 0, ""
 	}
 	accepted := parseCerts(statusCA)
-	if s := m.rot.statusCAs.Load(); s != nil {
+	if s := m.trust.rot.statusCAs.Load(); s != nil {
 		accepted = append(accepted, parseCerts(*s)...)
 	}
 	for _, chain := range r.TLS.VerifiedChains {

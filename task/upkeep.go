@@ -18,12 +18,12 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 	_, summary := m.opts.Coordinator.(summaryWriter)
 	o.Upkeep = planner.UpkeepState{
 		Leaving:          m.observeLeaving(ctx),
-		CA:               m.ca != nil,
-		CACheckDue:       now.Sub(m.caChecked) > caCheckEvery,
+		CA:               m.trust.ca != nil,
+		CACheckDue:       now.Sub(m.trust.caChecked) > caCheckEvery,
 		Summary:          summary,
 		Access:           m.opts.Cluster.Access != nil,
 		AccessDue:        !now.Before(m.access.next),
-		CACertDue:        now.Sub(m.caCertPublished) >= caCertRepublish,
+		CACertDue:        now.Sub(m.trust.caCertPublished) >= caCertRepublish,
 		Snapshots:        s != nil && s.Interval > 0,
 		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
 		Deltas:           s != nil && s.DeltaEvery > 0,
@@ -60,7 +60,7 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 // in this order; Depart is carried out by the loop before it.
 func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Upkeep) {
 	if u.CheckCA {
-		m.caChecked = m.now()
+		m.trust.caChecked = m.now()
 		m.restoreCA(ctx)
 	}
 	if u.ClearForceNew {
