@@ -15,6 +15,12 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 )
 
+// accessState paces the leader's comparison of etcd's auth with the
+// access rules.
+type accessState struct {
+	next time.Time // the leader's next comparison
+}
+
 // etcd's authorization follows the definition's access block. The etcd
 // leader compares etcd's users, roles and permissions with it; when they
 // differ it takes the coordinator's lock, reads them again and changes
@@ -251,11 +257,11 @@ func applyAccess(ctx context.Context, cli *clientv3.Client, op accessOp) error {
 func (m *Member) applyAccess(ctx context.Context) {
 	n, err := m.reconcileAccess(ctx)
 	if err != nil {
-		m.nextAccessCheck = m.now().Add(accessRetry)
+		m.access.next = m.now().Add(accessRetry)
 		m.log.Warn("access rules not applied", "error", err)
 		return
 	}
-	m.nextAccessCheck = m.now().Add(accessCheckEvery)
+	m.access.next = m.now().Add(accessCheckEvery)
 	if n > 0 {
 		m.log.Info("access rules applied", "changes", n)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -111,20 +110,6 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	return fmt.Errorf("unknown decision %q", d.Kind)
 }
 
-func (m *Member) heldLock() (coord.Lock, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.lock == nil {
-		return nil, coord.ErrLockLost
-	}
-	select {
-	case <-m.lock.Lost():
-		return nil, coord.ErrLockLost
-	default:
-	}
-	return m.lock, nil
-}
-
 func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	l, err := m.heldLock()
 	if err != nil {
@@ -182,17 +167,6 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 		return fmt.Errorf("the record no longer names this seed (%v): not starting it: %w", err, coord.ErrConflict)
 	}
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
-}
-
-// initialCluster renders name=peerURL pairs; extra holds other members.
-func (m *Member) initialCluster(self string, extra map[string][]string) string {
-	parts := []string{self + "=" + m.peerURL(m.self)}
-	for n, urls := range extra {
-		for _, u := range urls {
-			parts = append(parts, n+"="+u)
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 // membershipChangeTimeout bounds one membership change (with the checks
@@ -384,7 +358,7 @@ func (m *Member) takeLeadershipFrom(ctx context.Context, o planner.Observation, 
 	if len(urls) == 0 {
 		return
 	}
-	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
+	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
 		return
 	}
@@ -484,11 +458,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.SnapshotCount = c.Etcd.SnapshotCount
 	cfg.LogLevel = m.opts.EtcdLogLevel
 	cfg.LogOutputs = []string{"stderr"}
-	if m.scheme == "https" {
-		ti := transport.TLSInfo{CertFile: m.tlsFiles.Cert, KeyFile: m.tlsFiles.Key, TrustedCAFile: m.tlsFiles.CA, ClientCertAuth: true}
+	if m.trust.scheme == "https" {
+		ti := transport.TLSInfo{CertFile: m.trust.tlsFiles.Cert, KeyFile: m.trust.tlsFiles.Key, TrustedCAFile: m.trust.tlsFiles.CA, ClientCertAuth: true}
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
-		if m.ca != nil {
+		if m.trust.ca != nil {
 			// TLS auto: the peer port trusts the peer CA alone (its
 			// file holds the peer CAs, certs.PeerCACert), never the
 			// cluster CA, which issues every client certificate:
@@ -675,7 +649,7 @@ func (m *Member) updatePeerURL(ctx context.Context, d planner.Decision) error {
 	// server's own, or the others' when its own membership is stale too
 	// (observeMembers).
 	m.mu.Lock()
-	endpoints := m.membersFrom
+	endpoints := m.known.membersFrom
 	m.mu.Unlock()
 	if len(endpoints) == 0 {
 		endpoints = []string{m.clientURL(m.self)}

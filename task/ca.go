@@ -82,10 +82,10 @@ func (m *Member) readExposure(ctx context.Context) {
 		return
 	}
 	if !ok {
-		m.caExposed.Store(nil)
+		m.trust.caExposed.Store(nil)
 		return
 	}
-	prev := m.caExposed.Swap(&e)
+	prev := m.trust.caExposed.Swap(&e)
 	if w := m.caKeyExposed(); w != "" && (prev == nil || *prev != e) {
 		m.log.Warn("the cluster CA's key was exposed: rotate the CA", "warning", w, "mark", clusterca.Location(m.opts.Cluster, clusterca.ExposedKey))
 	}
@@ -96,7 +96,7 @@ func (m *Member) readExposure(ctx context.Context) {
 // once a CA rotation retires that CA (phase retire: the new CA alone is
 // trusted), whether or not the mark is deleted.
 func (m *Member) caKeyExposed() string {
-	e := m.caExposed.Load()
+	e := m.trust.caExposed.Load()
 	v := m.rotationView()
 	if e == nil || v == nil {
 		return ""
@@ -311,8 +311,8 @@ func (m *Member) clusterExists(ctx context.Context) (string, error) {
 func (m *Member) reportCAMismatch(mine, held certs.Pair) {
 	mm := &status.CAMismatch{Member: certs.Fingerprint(mine.Cert), Coordinator: certs.Fingerprint(held.Cert)}
 	m.mu.Lock()
-	same := m.caMismatch != nil && *m.caMismatch == *mm
-	m.caMismatch = mm
+	same := m.trust.caMismatch != nil && *m.trust.caMismatch == *mm
+	m.trust.caMismatch = mm
 	m.mu.Unlock()
 	if same {
 		return
@@ -325,8 +325,8 @@ func (m *Member) reportCAMismatch(mine, held certs.Pair) {
 // clearCAMismatch notes that the coordinator holds this member's CA again.
 func (m *Member) clearCAMismatch() {
 	m.mu.Lock()
-	was := m.caMismatch
-	m.caMismatch = nil
+	was := m.trust.caMismatch
+	m.trust.caMismatch = nil
 	m.mu.Unlock()
 	if was != nil {
 		m.log.Info("the coordinator holds this member's cluster CA again", "ca", was.Member)

@@ -142,8 +142,8 @@ func TestALeaderlessVoterTheProviderForgotIsNamed(t *testing.T) {
 	if d := planner.Plan(o); d.Kind != planner.Wait || !strings.Contains(d.Reason, "without a leader") {
 		t.Fatalf("beside b: %s (%s), want a wait naming it", d.Kind, d.Reason)
 	}
-	m3.listed = map[string]bool{cb.String(): true} // the provider lists b after all
-	m3.knownSeen = nil
+	m3.known.listed = map[string]bool{cb.String(): true} // the provider lists b after all
+	m3.known.seen = nil
 	if o := probe(); len(o.UnlistedVoters) != 0 {
 		t.Fatalf("b listed: unlisted voters %q, want none (an ordinary survivor)", o.UnlistedVoters)
 	}
@@ -263,7 +263,7 @@ func TestAnUnconfirmedSeederWritesItsSummaryUnobserved(t *testing.T) {
 	r.Seeder = "m9"
 	m0.record = &r
 	m0.mu.Unlock()
-	m0.summary = nil
+	m0.summary.last = nil
 	m0.publishSummaryUnobserved(ctx)
 	if _, err := k.co.Get(ctx, "summary"); err == nil {
 		t.Fatal("a summary was written under another seeder's unconfirmed record")

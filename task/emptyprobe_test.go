@@ -122,7 +122,7 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 	// which answers for the snapshot's cluster; no restore beside it.
 	o = planner.Observation{ClusterName: k.cl.Name, Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true},
 		Instances: []planner.Instance{{Name: "m3"}}, HoldsLock: true, NewToken: "n", RecoveryGrace: k.cl.RecoveryGrace}
-	m3.knownSeen = nil // what it saw under the record
+	m3.known.seen = nil // what it saw under the record
 	m3.observeQuorumLoss(ctx, &o, time.Now())
 	if o.LatestSnapshot == nil || len(o.KnownHealthy) == 0 || !strings.Contains(o.KnownHealthy[0], "taker of") {
 		t.Fatalf("no record: snapshot %v, known healthy %q, want the snapshot's taker", o.LatestSnapshot, o.KnownHealthy)

@@ -96,7 +96,7 @@ func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, error) {
 	a := m.opts.Cluster.Access
 	switch {
-	case m.ca == nil:
+	case m.trust.ca == nil:
 		return CertResponse{}, refuse(http.StatusNotImplemented, "this cluster does not run TLS auto: no CA to issue from")
 	case a == nil:
 		return CertResponse{}, refuse(http.StatusForbidden, "the cluster definition has no access block: no workload is mapped to a user")
@@ -170,12 +170,12 @@ const caCertRepublish = 5 * time.Minute
 // exchange identities for certificates.
 func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.ca == nil {
+	if !ok || m.trust.ca == nil {
 		return
 	}
 	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.caCertPublished = m.now()
+	m.trust.caCertPublished = m.now()
 }

@@ -60,7 +60,7 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
 	}
-	pool, _ := certs.Pool(m.ca.Cert)
+	pool, _ := certs.Pool(m.trust.ca.Cert)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	defer hc.CloseIdleConnections()
 	csr, keyPEM, err := certs.NewCSR()

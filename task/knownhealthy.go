@@ -24,21 +24,29 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
-// knownMember is a member of this member's last known membership: what
-// its own data (etcd's members bucket) or its running server knows.
-type knownMember struct {
-	id         uint64
-	name       string
-	clientURLs []string
-	clusterID  string // hex; a snapshot's taker only
-}
-
-// storedMember is etcd's JSON for a member in its backend's members
-// bucket (membership.Member: id, its raft attributes and attributes).
-type storedMember struct {
-	ID         uint64   `json:"id"`
-	Name       string   `json:"name"`
-	ClientURLs []string `json:"clientURLs"`
+// knownState is what the loop knows of the members beyond the provider's
+// listing: who wrote the newest snapshot and who answered the probes
+// before a recovery (observeKnownHealthy).
+type knownState struct {
+	// latestWriters are the members that wrote latestSnapshot and the
+	// newest segment of its delta chain: a member probes them before a
+	// recovery (observeKnownHealthy).
+	latestWriters []knownMember
+	// seen: the members that answered observeKnownHealthy's probes
+	// as voters, by name, for RecoveryGrace after their last answer;
+	// summaryRead and summarySeen: the summary the last probe read (a
+	// rewrite since names its leader). listed: the provider's instances
+	// of the last observation, by name and client URL. Loop only.
+	seen map[string]knownSeen
+	// found (under mu) is seen's copy that /status shares
+	// (shareFound).
+	found       []knownSeen
+	summaryRead bool
+	summarySeen []byte
+	listed      map[string]bool
+	// membersFrom (under mu): the endpoints whose member list the last
+	// observation holds (nil when it holds none).
+	membersFrom []string
 }
 
 // lastKnownMembers returns the membership this member's data knows: its
@@ -139,22 +147,22 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			probes = append(probes, knownProbe{k, ids})
 		}
 	}
-	for _, w := range m.latestWriters {
+	for _, w := range m.known.latestWriters {
 		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
 			probes = append(probes, knownProbe{w, []uint64{id}})
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
-		if e := m.knownSeen[name]; len(e.probe.k.clientURLs) > 0 {
+	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
+		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 {
 			probes = append(probes, e.probe)
 		}
 	}
 	answered := m.probeKnown(ctx, o, probes)
-	if m.knownSeen == nil {
-		m.knownSeen = map[string]knownSeen{}
+	if m.known.seen == nil {
+		m.known.seen = map[string]knownSeen{}
 	}
 	for name, a := range answered {
-		m.knownSeen[name] = knownSeen{probe: a.probe, at: now, healthy: a.leader}
+		m.known.seen[name] = knownSeen{probe: a.probe, at: now, healthy: a.leader}
 		if a.leader {
 			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (%s)", name, a.url))
 		} else {
@@ -162,20 +170,20 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		}
 	}
 	if read {
-		if m.summaryRead && raw != nil && !bytes.Equal(raw, m.summarySeen) && leader != "" && leader != m.opts.Name {
+		if m.known.summaryRead && raw != nil && !bytes.Equal(raw, m.known.summarySeen) && leader != "" && leader != m.opts.Name {
 			name := fmt.Sprintf("%s (leader of cluster %x: its summary in the coordinator was rewritten)", leader, summary)
 			answered[name] = knownAnswer{leader: true}
-			m.knownSeen[name] = knownSeen{at: now, healthy: true}
+			m.known.seen[name] = knownSeen{at: now, healthy: true}
 			o.KnownHealthy = append(o.KnownHealthy, name)
 		}
-		m.summaryRead, m.summarySeen = true, raw
+		m.known.summaryRead, m.known.summarySeen = true, raw
 	}
-	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
-		e := m.knownSeen[name]
+	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
+		e := m.known.seen[name]
 		_, named := answered[name]
 		switch ago := now.Sub(e.at); {
 		case ago >= o.RecoveryGrace:
-			delete(m.knownSeen, name)
+			delete(m.known.seen, name)
 		case named:
 		case e.healthy:
 			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (answered %s ago)", name, ago.Round(time.Second)))
@@ -195,17 +203,17 @@ const (
 	maxFoundClusterIDs = 4
 )
 
-// shareFound keeps a copy of knownSeen's entries with client URLs for
+// shareFound keeps a copy of known.seen's entries with client URLs for
 // /status (health), which reads them from another goroutine.
 func (m *Member) shareFound() {
-	found := make([]knownSeen, 0, len(m.knownSeen))
-	for _, name := range slices.Sorted(maps.Keys(m.knownSeen)) {
-		if e := m.knownSeen[name]; len(e.probe.k.clientURLs) > 0 && len(found) < maxFoundShared {
+	found := make([]knownSeen, 0, len(m.known.seen))
+	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
+		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 && len(found) < maxFoundShared {
 			found = append(found, e)
 		}
 	}
 	m.mu.Lock()
-	m.found = found
+	m.known.found = found
 	m.mu.Unlock()
 }
 
@@ -246,18 +254,18 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 			continue
 		}
 		urls := f.ClientURLs[:min(len(f.ClientURLs), maxSummaryURLs)]
-		if !f.Leader && (m.listed[f.Name] || slices.ContainsFunc(urls, func(u string) bool { return m.listed[u] })) {
+		if !f.Leader && (m.known.listed[f.Name] || slices.ContainsFunc(urls, func(u string) bool { return m.known.listed[u] })) {
 			continue
 		}
 		at := now.Add(-ago)
-		if e, ok := m.knownSeen[f.Name]; ok && !e.at.Before(at) {
+		if e, ok := m.known.seen[f.Name]; ok && !e.at.Before(at) {
 			continue
 		}
-		if m.knownSeen == nil {
-			m.knownSeen = map[string]knownSeen{}
+		if m.known.seen == nil {
+			m.known.seen = map[string]knownSeen{}
 		}
 		ids := f.ClusterIDs[:min(len(f.ClusterIDs), maxFoundClusterIDs)]
-		m.knownSeen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids)}, at: at, healthy: f.Leader}
+		m.known.seen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids)}, at: at, healthy: f.Leader}
 	}
 	m.shareFound()
 }
@@ -273,15 +281,6 @@ type knownAnswer struct {
 	probe  knownProbe
 	url    string
 	leader bool
-}
-
-// knownSeen is a member that answered a probe as a voter (Member.knownSeen):
-// where to ask it again, when it last answered, and whether it had a
-// leader then.
-type knownSeen struct {
-	probe   knownProbe
-	at      time.Time
-	healthy bool
 }
 
 // probeKnown asks every probe's member (not this one) at once and returns
@@ -307,7 +306,7 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 		go func(p knownProbe) {
 			defer wg.Done()
 			url, leader, ok := m.answersAsVoter(ctx, p.k.clientURLs, p.clusterIDs...)
-			if !ok || !leader && (m.listed[p.k.name] || m.listed[url]) {
+			if !ok || !leader && (m.known.listed[p.k.name] || m.known.listed[url]) {
 				return
 			}
 			mu.Lock()
@@ -380,7 +379,7 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 // session 11). Alarms do not count against it: a quorum under NOSPACE
 // still serves deletes, and puts again once disarmed.
 func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.peerTLS, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
 	if err != nil {
 		return "", false, false
 	}

@@ -129,13 +129,13 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.status.Paused = o.Paused
 	m.mu.Unlock()
 	selfListed := false
-	m.listed = map[string]bool{}
+	m.known.listed = map[string]bool{}
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.Name, PeerURL: m.peerURL(in)})
 		selfListed = selfListed || in.Name == m.opts.Name
-		m.listed[in.Name] = true
+		m.known.listed[in.Name] = true
 		if in.ClientPort != 0 {
-			m.listed[m.clientURL(in)] = true
+			m.known.listed[m.clientURL(in)] = true
 		}
 	}
 	if !selfListed && m.opts.Self != nil {
@@ -197,14 +197,14 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 // keep-alive connections are reused from loop to loop. (A client made per
 // loop left two connections open every second, for good.)
 func (m *Member) httpClient() *http.Client {
-	m.hcOnce.Do(func() {
-		m.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
-			TLSClientConfig:     m.peerTLS,
+	m.trust.hcOnce.Do(func() {
+		m.trust.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
+			TLSClientConfig:     m.trust.peerTLS,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 		}}
 	})
-	return m.hc
+	return m.trust.hc
 }
 
 // etcdClient returns a client on the given endpoints, reusing one client.
@@ -218,7 +218,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          rpcTimeout,
-		TLS:                  m.peerTLS,
+		TLS:                  m.trust.peerTLS,
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
@@ -234,7 +234,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 // and each member's presence and health.
 func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, o *planner.Observation, now time.Time) {
 	m.mu.Lock()
-	m.membersFrom = nil
+	m.known.membersFrom = nil
 	m.mu.Unlock()
 	endpoints, ownCluster := m.memberListEndpoints(insts, o)
 	anyPeer := false
@@ -273,7 +273,7 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	o.MembersKnown = true
 	o.MembersClusterID = resp.Header.ClusterId
 	m.mu.Lock()
-	m.membersFrom = endpoints
+	m.known.membersFrom = endpoints
 	m.mu.Unlock()
 	present := m.presence(insts, o)
 	o.Members = make([]planner.Member, len(resp.Members))

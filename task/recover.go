@@ -83,7 +83,7 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			if s, ok := newestSnapshot(list, m.skipDeltas()); ok {
 				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
 				m.latestSnapshot = lineage
-				m.latestWriters = writersOf(list, s.Name)
+				m.known.latestWriters = writersOf(list, s.Name)
 				if foreign != nil {
 					// Genuine, but of no incarnation of the record: data
 					// that may exist beyond the lineage's, refused as an

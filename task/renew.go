@@ -6,8 +6,10 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,7 +93,7 @@ func (r *renewal) earliest() (string, time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var first string
-	for _, n := range sortedKeys(r.notAfter) {
+	for _, n := range slices.Sorted(maps.Keys(r.notAfter)) {
 		if first == "" || r.notAfter[n].Before(r.notAfter[first]) {
 			first = n
 		}
@@ -140,7 +142,7 @@ func (m *Member) issueMember(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("issue member certificate: %w", err)
 	}
-	// The same paths every time: m.tlsFiles, set at start, stays.
+	// The same paths every time: m.trust.tlsFiles, set at start, stays.
 	if _, err := certs.WriteMember(m.dir.TLSDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
 		return fmt.Errorf("write member certificate: %w", err)
 	}
@@ -159,14 +161,14 @@ func (m *Member) issueRoot(now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("root client certificate: %w", err)
 	}
-	m.renew.root.Store(&kp)
+	m.trust.renew.root.Store(&kp)
 	return nil
 }
 
 // rootCertificate hands out the current root client certificate
 // (tls.Config.GetClientCertificate).
 func (m *Member) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-	if c := m.renew.root.Load(); c != nil {
+	if c := m.trust.renew.root.Load(); c != nil {
 		return c, nil
 	}
 	return &tls.Certificate{}, nil
@@ -175,9 +177,9 @@ func (m *Member) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate,
 // serverCertificate reads the member certificate file at each handshake,
 // as etcd does (tls.Config.GetCertificate of the status server).
 func (m *Member) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	kp, err := tls.LoadX509KeyPair(m.tlsFiles.Cert, m.tlsFiles.Key)
+	kp, err := tls.LoadX509KeyPair(m.trust.tlsFiles.Cert, m.trust.tlsFiles.Key)
 	if err != nil {
-		return nil, fmt.Errorf("member certificate %s: %w", m.tlsFiles.Cert, err)
+		return nil, fmt.Errorf("member certificate %s: %w", m.trust.tlsFiles.Cert, err)
 	}
 	return &kp, nil
 }
@@ -200,17 +202,17 @@ func (m *Member) renewLoop(ctx context.Context) {
 // renewal is due.
 func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
 	next := now.Add(renewPoll)
-	if m.scheme != "https" {
+	if m.trust.scheme != "https" {
 		return next
 	}
-	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
-		m.renew.forgetCAs() // a CA rotation retires one
+	if b, err := os.ReadFile(m.trust.tlsFiles.CA); err == nil {
+		m.trust.renew.forgetCAs() // a CA rotation retires one
 		for i, c := range parseCerts(b) {
 			name := certCA
 			if i > 0 {
 				name = fmt.Sprintf("%s:%d", certCA, i+1)
 			}
-			m.renew.set(name, c.NotAfter)
+			m.trust.renew.set(name, c.NotAfter)
 		}
 	}
 	leaf, err := m.memberLeaf()
@@ -231,19 +233,19 @@ func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
 		}
 		m.log.Info("renewed the member certificate", "was_valid_until", old.UTC().Format(time.RFC3339), "valid_until", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
-	m.renew.set(certMember, leaf.NotAfter)
+	m.trust.renew.set(certMember, leaf.NotAfter)
 	next = earlier(next, certs.RenewAt(leaf))
-	if c := m.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
+	if c := m.trust.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
 		if reissue || !now.Before(certs.RenewAt(c.Leaf)) {
 			old := c.Leaf.NotAfter
 			if err := m.issueRoot(now); err != nil {
 				m.log.Error("root client certificate not renewed", "error", err, "expires", old)
 				return next
 			}
-			c = m.renew.root.Load()
+			c = m.trust.renew.root.Load()
 			m.log.Info("renewed the root client certificate", "valid_until", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
 		}
-		m.renew.set(certRoot, c.Leaf.NotAfter)
+		m.trust.renew.set(certRoot, c.Leaf.NotAfter)
 		next = earlier(next, certs.RenewAt(c.Leaf))
 	}
 	return next
@@ -251,7 +253,7 @@ func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
 
 // trustedCAs are the CA certificates the member's files trust now.
 func (m *Member) trustedCAs() []byte {
-	b, err := os.ReadFile(m.tlsFiles.CA)
+	b, err := os.ReadFile(m.trust.tlsFiles.CA)
 	if err != nil || len(parseCerts(b)) == 0 {
 		return nil
 	}
@@ -269,7 +271,7 @@ func (m *Member) trustedPeerCAs() []byte {
 }
 
 func (m *Member) memberLeaf() (*x509.Certificate, error) {
-	b, err := os.ReadFile(m.tlsFiles.Cert)
+	b, err := os.ReadFile(m.trust.tlsFiles.Cert)
 	if err != nil {
 		return nil, err
 	}
@@ -311,11 +313,11 @@ func (m *Member) warnBefore(name string) time.Duration {
 // certWarning says which certificate expires within the warning window
 // (warnBefore), "" when none does.
 func (m *Member) certWarning(now time.Time) string {
-	m.renew.mu.Lock()
-	defer m.renew.mu.Unlock()
+	m.trust.renew.mu.Lock()
+	defer m.trust.renew.mu.Unlock()
 	var warn []string
-	for _, name := range sortedKeys(m.renew.notAfter) {
-		at := m.renew.notAfter[name]
+	for _, name := range slices.Sorted(maps.Keys(m.trust.renew.notAfter)) {
+		at := m.trust.renew.notAfter[name]
 		window := m.warnBefore(name)
 		if at.Sub(now) < window {
 			warn = append(warn, fmt.Sprintf("certificate %s expires %s (in %s, warning below %s)", name, at.UTC().Format(time.RFC3339), at.Sub(now).Round(time.Second), window))

@@ -182,7 +182,7 @@ func LoadRotation(ctx context.Context, c interface {
 // rotationState is what a member follows of a rotation.
 type rotationState struct {
 	// issuer is the CA this member issues from once it moved to the new
-	// one (nil: m.ca, the CA settled at start).
+	// one (nil: m.trust.ca, the CA settled at start).
 	issuer atomic.Pointer[certs.Pair]
 	// chain is presented after this member's certificates: the cross
 	// certificate once they come from the new CA.
@@ -211,7 +211,7 @@ type rotationState struct {
 // rotationCovers reports whether ca is the old or the new CA of the
 // rotation this member follows.
 func (m *Member) rotationCovers(ca certs.Pair) bool {
-	p := m.rot.cas.Load()
+	p := m.trust.rot.cas.Load()
 	fp := certs.Fingerprint(ca.Cert)
 	return p != nil && (fp == p[0] || fp == p[1])
 }
@@ -222,15 +222,15 @@ func pemCert(der []byte) []byte {
 
 // currentCA is the CA this member issues from.
 func (m *Member) currentCA() *certs.Pair {
-	if p := m.rot.issuer.Load(); p != nil {
+	if p := m.trust.rot.issuer.Load(); p != nil {
 		return p
 	}
-	return m.ca
+	return m.trust.ca
 }
 
 // chain is what this member presents after its certificates.
 func (m *Member) chain() []byte {
-	if c := m.rot.chain.Load(); c != nil {
+	if c := m.trust.rot.chain.Load(); c != nil {
 		return *c
 	}
 	return nil
@@ -238,7 +238,7 @@ func (m *Member) chain() []byte {
 
 // peerChain is what this member presents after its peer certificates.
 func (m *Member) peerChain() []byte {
-	if c := m.rot.peerChain.Load(); c != nil {
+	if c := m.trust.rot.peerChain.Load(); c != nil {
 		return *c
 	}
 	return nil
@@ -247,7 +247,7 @@ func (m *Member) peerChain() []byte {
 // peerTrust is the peer CAs the peer port trusts: those of the CAs a
 // rotation trusts when this member follows one, else the current CA's.
 func (m *Member) peerTrust() ([]byte, error) {
-	if t := m.rot.peerTrust.Load(); t != nil {
+	if t := m.trust.rot.peerTrust.Load(); t != nil {
 		return *t, nil
 	}
 	return certs.PeerCACert(*m.currentCA())
@@ -256,14 +256,14 @@ func (m *Member) peerTrust() ([]byte, error) {
 // followRotation carries out the rotation record's phase on this member
 // (TLS auto only); it returns whether certificates must be issued again.
 func (m *Member) followRotation(ctx context.Context) bool {
-	if m.ca == nil {
+	if m.trust.ca == nil {
 		return false
 	}
 	// Followed every few seconds: from the watched copy, which costs no
 	// request while it is current.
 	r, err := LoadRotation(ctx, m.caReads())
 	if errors.Is(err, coord.ErrNotStored) {
-		m.rot.refused.Store(nil)
+		m.trust.rot.refused.Store(nil)
 		return false
 	}
 	if err != nil {
@@ -271,7 +271,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		return false
 	}
 	step := r.Started.UTC().Format(time.RFC3339Nano) + " " + r.Phase
-	if p := m.rot.step.Load(); p != nil && *p == step {
+	if p := m.trust.rot.step.Load(); p != nil && *p == step {
 		return false
 	}
 	// Nothing of the record is used before it proves itself: a writer of
@@ -300,7 +300,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if trustsOld {
 		trust = append(certs.Certificates(r.OldCert), trust...)
 	}
-	m.rot.cas.Store(&[2]string{oldFP, newFP})
+	m.trust.rot.cas.Store(&[2]string{oldFP, newFP})
 	peerOld, peerCross, peerChain, peerNew, err := m.rotationPeerCAs(r, oldFP, next)
 	if err != nil {
 		m.warnRotation("peer CAs: " + err.Error())
@@ -310,15 +310,15 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if !trustsOld {
 		peerTrust = peerNew
 	}
-	m.rot.trust.Store(&trust)
-	m.rot.peerTrust.Store(&peerTrust)
+	m.trust.rot.trust.Store(&trust)
+	m.trust.rot.peerTrust.Store(&peerTrust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
 		if s, err := certs.StatusCA(ca); err == nil {
 			st = append(st, s.Cert...)
 		}
 	}
-	m.rot.statusCAs.Store(&st)
+	m.trust.rot.statusCAs.Store(&st)
 	reissue := false
 	issuingNew := f.Cross
 	if f.IssueNew {
@@ -327,7 +327,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 			m.warnRotation("save the new CA: " + err.Error())
 			return false
 		}
-		m.rot.issuer.Store(&next)
+		m.trust.rot.issuer.Store(&next)
 		reissue = true
 	}
 	// Certificates of the new CA are presented with the whole chain;
@@ -338,7 +338,7 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		want = bytes.TrimPrefix(want, certs.Certificates(r.Cross))
 	}
 	if have := m.chain(); !bytes.Equal(have, want) {
-		m.rot.chain.Store(&want)
+		m.trust.rot.chain.Store(&want)
 		reissue = true
 	}
 	// The same on the peer port, with the peer CAs' cross certificates.
@@ -347,17 +347,17 @@ func (m *Member) followRotation(ctx context.Context) bool {
 		wantPeer = bytes.TrimPrefix(wantPeer, peerCross)
 	}
 	if have := m.peerChain(); !bytes.Equal(have, wantPeer) {
-		m.rot.peerChain.Store(&wantPeer)
+		m.trust.rot.peerChain.Store(&wantPeer)
 		reissue = true
 	}
 	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) || !bytes.Equal(m.trustedPeerCAs(), peerTrust) {
 		reissue = true // writes ca.crt and peer-ca.crt with the trust
 	}
 	phase := r.Phase
-	m.rot.phase.Store(&phase)
-	m.rot.step.Store(&step)
-	m.rot.warned = ""
-	m.rot.refused.Store(nil)
+	m.trust.rot.phase.Store(&phase)
+	m.trust.rot.step.Store(&step)
+	m.trust.rot.warned = ""
+	m.trust.rot.refused.Store(nil)
 	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
 	return reissue
 }
@@ -368,11 +368,11 @@ func (m *Member) followRotation(ctx context.Context) bool {
 func (m *Member) refuseRotation(r Rotation, why string) {
 	msg := fmt.Sprintf("the CA rotation record %s (phase %s, started %s) is refused: %s; an operator's `tls rotate-ca` writes a new CA sealed with the cluster's key encryption key and certified by the current CA; if none started this one, delete the record and find who wrote it",
 		clusterca.Location(m.opts.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
-	m.rot.refused.Store(&msg)
-	if m.rot.warned == msg {
+	m.trust.rot.refused.Store(&msg)
+	if m.trust.rot.warned == msg {
 		return
 	}
-	m.rot.warned = msg
+	m.trust.rot.warned = msg
 	m.log.Error("CA rotation refused", "reason", msg)
 }
 
@@ -381,7 +381,7 @@ func (m *Member) refuseRotation(r Rotation, why string) {
 func (m *Member) alreadyTrusts(caCert []byte) bool {
 	fp := certs.Fingerprint(caCert)
 	var have []byte
-	if t := m.rot.trust.Load(); t != nil {
+	if t := m.trust.rot.trust.Load(); t != nil {
 		have = append(have, *t...)
 	}
 	if b, err := os.ReadFile(m.dir.memberFiles().CA); err == nil {
@@ -410,7 +410,7 @@ func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old
 		return nil, nil, nil, nil, err
 	}
 	chain = r.peerChain()
-	for _, p := range []*certs.Pair{m.ca, m.currentCA()} {
+	for _, p := range []*certs.Pair{m.trust.ca, m.currentCA()} {
 		if p == nil || certs.Fingerprint(p.Cert) != oldFP {
 			continue
 		}
@@ -435,7 +435,7 @@ func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old
 // adds no peer CA of its own.
 func (m *Member) trustedAmong(peerCA []byte) []byte {
 	var have []byte
-	if t := m.rot.peerTrust.Load(); t != nil {
+	if t := m.trust.rot.peerTrust.Load(); t != nil {
 		have = append(have, *t...)
 	}
 	if b, err := os.ReadFile(m.dir.peerFiles().CA); err == nil {
@@ -455,17 +455,17 @@ func (m *Member) trustedAmong(peerCA []byte) []byte {
 }
 
 func (m *Member) warnRotation(msg string) {
-	if m.rot.warned == msg {
+	if m.trust.rot.warned == msg {
 		return
 	}
-	m.rot.warned = msg
+	m.trust.rot.warned = msg
 	m.log.Warn("CA rotation not followed", "reason", msg)
 }
 
 // rotationTrust is the CA certificates to trust: the rotation's when
 // this member follows one, else the current CA's.
 func (m *Member) rotationTrust() []byte {
-	if t := m.rot.trust.Load(); t != nil {
+	if t := m.trust.rot.trust.Load(); t != nil {
 		return *t
 	}
 	return m.currentCA().Cert
@@ -477,15 +477,15 @@ func (m *Member) rotationView() *status.RotationView {
 		return nil
 	}
 	v := &status.RotationView{Issuer: certs.Fingerprint(ca.Cert)}
-	if b, err := os.ReadFile(m.tlsFiles.CA); err == nil {
+	if b, err := os.ReadFile(m.trust.tlsFiles.CA); err == nil {
 		for _, c := range parseCerts(b) {
 			v.Trusted = append(v.Trusted, certs.Fingerprint(pemCert(c.Raw)))
 		}
 	}
-	if p := m.rot.phase.Load(); p != nil {
+	if p := m.trust.rot.phase.Load(); p != nil {
 		v.Phase = *p
 	}
-	if p := m.rot.refused.Load(); p != nil {
+	if p := m.trust.rot.refused.Load(); p != nil {
 		v.Refused = *p
 	}
 	return v
@@ -495,7 +495,7 @@ func (m *Member) rotationView() *status.RotationView {
 // every CA this member trusts now and of their status CAs (a CA rotation
 // adds and removes them while the member runs).
 func (m *Member) statusServerConfig(base *tls.Config) *tls.Config {
-	t := m.rot.trust.Load()
+	t := m.trust.rot.trust.Load()
 	if t == nil {
 		return base
 	}
@@ -503,7 +503,7 @@ func (m *Member) statusServerConfig(base *tls.Config) *tls.Config {
 	cfg.GetConfigForClient = nil
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(*t)
-	if s := m.rot.statusCAs.Load(); s != nil {
+	if s := m.trust.rot.statusCAs.Load(); s != nil {
 		pool.AppendCertsFromPEM(*s)
 	}
 	cfg.ClientCAs = pool

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
 func (m *Member) setDecision(d planner.Decision) {
@@ -27,10 +29,6 @@ func (m *Member) setDecision(d planner.Decision) {
 	m.mu.Unlock()
 }
 
-// QuotaWarnShare is the share of quota_backend_bytes above which /health
-// turns the Consul check to warning, before etcd refuses writes.
-const QuotaWarnShare = 0.8
-
 // health is the /health verdict: a started, caught-up voting member of a
 // cluster with quorum. A linearizable read proves quorum.
 func (m *Member) health(ctx context.Context) (status.Member, error) {
@@ -38,14 +36,14 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st := m.status
 	e := m.etcd
 	starting := m.starting
-	st.CAMismatch = m.caMismatch
+	st.CAMismatch = m.trust.caMismatch
 	st.SnapshotError = m.snapshotErr
-	found := m.found
+	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
-	if name, at := m.renew.earliest(); name != "" {
+	if name, at := m.trust.renew.earliest(); name != "" {
 		st.CertName, st.CertExpiry = name, at.UTC().Format(time.RFC3339)
 	}
 	st.CertWarning = m.certWarning(now)
@@ -190,76 +188,13 @@ func (m *Member) serveStatus() error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/health", func(w http.ResponseWriter, r *http.Request) {
 		st, err := m.health(r.Context())
+		code, body := statusport.HealthAnswer(st, err, m.opts.Cluster.Etcd.QuotaBackendBytes)
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		role := "voter"
-		if st.Learner {
-			role = "learner"
-		}
-		if st.Leader {
-			role = "leader"
-		}
-		// A CA mismatch is named in the body (the Consul check's output)
-		// but does not fail the check: this member runs with the CA its
-		// peers trust and serves them; only members that start later are
-		// kept out. Failing it would make Nomad block deployments and
-		// restart working members, which cannot fix a CA in Consul.
-		warn := ""
-		if st.Paused != "" {
-			warn += " PAUSED (" + st.Paused + ")"
-		}
-		if st.CAMismatch != nil {
-			warn += " WARNING ca_mismatch: the coordinator holds another cluster CA; new members cannot join: " + st.CAMismatch.String()
-		}
-		if st.CAKeyExposed != "" {
-			// Named, not failing nor turning the check to warning: the
-			// migration that sets it runs during a rolling update, which
-			// a check short of passing would block.
-			warn += " WARNING ca_key_exposed: " + st.CAKeyExposed
-		}
-		rotRefused := st.CA != nil && st.CA.Refused != ""
-		if rotRefused {
-			warn += " WARNING ca_rotation_refused: " + st.CA.Refused
-		}
-		if err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintf(w, "unhealthy: %s: %v%s\n", st.Name, err, warn)
-			return
-		}
-		if st.CertWarning != "" {
-			warn += " WARNING " + st.CertWarning
-		}
-		if len(st.Corrupt) > 0 {
-			// A warning, not critical: the member serves reads; the
-			// corrupt member's data is set aside and its alarm disarmed.
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s CORRUPT alarm raised for %d member(s) (which: /status): writes refused until their data is set aside and the alarm disarmed%s\n", st.Name, role, len(st.Corrupt), warn)
-			return
-		}
-		if quota := m.opts.Cluster.Etcd.QuotaBackendBytes; st.NoSpace || quota > 0 && float64(st.DBSize) > QuotaWarnShare*float64(quota) {
-			// Consul shows 429 as a warning: the member serves, but
-			// writes stop (NOSPACE) or will soon.
-			if st.NoSpace {
-				warn = "; NOSPACE alarm raised: writes refused until maintenance compacts, defragments and disarms it" + warn
-			}
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s db_size=%d is %.0f%% of quota_backend_bytes %d (warning above %.0f%%)%s\n", st.Name, role, st.DBSize, 100*float64(st.DBSize)/float64(quota), quota, QuotaWarnShare*100, warn)
-			return
-		}
-		if st.CertWarning != "" || rotRefused {
-			// Consul shows 429 as a warning: renewal is late (or the
-			// CA near its end), or someone wrote a CA rotation record
-			// this member refuses; the member serves.
-			w.WriteHeader(http.StatusTooManyRequests)
-			fmt.Fprintf(w, "warning: %s role=%s%s\n", st.Name, role, warn)
-			return
-		}
-		// No member or cluster id, epoch or raft index: /health answers
-		// anyone (and Consul publishes it as the check's output), and
-		// those are what forging raft messages takes. /status has them.
-		fmt.Fprintf(w, "healthy: %s role=%s revision=%d db_size=%d%s\n", st.Name, role, st.Revision, st.DBSize, warn)
+		w.WriteHeader(code)
+		_, _ = io.WriteString(w, body)
 	})
 	// statusCA is the status CA of the member's CA at start (a CA
-	// rotation adds the next one's: m.rot.statusCAs).
+	// rotation adds the next one's: m.trust.rot.statusCAs).
 	var statusCA []byte
 	readers := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -306,8 +241,8 @@ func (m *Member) serveStatus() error {
 	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
 		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
 		Protocols: &http1}
-	if m.scheme == "https" {
-		cfg, err := certs.ServerConfig(m.tlsFiles)
+	if m.trust.scheme == "https" {
+		cfg, err := certs.ServerConfig(m.trust.tlsFiles)
 		if err == nil {
 			// Read at each handshake, as etcd does: renewal replaces
 			// the file.
@@ -316,11 +251,11 @@ func (m *Member) serveStatus() error {
 			// below returns copies of this config.
 			cfg.NextProtos = []string{"http/1.1"}
 		}
-		if err == nil && m.ca != nil {
+		if err == nil && m.trust.ca != nil {
 			// /status also takes the status CA's clients (read-only
 			// clients, certs.StatusCA); etcd's ports never do.
 			var st certs.Pair
-			if st, err = certs.StatusCA(*m.ca); err == nil {
+			if st, err = certs.StatusCA(*m.trust.ca); err == nil {
 				cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
 				statusCA = st.Cert
 			}
@@ -329,7 +264,7 @@ func (m *Member) serveStatus() error {
 			ln.Close()
 			return err
 		}
-		if m.ca != nil {
+		if m.trust.ca != nil {
 			// The CAs accepted change with a CA rotation: built again
 			// at each handshake from what the member trusts now.
 			base := cfg
@@ -361,11 +296,11 @@ func (m *Member) statusReader(r *http.Request, statusCA []byte) (int, string) {
 		return 0, ""
 	case len(r.TLS.VerifiedChains) == 0:
 		return http.StatusUnauthorized, "this needs a client certificate from the cluster's status CA (etcd-nomad tls status-cert) or etcd's root user's"
-	case m.ca == nil:
+	case m.trust.ca == nil:
 		return 0, ""
 	}
 	accepted := parseCerts(statusCA)
-	if s := m.rot.statusCAs.Load(); s != nil {
+	if s := m.trust.rot.statusCAs.Load(); s != nil {
 		accepted = append(accepted, parseCerts(*s)...)
 	}
 	for _, chain := range r.TLS.VerifiedChains {
@@ -379,94 +314,6 @@ func (m *Member) statusReader(r *http.Request, statusCA []byte) (int, string) {
 		}
 	}
 	return http.StatusForbidden, fmt.Sprintf("the client certificate of %q is neither from the cluster's status CA (etcd-nomad tls status-cert) nor etcd's root user's", r.TLS.PeerCertificates[0].Subject.CommonName)
-}
-
-// metrics are the operator's own, beside etcd's on /metrics. Each gauge
-// is set where the state it reports changes; monitoring/README.md lists
-// them with the alerts that read them.
-type metrics struct {
-	reg               *prometheus.Registry
-	decisions         *prometheus.CounterVec
-	failures          prometheus.Counter
-	membershipChanges prometheus.Counter
-	lastDecision      prometheus.Gauge
-	// awaitingOperator is 1 while the planner's last decision is a Wait
-	// that only an operator ends (Decision.AwaitsOperator).
-	awaitingOperator prometheus.Gauge
-	// paused is 1 while the loop last saw an operator's pause.
-	paused prometheus.Gauge
-	// corruptAlarms counts etcd's raised CORRUPT alarms (running member);
-	// dataCorrupt is 1 while this member's own data is found corrupt.
-	corruptAlarms prometheus.Gauge
-	dataCorrupt   prometheus.Gauge
-	// peerUnhealthy is, per member of the last member list read, how
-	// long it has been unhealthy (0 while healthy); staleAfter is the
-	// provider's stale_after it is compared with.
-	peerUnhealthy *prometheus.GaugeVec
-	staleAfter    prometheus.Gauge
-	// peers are peerUnhealthy's label values (the loop's alone).
-	peers map[string]bool
-}
-
-func newMetrics(cluster, member string) *metrics {
-	labels := prometheus.Labels{"cluster": cluster, "member": member}
-	g := func(name, help string) prometheus.Gauge {
-		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
-	}
-	m := &metrics{
-		reg:               prometheus.NewRegistry(),
-		decisions:         prometheus.NewCounterVec(prometheus.CounterOpts{Name: "etcd_nomad_decisions_total", Help: "Planner decisions by kind.", ConstLabels: labels}, []string{"kind"}),
-		failures:          prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_action_failures_total", Help: "Actions that failed.", ConstLabels: labels}),
-		membershipChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "etcd_nomad_membership_changes_total", Help: "Learner adds, promotions and removals made by this member.", ConstLabels: labels}),
-		lastDecision:      g("etcd_nomad_last_decision_timestamp_seconds", "Time of the last planner decision."),
-		awaitingOperator:  g("etcd_nomad_awaiting_operator", "1 while the planner waits for an operator's choice (its last decision's reason says which), else 0."),
-		paused:            g("etcd_nomad_paused", "1 while an operator paused the cluster ('etcd-nomad pause'), else 0."),
-		corruptAlarms:     g("etcd_nomad_corrupt_alarms", "CORRUPT alarms raised in etcd, as this running member reads them (0 while stopped)."),
-		dataCorrupt:       g("etcd_nomad_data_corrupt", "1 while this member's own data is found corrupt (a CORRUPT alarm names it, or its check before start failed), else 0."),
-		peerUnhealthy:     prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "etcd_nomad_peer_unhealthy_seconds", Help: "How long each member of the last member list this member read has been unhealthy (0 while healthy).", ConstLabels: labels}, []string{"peer"}),
-		staleAfter:        g("etcd_nomad_stale_after_seconds", "The provider's stale_after: how long a member may be missing before it is removed."),
-	}
-	m.reg.MustRegister(m.decisions, m.failures, m.membershipChanges, m.lastDecision,
-		m.awaitingOperator, m.paused, m.corruptAlarms, m.dataCorrupt, m.peerUnhealthy, m.staleAfter)
-	return m
-}
-
-func (m *metrics) decision(d planner.Decision) {
-	m.decisions.WithLabelValues(string(d.Kind)).Inc()
-	m.lastDecision.SetToCurrentTime()
-	m.awaitingOperator.Set(boolGauge(d.AwaitsOperator))
-}
-
-// observed sets the gauges of what one loop observed.
-func (m *metrics) observed(o planner.Observation) {
-	m.paused.Set(boolGauge(o.Paused != ""))
-	m.corruptAlarms.Set(float64(len(o.CorruptAlarms)))
-	m.dataCorrupt.Set(boolGauge(o.Corrupt != ""))
-	if !o.MembersKnown {
-		return // the last list's values stand: no quorum answers (etcd_server_has_leader says so)
-	}
-	seen := map[string]bool{}
-	for _, mem := range o.Members {
-		peer := mem.Name
-		if peer == "" {
-			peer = fmt.Sprintf("%x", mem.ID) // added, never started
-		}
-		seen[peer] = true
-		m.peerUnhealthy.WithLabelValues(peer).Set(mem.UnhealthyFor.Seconds())
-	}
-	for p := range m.peers {
-		if !seen[p] {
-			m.peerUnhealthy.DeleteLabelValues(p) // removed since: its series ends
-		}
-	}
-	m.peers = seen
-}
-
-func boolGauge(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // selfRole reports whether this server is a learner and whether it is a

@@ -10,9 +10,6 @@ type Clock interface {
 
 type systemClock struct{}
 
-// now is the loop's time (Options.Clock).
-func (m *Member) now() time.Time { return m.opts.Clock.Now() }
-
 func (systemClock) Now() time.Time { return time.Now() }
 
 // condition names something the member times: what holds, and for which

@@ -51,7 +51,7 @@ func statusTarget(t *testing.T, access bool, keys identity.KeySource) (*Member, 
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := certs.Pool(m.ca.Cert)
+	pool, err := certs.Pool(m.trust.ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}

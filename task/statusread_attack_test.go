@@ -25,7 +25,7 @@ import (
 // (none when nil).
 func statusClient(t *testing.T, m *Member, p *certs.Pair) *http.Client {
 	t.Helper()
-	pool, err := certs.Pool(m.ca.Cert)
+	pool, err := certs.Pool(m.trust.ca.Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,12 +87,12 @@ func TestStatusAndMetricsOnlyForTheStatusCAOrRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := statusClient(t, m, &certs.Pair{Cert: []byte(out.Certificate), Key: keyPEM})
-	rootPair, err := certs.IssueClient(*m.ca, certs.RootUser, time.Now(), time.Hour)
+	rootPair, err := certs.IssueClient(*m.trust.ca, certs.RootUser, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := statusClient(t, m, &rootPair)
-	sca, err := certs.StatusCA(*m.ca)
+	sca, err := certs.StatusCA(*m.trust.ca)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,12 +18,12 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 	_, summary := m.opts.Coordinator.(summaryWriter)
 	o.Upkeep = planner.UpkeepState{
 		Leaving:          m.observeLeaving(ctx),
-		CA:               m.ca != nil,
-		CACheckDue:       now.Sub(m.caChecked) > caCheckEvery,
+		CA:               m.trust.ca != nil,
+		CACheckDue:       now.Sub(m.trust.caChecked) > caCheckEvery,
 		Summary:          summary,
 		Access:           m.opts.Cluster.Access != nil,
-		AccessDue:        !now.Before(m.nextAccessCheck),
-		CACertDue:        now.Sub(m.caCertPublished) >= caCertRepublish,
+		AccessDue:        !now.Before(m.access.next),
+		CACertDue:        now.Sub(m.trust.caCertPublished) >= caCertRepublish,
 		Snapshots:        s != nil && s.Interval > 0,
 		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
 		Deltas:           s != nil && s.DeltaEvery > 0,
@@ -37,7 +37,7 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 // instance away and has not been told yet that it left.
 func (m *Member) observeLeaving(ctx context.Context) bool {
 	dp, ok := m.opts.Provider.(departer)
-	if !ok || m.departed {
+	if !ok || m.leaving.departed {
 		return false
 	}
 	lctx, cancel := context.WithTimeout(ctx, providerTimeout)
@@ -46,13 +46,13 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 	if err != nil {
 		// Said once per distinct error: a provider that cannot tell keeps
 		// this member from departing (its lifecycle hook waits).
-		if msg := err.Error(); msg != m.leavingErr {
+		if msg := err.Error(); msg != m.leaving.err {
 			m.log.Warn("cannot tell whether this instance is being taken away", "error", err)
-			m.leavingErr = msg
+			m.leaving.err = msg
 		}
 		return false
 	}
-	m.leavingErr = ""
+	m.leaving.err = ""
 	return leaving
 }
 
@@ -60,7 +60,7 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 // in this order; Depart is carried out by the loop before it.
 func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Upkeep) {
 	if u.CheckCA {
-		m.caChecked = m.now()
+		m.trust.caChecked = m.now()
 		m.restoreCA(ctx)
 	}
 	if u.ClearForceNew {

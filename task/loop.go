@@ -1,0 +1,154 @@
+package task
+
+import (
+	"context"
+	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
+)
+
+// Run supervises the member until ctx ends, then stops it gracefully:
+// leadership is handed over if this member leads, within StopTimeout.
+func (m *Member) Run(ctx context.Context) error {
+	if err := m.serveStatus(); err != nil {
+		return err
+	}
+	defer m.shutdown()
+	go m.renewLoop(m.bgCtx)
+	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-m.stoppedCh():
+			m.log.Warn("etcd stopped on its own")
+			m.reapStopped()
+		}
+		again := m.loop(ctx)
+		if again {
+			timer.Reset(0)
+		} else {
+			timer.Reset(m.opts.LoopInterval)
+		}
+	}
+}
+
+// loop runs one observe → plan → act cycle; it returns true when the next
+// cycle should start at once.
+func (m *Member) loop(ctx context.Context) bool {
+	reads, watched := m.idleReads()
+	o, err := m.observeLoop(ctx, reads)
+	if err != nil {
+		m.log.Warn("observation failed", "error", err)
+		m.publishSummaryUnobserved(ctx)
+		m.releaseLock(ctx)
+		return false
+	}
+	if planner.PlanUpkeep(o).Depart {
+		// Leaving changes the membership: the rest of the loop works
+		// from what the cluster looks like afterwards.
+		m.depart(ctx, o)
+		watched = false
+		if o, err = m.observeLoop(ctx, m.opts.Coordinator); err != nil {
+			m.log.Warn("observation failed", "error", err)
+			m.releaseLock(ctx)
+			return false
+		}
+	}
+	d := planner.Plan(o)
+	if watched && (d.Kind != planner.Wait || d.NeedsLock) {
+		// A decision that acts (or takes the lock to act) is taken from
+		// consistent reads: the watched copy only tells the loop that
+		// nothing is to be done.
+		if o, err = m.observeLoop(ctx, m.opts.Coordinator); err != nil {
+			m.log.Warn("observation failed", "error", err)
+			m.releaseLock(ctx)
+			return false
+		}
+		d = planner.Plan(o)
+	}
+	m.retryMeta()
+	m.upkeep(ctx, o, planner.PlanUpkeep(o))
+	m.metrics.observed(o)
+	m.metrics.decision(d)
+	m.setDecision(d)
+	if d.Kind != planner.Wait || d.NeedsLock {
+		m.log.Info("decision", "kind", d.Kind, "reason", d.Reason)
+	} else {
+		m.log.Debug("decision", "kind", d.Kind, "reason", d.Reason)
+	}
+	if d.NeedsLock {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+		cancel()
+		if err != nil {
+			m.log.Warn("lock not taken", "error", err)
+			return false
+		}
+		m.mu.Lock()
+		m.lock = l
+		m.mu.Unlock()
+		return true
+	}
+	err = m.act(ctx, o, d)
+	m.releaseLock(ctx)
+	if d.Kind == planner.Maintain {
+		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
+		if err != nil {
+			m.maintainFailed, m.maintainFailedAt = err.Error(), m.now()
+		}
+	}
+	if err != nil {
+		m.metrics.failures.Inc()
+		m.log.Warn("action failed", "kind", d.Kind, "error", err)
+		return false
+	}
+	return d.Kind != planner.Wait
+}
+
+func (m *Member) shutdown() {
+	m.stopDeltas(true)
+	m.mu.Lock()
+	e := m.etcd
+	m.bgCancel() // a background upload stops now, not after the leave
+	m.mu.Unlock()
+	if e != nil {
+		m.leave()
+		m.stopSnapshot()
+		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
+		done := make(chan struct{})
+		go func() { e.Close(); close(done) }()
+		select {
+		case <-done:
+			m.log.Info("etcd stopped")
+			if err := m.dir.MarkStopped(); err != nil {
+				m.log.Warn("could not mark the data cleanly stopped (a replacement will not adopt it)", "error", err)
+			}
+		case <-time.After(m.opts.StopTimeout):
+			m.log.Warn("etcd did not stop in time", "timeout", m.opts.StopTimeout)
+		}
+	}
+	m.closeResources()
+}
+
+// closeResources releases what a member holds besides etcd: its
+// background save, the lock, its etcd client and the status server. Safe
+// to call more than once.
+func (m *Member) closeResources() {
+	m.stopBackground()
+	m.releaseLock(context.Background())
+	m.mu.Lock()
+	if m.client != nil {
+		m.client.Close()
+		m.client = nil
+	}
+	m.mu.Unlock()
+	if m.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = m.http.Shutdown(ctx)
+		cancel()
+	}
+}
