@@ -213,20 +213,32 @@ func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
 	if !ownPendingForceNew(o, name) || !r.resumeGuard(pendingAsRecorded) {
 		return Decision{}, false
 	}
-	rec, l := o.Record, o.Local
-	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data (revision %d) and never started it", rec.Epoch, l.Revision)
+	rec := o.Record
+	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data and never started it", rec.Epoch)
+	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
+}
+
+// fenceForceNew holds back a ForceNewCluster start of this member's data
+// for the recovery why names, resumed or pending, unless what the
+// recovery checked when it was recorded still holds: no quorum answers
+// (else it waits for the operator: quorumHint says how), every instance
+// answers, no member of the last known membership answers, and no peer of
+// the source line (source) holds a higher revision. ok is false when the
+// start may go ahead.
+func (r rules) fenceForceNew(o Observation, name, why, quorumHint string, source func(PeerStatus) bool) (Decision, bool) {
+	l := o.Local
 	if q, live := quorumAnswers(o); live {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not starting it as a new cluster beside it; 'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", why, q)}, true
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; %s", why, q, quorumHint)}, true
 	}
 	if o.Unreachable > 0 {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not starting it", why, o.Unreachable)}, true
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
 	}
 	if d, ok := r.knownHealthy(o, name); ok {
 		return d, true
 	}
 	for _, p := range o.Peers {
-		if sourceLine(rec, p.Token, p.Epoch) && p.Revision > l.Revision {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds its source (token %s epoch %d) at revision %d: not starting it from older data; 'etcd-nomad recover -from %s' recovers from the newer copy", why, p.Name, short(p.Token), p.Epoch, p.Revision, p.Name)}, true
+		if source(p) && p.Revision > l.Revision {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
 		}
 	}
 	return Decision{}, false
@@ -390,19 +402,8 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if !recoverySource(rec, l) {
 			return Decision{}, false // settles says why it waits
 		}
-		if q, live := quorumAnswers(o); live {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
-		}
-		if o.Unreachable > 0 {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
-		}
-		if d, ok := r.knownHealthy(o, name); ok {
+		if d, ok := r.fenceForceNew(o, name, why, "an operator must choose", func(p PeerStatus) bool { return p.Token == l.Token && p.Epoch == l.Epoch }); ok {
 			return d, true
-		}
-		for _, p := range o.Peers {
-			if p.Token == l.Token && p.Epoch == l.Epoch && p.Revision > l.Revision {
-				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
-			}
 		}
 	}
 	if !o.HoldsLock {
