@@ -160,6 +160,10 @@ func (d Dir) Observe(running bool) planner.Local {
 		l.Revision = d.Revision()
 		l.Learner = d.Learner(meta.MemberID)
 		l.NewerEtcd = newerEtcd(d.StorageVersion(), version.Version, d.EtcdDir())
+		// The ForceNewCluster start of a recovery from this data never
+		// became ready (completeMeta clears the flag and writes the
+		// cluster id together).
+		l.ForceNewPending = meta.ForceNew && meta.ClusterID == 0
 	}
 	return l
 }

@@ -235,7 +235,24 @@ func genAny(rng *rand.Rand) Observation {
 		o.RecordMissingFor = o.QuorumLostFor
 	}
 	genCorrupt(&o)
+	genPendingForceNew(&o)
 	return o
+}
+
+// genPendingForceNew turns, drawn from the observation rather than the
+// stream, some stopped data of the seeder of an unconfirmed recovery from
+// data into that recovery's data whose ForceNewCluster start is pending
+// (its metadata rewritten to the record's token and epoch).
+func genPendingForceNew(o *Observation) {
+	r, l := o.Record, &o.Local
+	if r == nil || r.ClusterID != 0 || r.Source != FromData || o.Running || l.Token == "" || l.Revision%2 != 0 {
+		return
+	}
+	l.Cluster, l.Name, r.Seeder = o.ClusterName, o.Self.Name, o.Self.Name
+	l.Token, l.Epoch, l.ClusterID, l.ForceNewPending = r.Token, r.Epoch, 0, true
+	if !inInstances(o.Instances, o.Self.Name) {
+		o.Instances = append(o.Instances, Instance{Name: o.Self.Name, PeerURL: o.Self.PeerURL})
+	}
 }
 
 // genCorrupt marks a third of the observations' data corrupt (a CORRUPT

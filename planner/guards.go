@@ -181,6 +181,12 @@ type Faults struct {
 	// an older line at a higher revision accepts the live line's writes
 	// acknowledged after the record.
 	AcceptAcrossLines bool
+	// StartPendingForceNew (review rev13b): start this member's own
+	// recorded recovery from data whose ForceNewCluster start is pending
+	// (the metadata already names the new epoch, etcd never started)
+	// although a quorum answers, an instance is silent, or a peer holds
+	// the source incarnation at a higher revision.
+	StartPendingForceNew bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -362,6 +368,7 @@ const (
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
 	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
 	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
+	pendingAsRecorded                            // a recovery from data whose ForceNewCluster start is pending starts only as a resumed one would
 )
 
 // resumeGuard reports whether rule holds.
@@ -385,6 +392,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeOperatorWithoutListing
 	case acceptPerLine:
 		return !f.AcceptAcrossLines
+	case pendingAsRecorded:
+		return !f.StartPendingForceNew
 	}
 	return true
 }

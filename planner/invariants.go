@@ -125,6 +125,9 @@ func Check(o Observation, d Decision) error {
 			return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
 		}
 	case Rejoin:
+		if err := checkPendingForceNew(o, name); err != nil {
+			return err
+		}
 		// Invariant 5: never start foreign or stale data.
 		if o.Local.Empty || o.Local.Token == "" {
 			return fmt.Errorf("invariant 5: rejoin without verified data")
@@ -502,7 +505,11 @@ func Check(o Observation, d Decision) error {
 				for _, p := range o.Peers {
 					orphan = orphan && p.Token != l.Token
 				}
-				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan {
+				// Data of a recovery whose ForceNewCluster start never
+				// happened is a prefix of the confirmed cluster that
+				// answers with a quorum and lists its member (rev13b).
+				prefix := !o.Running && l.ForceNewPending && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0
+				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan && !prefix {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
 				}
 				// This member's own unconfirmed recovery: never one from
@@ -689,6 +696,40 @@ func checkOperatorAccepted(o Observation, d Decision) error {
 			if up, _ := r.acceptedUpTo(p.Token, p.Epoch, rules{}); p.Revision > up {
 				return fmt.Errorf("invariant 4: restored the operator's snapshot over peer %s's data of token %s at revision %d, beyond the %d it accepted of that line", p.Name, p.Token, p.Revision, up)
 			}
+		}
+	}
+	return nil
+}
+
+// checkPendingForceNew checks a start of this member's own recovery from
+// data whose ForceNewCluster start is pending (the start honours the flag
+// while the record names that recovery): a ForceNewCluster start beside a
+// quorum of another line makes a second live cluster, and its record's
+// confirmation sets that line's later writes aside (invariant 10, review
+// rev13b); nor while an instance is silent, or a peer holds the source
+// line at a higher revision (invariant 4), as for a resumed one.
+func checkPendingForceNew(o Observation, name string) error {
+	if !ownPendingForceNew(o, name) {
+		return nil
+	}
+	rec := o.Record
+	if o.MembersKnown {
+		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while cluster %x answers with a quorum", rec.Epoch, o.MembersClusterID)
+	}
+	for _, p := range o.Peers {
+		if p.Healthy {
+			return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while peer %s is a healthy voter", rec.Epoch, p.Name)
+		}
+	}
+	if o.Unreachable > 0 {
+		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while %d instance(s) do not answer", rec.Epoch, o.Unreachable)
+	}
+	if len(o.KnownHealthy)+len(o.UnlistedVoters) > 0 {
+		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while %s of the last known membership answer as voters", rec.Epoch, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
+	}
+	for _, p := range o.Peers {
+		if sourceLine(rec, p.Token, p.Epoch) && p.Revision > o.Local.Revision {
+			return fmt.Errorf("invariant 4: started the pending ForceNewCluster recovery of epoch %d from revision %d while peer %s holds its source at revision %d", rec.Epoch, o.Local.Revision, p.Name, p.Revision)
 		}
 	}
 	return nil

@@ -102,6 +102,7 @@ var brokenPlanners = map[string]Faults{
 	"invariant 9: recover below a foreign snapshot":     {RecoverBelowForeignSnapshotEpoch: true},
 	"invariant 4: restore over writes after the record": {RestoreOverLaterWrites: true},
 	"invariant 4: accept one revision across lines":     {AcceptAcrossLines: true},
+	"invariant 10: start a pending ForceNew beside one": {StartPendingForceNew: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

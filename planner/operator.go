@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -320,6 +321,11 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 	for _, p := range v.Answered {
 		switch {
 		case p.Token == "":
+		case p.Token == rec.Token && neverStarted(rec, p, run.token, run.epoch, healthy[run], v.Answered):
+			// The seeder of a recovery from data rewrote its metadata
+			// and stopped before its ForceNewCluster start: its data is
+			// a prefix of the running source line, set aside under the
+			// rewritten record at no loss (review rev13b).
 		case p.Token == rec.Token:
 			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d): it started; not recording over it", p.Name, rec.Epoch, short(rec.Token), p.Revision)
 		case p.Epoch > run.epoch:
@@ -328,6 +334,23 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 	}
 	seeder := sorted(healthy[run])[0]
 	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder}, nil
+}
+
+// neverStarted reports whether p's data of rec's epoch is its seeder's
+// recovery from data whose ForceNewCluster start never happened
+// (PeerStatus.ForceNewPending), recorded from the running line (token,
+// epoch) that voters answer for at a revision at least p's: the data is a
+// prefix of what the running cluster holds.
+func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters []string, answered []PeerStatus) bool {
+	if !p.ForceNewPending || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
+		return false
+	}
+	for _, q := range answered {
+		if slices.Contains(voters, q.Name) && q.Revision >= p.Revision {
+			return true
+		}
+	}
+	return false
 }
 
 // shortfall is what replacing an unconfirmed restore record loses

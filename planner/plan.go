@@ -142,6 +142,17 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
+	if l.ForceNewPending && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
+		// This member's recovery from this data never started, and the
+		// record names an older epoch since ('recover -keep-running'
+		// recorded the cluster that answers in its place): the data is
+		// not of the epoch its metadata names, and re-recording that
+		// epoch would go back to a recovery that never ran.
+		if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0 {
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", l.Epoch, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+		}
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum that lists member %x", l.Epoch, rec.Epoch, short(rec.Token), l.Revision, l.MemberID)}
+	}
 	if rec.Epoch < l.Epoch && r.dataGuard(epochsOnlyGrow) && r.dataGuard(ownIncarnationOnly) {
 		// Invariant 9: epochs only grow. The record is older than this
 		// data (Consul restored from an old snapshot, or re-recorded by a
@@ -167,10 +178,79 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		}
 		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
+	if d, ok := r.pendingForceNew(o, name); ok {
+		return d
+	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// ownPendingForceNew reports whether this member's data is that of its own
+// unconfirmed recovery from data whose ForceNewCluster start is pending:
+// the metadata already names the recorded epoch, and the start (which
+// honours the flag while the record names this recovery) never happened.
+func ownPendingForceNew(o Observation, name string) bool {
+	rec, l := o.Record, o.Local
+	return rec != nil && l.ForceNewPending && rec.ClusterID == 0 && rec.Source == FromData && rec.Seeder == name && l.Token == rec.Token && l.Epoch == rec.Epoch
+}
+
+// pendingForceNew holds back the start of this member's own recovery from
+// data when the member recorded it, rewrote its metadata, and stopped
+// before its ForceNewCluster start (a crash, or starts that keep
+// failing): resumeRecovery never sees it (the data already carries the
+// record's token), yet the start makes the recorded epoch a one-member
+// cluster from this data. What the recovery checked when it was recorded
+// must still hold, as when it is resumed: no quorum answers, every
+// instance answers, no member of the last known membership answers, and
+// no peer holds the source incarnation at a higher revision (review
+// rev13b: the old cluster got its quorum back and acknowledged writes
+// 501..600; the ForceNewCluster start at 500 confirmed epoch 3 and the
+// old members set their data aside). ok is false when the data is not
+// such a pending start, or it may go ahead.
+func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
+	if !ownPendingForceNew(o, name) || !r.resumeGuard(pendingAsRecorded) {
+		return Decision{}, false
+	}
+	rec := o.Record
+	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data and never started it", rec.Epoch)
+	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
+}
+
+// fenceForceNew holds back a ForceNewCluster start of this member's data
+// for the recovery why names, resumed or pending, unless what the
+// recovery checked when it was recorded still holds: no quorum answers
+// (else it waits for the operator: quorumHint says how), every instance
+// answers, no member of the last known membership answers, and no peer of
+// the source line (source) holds a higher revision. ok is false when the
+// start may go ahead.
+func (r rules) fenceForceNew(o Observation, name, why, quorumHint string, source func(PeerStatus) bool) (Decision, bool) {
+	l := o.Local
+	if q, live := quorumAnswers(o); live {
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; %s", why, q, quorumHint)}, true
+	}
+	if o.Unreachable > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
+	}
+	if d, ok := r.knownHealthy(o, name); ok {
+		return d, true
+	}
+	for _, p := range o.Peers {
+		if source(p) && p.Revision > l.Revision {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// sourceLine reports whether token and epoch name the incarnation a
+// recovery from data recorded as rec starts from (recoverySource).
+func sourceLine(rec *Record, token string, epoch uint64) bool {
+	if rec.LastConfirmedEpoch == 0 {
+		return token != "" && epoch+1 == rec.Epoch
+	}
+	return token == rec.LastConfirmedToken && epoch == rec.LastConfirmedEpoch
 }
 
 // settles reports whether the record may set aside this member's data (of
@@ -322,19 +402,8 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if !recoverySource(rec, l) {
 			return Decision{}, false // settles says why it waits
 		}
-		if q, live := quorumAnswers(o); live {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but %s: not restarting as a new cluster beside it; an operator must choose", why, q)}, true
-		}
-		if o.Unreachable > 0 {
-			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %d instance(s) do not answer: they may hold newer data or a working quorum; not resuming it", why, o.Unreachable)}, true
-		}
-		if d, ok := r.knownHealthy(o, name); ok {
+		if d, ok := r.fenceForceNew(o, name, why, "an operator must choose", func(p PeerStatus) bool { return p.Token == l.Token && p.Epoch == l.Epoch }); ok {
 			return d, true
-		}
-		for _, p := range o.Peers {
-			if p.Token == l.Token && p.Epoch == l.Epoch && p.Revision > l.Revision {
-				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s (revision %d), but peer %s holds that incarnation at revision %d: not resuming it from older data; an operator must choose", why, l.Revision, p.Name, p.Revision)}, true
-			}
 		}
 	}
 	if !o.HoldsLock {

@@ -203,6 +203,13 @@ type Local struct {
 	// Learner is true when this member is (or, stopped, was last) a
 	// learner of its cluster: a learner's data never seeds a recovery.
 	Learner bool
+	// ForceNewPending is true when the metadata asks the next start for
+	// ForceNewCluster and etcd never became ready with it: a recovery
+	// from this data recorded the next epoch and rewrote the metadata
+	// (Token and Epoch are the new epoch's), then the member stopped
+	// before its start. The data is still the source incarnation's, at
+	// Revision: a prefix of that line (planner: pendingForceNew).
+	ForceNewPending bool
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth
@@ -358,6 +365,10 @@ type PeerStatus struct {
 	// operator's -keep-running (OperatorKeepRunning) records the cluster
 	// a quorum answers for by it.
 	ClusterID uint64
+	// ForceNewPending is the peer's Local.ForceNewPending: its data
+	// (Token and Epoch the recorded recovery's) never started, and is a
+	// prefix of the recovery's source line.
+	ForceNewPending bool
 }
 
 // Kind names a decision.

@@ -104,7 +104,7 @@ func (w *World) local(n *node) planner.Local {
 		return planner.Local{Empty: true}
 	}
 	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
-		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d)}
+		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d), ForceNewPending: n.etcd == nil && d.forceNew && d.clusterID == 0}
 }
 
 // status is what in's /status reports (task/server.go health).
@@ -132,6 +132,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 	if in.etcd == nil {
 		if d != nil && d.wal {
 			st.Revision, st.Learner = d.rev, learnerOf(d)
+			st.ForceNewPending = d.forceNew && d.clusterID == 0
 		}
 		return st
 	}

@@ -78,6 +78,9 @@ var defects = []struct {
 		"no seed found (searched 1..15000 without the collectRunning fault, 1..3000 with it): the model's set-aside data is no member's, so a member of an older line at a higher revision beside an operator's restore record is rare; the planner's checker catches it (broken planner 'accept one revision across lines'), and planner TestOperatorRestoreKeepsLaterWritesOfALineBesideAnOlderLinesHigherRevision pins it"},
 	{"KeepWithoutQuorum", Defects{Planner: planner.Faults{KeepWithoutQuorum: true}}, 1, false,
 		"no seed found (searched 1..3000 with and without the collectRunning fault): a healthy voter in the model is one of its cluster's quorum side, so the command's fence sees a quorum's worth of them unless the operator cannot reach it; planner TestKeepRunningRecordsTheClusterAQuorumAnswersFor pins it"},
+	// Review rev13b.
+	{"StartPendingForceNew", Defects{Planner: planner.Faults{StartPendingForceNew: true}}, 1, false,
+		"no seed found (searched 1..3000 with and without the collectRunning fault): the seeder must stop between its metadata write and its ForceNewCluster start, and stay down while the old cluster regains a quorum and writes on; the planner's checker catches it (broken planner 'start a pending ForceNew beside one'), and planner TestPendingForceNewStartWaitsBesideAQuorumAndKeepRunningFreesIt pins it"},
 }
 
 // maxSeeds bounds the search for each defect.

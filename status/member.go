@@ -22,9 +22,12 @@ type Member struct {
 	Leader    bool   `json:"leader"`
 	Healthy   bool   `json:"healthy"`
 	Revision  int64  `json:"revision"`
-	DBSize    int64  `json:"db_size"`
-	PID       int    `json:"pid"`
-	Decision  string `json:"decision"`
+	// ForceNewPending: stopped data of this member's recovery from data
+	// whose ForceNewCluster start never became ready (planner.Local).
+	ForceNewPending bool   `json:"force_new_pending,omitempty"`
+	DBSize          int64  `json:"db_size"`
+	PID             int    `json:"pid"`
+	Decision        string `json:"decision"`
 	// Unreachable is set by the CLI for an instance whose /status did not
 	// answer.
 	Unreachable bool `json:"unreachable,omitempty"`

@@ -68,6 +68,9 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 			// Peers must know a stopped learner's data is a learner's:
 			// it never seeds a recovery (invariant 4).
 			st.Learner = m.dir.Learner(st.MemberID)
+			if meta, err := m.dir.ReadMeta(); err == nil {
+				st.ForceNewPending = meta.ForceNew && meta.ClusterID == 0
+			}
 		}
 		// The decision's reason may name member ids: it is on /status,
 		// not in /health's answer to anyone.
