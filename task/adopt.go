@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
+	"github.com/hashicorp/go-hclog"
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
@@ -44,8 +46,20 @@ import (
 // members ran as root with 0700 directories, to the docker image's uid
 // 65532) is an *UnreadableDataError, never skipped: a member that started
 // empty beside it would leave every member's data behind, one replacement
-// at a time (review of the Docker work, session 12, F2).
+// at a time (review of the Docker work, session 12, F2). That holds only
+// for a sibling that can be a member's directory of this cluster: one the
+// provider lists, or one named like this member (mayBeMember). Anything
+// else a host volume carries beside the members (lost+found, root's 0700
+// on a dedicated filesystem; an operator's own directory) is logged and
+// skipped: stopping on it would stop every member of another uid for good
+// (review of the Docker fixes, session 13).
 func adoptPrevious(root, cluster, host string, owner func(name string) (listed, live bool)) (string, error) {
+	return adoptPreviousLogged(root, cluster, host, owner, hclog.NewNullLogger())
+}
+
+// adoptPreviousLogged is adoptPrevious, logging the unreadable siblings it
+// skips to log.
+func adoptPreviousLogged(root, cluster, host string, owner func(name string) (listed, live bool), log hclog.Logger) (string, error) {
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrPermission) {
 		return "", unreadable(root, err)
 	} else if err == nil || !errors.Is(err, os.ErrNotExist) {
@@ -74,7 +88,12 @@ func adoptPrevious(root, cluster, host string, owner func(name string) (listed, 
 		dir := filepath.Join(parent, e.Name())
 		b, err := os.ReadFile(filepath.Join(dir, "current", datadir.MetaFile))
 		if errors.Is(err, fs.ErrPermission) {
-			return "", unreadable(filepath.Join(dir, "current", datadir.MetaFile), err)
+			u := unreadable(filepath.Join(dir, "current", datadir.MetaFile), err)
+			if listed || mayBeMember(filepath.Base(root), e.Name()) {
+				return "", u
+			}
+			log.Warn("skipping a directory beside the members' that this member may not read: not named like a member of this cluster", "dir", dir, "why", u.Error())
+			continue
 		}
 		if err != nil {
 			continue
@@ -107,6 +126,24 @@ func adoptPrevious(root, cluster, host string, owner func(name string) (listed, 
 	default:
 		return "", fmt.Errorf("%d previous members' data dirs of cluster %q in %s (%v): adopting none of them; starting empty (they are kept)", len(cands), cluster, parent, cands)
 	}
+}
+
+// mayBeMember reports whether a sibling directory's name has the shape of
+// self's, the member's own name: what a previous member's directory of the
+// same group is called. Nomad names a member group-<allocation id's first
+// 8>: the same text up to the last '-' and a suffix of the same length. A
+// name without '-' (static lists, local mode) has no shape to go by: any
+// sibling may be a member then, except lost+found and hidden names, which
+// no provider gives a member.
+func mayBeMember(self, sib string) bool {
+	if sib == "lost+found" || strings.HasPrefix(sib, ".") {
+		return false
+	}
+	i := strings.LastIndex(self, "-")
+	if i < 0 {
+		return true
+	}
+	return strings.HasPrefix(sib, self[:i+1]) && len(sib) == len(self)
 }
 
 // UnreadableDataError is data in the member's data directory that its

@@ -250,3 +250,111 @@ func chownR(dir string, uid, gid int) error {
 		return os.Lchown(p, uid, gid)
 	})
 }
+
+// TestUnreadableDirectoryNotNamedLikeAMemberIsSkipped (review of the Docker
+// fixes, session 13; the reviewer's TestRV13dLostFoundDoesNotStopMember): a
+// host volume on a filesystem of its own carries lost+found (root, 0700)
+// beside the members' directories, and an operator may keep a directory of
+// their own there. A member of another uid (the docker image's 65532) that
+// may not read them used to stop on them as on a predecessor's data: every
+// new member of the job, for good. Only a directory named like a member of
+// this group stops it (TestPredecessorDataOfAnotherUIDStopsTheMember);
+// these are skipped, and a readable predecessor beside them is adopted.
+func TestUnreadableDirectoryNotNamedLikeAMemberIsSkipped(t *testing.T) {
+	base, err := os.MkdirTemp("", "adopt-skip-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	data := filepath.Join(base, "data")
+	for _, dir := range []string{data, filepath.Join(base, "coord")} {
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Not readable by the member: lost+found, an operator's backup (its
+	// metadata even names this cluster), a hidden directory.
+	var foreign []string
+	for _, name := range []string{"lost+found", "backup-2026", ".snapshots"} {
+		dir := filepath.Join(data, name)
+		d := dataDir{datadir.Dir{Root: dir}}
+		if err := d.WriteMeta(datadir.Meta{Cluster: "main", Name: name, Token: "tok", Epoch: 1, Stopped: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		foreign = append(foreign, dir)
+	}
+	run := adoptHere
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		run = func(t *testing.T, data string) adoptResult { return adoptAs(t, base, data, imageUID) }
+	} else {
+		for _, dir := range foreign {
+			if err := os.Chmod(dir, 0); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { os.Chmod(dir, 0o700) })
+		}
+	}
+	// Each is refused to the member: the test would prove nothing if it
+	// could read them.
+	r := run(t, data)
+	if r.Unreadable || r.NewUnreadable || r.Err != "" || r.NewErr != "" {
+		t.Fatalf("member beside %v: adoptPrevious error %q, New error %q; want it to start (they are not named like a member)", foreign, r.Err, r.NewErr)
+	}
+	if !r.Created {
+		t.Fatalf("New did not create the member's directory beside %v", foreign)
+	}
+	for _, dir := range foreign {
+		if _, err := os.Stat(filepath.Join(dir, "current", datadir.MetaFile)); err != nil {
+			t.Errorf("%s: %v; want it left as it was", dir, err)
+		}
+	}
+
+	// A readable predecessor beside them is adopted as before.
+	if err := os.RemoveAll(filepath.Join(data, "etcd-new")); err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(data, "etcd-old")
+	if err := (dataDir{datadir.Dir{Root: old}}).WriteMeta(datadir.Meta{Cluster: "main", Name: "etcd-old", Token: "tok", Epoch: 1, Stopped: true}); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 {
+		if err := chownR(old, imageUID, imageUID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r = run(t, data)
+	if r.From != old || r.Err != "" {
+		t.Errorf("beside %v: adopted %q, error %q; want %s adopted", foreign, r.From, r.Err, old)
+	}
+}
+
+// TestMayBeMember: the names a previous member of the group can have.
+func TestMayBeMember(t *testing.T) {
+	for _, c := range []struct {
+		self, sib string
+		want      bool
+	}{
+		{"etcd-1a2b3c4d", "etcd-9f8e7d6c", true},
+		{"etcd-1a2b3c4d", "etcd-9f8e7d6", false},   // not an allocation id's 8
+		{"etcd-1a2b3c4d", "other-9f8e7d6c", false}, // another group
+		{"my-etcd-1a2b3c4d", "my-etcd-00000000", true},
+		{"my-etcd-1a2b3c4d", "lost+found", false},
+		{"m0", "m1", true}, // no shape: any name but these
+		{"m0", "backup", true},
+		{"m0", "lost+found", false},
+		{"m0", ".trash", false},
+	} {
+		if got := mayBeMember(c.self, c.sib); got != c.want {
+			t.Errorf("mayBeMember(%q, %q) = %v, want %v", c.self, c.sib, got, c.want)
+		}
+	}
+}

@@ -244,7 +244,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		}
 	}
 	var unreadable *UnreadableDataError
-	if from, err := adoptPrevious(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }); errors.As(err, &unreadable) {
+	if from, err := adoptPreviousLogged(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }, m.log); errors.As(err, &unreadable) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	} else if err != nil {
 		m.log.Error("previous data not adopted", "error", err)
