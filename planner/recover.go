@@ -434,7 +434,12 @@ func refusedAhead(o Observation, name string, have bool, rev int64, why string) 
 		take = fmt.Sprintf("'etcd-nomad recover -from snapshot:%s -accept-unauthenticated-deltas' naming the deltas without a MAC up to %s (the command lists them; add -accept-unauthenticated if %s has no MAC either)", rs.Base, rs.Name, rs.Base)
 	}
 	drop := "if not, delete it from the store"
-	if have && rs.BaseRevision <= rev {
+	if rs.Corrupt {
+		// Only its name is known (a delta's base is not): no restore of
+		// it can be named, and one of it would be refused.
+		take = "put its metadata back in the store (nothing restores it without its metadata), and the members weigh it again"
+		drop = "if not, delete it (the object and its metadata) from the store; to recover without it all the same, 'etcd-nomad recover -from MEMBER -accept-data-loss'"
+	} else if have && rs.BaseRevision <= rev {
 		// Its snapshot alone is older than the source: restoring it
 		// without the deltas (-accept-data-loss) would lose the writes
 		// the source holds after it, and the refused object's too.

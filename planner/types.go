@@ -78,7 +78,7 @@ type Observation struct {
 	// may not be taken: no seed, and no new recovery or restore from
 	// anything older, starts beside it; the member waits for an operator
 	// (etcd-nomad recover -from snapshot:NAME -accept-unauthenticated, or
-	// deleting it). A store writer can plant one: that only ever costs
+	// deleting it; for corrupt metadata, putting it back or deleting it). A store writer can plant one: that only ever costs
 	// the automatic path a wait, never a restore of it.
 	RefusedSnapshot *RefusedSnapshot
 	// ListingUnanswered, when not empty, is why the snapshot store's
@@ -348,6 +348,10 @@ type RefusedSnapshot struct {
 	// more than that.
 	BaseRevision int64
 	Why          string // unauthenticated, forged
+	// Corrupt: its metadata cannot be read (snapshot.NameMeta): only
+	// what its name encodes is known (a delta's base is not), and no
+	// restore of it can be named until its metadata is put back.
+	Corrupt bool
 }
 
 // PeerStatus is what another member reported about itself.

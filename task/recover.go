@@ -142,7 +142,8 @@ func newestRefused(refused []refusedObject, all []snapshot.Meta, cluster string)
 	case errors.Is(best.why, snapshot.ErrCorruptMeta):
 		why = "corrupt metadata: " + best.meta.Corrupt
 	}
-	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: bestReach, Why: why, BaseRevision: best.meta.Revision}
+	rs := &planner.RefusedSnapshot{Name: best.meta.Name, Epoch: best.meta.Epoch, Revision: bestReach, Why: why, BaseRevision: best.meta.Revision,
+		Corrupt: best.meta.Corrupt != "" || errors.Is(best.why, snapshot.ErrCorruptMeta)}
 	if best.meta.Kind == snapshot.KindDelta {
 		rs.Base, rs.BaseRevision = best.meta.Base, 0
 		for _, m := range all {

@@ -491,6 +491,10 @@ func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObjec
 		out = append(out, refusedObject{meta: meta, why: err})
 		if !next[meta.Name] {
 			next[meta.Name] = true
+			if meta.Corrupt != "" {
+				m.log.Warn("snapshot store: object with corrupt metadata refused, never restored automatically nor deleted by retention: nothing restores it without its metadata; an operator puts its metadata back or deletes it", "snapshot", meta.Name, "error", err)
+				continue
+			}
 			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", meta.Name, "error", err)
 		}
 	}

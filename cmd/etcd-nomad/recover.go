@@ -208,6 +208,12 @@ func operatorRecover(ctx context.Context, ui cli.Ui, cl *config.Cluster, from st
 		if newer := refusedPast(all, of, v, from); newer != nil {
 			what := fmt.Sprintf("the store holds %s (epoch %d, its chain reaching revision %d), which members refuse (%s): it may hold writes %s lacks, and the members' automatic recovery waits beside it",
 				newer.Name, newer.Epoch, newer.Revision, refusedWhy(newer, kept, v.Record), from)
+			if !acceptLoss && newer.Corrupt != "" {
+				// Only its name is known (a delta's base is not): no
+				// restore of it can be named.
+				return planner.Record{}, fmt.Errorf("%s; nothing restores it without its metadata: if it is genuine, put its metadata back in the store and run again; if not, delete it (the object and its metadata); or run again with -accept-data-loss to recover from %s all the same (it stays in the store): nothing recorded",
+					what, from)
+			}
 			if !acceptLoss {
 				take := "recover -from snapshot:" + baseOf(*newer)
 				if !slices.ContainsFunc(kept, func(k snapshot.Meta) bool { return k.Name == newer.Name }) {
@@ -284,6 +290,9 @@ func refusedPast(all, of []snapshot.Meta, v planner.OperatorView, from string) *
 // refusedWhy says why members refuse m: it does not authenticate, or it
 // does (in kept) and is of no incarnation of rec's lineage.
 func refusedWhy(m *snapshot.Meta, kept []snapshot.Meta, rec *planner.Record) string {
+	if m.Corrupt != "" {
+		return "its metadata cannot be read: " + m.Corrupt
+	}
 	if slices.ContainsFunc(kept, func(k snapshot.Meta) bool { return k.Name == m.Name }) && rec != nil {
 		return (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}).WhyNot(*m)
 	}

@@ -341,6 +341,12 @@ func describeRefused(m *snapshot.Meta) string {
 	if m == nil {
 		return ""
 	}
+	if m.Corrupt != "" {
+		// Only its name is known (a delta's base is not): no restore of
+		// it can be named.
+		return fmt.Sprintf("; the store holds %s (epoch %d, revision %d), newer, whose metadata cannot be read (%s): nothing restores it without its metadata; if you know it is genuine, put its metadata back in the store, else delete it",
+			m.Name, m.Epoch, m.Revision, m.Corrupt)
+	}
 	base := m.Name
 	if m.Kind == snapshot.KindDelta {
 		base = m.Base

@@ -39,6 +39,10 @@ type Store struct {
 
 	mu       sync.Mutex
 	reported map[string]fileVersion // skipped metadata already logged
+
+	// afterReadDir, in tests, runs between List's ReadDir and its reads
+	// of the metadata: a deletion there (retention's) is what List meets.
+	afterReadDir func()
 }
 
 // fileVersion tells one version of a file from another (a skipped
@@ -202,11 +206,26 @@ func (s *Store) List(context.Context) ([]snapshot.Meta, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.afterReadDir != nil {
+		s.afterReadDir()
+	}
 	var out []snapshot.Meta
 	bad := map[string]skippedMeta{}
 	for _, e := range ents {
 		name, ok := strings.CutSuffix(e.Name(), metaSuffix)
 		if !ok || !snapshot.OfCluster(name, s.Cluster) {
+			continue
+		}
+		if e.Type()&os.ModeSymlink != 0 {
+			// Never followed (it could name any file the member reads):
+			// listed by its name, refused, as unreadable metadata is.
+			// Skipping it hid its object.
+			why := fmt.Errorf("%w: a symbolic link, not followed", snapshot.ErrCorruptMeta)
+			nm, ok := snapshot.NameMeta(name, s.Cluster, why)
+			bad[e.Name()] = skippedMeta{versionOf(e), why, ok}
+			if ok {
+				out = append(out, nm)
+			}
 			continue
 		}
 		if !e.Type().IsRegular() {

@@ -353,7 +353,16 @@ func (s *Store) List(ctx context.Context) ([]snapshot.Meta, error) {
 			// overwrote the newest segment's metadata with garbage made
 			// members recover from older data.
 			nm, ok := snapshot.NameMeta(name, "", err)
-			if !errors.As(err, new(errReported)) {
+			reported := errors.As(err, new(errReported))
+			if _, have := data[name]; !have {
+				// Reported once per version as the cached corruption
+				// is, not at every listing as the uncached check below.
+				if !reported {
+					s.o.Log.Warn("snapshot listing: skipping corrupt metadata whose object is missing", "key", s.key(name+metaSuffix), "error", err)
+				}
+				continue
+			}
+			if !reported {
 				if ok {
 					s.o.Log.Warn("snapshot listing: corrupt metadata, its object listed by name and refused", "key", s.key(name+metaSuffix), "error", err)
 				} else {
