@@ -46,13 +46,14 @@ import (
 // members ran as root with 0700 directories, to the docker image's uid
 // 65532) is an *UnreadableDataError, never skipped: a member that started
 // empty beside it would leave every member's data behind, one replacement
-// at a time (review of the Docker work, session 12, F2). That holds only
-// for a sibling that can be a member's directory of this cluster: one the
-// provider lists, or one named like this member (mayBeMember). Anything
-// else a host volume carries beside the members (lost+found, root's 0700
-// on a dedicated filesystem; an operator's own directory) is logged and
-// skipped: stopping on it would stop every member of another uid for good
-// (review of the Docker fixes, session 13).
+// at a time (review of the Docker work, session 12, F2). Only names no
+// provider gives a member are skipped, logged (mayBeMember: a host volume's
+// lost+found, root's 0700 on a filesystem of its own, which stopped every
+// docker member for good: review of the Docker fixes, session 13). A name
+// says nothing else: a predecessor may be named after a group renamed in
+// the same update, or be a static member of another length (review 14,
+// RV14-5); an operator's own directory there stops the member, naming it,
+// and costs a move.
 func adoptPrevious(root, cluster, host string, owner func(name string) (listed, live bool)) (string, error) {
 	return adoptPreviousLogged(root, cluster, host, owner, hclog.NewNullLogger())
 }
@@ -89,10 +90,10 @@ func adoptPreviousLogged(root, cluster, host string, owner func(name string) (li
 		b, err := os.ReadFile(filepath.Join(dir, "current", datadir.MetaFile))
 		if errors.Is(err, fs.ErrPermission) {
 			u := unreadable(filepath.Join(dir, "current", datadir.MetaFile), err)
-			if listed || mayBeMember(filepath.Base(root), e.Name()) {
+			if listed || mayBeMember(e.Name()) {
 				return "", u
 			}
-			log.Warn("skipping a directory beside the members' that this member may not read: not named like a member of this cluster", "dir", dir, "why", u.Error())
+			log.Warn("skipping a directory beside the members' that this member may not read: no member is named so", "dir", dir, "why", u.Error())
 			continue
 		}
 		if err != nil {
@@ -128,22 +129,11 @@ func adoptPreviousLogged(root, cluster, host string, owner func(name string) (li
 	}
 }
 
-// mayBeMember reports whether a sibling directory's name has the shape of
-// self's, the member's own name: what a previous member's directory of the
-// same group is called. Nomad names a member group-<allocation id's first
-// 8>: the same text up to the last '-' and a suffix of the same length. A
-// name without '-' (static lists, local mode) has no shape to go by: any
-// sibling may be a member then, except lost+found and hidden names, which
-// no provider gives a member.
-func mayBeMember(self, sib string) bool {
-	if sib == "lost+found" || strings.HasPrefix(sib, ".") {
-		return false
-	}
-	i := strings.LastIndex(self, "-")
-	if i < 0 {
-		return true
-	}
-	return strings.HasPrefix(sib, self[:i+1]) && len(sib) == len(self)
+// mayBeMember reports whether a directory called name beside the member's
+// own may be a previous member's: any name but lost+found (a filesystem's
+// own, root's, 0700) and hidden ones, which no provider gives a member.
+func mayBeMember(name string) bool {
+	return name != "lost+found" && !strings.HasPrefix(name, ".")
 }
 
 // UnreadableDataError is data in the member's data directory that its
@@ -163,7 +153,7 @@ func (e *UnreadableDataError) Error() string {
 	if e.UID >= 0 {
 		owner = fmt.Sprintf("owned by uid %d, gid %d, mode %04o", e.UID, e.GID, e.Mode.Perm())
 	}
-	return fmt.Sprintf("%s is not readable by this member (uid %d, gid %d): %s is %s. A previous member's data may be there, written under another driver or user (raw_exec runs members as root; the docker image as uid 65532), and a member that started empty beside it would leave it behind; not starting. Give the data to the member's user on the client (chown -R %d:%d on the data directory: README, Docker, switching drivers), or run the job as the data's owner: %v",
+	return fmt.Sprintf("%s is not readable by this member (uid %d, gid %d): %s is %s. A previous member's data may be there, written under another driver or user (raw_exec runs members as root; the docker image as uid 65532), and a member that started empty beside it would leave it behind; not starting. Give the data to the member's user on the client (chown -R %d:%d on the data directory: README, Docker, switching drivers), or run the job as the data's owner; if it holds no member's data, move it out of the data directory: %v",
 		e.Path, e.MemberUID, e.MemberGID, e.Blocked, owner, e.MemberUID, e.MemberGID, e.Err)
 }
 

@@ -251,69 +251,30 @@ func chownR(dir string, uid, gid int) error {
 	})
 }
 
-// TestUnreadableDirectoryNotNamedLikeAMemberIsSkipped (review of the Docker
-// fixes, session 13; the reviewer's TestRV13dLostFoundDoesNotStopMember): a
-// host volume on a filesystem of its own carries lost+found (root, 0700)
-// beside the members' directories, and an operator may keep a directory of
-// their own there. A member of another uid (the docker image's 65532) that
-// may not read them used to stop on them as on a predecessor's data: every
-// new member of the job, for good. Only a directory named like a member of
-// this group stops it (TestPredecessorDataOfAnotherUIDStopsTheMember);
-// these are skipped, and a readable predecessor beside them is adopted.
-func TestUnreadableDirectoryNotNamedLikeAMemberIsSkipped(t *testing.T) {
-	base, err := os.MkdirTemp("", "adopt-skip-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	data := filepath.Join(base, "data")
-	for _, dir := range []string{data, filepath.Join(base, "coord")} {
-		if err := os.Mkdir(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Not readable by the member: lost+found, an operator's backup (its
-	// metadata even names this cluster), a hidden directory.
+// TestUnreadableLostFoundIsSkipped (review of the Docker fixes, session
+// 13; the reviewer's TestRV13dLostFoundDoesNotStopMember): a host volume on
+// a filesystem of its own carries lost+found (root, 0700) beside the
+// members' directories. A member of another uid (the docker image's 65532)
+// that may not read it used to stop on it as on a predecessor's data: every
+// new member of the job, for good. lost+found and hidden names, which no
+// member has, are skipped; a readable predecessor beside them is adopted.
+func TestUnreadableLostFoundIsSkipped(t *testing.T) {
+	base, data := adoptBase(t)
+	// Not readable by the member; their metadata even names this cluster.
 	var foreign []string
-	for _, name := range []string{"lost+found", "backup-2026", ".snapshots"} {
-		dir := filepath.Join(data, name)
-		d := dataDir{datadir.Dir{Root: dir}}
-		if err := d.WriteMeta(datadir.Meta{Cluster: "main", Name: name, Token: "tok", Epoch: 1, Stopped: true}); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		foreign = append(foreign, dir)
+	for _, name := range []string{"lost+found", ".snapshots"} {
+		foreign = append(foreign, unreadableSibling(t, data, name))
 	}
-	run := adoptHere
-	if os.Geteuid() == 0 {
-		if err := os.Chmod(base, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		run = func(t *testing.T, data string) adoptResult { return adoptAs(t, base, data, imageUID) }
-	} else {
-		for _, dir := range foreign {
-			if err := os.Chmod(dir, 0); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.Chmod(dir, 0o700) })
-		}
-	}
-	// Each is refused to the member: the test would prove nothing if it
-	// could read them.
+	run := adoptRunner(t, base, foreign)
 	r := run(t, data)
 	if r.Unreadable || r.NewUnreadable || r.Err != "" || r.NewErr != "" {
-		t.Fatalf("member beside %v: adoptPrevious error %q, New error %q; want it to start (they are not named like a member)", foreign, r.Err, r.NewErr)
+		t.Fatalf("member beside %v: adoptPrevious error %q, New error %q; want it to start (no member is named so)", foreign, r.Err, r.NewErr)
 	}
 	if !r.Created {
 		t.Fatalf("New did not create the member's directory beside %v", foreign)
 	}
 	for _, dir := range foreign {
-		if _, err := os.Stat(filepath.Join(dir, "current", datadir.MetaFile)); err != nil {
+		if _, err := os.Lstat(dir); err != nil {
 			t.Errorf("%s: %v; want it left as it was", dir, err)
 		}
 	}
@@ -337,24 +298,97 @@ func TestUnreadableDirectoryNotNamedLikeAMemberIsSkipped(t *testing.T) {
 	}
 }
 
-// TestMayBeMember: the names a previous member of the group can have.
+// TestUnreadablePredecessorOfAnyNameStopsTheMember (review 14, RV14-5; the
+// reviewer's TestRV14UnreadablePredecessorOfAnotherNameShapeStopsTheMember):
+// a first fix of the lost+found wedge skipped every unreadable sibling not
+// named like the member (same text to the last '-', same length); a
+// predecessor of this very cluster named after a group renamed in the same
+// update that moved the cluster to docker ("members-old" beside
+// "etcd-new"), or a static member of another length, was skipped and the
+// member started empty beside it. A name says nothing but lost+found's and
+// hidden ones: an operator's own directory stops the member too, and the
+// error says to move it.
+func TestUnreadablePredecessorOfAnyNameStopsTheMember(t *testing.T) {
+	for _, pred := range []string{"members-old", "etcd-older", "etcd-ol", "backup-2026"} {
+		t.Run(pred, func(t *testing.T) {
+			base, data := adoptBase(t)
+			old := unreadableSibling(t, data, pred)
+			r := adoptRunner(t, base, []string{old})(t, data)
+			if r.Created || !r.Unreadable || !r.NewUnreadable {
+				t.Fatalf("beside %s (unreadable, cluster main): adopted %q, error %q, New %q, created %v; want it to stop on it", old, r.From, r.Err, r.NewErr, r.Created)
+			}
+			for _, want := range []string{old, "move it out of the data directory"} {
+				if !strings.Contains(r.Err, want) {
+					t.Errorf("error does not say %q: %s", want, r.Err)
+				}
+			}
+		})
+	}
+}
+
+// adoptBase makes base/data (like Nomad's alloc/data: anyone may create in
+// it) and base/coord, the member's coordination directory.
+func adoptBase(t *testing.T) (base, data string) {
+	t.Helper()
+	base, err := os.MkdirTemp("", "adopt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	data = filepath.Join(base, "data")
+	for _, dir := range []string{data, filepath.Join(base, "coord")} {
+		if err := os.Mkdir(dir, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o777); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	return base, data
+}
+
+// unreadableSibling writes a cleanly stopped member's metadata of cluster
+// main under data/name, mode 0700 (root's, as raw_exec leaves it).
+func unreadableSibling(t *testing.T, data, name string) string {
+	t.Helper()
+	dir := filepath.Join(data, name)
+	if err := (dataDir{datadir.Dir{Root: dir}}).WriteMeta(datadir.Meta{Cluster: "main", Name: name, Token: "tok", Epoch: 1, Stopped: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// adoptRunner runs the member's side as the docker image's uid when this
+// test runs as root; as another user it makes dirs unreadable (mode 0)
+// for the test and runs in this process.
+func adoptRunner(t *testing.T, base string, dirs []string) func(*testing.T, string) adoptResult {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		if err := os.Chmod(base, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return func(t *testing.T, data string) adoptResult { return adoptAs(t, base, data, imageUID) }
+	}
+	for _, dir := range dirs {
+		if err := os.Chmod(dir, 0); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Chmod(dir, 0o700) })
+	}
+	return adoptHere
+}
+
+// TestMayBeMember: the names no previous member can have.
 func TestMayBeMember(t *testing.T) {
-	for _, c := range []struct {
-		self, sib string
-		want      bool
-	}{
-		{"etcd-1a2b3c4d", "etcd-9f8e7d6c", true},
-		{"etcd-1a2b3c4d", "etcd-9f8e7d6", false},   // not an allocation id's 8
-		{"etcd-1a2b3c4d", "other-9f8e7d6c", false}, // another group
-		{"my-etcd-1a2b3c4d", "my-etcd-00000000", true},
-		{"my-etcd-1a2b3c4d", "lost+found", false},
-		{"m0", "m1", true}, // no shape: any name but these
-		{"m0", "backup", true},
-		{"m0", "lost+found", false},
-		{"m0", ".trash", false},
+	for name, want := range map[string]bool{
+		"etcd-9f8e7d6c": true, "members-old": true, "m1": true, "backup": true,
+		"lost+found": false, ".trash": false, ".": false,
 	} {
-		if got := mayBeMember(c.self, c.sib); got != c.want {
-			t.Errorf("mayBeMember(%q, %q) = %v, want %v", c.self, c.sib, got, c.want)
+		if got := mayBeMember(name); got != want {
+			t.Errorf("mayBeMember(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
