@@ -1,7 +1,6 @@
 package asg_test
 
 import (
-	"context"
 	"slices"
 	"testing"
 	"time"
@@ -16,17 +15,11 @@ var groupCapabilities = []providertest.Capability{
 	providertest.Leaver, providertest.Departer, providertest.Replacer, providertest.Invalidator,
 }
 
-// cachingProvider is newProvider's, reusing its readings for an hour: the
-// suite's fresh readings must come from Invalidate, not from the cache's
-// age.
+// cachingProvider reuses its readings for an hour: the suite's fresh
+// readings must come from Invalidate, not from the cache's age.
 func cachingProvider(t *testing.T, s *asgtest.Server, self string) *asg.Provider {
 	t.Helper()
-	p, err := asg.New(context.Background(), asg.Options{Group: "etcd", Region: "eu-west-1", Endpoint: s.URL, IMDSEndpoint: s.URL,
-		SelfID: self, ClientPort: 2379, PeerPort: 2380, StatusPort: 2381, LifecycleHook: "etcd-drain", Refresh: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return newProviderRefresh(t, s, self, time.Hour)
 }
 
 // The group's own instances are the members (asgtest serves the AWS calls).

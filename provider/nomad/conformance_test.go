@@ -22,18 +22,8 @@ func TestConformance(t *testing.T) {
 	var jobs atomic.Int32
 	providertest.Run(t, []providertest.Capability{providertest.Leaver, providertest.Inheritor}, func(t *testing.T) providertest.Backend {
 		id := fmt.Sprintf("conformance-%d", jobs.Add(1))
-		job := api.NewServiceJob(id, id, "global", 50)
-		job.Datacenters = []string{"dc1"}
-		tg := api.NewTaskGroup("etcd", 2)
-		tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{
-			{Label: nomadglue.PortClient}, {Label: nomadglue.PortPeer}, {Label: nomadglue.PortStatus},
-		}}}
-		tg.EphemeralDisk = &api.EphemeralDisk{Sticky: ptr(true), Migrate: ptr(true), SizeMB: ptr(150)}
-		task := api.NewTask("wait", "raw_exec")
-		task.Config = map[string]any{"command": "/bin/sh", "args": []string{"-c", "sleep 600"}}
-		task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
-		tg.AddTask(task)
-		job.AddTaskGroup(tg)
+		job := sleepJob(id, 2)
+		job.TaskGroups[0].EphemeralDisk = &api.EphemeralDisk{Sticky: ptr(true), Migrate: ptr(true), SizeMB: ptr(150)}
 		if _, _, err := cli.Jobs().Register(job, nil); err != nil {
 			t.Fatal(err)
 		}

@@ -168,6 +168,14 @@ func leavingOnceTakenAway(t *testing.T, b Backend) {
 	if leaving, err := lv.Leaving(ctx); err != nil || leaving {
 		t.Fatalf("Leaving = %v, %v while the slot runs", leaving, err)
 	}
+	takeAway(t, ctx, b)
+}
+
+// takeAway takes Self's slot away and waits until its provider says it
+// is leaving.
+func takeAway(t *testing.T, ctx context.Context, b Backend) {
+	t.Helper()
+	lv := b.Provider.(provider.Leaver)
 	b.TakeAway(t)
 	waitFor(t, "Leaving once the slot is taken away", func() (bool, string) {
 		fresh(b.Provider)
@@ -201,12 +209,7 @@ func inheritedOnlyByAReplacement(t *testing.T, b Backend) {
 func departTellsTheBackend(t *testing.T, b Backend) {
 	ctx := timeout(t)
 	dp := b.Provider.(provider.Departer)
-	b.TakeAway(t)
-	waitFor(t, "Leaving once the slot is taken away", func() (bool, string) {
-		fresh(b.Provider)
-		leaving, err := dp.Leaving(ctx)
-		return err == nil && leaving, fmt.Sprint(leaving, err)
-	})
+	takeAway(t, ctx, b)
 	if b.Departed(t) {
 		t.Fatal("the backend was told Self may go before Depart")
 	}
