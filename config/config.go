@@ -67,7 +67,8 @@ const (
 	// reads "${" as an interpolation.
 	NomadDataDir = "${NOMAD_ALLOC_DIR}/data"
 	// HostVolumeDataDir is where the rendered job mounts nomad.host_volume
-	// (jobs/render.go's volume_mount destination; limits_external_test.go
+	// (the job template's volume_mount destination, in
+	// nomad/pack/etcd/templates/etcd.nomad.tpl; limits_external_test.go
 	// checks they agree), so the default data_dir when a host volume is set.
 	HostVolumeDataDir = "/var/lib/etcd-nomad"
 

@@ -77,7 +77,7 @@ const (
 	// long Nomad keeps the allocation of a disconnected client before it
 	// marks it lost. Until then Nomad may bring the original allocation
 	// back (reconcile = "keep_original"), data and all, so it is also the
-	// nomad provider's default stale_after. jobs/render.go renders it.
+	// nomad provider's default stale_after. jobs.Render renders it.
 	NomadLostAfter = 2 * time.Minute
 
 	// NomadMinCPU and NomadMinMemoryMB are the smallest task resources

@@ -66,7 +66,7 @@ func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken str
 // EnsureCAKEK makes the job's variable TokenVariable(job) hold a key
 // encryption key for the cluster CA (key CAKEKKey), creating one unless it
 // holds one, and returns it (base64). The members read it from the
-// variable (secretsTemplate); it is never printed.
+// variable (the job template's secrets/member.env); it is never printed.
 func EnsureCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (string, error) {
 	fresh, err := certs.NewKEK()
 	if err != nil {

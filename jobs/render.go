@@ -5,16 +5,13 @@
 package jobs
 
 import (
-	"bytes"
 	"fmt"
 	"path/filepath"
 	"strings"
-	"text/template"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad/pack"
 )
 
 // Options complete what the definition does not say. Nothing of the
@@ -32,34 +29,6 @@ type Options struct {
 	Image string
 }
 
-type view struct {
-	C      *config.Cluster
-	Binary string
-	// Image is what driver "docker" runs, instead of Binary.
-	Image string
-	// Artifact, when set, is downloaded into the task directory, and
-	// Binary is the path inside it.
-	Artifact *config.NomadArtifact
-	// HealthyDeadline and ProgressDeadline are the update block's
-	// (JoinDeadline).
-	HealthyDeadline, ProgressDeadline string
-	Group                             string
-	Definition                        string
-	Consul                            config.NomadConsul
-	Ports                             []portView
-	KillSecs                          int
-	// DiskMB is the sticky ephemeral disk's size (EphemeralDiskMB).
-	DiskMB int64
-	// ShutdownDelay is the group's shutdown_delay (ShutdownDelay).
-	ShutdownDelay string
-	// LostAfter is config.NomadLostAfter, which validate compares the
-	// provider's stale_after with.
-	LostAfter string
-	// TokenEnv is the consul-template that turns the job's Nomad variable
-	// into CONSUL_HTTP_TOKEN and ETCD_NOMAD_CA_KEK (see TokenVariable).
-	TokenEnv string
-}
-
 // Where the members find their secrets: the Nomad variable
 // TokenVariable(job) (readable by the job's own tasks through their
 // workload identity), key TokenKey for CONSUL_HTTP_TOKEN and key CAKEKKey
@@ -73,16 +42,8 @@ const (
 // TokenVariable is the path of the job's Nomad variable.
 func TokenVariable(job string) string { return "nomad/jobs/" + job }
 
-// secretsTemplate renders the job's variable into the task's environment.
-func secretsTemplate(job string) string {
-	path := TokenVariable(job)
-	return fmt.Sprintf(`{{ range nomadVarList %q }}{{ if eq .Path %q }}{{ with nomadVar .Path }}{{ range $k, $v := . }}`+
-		`{{ if eq $k %q }}CONSUL_HTTP_TOKEN={{ $v }}
-{{ end }}{{ if eq $k %q }}%s={{ $v }}
-{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}`, path, path, TokenKey, CAKEKKey, certs.KEKEnv)
-}
-
-// Render returns the jobspec for cl.
+// Render returns the jobspec for cl: the pack's job template
+// (nomad/pack/etcd/templates/etcd.nomad.tpl) with cl's values.
 func Render(cl *config.Cluster, o Options) (string, error) {
 	if cl.Provider.Kind != config.ProviderNomad {
 		return "", fmt.Errorf("%s: job render needs provider \"nomad\", the definition uses %q", cl.File, cl.Provider.Kind)
@@ -90,33 +51,58 @@ func Render(cl *config.Cluster, o Options) (string, error) {
 	if cl.Coordination.Kind != config.CoordConsul {
 		return "", fmt.Errorf("%s: members on Nomad coordinate through Consul: use coordination \"consul\", not %q", cl.File, cl.Coordination.Kind)
 	}
-	bin, art, img, err := whatRuns(cl, o)
+	bin, artifact, img, err := whatRuns(cl, o)
 	if err != nil {
 		return "", err
 	}
 	healthy := JoinDeadline(cl.Etcd.QuotaBackendBytes)
-	v := view{
-		C:                cl,
-		Binary:           bin,
-		Image:            img,
-		Artifact:         art,
-		HealthyDeadline:  minutes(healthy),
-		ProgressDeadline: minutes(ProgressDeadline(healthy)),
-		Group:            cl.Provider.Nomad.Group,
-		Definition:       escapeHeredoc(string(cl.Source)),
-		Consul:           cl.Nomad.Consul,
-		Ports:            []portView{{Label: nomad.PortClient}, {Label: nomad.PortPeer, Static: cl.Nomad.PeerPort}, {Label: nomad.PortStatus}},
-		KillSecs:         int(cl.Nomad.KillTimeout.Seconds()),
-		DiskMB:           EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
-		ShutdownDelay:    ShutdownDelay.String(),
-		LostAfter:        config.NomadLostAfter.String(),
-		TokenEnv:         secretsTemplate(cl.Nomad.Job),
+	n := cl.Nomad
+	var artSource, artChecksum string
+	if artifact != nil {
+		artSource, artChecksum = artifact.Source, artifact.Checksum
 	}
-	var b bytes.Buffer
-	if err := jobTemplate.Execute(&b, v); err != nil {
+	// The pack's job template (nomad/pack/etcd), with the definition's
+	// values where nomad-pack puts the pack's variables and helpers.
+	spec, err := pack.Job(map[string]any{
+		"header":                 fmt.Sprintf("# Rendered by etcd-nomad from %s. Submit with: nomad job run <this file>", cl.File),
+		"job_name":               n.Job,
+		"variable_path":          TokenVariable(n.Job),
+		"cluster_name":           cl.Name,
+		"datacenters":            anys(n.Datacenters),
+		"namespace":              n.Namespace,
+		"region":                 n.Region,
+		"group":                  cl.Provider.Nomad.Group,
+		"size":                   cl.Size,
+		"distinct_hosts":         n.DistinctHosts,
+		"healthy_deadline":       minutes(healthy),
+		"progress_deadline":      minutes(ProgressDeadline(healthy)),
+		"shutdown_delay":         ShutdownDelay.String(),
+		"lost_after":             config.NomadLostAfter.String(),
+		"peer_port":              n.PeerPort,
+		"host_volume":            n.HostVolume,
+		"disk_mb":                EphemeralDiskMB(cl.Etcd.QuotaBackendBytes),
+		"tls_mode":               cl.TLS.Mode,
+		"driver":                 n.Driver,
+		"user":                   n.User,
+		"kill_timeout":           fmt.Sprintf("%ds", int(n.KillTimeout.Seconds())),
+		"image":                  img,
+		"binary":                 bin,
+		"artifact_source":        artSource,
+		"artifact_checksum":      artChecksum,
+		"consul_address":         n.Consul.Address,
+		"consul_tls":             n.Consul.TLS(),
+		"consul_ca_file":         n.Consul.CAFile,
+		"consul_tls_server_name": n.Consul.TLSServerName,
+		"consul_cert_file":       n.Consul.CertFile,
+		"consul_key_file":        n.Consul.KeyFile,
+		"definition":             escapeHeredoc(string(cl.Source)),
+		"cpu":                    n.CPU,
+		"memory_mb":              n.MemoryMB,
+	})
+	if err != nil {
 		return "", fmt.Errorf("render job: %w", err)
 	}
-	return b.String(), nil
+	return spec, nil
 }
 
 // whatRuns is what the clients run: the binary's path (absolute, or in
@@ -155,12 +141,6 @@ func whatRuns(cl *config.Cluster, o Options) (bin string, art *config.NomadArtif
 		return "", nil, "", err
 	}
 	return abs, nil, "", nil
-}
-
-// portView is one port of the group's network: Static when not 0.
-type portView struct {
-	Label  string
-	Static int
 }
 
 // EphemeralDiskMB is the sticky ephemeral disk a member needs for a
@@ -232,250 +212,11 @@ func firstOf(vals ...string) string {
 	return ""
 }
 
-func quoteList(xs []string) string {
-	q := make([]string, len(xs))
+// anys is xs as the []any a pack variable's list is.
+func anys(xs []string) []any {
+	out := make([]any, len(xs))
 	for i, x := range xs {
-		q[i] = fmt.Sprintf("%q", x)
+		out[i] = x
 	}
-	return "[" + strings.Join(q, ", ") + "]"
+	return out
 }
-
-var jobTemplate = template.Must(template.New("job").Funcs(template.FuncMap{"list": quoteList}).Parse(`# Rendered by etcd-nomad from {{.C.File}}. Submit with: nomad job run <this file>
-job "{{.C.Nomad.Job}}" {
-  datacenters = {{list .C.Nomad.Datacenters}}
-{{- if .C.Nomad.Namespace}}
-  namespace   = "{{.C.Nomad.Namespace}}"
-{{- end}}
-{{- if .C.Nomad.Region}}
-  region      = "{{.C.Nomad.Region}}"
-{{- end}}
-  type        = "service"
-
-  meta {
-    etcd-nomad-cluster = "{{.C.Name}}"
-  }
-
-  # One member at a time, and only once the previous one passes its Consul
-  # check: a started, caught-up voting member of a cluster with quorum.
-  update {
-    max_parallel      = 1
-    health_check      = "checks"
-    min_healthy_time  = "3s"
-    healthy_deadline  = "{{.HealthyDeadline}}"
-    progress_deadline = "{{.ProgressDeadline}}"
-    auto_revert       = true
-  }
-
-  group "{{.Group}}" {
-    count = {{.C.Size}}
-{{if .C.Nomad.DistinctHosts}}
-    # One member per Nomad client: a host's failure, drain or reboot costs
-    # one member, never the quorum (nomad { distinct_hosts }).
-    constraint {
-      operator = "distinct_hosts"
-      value    = "true"
-    }
-{{else}}
-    # distinct_hosts = false: members may share a Nomad client (a demo or
-    # test on one host); that host's failure costs the quorum.
-{{end}}
-    # A node drain moves one member at a time, and the next only once the
-    # replacement passes its Consul check (a caught-up voter of a cluster
-    # with quorum): a drained member hands leadership away and leaves, its
-    # replacement joins as a learner elsewhere, given as long to pass its
-    # check as a rolling update gives it (jobs.JoinDeadline).
-    migrate {
-      max_parallel     = 1
-      health_check     = "checks"
-      min_healthy_time = "3s"
-      healthy_deadline = "{{.HealthyDeadline}}"
-    }
-
-    # On stop, the Consul service goes first and SIGTERM follows: clients
-    # stop picking this member before it leaves (jobs.ShutdownDelay).
-    shutdown_delay = "{{.ShutdownDelay}}"
-
-    network {
-{{- range .Ports}}
-{{- if .Static}}
-      # Static (nomad { peer_port }): the peer URL stays the same across
-      # stops, so members that all stopped find each other again.
-      port "{{.Label}}" {
-        static = {{.Static}}
-      }
-{{- else}}
-      port "{{.Label}}" {}
-{{- end}}
-{{- end}}
-    }
-
-    # A crashed member restarts in place, where its data is; one that
-    # keeps crashing (a broken node, a full disk) fails its allocation, and
-    # reschedule places it again, elsewhere if it can: it rejoins as a
-    # learner. A member that waits (no quorum, an operator's decision)
-    # keeps running: only real exits count.
-    restart {
-      attempts = 3
-      interval = "5m"
-      delay    = "2s"
-      mode     = "fail"
-    }
-
-    reschedule {
-      delay          = "10s"
-      delay_function = "exponential"
-      max_delay      = "2m"
-      unlimited      = true
-    }
-
-    # A member on a disconnected client may come back with its data: give
-    # it time before it is replaced, and keep the original when it returns.
-    disconnect {
-      lost_after = "{{.LostAfter}}"
-      replace    = true
-      reconcile  = "keep_original"
-    }
-{{if .C.Nomad.HostVolume}}
-    volume "data" {
-      type   = "host"
-      source = "{{.C.Nomad.HostVolume}}"
-    }
-{{else}}
-    # Data stays with the allocation and follows it to its replacement.
-    # Twice quota_backend_bytes plus 1 GiB, in MiB (jobs.EphemeralDiskMB).
-    ephemeral_disk {
-      sticky  = true
-      migrate = true
-      size    = {{.DiskMB}}
-    }
-{{end}}
-    service {
-      name     = "{{.C.Name}}"
-      provider = "consul"
-      port     = "client"
-      tags     = ["etcd", "etcd-nomad"]
-      meta {
-        member_alloc = "${NOMAD_ALLOC_ID}"
-        # Where 'etcd-nomad creds' finds the exchange (creds.StatusPortMeta).
-        status_port  = "${NOMAD_PORT_status}"
-      }
-
-      check {
-        name            = "etcd member health"
-        type            = "http"
-        protocol        = "{{if eq .C.TLS.Mode "off"}}http{{else}}https{{end}}"
-        tls_skip_verify = true
-        port            = "status"
-        path            = "/health"
-        interval        = "2s"
-        timeout         = "2s"
-      }
-    }
-
-    task "etcd" {
-      driver       = "{{.C.Nomad.Driver}}"
-      kill_signal  = "SIGTERM"
-{{- if .C.Nomad.User}}
-      user         = "{{.C.Nomad.User}}"
-{{- end}}
-      kill_timeout = "{{.KillSecs}}s"
-{{if .Image}}
-      # The image's entrypoint is etcd-nomad ('make image'). Host
-      # networking, on purpose: a member advertises its peer and client
-      # URLs at NOMAD_IP_peer and the group's ports, and the other members
-      # dial exactly those; in the client's network namespace it listens
-      # there itself, as under raw_exec. Under Docker's bridge it would
-      # listen on the container's address, and every advertised URL would
-      # rest on a port mapping agreeing with it. The data is where
-      # raw_exec keeps it: data_dir ${NOMAD_ALLOC_DIR}/data is the
-      # allocation's alloc/data on the client (or the host volume below),
-      # mounted into the container, so the sticky disk follows the
-      # allocation to its replacement the same way. The task API socket
-      # and the job's secrets are in ${NOMAD_SECRETS_DIR}, mounted too.
-      config {
-        image        = "{{.Image}}"
-        network_mode = "host"
-        args         = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
-      }
-{{else}}
-      config {
-        command = "{{.Binary}}"
-        args    = ["member", "-config", "${NOMAD_TASK_DIR}/cluster.hcl"]
-      }
-{{end}}
-{{- if .Artifact}}
-      # The release, unpacked into the task directory and checked against
-      # its checksum (Nomad refuses a mismatch). A new release is a change
-      # of this job: Nomad rolls it out one member at a time.
-      artifact {
-        source      = "{{.Artifact.Source}}"
-        destination = "local/"
-        options {
-          checksum = "{{.Artifact.Checksum}}"
-        }
-      }
-{{- end}}
-{{- if .C.Nomad.HostVolume}}
-      volume_mount {
-        volume      = "data"
-        destination = "/var/lib/etcd-nomad"
-      }
-{{- end}}
-
-      # Nomad: the client's task API socket, which needs no address, no
-      # TLS settings and no agent port; NOMAD_UNIX_ADDR ("unix://...") is
-      # set because the identity below is in the environment. Consul: the
-      # definition's nomad { consul { } }, all six set so that nothing is
-      # inherited from the client agent's environment.
-      env {
-        NOMAD_ADDR             = "${NOMAD_UNIX_ADDR}"
-        CONSUL_HTTP_ADDR       = "{{.Consul.Address}}"
-        CONSUL_HTTP_SSL        = "{{.Consul.TLS}}"
-        CONSUL_CACERT          = "{{.Consul.CAFile}}"
-        CONSUL_TLS_SERVER_NAME = "{{.Consul.TLSServerName}}"
-        CONSUL_CLIENT_CERT     = "{{.Consul.CertFile}}"
-        CONSUL_CLIENT_KEY      = "{{.Consul.KeyFile}}"
-      }
-
-      # The member reads its job's allocations with its workload identity
-      # (NOMAD_TOKEN), which the task API requires even without ACLs; under
-      # Nomad ACLs the job needs a policy granting read-job ('etcd-nomad job
-      # run' attaches one).
-      identity {
-        env = true
-      }
-
-      # Under Consul ACLs the member's CONSUL_HTTP_TOKEN comes from the
-      # Nomad variable {{.C.Nomad.Job | printf "nomad/jobs/%s"}} (key consul_token), never from
-      # this file, and so does the key that seals the cluster CA's key in
-      # Consul (key ca_kek, ETCD_NOMAD_CA_KEK). Where it is missing, the
-      # first member creates it there (check-and-set: one key) and every
-      # member reads it; under Nomad ACLs, whose workload identities may
-      # only read, create it first ('etcd-nomad job run' does). A changed
-      # token is used from the member's next restart.
-      template {
-        destination = "secrets/member.env"
-        env         = true
-        change_mode = "noop"
-        data        = <<EOT
-{{.TokenEnv}}
-EOT
-      }
-
-      # The cluster definition, as validated by etcd-nomad.
-      template {
-        destination = "local/cluster.hcl"
-        change_mode = "noop"
-        data        = <<EOT
-{{.Definition}}
-EOT
-      }
-
-      resources {
-        cpu    = {{.C.Nomad.CPU}}
-        memory = {{.C.Nomad.MemoryMB}}
-      }
-    }
-  }
-}
-`))

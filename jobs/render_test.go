@@ -8,7 +8,9 @@ import (
 	"github.com/hashicorp/hcl/v2"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 )
 
 // jobspec is a rendered job, parsed as HCL so that tests read the settings
@@ -452,7 +454,7 @@ func TestHostVolumePinsThePeerPort(t *testing.T) {
 				static[blk.Labels[0]] = string(a.Expr.Range().SliceBytes(j.src))
 			}
 		}
-		want := map[string]string{"client": "", "peer": c.want, "status": ""}
+		want := map[string]string{nomad.PortClient: "", nomad.PortPeer: c.want, nomad.PortStatus: ""}
 		if fmt.Sprint(static) != fmt.Sprint(want) {
 			t.Errorf("%q: ports' static %v, want %v", c.nomad, static, want)
 		}
@@ -538,5 +540,23 @@ func TestRenderedDockerTask(t *testing.T) {
 	}
 	if _, err := renderWith(t, "  nomad {\n    binary = \"/opt/etcd-nomad\"\n  }", Options{Image: "etcd-nomad:1.2.3"}); err == nil || !strings.Contains(err.Error(), "-image is for driver \"docker\"") {
 		t.Errorf("-image with raw_exec: %v", err)
+	}
+}
+
+// The job template (the pack's) writes the variable's keys and the KEK's
+// environment variable as text: they must be the ones the CLI stores
+// (TokenKey, CAKEKKey at TokenVariable) and the member reads
+// (certs.KEKEnv).
+func TestSecretsTemplateReadsWhatJobRunStores(t *testing.T) {
+	j := render(t, `nomad {
+    job = "kv"
+  }`)
+	path := TokenVariable("kv")
+	want := fmt.Sprintf(`{{ range nomadVarList %q }}{{ if eq .Path %q }}{{ with nomadVar .Path }}{{ range $k, $v := . }}`+
+		`{{ if eq $k %q }}CONSUL_HTTP_TOKEN={{ $v }}
+{{ end }}{{ if eq $k %q }}%s={{ $v }}
+{{ end }}{{ end }}{{ end }}{{ end }}{{ end }}`, path, path, TokenKey, CAKEKKey, certs.KEKEnv)
+	if !strings.Contains(string(j.src), "data        = <<EOT\n"+want+"\nEOT\n") {
+		t.Errorf("the member.env template does not read %s's keys %s and %s into CONSUL_HTTP_TOKEN and %s:\n%s", path, TokenKey, CAKEKKey, certs.KEKEnv, j.src)
 	}
 }

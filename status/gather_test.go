@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -66,13 +67,7 @@ func serve(t *testing.T, newServer func(http.Handler) *httptest.Server, st statu
 // goneInstance is an instance whose status port nothing listens on.
 func goneInstance(t *testing.T, name string) provider.Instance {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return provider.Instance{Name: name, Address: "127.0.0.1", StatusPort: port}
+	return provider.Instance{Name: name, Address: "127.0.0.1", StatusPort: clustertest.FreePorts(t, 1)[0]}
 }
 
 var (

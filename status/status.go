@@ -11,9 +11,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -87,7 +85,7 @@ func Gather(ctx context.Context, src Source) (Cluster, error) {
 		wg.Add(1)
 		go func(i int, m provider.Instance) {
 			defer wg.Done()
-			base := scheme + "://" + net.JoinHostPort(m.Address, strconv.Itoa(m.StatusPort))
+			base := m.StatusURL(scheme)
 			st, err := Fetch(ctx, hc, base)
 			mu.Lock()
 			defer mu.Unlock()

@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
 // act carries out d.
@@ -82,7 +83,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.DisarmCorrupt:
 		return m.disarmCorrupt(ctx, d)
 	case planner.ReplaceInstance:
-		r, ok := m.opts.Provider.(replacer)
+		r, ok := m.opts.Provider.(provider.Replacer)
 		if !ok {
 			return fmt.Errorf("provider cannot replace instances")
 		}
@@ -92,7 +93,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		// The observation may rest on a cached reading of the group
 		// (asg: up to 10 s old): read it afresh before asking for a
 		// replacement, so a launch that began meanwhile holds it back.
-		if inv, ok := r.(interface{ Invalidate() }); ok {
+		if inv, ok := r.(provider.Invalidator); ok {
 			inv.Invalidate()
 		}
 		if inFlight, err := r.ReplacementInFlight(ctx); err != nil {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
 // leaveState is the loop's memory of leaving (loop only).
@@ -14,18 +15,6 @@ type leaveState struct {
 	// instance is being taken away, said once.
 	err  string
 	left bool // this member removed itself (leave)
-}
-
-// inheritor is implemented by providers that know whether this member's
-// replacement inherits its data (Nomad's migrating ephemeral disk).
-type inheritor interface {
-	Inherited(ctx context.Context) (bool, error)
-}
-
-// leaver is implemented by providers that know when this member's slot is
-// going away for good.
-type leaver interface {
-	Leaving(ctx context.Context) (bool, error)
 }
 
 // leave removes this member from the membership before it stops, when its
@@ -40,7 +29,7 @@ type leaver interface {
 // itself. A member that gave up after one refusal left the survivor alone
 // with a stale majority for recovery_grace.
 func (m *Member) leave() bool {
-	lv, ok := m.opts.Provider.(leaver)
+	lv, ok := m.opts.Provider.(provider.Leaver)
 	if !ok {
 		return false
 	}
@@ -58,7 +47,7 @@ func (m *Member) leave() bool {
 		return false
 	}
 	inherited := false
-	if ih, ok := m.opts.Provider.(inheritor); ok {
+	if ih, ok := m.opts.Provider.(provider.Inheritor); ok {
 		if inherited, err = ih.Inherited(ctx); err != nil {
 			m.log.Warn("cannot tell whether the replacement inherits this member's data; leaving for good", "error", err)
 			inherited = false
@@ -190,25 +179,10 @@ func voterCount(ms []planner.Member) int {
 	return n
 }
 
-// replacer is implemented by providers that can replace an instance
-// (auto-scaling groups).
-type replacer interface {
-	ReplacementInFlight(ctx context.Context) (bool, error)
-	MarkUnhealthy(ctx context.Context, name string) error
-}
-
-// departer is implemented by providers whose instances learn, while they
-// run, that they are being taken away (ASG lifecycle Terminating:Wait):
-// the member leaves the cluster, then tells the provider it may proceed.
-type departer interface {
-	leaver
-	Depart(ctx context.Context) error
-}
-
-// depart carries out Upkeep.Depart for departer providers: the member
+// depart carries out Upkeep.Depart for provider.Departer providers: the member
 // leaves the cluster, then tells the provider it may proceed.
 func (m *Member) depart(ctx context.Context, o planner.Observation) {
-	dp, ok := m.opts.Provider.(departer)
+	dp, ok := m.opts.Provider.(provider.Departer)
 	if !ok {
 		return
 	}

@@ -142,7 +142,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		// The provider's list may lag behind this allocation's start.
 		o.Instances = append(o.Instances, planner.Instance{Name: m.opts.Name, PeerURL: m.peerURL(m.self)})
 	}
-	if r, ok := m.opts.Provider.(replacer); ok && m.opts.Cluster.Provider.ReplaceAfter > 0 {
+	if r, ok := m.opts.Provider.(provider.Replacer); ok && m.opts.Cluster.Provider.ReplaceAfter > 0 {
 		rctx, rcancel := context.WithTimeout(ctx, providerTimeout)
 		inFlight, err := r.ReplacementInFlight(rctx)
 		rcancel()

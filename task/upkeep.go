@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
 // observeLoop is the loop's observation: the member's (observe) with the
@@ -33,10 +34,10 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 	return o, nil
 }
 
-// observeLeaving reports whether a departer provider is taking this
+// observeLeaving reports whether a provider.Departer is taking this
 // instance away and has not been told yet that it left.
 func (m *Member) observeLeaving(ctx context.Context) bool {
-	dp, ok := m.opts.Provider.(departer)
+	dp, ok := m.opts.Provider.(provider.Departer)
 	if !ok || m.leaving.departed {
 		return false
 	}

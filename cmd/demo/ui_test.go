@@ -75,7 +75,7 @@ func checkConsulUI(t *testing.T, b *browser, consulUI, dir string) {
 	}
 	killed := time.Now()
 	// The check runs every 2 s and Nomad restarts the task after 2 s
-	// (jobs/render.go): critical for about 5-7 s here.
+	// (the job template, nomad/pack/etcd): critical for about 5-7 s here.
 	waitInstances(t, b, time.Minute, inst.ID+" critical after its member was killed", func(is []uiInstance) bool {
 		i, err := instanceOf(is, alloc)
 		return err == nil && i.health() == "critical"

@@ -159,6 +159,49 @@ var cases = []struct {
 }`,
 	},
 	{
+		name: "a host volume, a static peer port and a task user",
+		vars: map[string]any{
+			"driver":      "exec",
+			"host_volume": "etcd",
+			"peer_port":   2380,
+			"user":        "etcd",
+		},
+		definition: `cluster "etcd" {
+  provider "nomad" {
+    stale_after = "2m"
+  }
+  coordination "consul" {}
+  nomad {
+    binary      = "/usr/local/bin/etcd-nomad"
+    driver      = "exec"
+    host_volume = "etcd"
+    user        = "etcd"
+  }
+}`,
+	},
+	{
+		// The definition pins 2380 with a host volume on distinct hosts;
+		// the pack's peer_port 0 is written into its definition, so that
+		// the job's dynamic port and the definition agree.
+		name: "a host volume, Nomad's peer port",
+		vars: map[string]any{
+			"driver":      "exec",
+			"host_volume": "etcd",
+		},
+		definition: `cluster "etcd" {
+  provider "nomad" {
+    stale_after = "2m"
+  }
+  coordination "consul" {}
+  nomad {
+    binary      = "/usr/local/bin/etcd-nomad"
+    driver      = "exec"
+    host_volume = "etcd"
+    peer_port   = 0
+  }
+}`,
+	},
+	{
 		name: "docker and a file store",
 		vars: map[string]any{
 			"driver":              "docker",
@@ -201,6 +244,11 @@ var cases = []struct {
 // TestPackRendersTheJobOfJobRender compares the two jobs as Nomad reads
 // them ('nomad job run -output', the API job in JSON), and the cluster
 // definitions embedded in them as etcd-nomad reads them (config.Load).
+// The job's text is one template for both (etcd.nomad.tpl); what differs
+// is where its values come from, the pack's variables through
+// _helpers.tpl (the deadlines and disk from the quota, the job name, the
+// binary, Consul's TLS, the definition itself) or the definition through
+// jobs.Render, and that is what this checks.
 func TestPackRendersTheJobOfJobRender(t *testing.T) {
 	nomadBin, err := devagents.Bin("nomad", devagents.NomadVersion)
 	if err != nil {

@@ -1,16 +1,19 @@
-// Package pack renders the etcd Nomad Pack (etcd/ beside this file) as
-// nomad-pack renders it, for the tests that compare it with 'etcd-nomad job
-// render' and run it on Nomad. nomad-pack itself is not served by the Go
-// module proxy here (v0.2.0 to v0.4.x: 403), so it cannot be pinned and
-// built with the other tools; this follows its renderer (renderer.go,
-// template_context.go and funcs.go of nomad-pack v0.4): text/template with
-// "[[" "]]" delimiters, Sprig's text functions, toStringList, the var
-// function over the pack's variables (whole numbers as int, lists as []any),
-// missingkey=zero and "<no value>" erased. It is a test kit, never used by
-// etcd-nomad itself.
+// Package pack holds the etcd Nomad Pack (etcd/ beside this file), whose
+// job template is the one text of the Nomad job: nomad-pack renders it
+// with the pack's variables, and 'etcd-nomad job render' renders it with
+// a cluster definition's values (Job). Render renders the whole pack as
+// nomad-pack does, for the tests that compare the two and run the pack on
+// Nomad. nomad-pack itself is not served by the Go module proxy here
+// (v0.2.0 to v0.4.x: 403), so it cannot be pinned and built with the other
+// tools; this follows its renderer (renderer.go, template_context.go and
+// funcs.go of nomad-pack v0.4): text/template with "[[" "]]" delimiters,
+// Sprig's text functions, toStringList, the var function over the pack's
+// variables (whole numbers as int, lists as []any), missingkey=zero and
+// "<no value>" erased.
 package pack
 
 import (
+	_ "embed"
 	"fmt"
 	"math/big"
 	"os"
@@ -23,6 +26,40 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 )
+
+// jobTemplate is the pack's job template, the job 'etcd-nomad job render'
+// writes too.
+//
+//go:embed etcd/templates/etcd.nomad.tpl
+var jobTemplate string
+
+// Job renders the pack's job template with vals instead of the pack's
+// variables and helpers: var "k" is vals[k], and each template "etcd.k"
+// the job calls is vals[k] too. A value the template reads and vals lacks
+// is an error, never an empty string.
+func Job(vals map[string]any) (string, error) {
+	funcs := funcMap()
+	funcs["var"] = func(k string, c packContext) (any, error) {
+		if v, ok := c.vars[k]; ok {
+			return v, nil
+		}
+		return nil, fmt.Errorf("the job template reads %q, which has no value", k)
+	}
+	tpl := template.New("etcd.nomad.tpl").Funcs(funcs).Delims("[[", "]]").Option("missingkey=error")
+	for k := range vals {
+		if _, err := tpl.New("etcd." + k).Parse(fmt.Sprintf("[[ var %q . ]]", k)); err != nil {
+			return "", fmt.Errorf("value %q: %w", k, err)
+		}
+	}
+	if _, err := tpl.Parse(jobTemplate); err != nil {
+		return "", fmt.Errorf("parse the job template: %w", err)
+	}
+	var b strings.Builder
+	if err := tpl.Execute(&b, packContext{vars: vals}); err != nil {
+		return "", fmt.Errorf("render the job template: %w", err)
+	}
+	return b.String(), nil
+}
 
 // Render renders the pack in dir as nomad-pack does, with the variables'
 // defaults from variables.hcl and overrides over them, and returns its one
@@ -38,8 +75,7 @@ func Render(dir string, overrides map[string]any) (string, error) {
 		}
 		vars[k] = v
 	}
-	funcs := sprig.TxtFuncMap()
-	funcs["toStringList"] = toStringList
+	funcs := funcMap()
 	// A variable not declared renders as "", as nomad-pack's var does.
 	funcs["var"] = func(k string, c packContext) any {
 		if v, ok := c.vars[k]; ok {
@@ -74,6 +110,14 @@ func Render(dir string, overrides map[string]any) (string, error) {
 		return "", fmt.Errorf("render %s: %w", jobTpl, err)
 	}
 	return strings.ReplaceAll(b.String(), "<no value>", ""), nil
+}
+
+// funcMap is what nomad-pack gives a template besides var: Sprig's text
+// functions and toStringList.
+func funcMap() template.FuncMap {
+	funcs := sprig.TxtFuncMap()
+	funcs["toStringList"] = toStringList
+	return funcs
 }
 
 // packContext stands for nomad-pack's PackTemplateContext: templates pass

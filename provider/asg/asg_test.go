@@ -28,8 +28,15 @@ func fakeGroup(t *testing.T) *asgtest.Server {
 
 func newProvider(t *testing.T, s *asgtest.Server, self string) *asg.Provider {
 	t.Helper()
+	return newProviderRefresh(t, s, self, time.Nanosecond)
+}
+
+// newProviderRefresh is newProvider reusing a reading of the group for
+// refresh.
+func newProviderRefresh(t *testing.T, s *asgtest.Server, self string, refresh time.Duration) *asg.Provider {
+	t.Helper()
 	p, err := asg.New(context.Background(), asg.Options{Group: "etcd", Region: "eu-west-1", Endpoint: s.URL, IMDSEndpoint: s.URL,
-		SelfID: self, ClientPort: 2379, PeerPort: 2380, StatusPort: 2381, LifecycleHook: "etcd-drain", Refresh: time.Nanosecond})
+		SelfID: self, ClientPort: 2379, PeerPort: 2380, StatusPort: 2381, LifecycleHook: "etcd-drain", Refresh: refresh})
 	if err != nil {
 		t.Fatal(err)
 	}

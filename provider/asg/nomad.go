@@ -117,6 +117,10 @@ func (p *OnNomad) ReplacementInFlight(ctx context.Context) (bool, error) {
 	return p.Group.ReplacementInFlight(ctx)
 }
 
+// Invalidate drops the group's cached reading: the member reads
+// ReplacementInFlight afresh before it asks for a replacement.
+func (p *OnNomad) Invalidate() { p.Group.Invalidate() }
+
 // MarkUnhealthy asks the group to replace the instance that runs member
 // name.
 func (p *OnNomad) MarkUnhealthy(ctx context.Context, name string) error {

@@ -20,17 +20,7 @@ import (
 func TestLeavingOnlyWhenTheJobShrinks(t *testing.T) {
 	_, cli := startNomad(t)
 	const id = "leaving"
-	job := api.NewServiceJob(id, id, "global", 50)
-	job.Datacenters = []string{"dc1"}
-	tg := api.NewTaskGroup("etcd", 2)
-	tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{
-		{Label: nomadglue.PortClient}, {Label: nomadglue.PortPeer}, {Label: nomadglue.PortStatus},
-	}}}
-	task := api.NewTask("wait", "raw_exec")
-	task.Config = map[string]any{"command": "/bin/sh", "args": []string{"-c", "sleep 600"}}
-	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
-	tg.AddTask(task)
-	job.AddTaskGroup(tg)
+	job := sleepJob(id, 2)
 	if _, _, err := cli.Jobs().Register(job, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -103,4 +93,21 @@ func TestLeavingOnlyWhenTheJobShrinks(t *testing.T) {
 	if leaving(kept) {
 		t.Errorf("allocation %s stopped with the whole job is leaving: the member would remove itself", kept[:8])
 	}
+}
+
+// sleepJob is a service job of count allocations in group "etcd" with the
+// provider's three port labels, whose task sleeps.
+func sleepJob(id string, count int) *api.Job {
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"dc1"}
+	tg := api.NewTaskGroup("etcd", count)
+	tg.Networks = []*api.NetworkResource{{DynamicPorts: []api.Port{
+		{Label: nomadglue.PortClient}, {Label: nomadglue.PortPeer}, {Label: nomadglue.PortStatus},
+	}}}
+	task := api.NewTask("wait", "raw_exec")
+	task.Config = map[string]any{"command": "/bin/sh", "args": []string{"-c", "sleep 600"}}
+	task.Resources = &api.Resources{CPU: ptr(20), MemoryMB: ptr(32)}
+	tg.AddTask(task)
+	job.AddTaskGroup(tg)
+	return job
 }

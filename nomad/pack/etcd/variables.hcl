@@ -253,6 +253,18 @@ variable "host_volume" {
   default     = ""
 }
 
+variable "user" {
+  description = "The user the member's task runs as; empty: the driver's default (exec runs tasks as nobody, which must then be able to write host_volume)."
+  type        = string
+  default     = ""
+}
+
+variable "peer_port" {
+  description = "A static peer port, so that a member's peer URL survives every stop (with host_volume: a cluster whose members all stopped finds itself again); needs distinct_hosts. 0: Nomad picks one."
+  type        = number
+  default     = 0
+}
+
 variable "distinct_hosts" {
   description = "At most one member per Nomad client. Turn off only for a demo on one host."
   type        = bool

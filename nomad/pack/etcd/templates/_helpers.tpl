@@ -1,3 +1,12 @@
+[[- /* What the pack derives from its variables, where 'etcd-nomad job
+       render' takes the value from the cluster definition (jobs.Render):
+       each template below is one value of etcd.nomad.tpl. */ -]]
+
+[[- define "etcd.header" -]]
+# Rendered by nomad-pack from the etcd pack: the job 'etcd-nomad job render'
+# renders for the same cluster definition. Submit with: nomad-pack run etcd
+[[- end -]]
+
 [[- /* The job's name: job_name, else cluster_name. */ -]]
 [[- define "etcd.job_name" -]]
 [[- if var "job_name" . ]][[ var "job_name" . ]][[ else ]][[ var "cluster_name" . ]][[ end -]]
@@ -7,6 +16,42 @@
        directory, or the binary installed on the clients. */ -]]
 [[- define "etcd.binary" -]]
 [[- if var "artifact_source" . ]]${NOMAD_TASK_DIR}/[[ var "artifact_path" . ]][[ else ]][[ var "binary" . ]][[ end -]]
+[[- end -]]
+
+[[- /* The update block's deadlines, in minutes, for the backend quota:
+       healthy, 3m for a join's fixed costs plus the quota at 20 MiB/s,
+       rounded up to the minute; progress, 5m more and at least 10m
+       (jobs.JoinDeadline and ProgressDeadline). Called with
+       (list . "healthy") or (list . "progress"). */ -]]
+[[- define "etcd.deadline" -]]
+[[- $quota := var "quota_backend_bytes" (index . 0) -]]
+[[- $rate := 20971520 -]]
+[[- $join := div (add (mul 180 $rate) $quota (sub (mul 60 $rate) 1)) (mul 60 $rate) -]]
+[[- if eq (index . 1) "progress" ]][[ max 10 (add $join 5) ]][[ else ]][[ $join ]][[ end ]]m
+[[- end -]]
+
+[[- define "etcd.healthy_deadline" -]]
+[[ template "etcd.deadline" (list . "healthy") ]]
+[[- end -]]
+
+[[- define "etcd.progress_deadline" -]]
+[[ template "etcd.deadline" (list . "progress") ]]
+[[- end -]]
+
+[[- /* The sticky ephemeral disk: twice the quota plus 1 GiB, in MiB,
+       rounded up (jobs.EphemeralDiskMB). */ -]]
+[[- define "etcd.disk_mb" -]]
+[[ div (add (mul 2 (var "quota_backend_bytes" .)) 1073741824 1048575) 1048576 ]]
+[[- end -]]
+
+[[- /* The group's shutdown_delay (jobs.ShutdownDelay) and its disconnect
+       lost_after (config.NomadLostAfter, which stale_after must reach). */ -]]
+[[- define "etcd.shutdown_delay" -]]
+5s
+[[- end -]]
+
+[[- define "etcd.lost_after" -]]
+2m
 [[- end -]]
 
 [[- /* Whether the members talk to Consul over HTTPS. */ -]]
@@ -85,6 +130,10 @@ cluster "[[ var "cluster_name" . ]]" {
     memory_mb      = [[ var "memory_mb" . ]]
     kill_timeout   = "[[ var "kill_timeout" . ]]"
     distinct_hosts = [[ var "distinct_hosts" . ]]
+    peer_port      = [[ var "peer_port" . ]]
+[[- if var "user" . ]]
+    user           = "[[ var "user" . ]]"
+[[- end ]]
 [[- if eq (var "driver" .) "docker" ]]
     image          = "[[ var "image" . ]]"
 [[- else if var "artifact_source" . ]]
