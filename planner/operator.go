@@ -74,7 +74,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	case src.Learner:
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
-	epoch := v.Record.Epoch
+	epoch := v.Record.top()
 	var aside, names []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
@@ -162,7 +162,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold a quorum or newer data; not recovering (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
 	}
 	seeder := false
-	epoch := max(v.Record.Epoch, s.Epoch)
+	epoch := max(v.Record.top(), s.Epoch)
 	// What the command sees of each line, the snapshot's own (by its
 	// epoch: it carries no token) first.
 	accepted := []AcceptedLine{{Epoch: s.Epoch, Revision: s.Revision}}
@@ -333,7 +333,10 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 		}
 	}
 	seeder := sorted(healthy[run])[0]
-	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder}, nil
+	// The replaced record's epoch (or a higher one it carried) stays the
+	// floor of every later epoch: whatever it left behind is of that epoch
+	// (review rev13b D3).
+	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder, HighestEpoch: rec.carried(run.epoch)}, nil
 }
 
 // neverStarted reports whether p's data of rec's epoch is its seeder's

@@ -170,3 +170,24 @@ func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
 		t.Fatalf("written back by an older member: %+v, want no list and the narrowest bound 280", *got)
 	}
 }
+
+// Review rev13b D3: the highest epoch a record named goes through the
+// coordinator's JSON and through a write-back, so that no later epoch is
+// recorded at or below it.
+func TestRecordKeepsItsHighestEpoch(t *testing.T) {
+	rec := planner.Record{ClusterID: 0xc2, Token: "tok2", Epoch: 2, Seeder: "m0", HighestEpoch: 3}
+	raw, err := json.Marshal(StoredRecord(rec, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := coord.DecodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PlannerRecord(back); !reflect.DeepEqual(*got, rec) {
+		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", *got, rec)
+	}
+	if w := writeBack(back, *PlannerRecord(back)); w.HighestEpoch != 3 {
+		t.Fatalf("written back: highest epoch %d, want 3", w.HighestEpoch)
+	}
+}
