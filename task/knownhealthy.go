@@ -150,13 +150,14 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			probes = append(probes, knownProbe{k: k, clusterIDs: ids})
 		}
 	}
+	known := slices.Clone(ids) // what this member knows of its cluster's ids
 	for _, w := range m.known.latestWriters {
 		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
 			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}})
-			ids = append(ids, id)
+			known = append(known, id)
 		}
 	}
-	m.narrowPeersWord(o, ids)
+	m.narrowPeersWord(o, known)
 	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
 		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 {
 			probes = append(probes, e.probe)
@@ -285,7 +286,7 @@ type knownProbe struct {
 }
 
 // narrowPeersWord keeps of the voters peers named (takeFoundVoters) only
-// the cluster ids this member knows of its own cluster: ids (the record's,
+// the cluster ids this member knows of its own cluster: known (the record's,
 // the summary's, the store's writers'), its data's and its peers' data's
 // (their /status, like the found voters themselves). An entry left with
 // none is dropped. With TLS off, or one CA shared by several clusters, a
@@ -298,8 +299,7 @@ type knownProbe struct {
 // knows no id at all (a fresh replacement after Consul lost its state,
 // with no snapshot in the store: sim seed 180) takes the word as given:
 // it only waits on it.
-func (m *Member) narrowPeersWord(o *planner.Observation, ids []uint64) {
-	known := slices.Clone(ids)
+func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 	if !o.Local.Empty && o.Local.ClusterID != 0 {
 		known = append(known, o.Local.ClusterID)
 	}
