@@ -77,6 +77,12 @@ type Record struct {
 	// narrowest entry, which is all a member of an older release reads
 	// (and keeps when it writes the record back).
 	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
+	// HighestEpoch, when above Epoch, is the highest epoch a record of
+	// this cluster named ('recover -keep-running' recorded an older,
+	// running incarnation over a newer record that never started): new
+	// epochs are recorded above it. A member of an older release drops it
+	// when it writes the record back.
+	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
 	// Index is the record's modify index; UpdateRecord compares it.
 	Index uint64 `json:"index"`
 }

@@ -98,7 +98,7 @@ func Check(o Observation, d Decision) error {
 		if r := o.Record; r != nil && r.ClusterID == 0 && r.Source == "" && r.Seeder != name && d.Record != nil && d.Record.Token != r.Token {
 			// Taking over the empty seed of a gone seeder: as the next
 			// epoch, only with no copy of anything anywhere.
-			if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != r.Epoch+1 {
+			if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != r.top()+1 {
 				return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
 			}
 			for _, p := range o.Peers {
@@ -178,6 +178,11 @@ func Check(o Observation, d Decision) error {
 		}
 		if o.Record != nil && d.Record.Epoch < o.Record.Epoch {
 			return fmt.Errorf("invariant 9: recording epoch %d over epoch %d", d.Record.Epoch, o.Record.Epoch)
+		}
+		if o.Record != nil && d.Record.top() < o.Record.top() {
+			// Epochs never repeat: a record names the highest epoch a
+			// record it replaces named (review rev13b D3).
+			return fmt.Errorf("invariant 9: recording epoch %d (highest %d) over a record that named epoch %d", d.Record.Epoch, d.Record.HighestEpoch, o.Record.top())
 		}
 		if r := o.Record; r != nil && r.ClusterID != 0 && d.Record.Epoch == r.Epoch && d.Record.ClusterID != r.ClusterID {
 			// Another cluster id for the recorded incarnation: only the

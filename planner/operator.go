@@ -74,7 +74,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	case src.Learner:
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
-	epoch := v.Record.Epoch
+	epoch := v.Record.top()
 	var aside, names []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
@@ -116,7 +116,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 			msg = fmt.Sprintf("the recovery from %s would set aside the data of %s, another incarnation that may hold writes %s lacks, and the store's newest snapshot %s (epoch %d, revision %d with its deltas) may hold writes it lacks too: run again with -accept-data-loss to go ahead (that data is set aside, not deleted; the snapshot stays in the store)",
 				srcText, strings.Join(aside, ", "), v.From, v.Latest.Name, v.Latest.Epoch, v.Latest.Revision)
 		}
-		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, msg: msg}
+		return Record{}, &LossError{Members: sorted(names), Snapshots: snaps, Revision: src.Revision, msg: msg}
 	}
 	epoch = max(epoch, src.Epoch)
 	if v.Latest != nil {
@@ -162,7 +162,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold a quorum or newer data; not recovering (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
 	}
 	seeder := false
-	epoch := max(v.Record.Epoch, s.Epoch)
+	epoch := max(v.Record.top(), s.Epoch)
 	// What the command sees of each line, the snapshot's own (by its
 	// epoch: it carries no token) first.
 	accepted := []AcceptedLine{{Epoch: s.Epoch, Revision: s.Revision}}
@@ -193,7 +193,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		short = replacedShortfall(v.Record, s)
 	}
 	if len(newer) > 0 && !v.AcceptLoss && s.Foreign {
-		return Record{}, short.add(&LossError{Members: sorted(names), msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
+		return Record{}, short.add(&LossError{Members: sorted(names), Revision: s.Revision, msg: fmt.Sprintf("snapshot %s (epoch %d, revision %d) is of another incarnation than the cluster record's, and member(s) %s hold data of the record's: recover from a member with -from MEMBER, "+
 			"or accept setting their data aside for it with -accept-data-loss (nothing is deleted)", s.Name, s.Epoch, s.Revision, strings.Join(sorted(newer), ", "))})
 	}
 	var snaps []string
@@ -201,7 +201,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		snaps = append(snaps, l.Name)
 	}
 	if len(newer) > 0 && !v.AcceptLoss {
-		return Record{}, short.add(&LossError{Members: sorted(names), Snapshots: snaps, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
+		return Record{}, short.add(&LossError{Members: sorted(names), Snapshots: snaps, Revision: s.Revision, msg: fmt.Sprintf("member(s) %s hold data newer than snapshot %s (epoch %d, revision %d): recover from a member with -from MEMBER, "+
 			"or accept losing the newer writes with -accept-data-loss (the new epoch sets that data aside, nothing is deleted)", strings.Join(sorted(newer), ", "), s.Name, s.Epoch, s.Revision)})
 	}
 	if len(snaps) > 0 {
@@ -210,11 +210,11 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		accepted = acceptLine(accepted, AcceptedLine{Epoch: v.Latest.Epoch, Revision: v.Latest.Revision})
 	}
 	if len(snaps) > 0 && !v.AcceptLoss {
-		return Record{}, short.add(&LossError{Snapshots: snaps, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
+		return Record{}, short.add(&LossError{Snapshots: snaps, Revision: s.Revision, msg: fmt.Sprintf("the store's newest snapshot %s (epoch %d, revision %d with its deltas) is newer than snapshot %s (epoch %d, revision %d): recover -from snapshot:%s (or snapshot:latest), "+
 			"or accept losing the newer writes with -accept-data-loss (the snapshot stays in the store)", v.Latest.Name, v.Latest.Epoch, v.Latest.Revision, s.Name, s.Epoch, s.Revision, v.Latest.Name)})
 	}
 	if short.rev > 0 && !v.AcceptLoss {
-		return Record{}, short.add(&LossError{msg: "run again with -accept-data-loss to go ahead"})
+		return Record{}, short.add(&LossError{Revision: s.Revision, msg: "run again with -accept-data-loss to go ahead"})
 	}
 	if v.Latest != nil {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
@@ -333,7 +333,10 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 		}
 	}
 	seeder := sorted(healthy[run])[0]
-	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder}, nil
+	// The replaced record's epoch (or a higher one it carried) stays the
+	// floor of every later epoch: whatever it left behind is of that epoch
+	// (review rev13b D3).
+	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder, HighestEpoch: rec.carried(run.epoch)}, nil
 }
 
 // neverStarted reports whether p's data of rec's epoch is its seeder's
@@ -401,7 +404,12 @@ type LossError struct {
 	// (an unconfirmed restore) was verified to reach, above the new
 	// source's end: the revisions between are lost too.
 	ReplacedRevision int64
-	msg              string
+	// Revision is the revision the refused recovery's source reaches (the
+	// member's data, or the snapshot with its verified chain): copies of
+	// data members set aside beyond it may hold what it loses (the
+	// command names them).
+	Revision int64
+	msg      string
 }
 
 func (e *LossError) Error() string { return e.msg }

@@ -25,7 +25,7 @@ func TestKeepRunningRecordsTheClusterAQuorumAnswersFor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("two of three healthy voters of tok3 beside the unconfirmed restore record: %v", err)
 	}
-	if want := (Record{ClusterID: 0xc3, Token: "tok3", Epoch: 3, Seeder: "m0"}); !reflect.DeepEqual(got, want) {
+	if want := (Record{ClusterID: 0xc3, Token: "tok3", Epoch: 3, Seeder: "m0", HighestEpoch: 4}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("record: %+v, want %+v", got, want)
 	}
 	// Members under it run on: nothing is set aside, nothing waits.

@@ -882,7 +882,7 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to re-record it"}
 	}
-	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
+	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name, HighestEpoch: o.Record.carried(o.Local.Epoch)},
 		Reason: why + ": re-recording it from this member's data"}
 }
 
@@ -1240,7 +1240,7 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
 	}
-	next := r.aboveSnapshots(o, max(rec.Epoch, s.Epoch)+1)
+	next := r.aboveSnapshots(o, max(rec.top(), s.Epoch)+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
 		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, next)}, true
@@ -1302,9 +1302,9 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	}
 	if s := o.LatestSnapshot; s != nil {
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
-			Record: &Record{Token: o.NewToken, Epoch: max(rec.Epoch, s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
-			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.Epoch, s.Epoch)+1)}, true
+			Record: &Record{Token: o.NewToken, Epoch: max(rec.top(), s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.top(), s.Epoch)+1)}, true
 	}
-	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.Epoch + 1, Seeder: name},
-		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, rec.Epoch+1)}, true
+	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.top() + 1, Seeder: name},
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, rec.top()+1)}, true
 }

@@ -277,7 +277,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 // member newer than that snapshot and set aside, unnamed, a learner's
 // epoch-2 writes beyond it).
 func (r rules) nextEpoch(o Observation) uint64 {
-	return r.aboveSnapshots(o, o.Record.Epoch+1)
+	return r.aboveSnapshots(o, o.Record.top()+1)
 }
 
 // aboveSnapshots is next, or the epoch after the store's snapshots' when

@@ -259,6 +259,29 @@ type Record struct {
 	// drops Accepted when it writes the record back, accepts no more than
 	// the snapshot's own revision (README: every member upgraded).
 	AcceptedRevision int64
+	// HighestEpoch, when above Epoch, is the highest epoch a record of
+	// this cluster has named: 'recover -keep-running' records the running
+	// incarnation (say epoch 2) in place of an unconfirmed record of a
+	// higher epoch (3) that never started, but whatever that record left
+	// behind (its seeder's set-aside copy, a snapshot) carries epoch 3.
+	// Every new epoch is recorded above it (Record.top), so that no two
+	// incarnations share an epoch; a record that replaces this one carries
+	// it (review rev13b D3). A member of an older release drops it when it
+	// writes the record back (README: every member upgraded).
+	HighestEpoch uint64
+}
+
+// top is the highest epoch r or a record it replaced named: a new epoch
+// is recorded above it.
+func (r *Record) top() uint64 { return max(r.Epoch, r.HighestEpoch) }
+
+// carried is the HighestEpoch a record of epoch e that replaces r
+// carries: r's top when above e, else 0.
+func (r *Record) carried(e uint64) uint64 {
+	if r == nil || r.top() <= e {
+		return 0
+	}
+	return r.top()
 }
 
 // AcceptedLine is what an operator's recovery accepted of one line: the

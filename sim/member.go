@@ -148,7 +148,7 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				}
 				return fmt.Sprintf("record %s epoch %d created", r.Token, r.Epoch), nil
 			}
-			if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == rec.Epoch+1 {
+			if rec.Token != r.Token && rec.ClusterID == 0 && rec.Source == "" && rec.Seeder != d.Name && r.Epoch == max(rec.Epoch, rec.HighestEpoch)+1 {
 				// Taking over a gone seeder's seed (planner
 				// takeoverSeed): a CAS over the record read, as
 				// task's seed does.

@@ -336,7 +336,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 	// unlisted voter: Nomad collected it while it runs, and its peers
 	// may be just as alive behind a partition, sim seed 1051 with
 	// CollectRunning) in UnlistedVoters. Either is remembered.
-	probe := func(name, peerURL string, clusterID uint64) {
+	probe := func(name, peerURL string, clusterID uint64, peers bool) {
 		p := w.byPeer(peerURL)
 		if p == nil || p == n || answered[name] || !reachable(n, p) || p.etcd == nil {
 			return
@@ -361,13 +361,18 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			o.UnlistedVoters = append(o.UnlistedVoters, name)
 		}
 		w.remember(n, name, peerURL, clusterID, healthy)
+		if peers {
+			e := n.healthySeen[name]
+			e.peers = true
+			n.healthySeen[name] = e
+		}
 	}
 	if d := n.data; o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 && d != nil && d.group != nil {
 		for _, m := range d.group.members {
 			if m.id == o.SelfID || m.name == n.name || m.name == "" {
 				continue
 			}
-			probe(m.name, m.peerURL, o.Local.ClusterID)
+			probe(m.name, m.peerURL, o.Local.ClusterID, false)
 		}
 	}
 	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && !w.cfg.Defects.NoSummaryProbe {
@@ -381,10 +386,10 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		// (sim seeds 71 and 172 with CollectRunning).
 		s := &w.store[i]
 		if s.taker != "" && (o.Record == nil || !w.cfg.Defects.NoWriterProbe) {
-			probe(nameOf(s.taker), s.taker, s.clusterID)
+			probe(nameOf(s.taker), s.taker, s.clusterID, false)
 		}
 		if k := len(s.chain); k > 0 && s.chain[k-1].recorder != "" && !w.cfg.Defects.NoWriterProbe {
-			probe(nameOf(s.chain[k-1].recorder), s.chain[k-1].recorder, s.clusterID)
+			probe(nameOf(s.chain[k-1].recorder), s.chain[k-1].recorder, s.clusterID, false)
 		}
 	}
 	if s := w.coord.summary; s != nil && !w.cfg.Defects.NoSummaryProbe {
@@ -393,12 +398,13 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 				continue
 			}
 			if o.Record != nil && o.Record.ClusterID != 0 {
-				probe(m.name, m.peerURL, o.Record.ClusterID)
+				probe(m.name, m.peerURL, o.Record.ClusterID, false)
 			}
-			probe(m.name, m.peerURL, s.clusterID)
+			probe(m.name, m.peerURL, s.clusterID, false)
 		}
 	}
 	if !w.cfg.Defects.ForgetKnownHealthy {
+		w.narrowPeersWord(n, o)
 		// The members that answered within the recovery grace are asked
 		// again, wherever their names came from (Consul may have
 		// restored an older summary and record since); those that no
@@ -406,7 +412,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		// their last answer (task's knownSeen).
 		for _, name := range slices.Sorted(maps.Keys(n.healthySeen)) {
 			if e := n.healthySeen[name]; e.peerURL != "" {
-				probe(name, e.peerURL, e.clusterID)
+				probe(name, e.peerURL, e.clusterID, e.peers)
 			}
 		}
 	}
@@ -432,12 +438,49 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 }
 
 // seenMember is a member that answered a probe as a voter (task's
-// knownSeen entry): where to ask it again and when it last answered.
+// knownSeen entry): where to ask it again and when it last answered;
+// peers: a peer's word (takeFoundVoters).
 type seenMember struct {
 	peerURL   string
 	clusterID uint64
 	at        time.Duration
 	healthy   bool
+	peers     bool
+}
+
+// narrowPeersWord is task's: a voter peers named for a cluster id n does
+// not know of its own cluster (the record's, the summary's, the store's
+// newest snapshot's, its data's, its peers' data's) is dropped, unless n
+// knows none (review rev13b D4: a forged /status naming another cluster's
+// voter held recoveries back while that cluster served). The model forges
+// no /status: it runs the narrowing to show that it costs no safety.
+func (w *World) narrowPeersWord(n *node, o *planner.Observation) {
+	var known []uint64
+	if o.Record != nil && o.Record.ClusterID != 0 {
+		known = append(known, o.Record.ClusterID)
+	}
+	if s := w.coord.summary; s != nil && s.clusterID != 0 {
+		known = append(known, s.clusterID)
+	}
+	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && w.store[i].clusterID != 0 {
+		known = append(known, w.store[i].clusterID)
+	}
+	if !o.Local.Empty && o.Local.ClusterID != 0 {
+		known = append(known, o.Local.ClusterID)
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" && p.ClusterID != 0 {
+			known = append(known, p.ClusterID)
+		}
+	}
+	if len(known) == 0 {
+		return
+	}
+	for name, e := range n.healthySeen {
+		if e.peers && e.peerURL != "" && !slices.Contains(known, e.clusterID) {
+			delete(n.healthySeen, name)
+		}
+	}
 }
 
 // takeFoundVoters is task's takeFoundVoters: the voters peer in found
@@ -465,6 +508,7 @@ func (w *World) takeFoundVoters(n, in *node, insts []*node) {
 		if n.healthySeen == nil {
 			n.healthySeen = map[string]seenMember{}
 		}
+		e.peers = true
 		n.healthySeen[name] = e
 	}
 }

@@ -49,6 +49,12 @@ type Member struct {
 	// grace of their last answer: its peers probe them too and recover
 	// or seed nothing beside them while they are named.
 	FoundVoters []FoundVoter `json:"found_voters,omitempty"`
+	// Asides are the copies of data this member set aside (its data
+	// dir's aside/: renamed, never deleted on the spot), newest first, at
+	// most MaxAsides; AsidesMore counts those left out. A recovery that
+	// loses revisions may find them in one (etcd-nomad status, recover).
+	Asides     []AsideCopy `json:"asides,omitempty"`
+	AsidesMore int         `json:"asides_more,omitempty"`
 
 	Reason string `json:"reason"`
 	Time   string `json:"time"`
@@ -88,6 +94,56 @@ type FoundVoter struct {
 	// AgoMillis is how long ago it last answered, in milliseconds (a
 	// duration: members' clocks differ).
 	AgoMillis int64 `json:"ago_ms"`
+}
+
+// MaxAsides bounds the set-aside copies a member names in /status.
+const MaxAsides = 16
+
+// AsideCopy is one copy of data a member set aside (Member.Asides).
+type AsideCopy struct {
+	// Name is its directory under aside/: when it was set aside and why.
+	Name string `json:"name"`
+	// Path is where it is on the member's host.
+	Path string `json:"path"`
+	// The incarnation its metadata names (empty and 0 when unreadable).
+	Cluster   string `json:"cluster,omitempty"`
+	Token     string `json:"token,omitempty"`
+	Epoch     uint64 `json:"epoch"`
+	ClusterID uint64 `json:"cluster_id"`
+	// Revision is the newest revision in its data, 0 if unknown.
+	Revision int64 `json:"revision"`
+	// At is when it was set aside (RFC 3339, from its name), "" if the
+	// name does not say.
+	At string `json:"at,omitempty"`
+}
+
+// String names the copy for an operator: where it is and what it holds.
+func (a AsideCopy) String() string {
+	what := "metadata unreadable"
+	if a.Cluster != "" {
+		what = fmt.Sprintf("epoch %d, cluster %x, revision %d", a.Epoch, a.ClusterID, a.Revision)
+	}
+	if a.At != "" {
+		what += ", set aside " + a.At
+	}
+	return fmt.Sprintf("%s (%s)", a.Path, what)
+}
+
+// AsidesBeyond names the set-aside copies of cluster members report whose
+// data reaches past revision rev ("MEMBER:PATH (epoch E, cluster C,
+// revision R, set aside T)"): where the revisions a recovery to rev loses
+// may still be. Revisions of different incarnations are not comparable:
+// each copy names its epoch and cluster id for the operator to judge.
+func AsidesBeyond(members []Member, cluster string, rev int64) []string {
+	var out []string
+	for _, m := range members {
+		for _, a := range m.Asides {
+			if a.Cluster == cluster && a.Revision > rev {
+				out = append(out, m.Name+":"+a.String())
+			}
+		}
+	}
+	return out
 }
 
 // RotationView is what /status reports of the CAs (TLS auto).

@@ -165,6 +165,16 @@ func Format(st Cluster) string {
 			fmt.Fprintf(&b, "\n%s: CA ROTATION REFUSED: %s", m.Name, m.CA.Refused)
 		}
 	}
+	// Data set aside is renamed, never deleted on the spot: a recovery
+	// that lost writes may find them there.
+	for _, m := range st.Members {
+		for _, a := range m.Asides {
+			fmt.Fprintf(&b, "\n%s: set aside: %s", m.Name, a)
+		}
+		if m.AsidesMore > 0 {
+			fmt.Fprintf(&b, "\n%s: set aside: %d older cop(ies) not listed", m.Name, m.AsidesMore)
+		}
+	}
 	for _, e := range st.Errors {
 		fmt.Fprintf(&b, "\n%s", e)
 	}

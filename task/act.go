@@ -144,7 +144,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 			return fmt.Errorf("create cluster record: %w", err)
 		}
 		m.log.Info("cluster record created", "token", rec.Token[:8], "epoch", created.Epoch, "fence", l.Fence())
-	} else if existing.ClusterID == 0 && existing.Source == "" && existing.Seeder != d.Name && rec.Epoch == existing.Epoch+1 {
+	} else if existing.ClusterID == 0 && existing.Source == "" && existing.Seeder != d.Name && rec.Epoch == max(existing.Epoch, existing.HighestEpoch)+1 {
 		// Taking over the empty seed of a seeder gone for good
 		// (planner.takeoverSeed): the next epoch replaces its record,
 		// compare-and-set on the record read, so a second taker fails.

@@ -47,6 +47,9 @@ type knownState struct {
 	// membersFrom (under mu): the endpoints whose member list the last
 	// observation holds (nil when it holds none).
 	membersFrom []string
+	// refusedWord: the voters peers named for clusters this member does
+	// not know, logged once each (at most 64 remembered). Loop only.
+	refusedWord map[string]bool
 }
 
 // lastKnownMembers returns the membership this member's data knows: its
@@ -131,7 +134,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)
 		}
 		for _, k := range known {
-			probes = append(probes, knownProbe{k, []uint64{o.Local.ClusterID}})
+			probes = append(probes, knownProbe{k: k, clusterIDs: []uint64{o.Local.ClusterID}})
 		}
 	}
 	summary, members, leader, raw, read := m.summaryMembers(ctx)
@@ -144,14 +147,17 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	}
 	if len(ids) > 0 {
 		for _, k := range members {
-			probes = append(probes, knownProbe{k, ids})
+			probes = append(probes, knownProbe{k: k, clusterIDs: ids})
 		}
 	}
+	known := slices.Clone(ids) // what this member knows of its cluster's ids
 	for _, w := range m.known.latestWriters {
 		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
-			probes = append(probes, knownProbe{w, []uint64{id}})
+			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}})
+			known = append(known, id)
 		}
 	}
+	m.narrowPeersWord(o, known)
 	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
 		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 {
 			probes = append(probes, e.probe)
@@ -265,15 +271,70 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 			m.known.seen = map[string]knownSeen{}
 		}
 		ids := f.ClusterIDs[:min(len(f.ClusterIDs), maxFoundClusterIDs)]
-		m.known.seen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids)}, at: at, healthy: f.Leader}
+		m.known.seen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids), peers: true}, at: at, healthy: f.Leader}
 	}
 	m.shareFound()
 }
 
 // knownProbe is a member to ask and the cluster ids it must answer for.
+// peers: the member and its ids are a peer's word (its /status's found
+// voters), asked only for ids this member knows (narrowPeersWord).
 type knownProbe struct {
 	k          knownMember
 	clusterIDs []uint64
+	peers      bool
+}
+
+// narrowPeersWord keeps of the voters peers named (takeFoundVoters) only
+// the cluster ids this member knows of its own cluster: known (the record's,
+// the summary's, the store's writers'), its data's and its peers' data's
+// (their /status, like the found voters themselves). An entry left with
+// none is dropped. With TLS off, or one CA shared by several clusters, a
+// forged /status could otherwise name another cluster's serving voter
+// with that cluster's id: this member found it answering, probed it again
+// at every loop and held its own recovery back for as long as that other
+// cluster served, long after the forged answer (review rev13b D4). Now a
+// forged /status holds recoveries back only while it answers, as
+// claiming to be a healthy voter itself always could. A member that
+// knows no id at all (a fresh replacement after Consul lost its state,
+// with no snapshot in the store: sim seed 180) takes the word as given:
+// it only waits on it.
+func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
+	if !o.Local.Empty && o.Local.ClusterID != 0 {
+		known = append(known, o.Local.ClusterID)
+	}
+	for _, p := range o.Peers {
+		if p.Token != "" && p.ClusterID != 0 {
+			known = append(known, p.ClusterID)
+		}
+	}
+	if len(known) == 0 {
+		return
+	}
+	for name, e := range m.known.seen {
+		if !e.probe.peers {
+			continue
+		}
+		var keep []uint64
+		for _, id := range e.probe.clusterIDs {
+			if slices.Contains(known, id) {
+				keep = append(keep, id)
+			}
+		}
+		if len(keep) == 0 {
+			if key := fmt.Sprintf("%s %x", name, e.probe.clusterIDs); !m.known.refusedWord[key] {
+				if len(m.known.refusedWord) >= 64 || m.known.refusedWord == nil {
+					m.known.refusedWord = map[string]bool{}
+				}
+				m.known.refusedWord[key] = true
+				m.log.Warn("a peer named a voter of a cluster this member does not know (a forged /status?): not asking it", "voter", name, "urls", e.probe.k.clientURLs, "cluster_ids", fmt.Sprintf("%x", e.probe.clusterIDs))
+			}
+			delete(m.known.seen, name)
+			continue
+		}
+		e.probe.clusterIDs = keep
+		m.known.seen[name] = e
+	}
 }
 
 // knownAnswer is a probe's answer: a voter, with a leader or not.

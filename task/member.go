@@ -120,6 +120,7 @@ type Member struct {
 	starting bool       // an act that starts etcd is in progress
 	client   *clientv3.Client
 	known    knownState   // knownhealthy.go
+	asides   asideCache   // asides.go
 	summary  summaryState // summary.go
 	access   accessState  // access.go
 

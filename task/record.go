@@ -11,7 +11,7 @@ import (
 func PlannerRecord(r coord.Record) *planner.Record {
 	return &planner.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: planner.Source(r.Source),
 		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator, Migrating: len(r.Join) > 0,
-		SourceRevision: r.SourceRevision, Accepted: plannerAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision}
+		SourceRevision: r.SourceRevision, Accepted: plannerAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision, HighestEpoch: r.HighestEpoch}
 }
 
 // StoredRecord is the record to store for the planner's r: index is the
@@ -19,7 +19,7 @@ func PlannerRecord(r coord.Record) *planner.Record {
 func StoredRecord(r planner.Record, index uint64) coord.Record {
 	return coord.Record{ClusterID: r.ClusterID, Token: r.Token, Epoch: r.Epoch, Seeder: r.Seeder, Source: string(r.Source),
 		LastConfirmedToken: r.LastConfirmedToken, LastConfirmedEpoch: r.LastConfirmedEpoch, Operator: r.Operator,
-		SourceRevision: r.SourceRevision, Accepted: storedAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision, Index: index}
+		SourceRevision: r.SourceRevision, Accepted: storedAccepted(r.Accepted), AcceptedRevision: r.AcceptedRevision, HighestEpoch: r.HighestEpoch, Index: index}
 }
 
 func plannerAccepted(ls []coord.AcceptedLine) []planner.AcceptedLine {

@@ -130,17 +130,7 @@ func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
 	rec := planner.Record{Token: "tokR", Epoch: 4, Seeder: "m1", Source: planner.SnapshotSource("s3"), LastConfirmedToken: "tok3", LastConfirmedEpoch: 3,
 		Operator: true, SourceRevision: 280, AcceptedRevision: 280,
 		Accepted: []planner.AcceptedLine{{Epoch: 3, Revision: 280}, {Token: "tok2", Epoch: 2, Revision: 1000}, {Token: "tok3", Epoch: 3, Revision: 300}}}
-	raw, err := json.Marshal(StoredRecord(rec, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := coord.DecodeRecord(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := PlannerRecord(back); !reflect.DeepEqual(*got, rec) {
-		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", *got, rec)
-	}
+	raw, _ := throughJSON(t, rec)
 	// An older member's record type: every field but Accepted.
 	type olderRecord struct {
 		ClusterID          uint64 `json:"cluster_id"`
@@ -158,15 +148,44 @@ func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
 	if err := json.Unmarshal(raw, &old); err != nil {
 		t.Fatal(err)
 	}
-	raw, err = json.Marshal(old)
+	raw, err := json.Marshal(old)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err = coord.DecodeRecord(raw)
+	back, err := coord.DecodeRecord(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := PlannerRecord(back); len(got.Accepted) != 0 || got.AcceptedRevision != 280 || !got.Operator {
 		t.Fatalf("written back by an older member: %+v, want no list and the narrowest bound 280", *got)
 	}
+}
+
+// Review rev13b D3: the highest epoch a record named goes through the
+// coordinator's JSON and through a write-back, so that no later epoch is
+// recorded at or below it.
+func TestRecordKeepsItsHighestEpoch(t *testing.T) {
+	rec := planner.Record{ClusterID: 0xc2, Token: "tok2", Epoch: 2, Seeder: "m0", HighestEpoch: 3}
+	_, back := throughJSON(t, rec)
+	if w := writeBack(back, *PlannerRecord(back)); w.HighestEpoch != 3 {
+		t.Fatalf("written back: highest epoch %d, want 3", w.HighestEpoch)
+	}
+}
+
+// throughJSON stores rec as the coordinator does and reads it back: the
+// JSON and the record decoded, which must be rec again.
+func throughJSON(t *testing.T, rec planner.Record) ([]byte, coord.Record) {
+	t.Helper()
+	raw, err := json.Marshal(StoredRecord(rec, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := coord.DecodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := PlannerRecord(back); !reflect.DeepEqual(*got, rec) {
+		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", *got, rec)
+	}
+	return raw, back
 }

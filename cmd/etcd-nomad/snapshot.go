@@ -467,7 +467,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			// longer of its lineage.
 			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
 		}
-		epoch = max(rec.Epoch, m.Epoch) + 1
+		epoch = max(rec.Epoch, rec.HighestEpoch, m.Epoch) + 1
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}
 	ui.Output("fetching and verifying " + name)

@@ -25,7 +25,9 @@ Usage: etcd-nomad status [-config FILE | -dir DIR] [-ca-bundle FILE] [-json]
 
   Asks every member's /status (over mutual TLS) and prints a table: name,
   member id, role, revision, healthy, learner, plus the cluster id and epoch
-  from the cluster record. It only reads: with TLS auto it needs the cluster
+  from the cluster record, and below it every copy of data a member set
+  aside (its data dir's aside/, never deleted on the spot: where, which
+  epoch and cluster, which revision, when). It only reads: with TLS auto it needs the cluster
   CA from the coordinator (Consul key read) and never creates one.
 
 Options:
