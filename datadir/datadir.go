@@ -220,7 +220,7 @@ func (d Dir) Observe(running bool) planner.Local {
 		// The ForceNewCluster start of a recovery from this data never
 		// began (MarkStarted; completeMeta clears the flag and writes the
 		// cluster id together).
-		l.ForceNewPending = meta.ForceNewPending()
+		l.ForceNewPending, l.Unstarted = meta.ForceNewPending(), meta.Unstarted()
 	}
 	return l
 }

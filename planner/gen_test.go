@@ -236,7 +236,24 @@ func genAny(rng *rand.Rand) Observation {
 	}
 	genCorrupt(&o)
 	genPendingForceNew(&o)
+	genInstalledRestore(&o)
 	return o
+}
+
+// genInstalledRestore turns, drawn from the observation rather than the
+// stream, some stopped data of the seeder of an unconfirmed restore into
+// that restore's installed copy (the record's token and epoch, no member
+// or cluster id), most of it never started.
+func genInstalledRestore(o *Observation) {
+	r, l := o.Record, &o.Local
+	if r == nil || r.ClusterID != 0 || r.Source == "" || r.Source == FromData || o.Running || l.Token == "" || l.Revision%2 != 0 {
+		return
+	}
+	l.Cluster, l.Name, r.Seeder = o.ClusterName, o.Self.Name, o.Self.Name
+	l.Token, l.Epoch, l.MemberID, l.ClusterID, l.Learner, l.Unstarted = r.Token, r.Epoch, 0, 0, false, l.Revision%3 != 0
+	if !inInstances(o.Instances, o.Self.Name) {
+		o.Instances = append(o.Instances, Instance{Name: o.Self.Name, PeerURL: o.Self.PeerURL})
+	}
 }
 
 // genPendingForceNew turns, drawn from the observation rather than the

@@ -187,6 +187,10 @@ type Faults struct {
 	// although a quorum answers, an instance is silent, or a peer holds
 	// the source incarnation at a higher revision.
 	StartPendingForceNew bool
+	// StartInstalledRestore (review rv14-data RV14-1): start this
+	// member's own installed restore, never completed, although a quorum
+	// answers, an instance is silent, or a known voter answers.
+	StartInstalledRestore bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -369,6 +373,7 @@ const (
 	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
 	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
 	pendingAsRecorded                            // a recovery from data whose ForceNewCluster start is pending starts only as a resumed one would
+	restoreAsRecorded                            // an installed restore starts only as a resumed recovery would
 )
 
 // resumeGuard reports whether rule holds.
@@ -394,6 +399,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.AcceptAcrossLines
 	case pendingAsRecorded:
 		return !f.StartPendingForceNew
+	case restoreAsRecorded:
+		return !f.StartInstalledRestore
 	}
 	return true
 }
