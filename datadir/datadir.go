@@ -49,6 +49,39 @@ type Meta struct {
 	// once the server is ready, and a start that became ready and took
 	// writes may die before (review rv14-data, RV14-3).
 	StartedToken string `json:"started_token,omitempty"`
+	// SourceToken, SourceEpoch and SourceClusterID name the incarnation
+	// the data held before a recovery from it rewrote the metadata for
+	// its ForceNewCluster start (ForceNewFrom): if that start never
+	// happens, the data is still the source's, and DropForceNew names it
+	// again (review rv14-data RV14-4).
+	SourceToken     string `json:"source_token,omitempty"`
+	SourceEpoch     uint64 `json:"source_epoch,omitempty"`
+	SourceClusterID uint64 `json:"source_cluster_id,omitempty"`
+}
+
+// ForceNewFrom rewrites the metadata for a recovery from this data that
+// starts epoch (token) with ForceNewCluster. The incarnation the data
+// holds is kept as its source (once: a rewrite of a pending one keeps
+// the first).
+func (m *Meta) ForceNewFrom(token string, epoch uint64) {
+	if !m.ForceNewPending() || m.SourceToken == "" {
+		m.SourceToken, m.SourceEpoch, m.SourceClusterID = m.Token, m.Epoch, m.ClusterID
+	}
+	m.Token, m.Epoch, m.ForceNew, m.ClusterID = token, epoch, true, 0
+}
+
+// DropForceNew clears the ForceNew flag for a start without
+// ForceNewCluster. If that start never began, the data is still its
+// source incarnation's and the metadata names it again: kept, the
+// rewritten epoch (never run) would be re-recorded once the data runs in
+// its old cluster, and that cluster's other members would set their data
+// aside for it (review rv14-data RV14-4).
+func (m *Meta) DropForceNew() {
+	if m.ForceNewPending() && m.SourceToken != "" {
+		m.Token, m.Epoch, m.ClusterID = m.SourceToken, m.SourceEpoch, m.SourceClusterID
+	}
+	m.ForceNew = false
+	m.SourceToken, m.SourceEpoch, m.SourceClusterID = "", 0, 0
 }
 
 // Unstarted reports whether no etcd start has run on this data as the

@@ -191,6 +191,11 @@ type Faults struct {
 	// member's own installed restore, never completed, although a quorum
 	// answers, an instance is silent, or a known voter answers.
 	StartInstalledRestore bool
+	// RerecordUnranEpoch (review rv14-data RV14-4): a running member
+	// re-records the epoch its metadata names although voters of its own
+	// cluster run that cluster as an older epoch (its recovery's
+	// ForceNewCluster start never happened; the start rejoined).
+	RerecordUnranEpoch bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -417,6 +422,7 @@ const (
 	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
 	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
 	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
+	onlyEpochsThatRan                     // a member never re-records an epoch its own cluster's voters do not run
 )
 
 // dataGuard reports whether rule holds.
@@ -436,6 +442,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SettleOnOwnRecord
 	case asideOwnWhenAllAnswer:
 		return !f.SettleOwnRestoreWhileSilent
+	case onlyEpochsThatRan:
+		return !f.RerecordUnranEpoch
 	}
 	return true
 }

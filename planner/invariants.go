@@ -190,8 +190,16 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum while %d instance(s) do not answer", d.Record.Epoch, o.Unreachable)
 			}
 			for _, p := range o.Peers {
-				if p.Token != "" && p.Epoch > d.Record.Epoch {
+				// A voter of this member's own cluster runs its
+				// incarnation, whatever epoch its metadata names.
+				if p.Token != "" && p.Epoch > d.Record.Epoch && !fellowVoter(o, p) {
 					return fmt.Errorf("invariant 9: re-recording epoch %d while peer %s holds epoch %d", d.Record.Epoch, p.Name, p.Epoch)
+				}
+				// Nor an epoch this member's own cluster does not run (its
+				// metadata rewritten for a recovery that never started:
+				// review rv14-data RV14-4).
+				if fellowVoter(o, p) && p.Epoch < d.Record.Epoch && d.Record.Token == o.Local.Token {
+					return fmt.Errorf("invariant 9: re-recording epoch %d while voter %s of this member's cluster %x runs it as epoch %d", d.Record.Epoch, p.Name, o.Local.ClusterID, p.Epoch)
 				}
 			}
 		}

@@ -911,7 +911,10 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if o.Local.Token == "" {
 		return Decision{Kind: Wait, Name: name, Reason: why + ", and this member's metadata names no incarnation: not re-recording"}
 	}
-	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
+	if p, ok := fellowVoterOlder(o); ok && r.dataGuard(onlyEpochsThatRan) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but member %s of this member's own cluster %x runs it as token %s epoch %d: this member's metadata (token %s epoch %d) names an epoch its data never ran (a recovery whose ForceNewCluster start never happened); not re-recording it, %s re-records the cluster", why, p.Name, o.Local.ClusterID, short(p.Token), p.Epoch, short(o.Local.Token), o.Local.Epoch, p.Name)}
+	}
+	if d, ok := newerPeer(fellowsAside(o), name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
 		return d
 	}
 	if !o.MembersKnown && o.Unreachable > 0 && r.dataGuard(epochsOnlyGrow) {
@@ -926,6 +929,46 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	}
 	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name},
 		Reason: why + ": re-recording it from this member's data"}
+}
+
+// fellowVoter reports whether p runs as a healthy voter of this running
+// member's own cluster: the member list this member's etcd answers with
+// names p's member id, and p reports the same cluster id. All members of
+// one cluster hold the same incarnation: they joined it, or seeded it.
+func fellowVoter(o Observation, p PeerStatus) bool {
+	return o.Running && o.MembersKnown && o.Local.ClusterID != 0 && o.MembersClusterID == o.Local.ClusterID &&
+		p.Running && p.Healthy && p.Token != "" && p.ClusterID == o.Local.ClusterID && p.MemberID != 0 && findID(o.Members, p.MemberID) >= 0
+}
+
+// fellowVoterOlder returns a fellow voter (fellowVoter) that runs this
+// member's cluster as an older epoch than this member's metadata names:
+// the metadata was rewritten for a recovery from this data whose
+// ForceNewCluster start never happened, and the start that did happen
+// rejoined the old cluster (review rv14-data RV14-4: re-recording the
+// unstarted epoch made the cluster's other members set their running
+// data aside for it).
+func fellowVoterOlder(o Observation) (PeerStatus, bool) {
+	for _, p := range o.Peers {
+		if fellowVoter(o, p) && p.Epoch < o.Local.Epoch {
+			return p, true
+		}
+	}
+	return PeerStatus{}, false
+}
+
+// fellowsAside is o without the fellow voters (fellowVoter) whose
+// metadata names a newer epoch than this member's: one cluster runs one
+// incarnation, and theirs is one they never ran (fellowVoterOlder, seen
+// from them).
+func fellowsAside(o Observation) Observation {
+	var peers []PeerStatus
+	for _, p := range o.Peers {
+		if !fellowVoter(o, p) || p.Epoch <= o.Local.Epoch {
+			peers = append(peers, p)
+		}
+	}
+	o.Peers = peers
+	return o
 }
 
 // replacement hands the instance of a voter that has stayed unhealthy past
