@@ -515,11 +515,12 @@ func Check(o Observation, d Decision) error {
 				}
 				// Data of a recovery whose ForceNewCluster start never
 				// happened is a prefix of the confirmed cluster that
-				// answers with a quorum and lists its member (rev13b); an
-				// installed restore that never started, a copy of what the
-				// store keeps (rv14-data RV14-1).
-				prefix := !o.Running && l.ForceNewPending && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0
-				prefix = prefix || !o.Running && l.Unstarted && !l.ForceNewPending && l.MemberID == 0 && r.ClusterID != 0 && r.Epoch < l.Epoch && o.MembersKnown && o.MembersClusterID == r.ClusterID
+				// answers with a quorum, whether it still lists its member
+				// (rev13b) or removed it (rv14-data RV14-2); an installed
+				// restore that never started, a copy of what the store
+				// keeps (rv14-data RV14-1).
+				prefix := !o.Running && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID &&
+					(l.ForceNewPending && l.MemberID != 0 || l.Unstarted && !l.ForceNewPending && l.MemberID == 0 && r.Epoch < l.Epoch)
 				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan && !prefix {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
 				}

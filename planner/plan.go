@@ -153,13 +153,24 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if !l.ForceNewPending {
 			what = fmt.Sprintf("this member's restore of epoch %d was installed and never started", l.Epoch)
 		}
-		if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0 {
+		recorded := rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID
+		switch q, live := quorumAnswers(o); {
+		case recorded && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0:
 			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
-		}
-		if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID && l.MemberID == 0 {
+		case recorded && l.MemberID != 0 && l.ForceNewPending:
+			// Its member was removed meanwhile (stale while everything
+			// waited): no list ever names it again (review rv14-data
+			// RV14-2); the same data without the flag is set aside too.
+			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x: this data (revision %d), a prefix of it, was removed from it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+		case recorded && l.MemberID == 0:
 			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) is the snapshot's, which the store keeps; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision)}
+		case l.ForceNewPending:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}
+		case live:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s), but %s: not starting it as a new cluster beside it; keeping it until the record's cluster answers with that quorum", what, rec.Epoch, short(rec.Token), q)}
 		}
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum that lists member %x", what, rec.Epoch, short(rec.Token), l.Revision, l.MemberID)}
+		// An installed restore under an older record no quorum answers
+		// for (Consul restored an old record): epochs only grow, below.
 	}
 	if rec.Epoch < l.Epoch && r.dataGuard(epochsOnlyGrow) && r.dataGuard(ownIncarnationOnly) {
 		// Invariant 9: epochs only grow. The record is older than this

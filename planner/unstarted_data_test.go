@@ -70,3 +70,30 @@ func TestInstalledRestoreDoesNotStartBesideAQuorum(t *testing.T) {
 		t.Fatalf("checker refuses setting the never-started restored copy aside: %v", err)
 	}
 }
+
+// An installed restore that never started, under an older record that
+// no quorum answers for (Consul restored an old seed record: sim seed
+// 62), starts to re-record its epoch (epochs only grow); beside a quorum
+// it waits, and under the record of the cluster that answers (what
+// 'recover -keep-running' writes) it is set aside.
+func TestInstalledRestoreUnderAnOlderRecordStartsOnlyWithoutAQuorum(t *testing.T) {
+	old := &Record{Token: "tok1", Epoch: 1, Seeder: "m1"}
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, DesiredSize: 3, HoldsLock: true, RecoveryGrace: 1,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: old,
+		Local: Local{Cluster: "c", Name: "m0", Token: "tok3", Epoch: 3, Revision: 1000404, Unstarted: true},
+		Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}}}
+	if d := Plan(o); d.Kind != Rejoin {
+		t.Errorf("no quorum answers: %s: %s, want rejoin (re-record epoch 3 once it runs)", d.Kind, d.Reason)
+	}
+	beside := o
+	beside.Peers = []PeerStatus{{Name: "m1", Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 600}, {Name: "m2"}}
+	if d := Plan(beside); d.Kind != Wait {
+		t.Errorf("a healthy voter of another line answers: %s: %s, want wait", d.Kind, d.Reason)
+	}
+	kept := beside
+	kept.Record = &Record{ClusterID: 0xc2, Token: "tok2", Epoch: 2, Seeder: "m1"}
+	kept.MembersKnown, kept.MembersClusterID, kept.Members = true, 0xc2, []Member{{ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}
+	if d := Plan(kept); d.Kind != SetAside {
+		t.Errorf("under the record of the cluster that answers: %s: %s, want set-aside", d.Kind, d.Reason)
+	}
+}
