@@ -1,6 +1,9 @@
 package planner
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // A member never re-records an epoch its data never ran (review
 // rv14-data, TestRV14PendingDataWithoutARecordDoesNotRerecordItsUnstartedEpoch).
@@ -29,6 +32,9 @@ func TestAnEpochThatNeverRanIsNeverRerecorded(t *testing.T) {
 	run.Local = Local{Cluster: "c", Name: "m0", Token: "tok3", Epoch: 3, MemberID: 1, ClusterID: 0xc2}
 	rd := Plan(run)
 	t.Logf("m0 running in c2, no record: %s %+v: %s", rd.Kind, rd.Record, rd.Reason)
+	if rd.Kind != Wait || strings.Contains(rd.Reason, "a planner bug") {
+		t.Errorf("m0 running in c2 with metadata of an epoch c2 never ran: %s: %s, want a wait that leaves the re-record to c2's voters", rd.Kind, rd.Reason)
+	}
 	if err := Check(run, Decision{Kind: RecordCluster, Name: "m0", Record: &Record{ClusterID: 0xc2, Token: "tok3", Epoch: 3, Seeder: "m0"}}); err == nil {
 		t.Error("the checker lets m0 re-record tok3 epoch 3, which its own cluster's voters run as epoch 2")
 	}
