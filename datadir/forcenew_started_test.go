@@ -3,51 +3,19 @@ package datadir_test
 import (
 	"context"
 	"fmt"
-	"net/url"
-	"os"
 	"testing"
-	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
-	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// runEtcd starts a one-member etcd on dir (existing data if existing),
+// runEtcd starts a one-member etcd on dir (the data it holds, if any),
 // with ForceNewCluster if force, writes n keys through a client (each
 // acknowledged) and closes it: what a process that died right after does.
-func runEtcd(t *testing.T, dir string, existing, force bool, prefix string, n int) (memberID, clusterID uint64) {
+func runEtcd(t *testing.T, dir string, force bool, prefix string, n int) (memberID, clusterID uint64) {
 	t.Helper()
-	cfg := embed.NewConfig()
-	cfg.Name, cfg.Dir = "m0", dir
-	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{peer}, []url.URL{peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{client}, []url.URL{client}
-	cfg.InitialCluster = "m0=" + peer.String()
-	cfg.LogLevel, cfg.LogOutputs = "error", []string{os.DevNull}
-	if existing {
-		cfg.ClusterState = embed.ClusterStateFlagExisting
-	}
-	cfg.ForceNewCluster = force
-	e, err := embed.StartEtcd(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, cli := launchEtcd(t, dir, "m0", force)
 	defer e.Close()
-	select {
-	case <-e.Server.ReadyNotify():
-	case <-time.After(30 * time.Second):
-		t.Fatal("etcd not ready")
-	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, Logger: zap.NewNop()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cli.Close()
 	for i := 0; i < n; i++ {
 		if _, err := cli.Put(context.Background(), fmt.Sprintf("%s-%d", prefix, i), "v"); err != nil {
 			t.Fatal(err)
@@ -68,7 +36,7 @@ func runEtcd(t *testing.T, dir string, existing, force bool, prefix string, n in
 // its epoch-3 writes aside as "a prefix of tok2".
 func TestForceNewStartThatRanIsNotPending(t *testing.T) {
 	d := datadir.Dir{Root: t.TempDir()}
-	mid, cid := runEtcd(t, d.EtcdDir(), false, false, "tok2", 20)
+	mid, cid := runEtcd(t, d.EtcdDir(), false, "tok2", 20)
 	if err := d.WriteMeta(datadir.Meta{Cluster: "c", Name: "m0", Token: "tok2", Epoch: 2, MemberID: mid, ClusterID: cid, Stopped: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +60,7 @@ func TestForceNewStartThatRanIsNotPending(t *testing.T) {
 	}
 	// The ForceNewCluster start becomes ready and acknowledges 5 writes
 	// of epoch 3; the process dies before completeMeta.
-	runEtcd(t, d.EtcdDir(), true, true, "epoch3-acked", 5)
+	runEtcd(t, d.EtcdDir(), true, "epoch3-acked", 5)
 	l := d.Observe(false)
 	t.Logf("after an acknowledged ForceNewCluster start: revision %d (was %d), ForceNewPending %v", l.Revision, before, l.ForceNewPending)
 
