@@ -28,7 +28,7 @@ func genOperatorRestore(o *Observation) {
 	}
 	h := fnv.New64a()
 	fmt.Fprint(h, o.Self, o.Local, o.Peers, *r)
-	x := h.Sum64()
+	x := mix(h.Sum64())
 	if x%2 != 0 {
 		return
 	}
@@ -80,7 +80,7 @@ func genListing(o *Observation) {
 	if o.Record != nil {
 		fmt.Fprint(h, *o.Record)
 	}
-	if h.Sum64()%8 != 0 {
+	if mix(h.Sum64())%8 != 0 {
 		return
 	}
 	o.ListingUnanswered = "503 Slow Down"
@@ -100,7 +100,7 @@ func genRefused(o *Observation) {
 	if o.LatestSnapshot != nil {
 		fmt.Fprint(h, *o.LatestSnapshot)
 	}
-	x := h.Sum64()
+	x := mix(h.Sum64())
 	if x%4 != 0 {
 		return
 	}
@@ -302,7 +302,7 @@ func genCorrupt(o *Observation) {
 	for _, m := range o.Members {
 		fmt.Fprint(h, m.ID, m.Healthy, m.Learner, m.AbsentFor, m.UnhealthyFor)
 	}
-	rng := rand.New(rand.NewPCG(h.Sum64(), 3))
+	rng := rand.New(rand.NewPCG(mix(h.Sum64()), 3))
 	if rng.IntN(3) != 0 {
 		return
 	}
@@ -470,4 +470,19 @@ func genResume(rng *rand.Rand) Observation {
 		o.Record.AcceptedRevision = o.Record.SourceRevision
 	}
 	return o
+}
+
+// mix is splitmix64's finalizer over an FNV-1a hash of the generated
+// observation. FNV-1a's low bit is the parity of the low bits of every
+// byte hashed: a draw of x%2 followed the text of the observation (adding
+// a field to Record or PeerStatus turned whole kinds of observation from
+// one side to the other, and the checker's catch of AcceptAcrossLines on
+// seed 1 went from after 618 observations to none in 40000).
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
 }
