@@ -49,6 +49,35 @@ func allocDataDir(t *testing.T, m status.Member) string {
 	return filepath.Join(dir, "data", nomadglue.MemberName(group, alloc))
 }
 
+// statusEveryPID polls the cluster's status until every member's /status
+// answered (its PID is known: loseMembers stops and kills it by PID). A
+// member healed a moment ago may not answer the first gather (CI run
+// 20261127T125126Z, load 34: "no pid for member" in round 7).
+func statusEveryPID(t *testing.T, c *cluster, within time.Duration) status.Cluster {
+	t.Helper()
+	var (
+		st  status.Cluster
+		err error
+	)
+	deadline := time.Now().Add(within)
+	for {
+		st, err = c.status()
+		missing := ""
+		for _, m := range st.Members {
+			if m.PID == 0 {
+				missing = m.Name
+			}
+		}
+		if err == nil && missing == "" && len(st.Members) > 0 {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: status error %v; member %q did not answer /status (no PID)", within, err, missing)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // loseMembers takes members away for good, as lost hosts: each process is
 // frozen, its data dir is moved out of the allocation, then it is killed.
 // Nomad restarts the tasks in place, with empty data dirs.
@@ -398,10 +427,7 @@ func killLockHolders(t *testing.T, name string, first, end int, rng *rand.Rand) 
 	stop := clusterIDs(t, c)
 	for r := first; r < end; r++ {
 		putN(t, c, fmt.Sprintf("round%02d", r), 20)
-		st, err := c.status()
-		if err != nil {
-			t.Fatal(err)
-		}
+		st := statusEveryPID(t, c, time.Minute)
 		i := rng.Intn(len(st.Members))
 		survivor := st.Members[i]
 		others := append(append([]status.Member{}, st.Members[:i]...), st.Members[i+1:]...)
