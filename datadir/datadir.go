@@ -263,7 +263,7 @@ func (d Dir) Observe(running bool) planner.Local {
 // absent (etcd 3.5 wrote none) or unreadable.
 func (d Dir) StorageVersion() string {
 	var v string
-	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
+	_ = viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
 		if b := tx.Bucket([]byte("meta")); b != nil {
 			v = string(b.Get([]byte("storageVersion")))
 		}
@@ -301,7 +301,7 @@ func (d Dir) Learner(id uint64) bool {
 		return false
 	}
 	var learner bool
-	viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
+	_ = viewBackend(d.EtcdDir(), func(tx *bolt.Tx) {
 		b := tx.Bucket([]byte("members"))
 		if b == nil {
 			return
@@ -326,8 +326,15 @@ func (d Dir) Revision() int64 { return BackendRevision(d.EtcdDir()) }
 // BackendRevision reads the newest revision in the backend of the etcd
 // data dir etcdDir, 0 if unknown.
 func BackendRevision(etcdDir string) int64 {
+	rev, _ := ReadBackendRevision(etcdDir)
+	return rev
+}
+
+// ReadBackendRevision is BackendRevision with the reason a backend that
+// exists could not be read (0 and an error: the revision is unknown).
+func ReadBackendRevision(etcdDir string) (int64, error) {
 	var rev int64
-	viewBackend(etcdDir, func(tx *bolt.Tx) {
+	err := viewBackend(etcdDir, func(tx *bolt.Tx) {
 		b := tx.Bucket([]byte("key"))
 		if b == nil {
 			return
@@ -339,26 +346,39 @@ func BackendRevision(etcdDir string) int64 {
 			}
 		}
 	})
-	return rev
+	if err != nil {
+		return 0, err
+	}
+	return rev, nil
 }
 
 // viewBackend reads the stopped backend of the etcd data dir etcdDir
 // (read-only, giving up after 200 ms if another process holds it); a
-// missing or unreadable backend is not read.
-func viewBackend(etcdDir string, read func(*bolt.Tx)) {
+// missing backend is not read (nil), one that does not open or read is
+// not read either (the error says why). bbolt panics on a page that fails
+// its checks (torn writes, a corrupt copy set aside): the panic is
+// recovered here, so a bad backend never takes down /status or the
+// process reading it.
+func viewBackend(etcdDir string, read func(*bolt.Tx)) (err error) {
 	p := filepath.Join(etcdDir, "member", "snap", "db")
 	if _, err := os.Stat(p); err != nil {
-		return
+		return nil
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("read backend %s: corrupt: %v", p, r)
+		}
+	}()
 	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
 	if err != nil {
-		return
+		return fmt.Errorf("open backend %s: %w", p, err)
 	}
 	defer db.Close()
 	_ = db.View(func(tx *bolt.Tx) error {
 		read(tx)
 		return nil
 	})
+	return nil
 }
 
 // SetAside renames current/ to aside/TIMESTAMP-WHY. Nothing is deleted.

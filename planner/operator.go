@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -74,7 +75,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	case src.Learner:
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
-	epoch := v.Record.top()
+	epoch := v.Record.plausibleTop() // never above a planted highest_epoch (review rev14b D3)
 	var aside, names []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
@@ -128,8 +129,20 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch)
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if err := roomAbove(epoch); err != nil {
+		return Record{}, err
+	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
+}
+
+// roomAbove refuses a new epoch above epoch that would come too close to
+// 2^64 (Record.implausibleTop): epochs never wrap.
+func roomAbove(epoch uint64) error {
+	if epoch > math.MaxUint64-maxEpochAhead {
+		return fmt.Errorf("the highest epoch seen, %d, leaves no room for a next epoch below 2^64: not recording one (an epoch that high was not written by etcd-nomad; correct the record in Consul by hand)", epoch)
+	}
+	return nil
 }
 
 // OperatorSnapshotRecovery decides an operator's recovery from a stored
@@ -162,7 +175,7 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold a quorum or newer data; not recovering (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
 	}
 	seeder := false
-	epoch := max(v.Record.top(), s.Epoch)
+	epoch := max(v.Record.plausibleTop(), s.Epoch)
 	// What the command sees of each line, the snapshot's own (by its
 	// epoch: it carries no token) first.
 	accepted := []AcceptedLine{{Epoch: s.Epoch, Revision: s.Revision}}
@@ -220,6 +233,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if err := roomAbove(epoch); err != nil {
+		return Record{}, err
+	}
 	lastToken, lastEpoch := v.Record.lastConfirmed()
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: SnapshotSource(s.Name),
 		LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch, Operator: true, SourceRevision: s.Revision, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil

@@ -16,7 +16,25 @@ const MaxStartFailures = 5
 func Plan(o Observation) Decision { return refuse(o, rules{}.Plan(o)) }
 
 // Plan decides like the package's Plan with the rules f switches off.
-func (f Faults) Plan(o Observation) Decision { return operatorHint(o, f.paused(o, f.plan(o))) }
+func (f Faults) Plan(o Observation) Decision {
+	return operatorHint(o, f.paused(o, epochRoom(o, f.plan(o))))
+}
+
+// epochRoom holds back a decision that records another incarnation while
+// the record leaves no plausible room for a new epoch (implausibleTop: a
+// planted highest_epoch of 2^64-1 made the next epoch 0, review rev14b
+// D3): epochs never wrap, and only an operator ends the wait ('recover
+// -from' records above what it sees, not above a planted field).
+func epochRoom(o Observation, d Decision) Decision {
+	if d.Record == nil || o.Record == nil || d.Record.Token == o.Record.Token && d.Record.Epoch == o.Record.Epoch {
+		return d
+	}
+	why := o.Record.implausibleTop()
+	if why == "" {
+		return d
+	}
+	return Decision{Kind: Wait, Name: d.Name, AwaitsOperator: true, Reason: fmt.Sprintf("%s: holding back %s (%s)", why, d.Kind, d.Reason)}
+}
 
 // operatorHint names the command that ends a wait only an operator ends,
 // when its reason names none: while a quorum answers, 'recover

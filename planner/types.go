@@ -1,6 +1,8 @@
 package planner
 
 import (
+	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -280,6 +282,37 @@ type Record struct {
 // top is the highest epoch r or a record it replaced named: a new epoch
 // is recorded above it.
 func (r *Record) top() uint64 { return max(r.Epoch, r.HighestEpoch) }
+
+// maxEpochAhead bounds how far above its Epoch a record's HighestEpoch
+// may lie: each record 'recover -keep-running' replaced named one epoch
+// more than the record before it, so a field further ahead was not
+// written by etcd-nomad (Consul's writers are in README's threat model)
+// and the epochs left above the top before it wraps (review rev14b D3: a
+// planted highest_epoch of 2^64-1 made the next epoch 0).
+const maxEpochAhead = 1 << 20
+
+// implausibleTop says why no new epoch is recorded above r's top: a
+// HighestEpoch too far above Epoch, or a top too close to 2^64 for the
+// next epoch to be recorded without wrapping; "" when a new epoch may be.
+func (r *Record) implausibleTop() string {
+	switch {
+	case r.HighestEpoch > r.Epoch && r.HighestEpoch-r.Epoch > maxEpochAhead:
+		return fmt.Sprintf("the record's highest_epoch %d is more than %d above its epoch %d: not written by etcd-nomad", r.HighestEpoch, maxEpochAhead, r.Epoch)
+	case r.top() > math.MaxUint64-maxEpochAhead:
+		return fmt.Sprintf("the record's epoch %d leaves no room for a next epoch below 2^64", r.top())
+	}
+	return ""
+}
+
+// plausibleTop is top, or Epoch when HighestEpoch is implausibly far
+// above it (an operator's recovery records above what it sees, not above
+// a planted field).
+func (r *Record) plausibleTop() uint64 {
+	if r.HighestEpoch > r.Epoch && r.HighestEpoch-r.Epoch > maxEpochAhead {
+		return r.Epoch
+	}
+	return r.top()
+}
 
 // carried is the HighestEpoch a record of epoch e that replaces r
 // carries: r's top when above e, else 0.

@@ -356,6 +356,10 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		if !healthy && listed {
 			return
 		}
+		prev, had := n.healthySeen[name]
+		if peers && had && prev.unknown && w.now-prev.at >= o.RecoveryGrace {
+			return // a word for an id n does not know lapses (narrowPeersWord)
+		}
 		answered[name] = true
 		if healthy {
 			o.KnownHealthy = append(o.KnownHealthy, name)
@@ -366,6 +370,9 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		if peers {
 			e := n.healthySeen[name]
 			e.peers = true
+			if had && prev.unknown {
+				e.at, e.unknown = prev.at, true // the answer does not extend the peer's word
+			}
 			n.healthySeen[name] = e
 		}
 	}
@@ -448,14 +455,21 @@ type seenMember struct {
 	at        time.Duration
 	healthy   bool
 	peers     bool
+	// unknown: a peer's word for a cluster id n does not know, whose
+	// answers do not refresh at (narrowPeersWord).
+	unknown bool
 }
 
 // narrowPeersWord is task's: a voter peers named for a cluster id n does
 // not know of its own cluster (the record's, the summary's, the store's
-// newest snapshot's, its data's, its peers' data's) is dropped, unless n
-// knows none (review rev13b D4: a forged /status naming another cluster's
-// voter held recoveries back while that cluster served). The model forges
-// no /status: it runs the narrowing to show that it costs no safety.
+// newest snapshot's, its data's, its peers' data's) is still asked, but
+// marked unknown: its answers do not refresh its time, so it lapses one
+// recovery grace after a peer last named it, unless n knows no id (review
+// rev13b D4: a forged /status naming another cluster's voter held
+// recoveries back while that cluster served; review rev14b F1: dropping
+// the word at once dropped a restored cluster's real voter). The model
+// forges no /status: it runs the narrowing to show that it costs no
+// safety.
 func (w *World) narrowPeersWord(n *node, o *planner.Observation) {
 	var known []uint64
 	if o.Record != nil && o.Record.ClusterID != 0 {
@@ -475,12 +489,10 @@ func (w *World) narrowPeersWord(n *node, o *planner.Observation) {
 			known = append(known, p.ClusterID)
 		}
 	}
-	if len(known) == 0 {
-		return
-	}
 	for name, e := range n.healthySeen {
-		if e.peers && e.peerURL != "" && !slices.Contains(known, e.clusterID) {
-			delete(n.healthySeen, name)
+		if e.peers && e.peerURL != "" {
+			e.unknown = len(known) > 0 && !slices.Contains(known, e.clusterID)
+			n.healthySeen[name] = e
 		}
 	}
 }

@@ -40,3 +40,14 @@ func TestFormatShowsAlarms(t *testing.T) {
 		t.Errorf("no alarm raised, but:\n%s", quiet)
 	}
 }
+
+// status shows the record's highest_epoch when set (review rev14b D3: a
+// planted one was invisible), and says nothing of it otherwise.
+func TestFormatShowsHighestEpoch(t *testing.T) {
+	if out := Format(Cluster{Cluster: "c", Epoch: 2, HighestEpoch: 3}); !strings.Contains(out, "highest_epoch 3") {
+		t.Errorf("status lacks the record's highest_epoch:\n%s", out)
+	}
+	if out := Format(Cluster{Cluster: "c", Epoch: 2}); strings.Contains(out, "highest_epoch") {
+		t.Errorf("no highest_epoch set, but:\n%s", out)
+	}
+}

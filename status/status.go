@@ -28,6 +28,9 @@ type Cluster struct {
 	Cluster   string `json:"cluster"`
 	ClusterID string `json:"cluster_id"`
 	Epoch     uint64 `json:"epoch"`
+	// HighestEpoch is the record's highest_epoch when set: every new
+	// epoch is recorded above it.
+	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
 	// Paused names the operator's pause ('etcd-nomad pause'), if any.
 	Paused  string   `json:"paused,omitempty"`
 	Members []Member `json:"members"`
@@ -53,7 +56,7 @@ type Source interface {
 func Gather(ctx context.Context, src Source) (Cluster, error) {
 	out := Cluster{Cluster: src.Name()}
 	if rec, err := src.Record(ctx); err == nil {
-		out.ClusterID, out.Epoch = fmt.Sprintf("%x", rec.ClusterID), rec.Epoch
+		out.ClusterID, out.Epoch, out.HighestEpoch = fmt.Sprintf("%x", rec.ClusterID), rec.Epoch, rec.HighestEpoch
 	} else if errors.Is(err, coord.ErrNoRecord) {
 		out.ClusterID = "(none yet)"
 	} else {
@@ -104,6 +107,9 @@ func Gather(ctx context.Context, src Source) (Cluster, error) {
 func Format(st Cluster) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "cluster %s  id %s  epoch %d\n", st.Cluster, st.ClusterID, st.Epoch)
+	if st.HighestEpoch != 0 {
+		fmt.Fprintf(&b, "highest_epoch %d (a replaced record named it: new epochs are recorded above it)\n", st.HighestEpoch)
+	}
 	if st.Paused != "" {
 		fmt.Fprintf(&b, "PAUSED: %s (no membership change, recovery or maintenance until 'etcd-nomad resume')\n", st.Paused)
 	}

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -25,11 +27,13 @@ type asideCache struct {
 	mod    time.Time
 	copies []status.AsideCopy
 	more   int
+	// warned names the asides whose backend did not read, logged once.
+	warned map[string]bool
 }
 
 // list returns dir's asides, newest first, at most status.MaxAsides, and
 // how many more there are.
-func (c *asideCache) list(dir string) ([]status.AsideCopy, int) {
+func (c *asideCache) list(dir string, log hclog.Logger) ([]status.AsideCopy, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fi, err := os.Stat(dir)
@@ -44,6 +48,7 @@ func (c *asideCache) list(dir string) ([]status.AsideCopy, int) {
 	if err != nil {
 		return c.copies, c.more // the last list read
 	}
+	c.warnUnreadableLocked(log, asides)
 	sort.Slice(asides, func(i, j int) bool { return asides[i].Name > asides[j].Name })
 	var copies []status.AsideCopy
 	for _, a := range asides[:min(len(asides), status.MaxAsides)] {
@@ -55,6 +60,27 @@ func (c *asideCache) list(dir string) ([]status.AsideCopy, int) {
 	}
 	c.read, c.mod, c.copies, c.more = true, fi.ModTime(), copies, len(asides)-len(copies)
 	return c.copies, c.more
+}
+
+// warnUnreadable logs, once per aside, a set-aside copy whose backend
+// did not read (its revision is reported unknown, 0).
+func (c *asideCache) warnUnreadable(log hclog.Logger, asides []aside) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.warnUnreadableLocked(log, asides)
+}
+
+func (c *asideCache) warnUnreadableLocked(log hclog.Logger, asides []aside) {
+	for _, a := range asides {
+		if a.RevisionErr == nil || c.warned[a.Name] {
+			continue
+		}
+		if c.warned == nil {
+			c.warned = map[string]bool{}
+		}
+		c.warned[a.Name] = true
+		log.Warn("set-aside data's backend does not read: its revision is unknown", "aside", a.Name, "error", a.RevisionErr)
+	}
 }
 
 // asideTime is when the aside named name was set aside (its name begins

@@ -48,7 +48,7 @@ type knownState struct {
 	// observation holds (nil when it holds none).
 	membersFrom []string
 	// refusedWord: the voters peers named for clusters this member does
-	// not know, logged once each (at most 64 remembered). Loop only.
+	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
 }
 
@@ -168,7 +168,17 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		m.known.seen = map[string]knownSeen{}
 	}
 	for name, a := range answered {
-		m.known.seen[name] = knownSeen{probe: a.probe, at: now, healthy: a.leader}
+		at := now
+		if prev, ok := m.known.seen[name]; ok && a.probe.unknown {
+			// A peer's word for a cluster this member does not know:
+			// its answer does not extend the word (narrowPeersWord).
+			at = prev.at
+			if now.Sub(at) >= o.RecoveryGrace {
+				delete(m.known.seen, name)
+				continue
+			}
+		}
+		m.known.seen[name] = knownSeen{probe: a.probe, at: at, healthy: a.leader}
 		if a.leader {
 			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (%s)", name, a.url))
 		} else {
@@ -278,27 +288,35 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 
 // knownProbe is a member to ask and the cluster ids it must answer for.
 // peers: the member and its ids are a peer's word (its /status's found
-// voters), asked only for ids this member knows (narrowPeersWord).
+// voters); unknown: none of those ids is one this member knows, so an
+// answer does not refresh the entry's time (narrowPeersWord).
 type knownProbe struct {
 	k          knownMember
 	clusterIDs []uint64
 	peers      bool
+	unknown    bool
 }
 
 // narrowPeersWord keeps of the voters peers named (takeFoundVoters) only
-// the cluster ids this member knows of its own cluster: known (the record's,
-// the summary's, the store's writers'), its data's and its peers' data's
-// (their /status, like the found voters themselves). An entry left with
-// none is dropped. With TLS off, or one CA shared by several clusters, a
-// forged /status could otherwise name another cluster's serving voter
-// with that cluster's id: this member found it answering, probed it again
-// at every loop and held its own recovery back for as long as that other
-// cluster served, long after the forged answer (review rev13b D4). Now a
-// forged /status holds recoveries back only while it answers, as
-// claiming to be a healthy voter itself always could. A member that
-// knows no id at all (a fresh replacement after Consul lost its state,
-// with no snapshot in the store: sim seed 180) takes the word as given:
-// it only waits on it.
+// the cluster ids this member knows of its own cluster, when it knows one
+// of them: known (the record's, the summary's, the store's writers'), its
+// data's and its peers' data's (their /status, like the found voters
+// themselves). An entry left with none keeps its ids and is asked for
+// them, but marked unknown: an answer does not refresh its time, so it
+// lapses one recovery grace after a peer last named it (takeFoundVoters
+// keeps the age the peer passed on). With TLS off, or one CA shared by
+// several clusters, a forged /status could name another cluster's serving
+// voter with that cluster's id: this member found it answering, probed it
+// again at every loop and held its own recovery back for as long as that
+// other cluster served, long after the forged answer (review rev13b D4).
+// Now a forged word holds recoveries back only while the forger keeps
+// naming it, as claiming to be a healthy voter itself always could. The
+// word is never dropped at once: after a restore the new cluster has a
+// new id, and a fresh replacement may know only the old incarnation's
+// (the store's writers', an older record Consul restored); dropping the
+// peer's word for the restored cluster's serving voter restored the old
+// snapshot beside it as a second cluster (review rev14b F1). A real voter
+// a peer keeps finding is named for as long as it keeps finding it.
 func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 	if !o.Local.Empty && o.Local.ClusterID != 0 {
 		known = append(known, o.Local.ClusterID)
@@ -307,9 +325,6 @@ func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 		if p.Token != "" && p.ClusterID != 0 {
 			known = append(known, p.ClusterID)
 		}
-	}
-	if len(known) == 0 {
-		return
 	}
 	for name, e := range m.known.seen {
 		if !e.probe.peers {
@@ -321,18 +336,21 @@ func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 				keep = append(keep, id)
 			}
 		}
-		if len(keep) == 0 {
+		// A member that knows no id at all (a fresh replacement after
+		// Consul lost its state, with no snapshot in the store: sim seed
+		// 180) takes the word as given: it only waits on it.
+		e.probe.unknown = len(known) > 0 && len(keep) == 0
+		if e.probe.unknown {
 			if key := fmt.Sprintf("%s %x", name, e.probe.clusterIDs); !m.known.refusedWord[key] {
 				if len(m.known.refusedWord) >= 64 || m.known.refusedWord == nil {
 					m.known.refusedWord = map[string]bool{}
 				}
 				m.known.refusedWord[key] = true
-				m.log.Warn("a peer named a voter of a cluster this member does not know (a forged /status?): not asking it", "voter", name, "urls", e.probe.k.clientURLs, "cluster_ids", fmt.Sprintf("%x", e.probe.clusterIDs))
+				m.log.Warn("a peer named a voter of a cluster id this member does not know (a restored cluster, or a forged /status): asking it, but its answers do not extend the peer's word", "voter", name, "urls", e.probe.k.clientURLs, "cluster_ids", fmt.Sprintf("%x", e.probe.clusterIDs))
 			}
-			delete(m.known.seen, name)
-			continue
+		} else if len(keep) > 0 {
+			e.probe.clusterIDs = keep
 		}
-		e.probe.clusterIDs = keep
 		m.known.seen[name] = e
 	}
 }

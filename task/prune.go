@@ -53,8 +53,11 @@ type aside struct {
 	// cannot be read (such an aside is kept).
 	Meta   datadir.Meta
 	MetaOK bool
-	// Revision is the backend's newest revision, 0 if unknown.
-	Revision int64
+	// Revision is the backend's newest revision, 0 if unknown;
+	// RevisionErr says why a backend that exists did not read (a corrupt
+	// copy: its revision is unknown).
+	Revision    int64
+	RevisionErr error
 }
 
 type incarnationKey struct {
@@ -111,7 +114,8 @@ func readAsides(dir string) ([]aside, error) {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
-		a := aside{Name: e.Name(), Revision: datadir.BackendRevision(filepath.Join(p, "etcd"))}
+		a := aside{Name: e.Name()}
+		a.Revision, a.RevisionErr = datadir.ReadBackendRevision(filepath.Join(p, "etcd"))
 		if b, err := os.ReadFile(filepath.Join(p, datadir.MetaFile)); err == nil && json.Unmarshal(b, &a.Meta) == nil && a.Meta.Cluster != "" {
 			a.MetaOK = true
 		}
@@ -164,6 +168,7 @@ func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member 
 	if err != nil {
 		return fmt.Errorf("list %s: %w", m.dir.AsideDir(), err)
 	}
+	m.asides.warnUnreadable(m.log, asides)
 	var errs []error
 	for _, name := range expendableAsides(asides, run) {
 		p := filepath.Join(m.dir.AsideDir(), name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -466,6 +467,9 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			// The record moved on since "latest" was chosen: it is no
 			// longer of its lineage.
 			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
+		}
+		if top := max(rec.Epoch, rec.HighestEpoch, m.Epoch); top == math.MaxUint64 {
+			return datadir.Incarnation{}, fmt.Errorf("the record's epoch %d, highest_epoch %d or the snapshot's epoch %d leaves no next epoch: not restoring (epochs never wrap; correct the record in Consul by hand)", rec.Epoch, rec.HighestEpoch, m.Epoch)
 		}
 		epoch = max(rec.Epoch, rec.HighestEpoch, m.Epoch) + 1
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
