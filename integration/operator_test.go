@@ -131,7 +131,14 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	tier.Starts(t, "etcd-nomad member processes")
 	t.Parallel() // its own directory and ports: see harness_test.go
 	dir := t.TempDir()
-	tc := newCluster(t, dir, 3, 2*time.Second) // recovery_grace: the 5m default, no automatic recovery here
+	tc := newCluster(t, dir, 3, 2*time.Second)
+	// Paused below, nothing recovers automatically. The grace bounds how
+	// long members that answered as voters before they were stopped hold
+	// the operator's restore back (m0 may have found m2 as a healthy voter
+	// a moment before its stop: the restorer then waits the grace after
+	// that answer; with the 5m default this test timed out, CI run
+	// 20261127T125126Z).
+	tc.opts.RecoveryGrace = 20 * time.Second
 	tc.opts.SnapshotDir = filepath.Join(dir, "snapshots")
 	tc.opts.DeltaInterval = "0s"
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
@@ -153,6 +160,21 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	if code, out := tc.cli("recover", "-from", "snapshot:"+name); code == 0 || !strings.Contains(out, "answers as a healthy voter") {
 		t.Fatalf("recover from a snapshot while a quorum answers: exit %d: %s", code, out)
 	}
+	if code, out := tc.cli("pause", "-reason", "operator test"); code != 0 {
+		t.Fatalf("pause: exit %d: %s", code, out)
+	}
+	waitFor(t, 30*time.Second, "every member reports the pause", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if !strings.Contains(m.Paused, "operator test") {
+				return false, status.Format(st)
+			}
+		}
+		return true, status.Format(st)
+	})
 	// m1 and m2 lose their hosts and come back empty at new ports: m0
 	// alone holds the data, newer than the snapshot, without a quorum.
 	for _, n := range []string{"m1", "m2"} {
@@ -175,6 +197,24 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	rec := tc.record()
 	if rec.Epoch != before.Epoch+1 || rec.Seeder != "m1" || rec.Source != "snapshot:"+name || !rec.Operator {
 		t.Fatalf("record after recover: %+v", rec)
+	}
+	// Paused: m1 carries out the operator's restore; nobody joins it.
+	waitFor(t, 120*time.Second, "m1 healthy alone as the recorded epoch", func() (bool, string) {
+		st, r, err := tc.recorded()
+		if err != nil {
+			return false, err.Error()
+		}
+		ok := r.ClusterID != 0 && r.Epoch == before.Epoch+1
+		for _, m := range st.Members {
+			if m.Name == "m1" {
+				ok = ok && m.Healthy
+			}
+		}
+		return ok, fmt.Sprintf("%+v\n%s", r, status.Format(st))
+	})
+	t.Logf("operator restore from snapshot %s: m1 healthy on the new epoch %s after 'recover'", name, time.Since(start).Round(time.Millisecond))
+	if code, out := tc.cli("resume"); code != 0 {
+		t.Fatalf("resume: exit %d: %s", code, out)
 	}
 	tc.waitConfirmedAfter(before.Epoch+1, 120*time.Second)
 	tc.waitHealthy(120 * time.Second)
