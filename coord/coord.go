@@ -13,10 +13,14 @@ package coord
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // Sentinel errors.
@@ -35,64 +39,17 @@ var (
 	ErrBadRecord = errors.New("malformed cluster record")
 )
 
-// Record is the committed truth about the current cluster incarnation.
-type Record struct {
-	// ClusterID is etcd's cluster id, 0 until the seeder confirms it.
-	ClusterID uint64 `json:"cluster_id"`
-	// Token is the initial-cluster-token of this incarnation.
-	Token string `json:"token"`
-	// Epoch increases with every seed that replaces a cluster (recovery).
-	Epoch uint64 `json:"epoch"`
-	// Seeder names the member that seeded this incarnation.
-	Seeder string `json:"seeder"`
-	// Source: "" for a new cluster, "data" or "snapshot:NAME" for a
-	// recovery, so that an interrupted seeder resumes the right way.
-	Source string `json:"source,omitempty"`
-	// LastConfirmedToken and LastConfirmedEpoch name the last incarnation
-	// confirmed running; a recovery record carries them until it is
-	// confirmed, so that a takeover recovers from that incarnation's data.
-	LastConfirmedToken string `json:"last_confirmed_token,omitempty"`
-	LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
-	// Operator is true for a recovery an operator recorded ('etcd-nomad
-	// recover'): its seeder carries it out even while the cluster is
-	// paused.
-	Operator bool `json:"operator,omitempty"`
-	// Join, while a running etcd cluster outside etcd-nomad is migrated in
-	// ('etcd-nomad migrate'), lists its client URLs: members ask them for
-	// the member list and join through them until they run as voters.
-	// The migration clears it once the outside members are gone.
-	Join []string `json:"join,omitempty"`
-	// SourceRevision, for an operator's recovery from a snapshot, is the
-	// revision the command verified the snapshot's chain to reach: the
-	// seeder's install refuses below it.
-	SourceRevision int64 `json:"source_revision,omitempty"`
-	// Accepted, for an operator's recovery from a snapshot, is the
-	// highest revision of data the command saw on each line (the members
-	// whose data it sets aside, accepted with -accept-data-loss): data of
-	// a line beyond its entry holds writes acknowledged after the recovery
-	// was recorded. Lines' revisions are never compared with each other.
-	Accepted []AcceptedLine `json:"accepted,omitempty"`
-	// AcceptedRevision is the one bound over every line of records written
-	// before Accepted (0: none); a record with Accepted sets it to its
-	// narrowest entry, which is all a member of an older release reads
-	// (and keeps when it writes the record back).
-	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
-	// HighestEpoch, when above Epoch, is the highest epoch a record of
-	// this cluster named ('recover -keep-running' recorded an older,
-	// running incarnation over a newer record that never started): new
-	// epochs are recorded above it. A member of an older release drops it
-	// when it writes the record back.
-	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
-	// Index is the record's modify index; UpdateRecord compares it.
-	Index uint64 `json:"index"`
-}
+// Record is the committed truth about the current cluster incarnation:
+// the planner's record, stored as its JSON (planner.Record documents each
+// field). Index is the modify index a coordinator read it at;
+// UpdateRecord compares it.
+type Record = planner.Record
 
-// AcceptedLine is what an operator's recovery accepted of one line: Token
-// names a member's line, or is empty for a snapshot's, named by Epoch.
-type AcceptedLine struct {
-	Token    string `json:"token,omitempty"`
-	Epoch    uint64 `json:"epoch"`
-	Revision int64  `json:"revision"`
+// NewToken returns a fresh random cluster token (Record.Token).
+func NewToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // DecodeRecord decodes a stored record. The coordinator's store is shared

@@ -266,7 +266,7 @@ func (s *s3Cluster) waitDeltas(t *testing.T, rev int64) {
 // snapshot's metadata.
 func (s *s3Cluster) restoredFrom(t *testing.T, rec coord.Record, written int64) snapshot.Meta {
 	t.Helper()
-	name, ok := strings.CutPrefix(rec.Source, "snapshot:")
+	name, ok := strings.CutPrefix(string(rec.Source), "snapshot:")
 	if rec.Epoch != s.before.Epoch+1 || !ok {
 		t.Fatalf("record after recovery %+v, want epoch %d from a snapshot", rec, s.before.Epoch+1)
 	}

@@ -195,7 +195,7 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 		t.Fatalf("recover -from snapshot:%s: exit %d: %s", name, code, out)
 	}
 	rec := tc.record()
-	if rec.Epoch != before.Epoch+1 || rec.Seeder != "m1" || rec.Source != "snapshot:"+name || !rec.Operator {
+	if rec.Epoch != before.Epoch+1 || rec.Seeder != "m1" || string(rec.Source) != "snapshot:"+name || !rec.Operator {
 		t.Fatalf("record after recover: %+v", rec)
 	}
 	// Paused: m1 carries out the operator's restore; nobody joins it.

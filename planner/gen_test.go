@@ -16,6 +16,33 @@ func genObservation(rng *rand.Rand) Observation {
 	return o
 }
 
+// drawn is a record as the generator hashes it to draw from: the fields,
+// in the order and with the Migrating flag, that Record had when the
+// generated observations were pinned, so that a field added to Record
+// (or moved) leaves every generated observation as it was (Join and
+// Index moving into Record left the checker's catch of
+// AcceptAcrossLines on seed 1 at none in 40000, even through mix).
+type drawn Record
+
+func (r drawn) String() string {
+	return fmt.Sprint(struct {
+		ClusterID          uint64
+		Token              string
+		Epoch              uint64
+		Seeder             string
+		Source             Source
+		LastConfirmedToken string
+		LastConfirmedEpoch uint64
+		Operator           bool
+		Migrating          bool
+		SourceRevision     int64
+		Accepted           []AcceptedLine
+		AcceptedRevision   int64
+		HighestEpoch       uint64
+	}{r.ClusterID, r.Token, r.Epoch, r.Seeder, r.Source, r.LastConfirmedToken, r.LastConfirmedEpoch, r.Operator, len(r.Join) > 0,
+		r.SourceRevision, r.Accepted, r.AcceptedRevision, r.HighestEpoch})
+}
+
 // genOperatorRestore makes half the unconfirmed restore records an
 // operator's, with what its command accepted of each line: sometimes
 // below, sometimes at the data's revision, and sometimes a higher
@@ -27,7 +54,7 @@ func genOperatorRestore(o *Observation) {
 		return
 	}
 	h := fnv.New64a()
-	fmt.Fprint(h, o.Self, o.Local, o.Peers, *r)
+	fmt.Fprint(h, o.Self, o.Local, o.Peers, drawn(*r))
 	x := mix(h.Sum64())
 	if x%2 != 0 {
 		return
@@ -78,7 +105,7 @@ func genListing(o *Observation) {
 	h := fnv.New64a()
 	fmt.Fprint(h, "listing", o.Self, o.Local, o.Running, o.HoldsLock, o.QuorumLostFor, o.SeederGoneFor, o.Unreachable, o.Peers, o.Instances)
 	if o.Record != nil {
-		fmt.Fprint(h, *o.Record)
+		fmt.Fprint(h, drawn(*o.Record))
 	}
 	if mix(h.Sum64())%8 != 0 {
 		return
@@ -95,7 +122,7 @@ func genRefused(o *Observation) {
 	h := fnv.New64a()
 	fmt.Fprint(h, o.Self, o.Local, o.Running, o.HoldsLock, o.QuorumLostFor, o.SeederGoneFor, o.Unreachable, o.Peers, o.Instances)
 	if o.Record != nil {
-		fmt.Fprint(h, *o.Record)
+		fmt.Fprint(h, drawn(*o.Record))
 	}
 	if o.LatestSnapshot != nil {
 		fmt.Fprint(h, *o.LatestSnapshot)

@@ -1193,7 +1193,7 @@ func slotVoters(o Observation) int {
 		if m.Learner {
 			continue
 		}
-		if o.Record != nil && o.Record.Migrating && m.Healthy && !listed(o.Instances, m) {
+		if o.Record != nil && o.Record.Migrating() && m.Healthy && !listed(o.Instances, m) {
 			continue
 		}
 		n++

@@ -221,36 +221,46 @@ type Local struct {
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth
-// of which cluster incarnation (token, epoch) is current.
+// of which cluster incarnation (token, epoch) is current. It is the one
+// record type: coord.Record is this type, and its JSON is what the
+// coordinator stores: members of older releases read and write it, so a
+// field's name and its place in the JSON stay as they are (coord's
+// TestRecordJSONIsTheStoredOneByteForByte).
 type Record struct {
-	ClusterID uint64 // 0 until the seeder confirms the started cluster
-	Token     string
-	Epoch     uint64
-	Seeder    string
+	// ClusterID is etcd's cluster id, 0 until the seeder confirms the
+	// started cluster.
+	ClusterID uint64 `json:"cluster_id"`
+	// Token is the initial-cluster-token of this incarnation.
+	Token string `json:"token"`
+	// Epoch increases with every seed that replaces a cluster (recovery).
+	Epoch uint64 `json:"epoch"`
+	// Seeder names the member that seeded this incarnation.
+	Seeder string `json:"seeder"`
 	// Source says how the seeder starts this incarnation: "" (a new
-	// cluster), FromData, or SnapshotSource(name).
-	Source Source
+	// cluster), FromData, or SnapshotSource(name), so that an interrupted
+	// seeder resumes the right way.
+	Source Source `json:"source,omitempty"`
 	// LastConfirmedToken and LastConfirmedEpoch name the last incarnation
 	// that was confirmed running, carried by a recovery record until the
 	// recovery is confirmed: a takeover recovers from that incarnation's
 	// data, however many takeovers came before it. Zero in records written
 	// before they existed (a takeover then falls back to epoch-1).
-	LastConfirmedToken string
-	LastConfirmedEpoch uint64
+	LastConfirmedToken string `json:"last_confirmed_token,omitempty"`
+	LastConfirmedEpoch uint64 `json:"last_confirmed_epoch,omitempty"`
 	// Operator is true for a recovery an operator recorded ('etcd-nomad
 	// recover'): its seeder carries it out even while paused.
-	Operator bool
-	// Migrating is true while a running etcd cluster outside etcd-nomad
-	// is migrated in ('etcd-nomad migrate'): its members, which no
-	// instance lists, are removed once stale like any unlisted member,
-	// but while healthy they hold no slot of the desired size, so that
-	// members join beside them.
-	Migrating bool
+	Operator bool `json:"operator,omitempty"`
+	// Join, while a running etcd cluster outside etcd-nomad is migrated in
+	// ('etcd-nomad migrate'), lists its client URLs: members ask them for
+	// the member list and join through them until they run as voters.
+	// The migration clears it once the outside members are gone; while
+	// it lists any, the record is Migrating.
+	Join []string `json:"join,omitempty"`
 	// SourceRevision, for an operator's recovery from a snapshot, is the
 	// revision its command verified the snapshot and its delta chain to
 	// reach: the seeder's install refuses to stop below it (all or
 	// refuse), whatever happened to the store since. 0: no bound.
-	SourceRevision int64
+	SourceRevision int64 `json:"source_revision,omitempty"`
 	// Accepted, for the same, is the highest revision of data its command
 	// saw on each line (those it sets aside named, and accepted with
 	// -accept-data-loss): data of a line beyond its entry holds writes
@@ -259,14 +269,14 @@ type Record struct {
 	// revisions are never compared: a member of an older line at revision
 	// 1000 accepts nothing of the live line at 300 (review of the operator
 	// model, session 13, F2). A line no entry names accepted nothing.
-	Accepted []AcceptedLine
+	Accepted []AcceptedLine `json:"accepted,omitempty"`
 	// AcceptedRevision is the one bound over every line that records
 	// written before Accepted carry (0: no bound), used only when Accepted
 	// is empty. A record with Accepted sets it to its narrowest entry, so
 	// that a member of an older release, which reads only this field and
 	// drops Accepted when it writes the record back, accepts no more than
 	// the snapshot's own revision (README: every member upgraded).
-	AcceptedRevision int64
+	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
 	// HighestEpoch, when above Epoch, is the highest epoch a record of
 	// this cluster has named: 'recover -keep-running' records the running
 	// incarnation (say epoch 2) in place of an unconfirmed record of a
@@ -276,8 +286,19 @@ type Record struct {
 	// incarnations share an epoch; a record that replaces this one carries
 	// it (review rev13b D3). A member of an older release drops it when it
 	// writes the record back (README: every member upgraded).
-	HighestEpoch uint64
+	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
+	// Index is the coordinator's modify index of the record read, which
+	// UpdateRecord compares (0 in a record not read from a coordinator).
+	// The planner never reads it.
+	Index uint64 `json:"index"`
 }
+
+// Migrating is true while a running etcd cluster outside etcd-nomad is
+// migrated in (Join lists its client URLs): its members, which no
+// instance lists, are removed once stale like any unlisted member, but
+// while healthy they hold no slot of the desired size, so that members
+// join beside them.
+func (r *Record) Migrating() bool { return len(r.Join) > 0 }
 
 // top is the highest epoch r or a record it replaced named: a new epoch
 // is recorded above it.
@@ -328,9 +349,9 @@ func (r *Record) carried(e uint64) uint64 {
 // line; a snapshot, which carries no token, is named by its Epoch alone
 // (Token empty).
 type AcceptedLine struct {
-	Token    string
-	Epoch    uint64
-	Revision int64
+	Token    string `json:"token,omitempty"`
+	Epoch    uint64 `json:"epoch"`
+	Revision int64  `json:"revision"`
 }
 
 // acceptedUpTo returns the highest revision of the line (token, epoch) the

@@ -139,7 +139,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	if existing == nil {
 		// The create-only write is the commit point of the seed: a second
 		// seeder fails here and joins instead (invariant 1).
-		created, err := m.opts.Coordinator.CreateRecord(ctx, l, StoredRecord(*rec, 0))
+		created, err := m.opts.Coordinator.CreateRecord(ctx, l, *rec)
 		if err != nil {
 			return fmt.Errorf("create cluster record: %w", err)
 		}
@@ -148,7 +148,7 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 		// Taking over the empty seed of a seeder gone for good
 		// (planner.takeoverSeed): the next epoch replaces its record,
 		// compare-and-set on the record read, so a second taker fails.
-		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, StoredRecord(*rec, existing.Index))
+		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, writeBack(*existing, *rec))
 		if err != nil {
 			return fmt.Errorf("take over the seed of %s: %w", existing.Seeder, err)
 		}
@@ -399,17 +399,15 @@ func (m *Member) recordCluster(ctx context.Context, d planner.Decision) error {
 	// A confirmed record carries no recovery's bookkeeping.
 	rec := *d.Record
 	rec.LastConfirmedToken, rec.LastConfirmedEpoch, rec.Operator = "", 0, false
-	r := StoredRecord(rec, 0)
 	if cur == nil {
-		_, err = m.opts.Coordinator.CreateRecord(ctx, l, r)
+		_, err = m.opts.Coordinator.CreateRecord(ctx, l, rec)
 	} else {
-		r = writeBack(*cur, rec)
-		_, err = m.opts.Coordinator.UpdateRecord(ctx, l, r)
+		_, err = m.opts.Coordinator.UpdateRecord(ctx, l, writeBack(*cur, rec))
 	}
 	if err != nil {
 		return fmt.Errorf("write cluster record: %w", err)
 	}
-	m.log.Info("cluster record written", "cluster_id", types.ID(r.ClusterID).String(), "epoch", r.Epoch)
+	m.log.Info("cluster record written", "cluster_id", types.ID(rec.ClusterID).String(), "epoch", rec.Epoch)
 	return nil
 }
 

@@ -25,7 +25,7 @@ import (
 // recoverFromData is the decision a lone survivor of epoch 1 acts on.
 func recoverFromData(name string) planner.Decision {
 	return planner.Decision{Kind: planner.RecoverQuorum, Name: name, From: planner.FromData,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: name, Source: planner.FromData}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: name, Source: planner.FromData}}
 }
 
 // Invariant 4, "the next epoch is recorded before anyone starts": when the
@@ -198,7 +198,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	before, _ := m.dir.ReadMeta()
 
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	fc.failUpdate = true
 	m.lockForTest(t)
 	if err := m.act(ctx, planner.Observation{}, d); !errors.Is(err, errInjected) {
@@ -305,7 +305,7 @@ func TestSeedStartsNothingWhenTheRecordExists(t *testing.T) {
 	m1.mu.Lock()
 	m1.record = nil // observed before m0's record appeared
 	m1.mu.Unlock()
-	d := planner.Decision{Kind: planner.Seed, Name: "m1", Record: &planner.Record{Token: newToken(), Epoch: 1, Seeder: "m1"}}
+	d := planner.Decision{Kind: planner.Seed, Name: "m1", Record: &planner.Record{Token: coord.NewToken(), Epoch: 1, Seeder: "m1"}}
 	err := m1.act(context.Background(), planner.Observation{}, d)
 	if !errors.Is(err, coord.ErrRecordExists) {
 		t.Fatalf("second seed: %v, want ErrRecordExists", err)
@@ -340,7 +340,7 @@ func TestSeedIsVisibleBeforeItsRecord(t *testing.T) {
 	var m0 *Member
 	m0 = k.member("m0", &hookCoord{Coordinator: k.co, beforeCreate: func() { seen, _ = m0.health(context.Background()) }})
 	m0.lockForTest(t)
-	tok := newToken()
+	tok := coord.NewToken()
 	d := planner.Decision{Kind: planner.Seed, Name: "m0", Record: &planner.Record{Token: tok, Epoch: 1, Seeder: "m0"}}
 	if err := m0.act(context.Background(), planner.Observation{}, d); err != nil {
 		t.Fatalf("seed: %v", err)

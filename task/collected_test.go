@@ -17,6 +17,7 @@ import (
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
@@ -311,7 +312,7 @@ func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
 	var o planner.Observation
 	f.m.observeLatestSnapshot(ctx, &o, time.Now())
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: f.snap.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name)}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name)}}
 	f.m.lockForTest(t)
 	err = f.m.act(ctx, o, d)
 	f.m.releaseLock(ctx)

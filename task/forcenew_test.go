@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
@@ -88,7 +89,7 @@ func TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource(t *testing.T) {
 	// process stops before its ForceNewCluster start.
 	m.stopEtcd()
 	meta := src
-	meta.ForceNewFrom(newToken(), src.Epoch+1)
+	meta.ForceNewFrom(coord.NewToken(), src.Epoch+1)
 	if err := m.dir.WriteMeta(meta); err != nil {
 		t.Fatal(err)
 	}

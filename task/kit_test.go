@@ -160,7 +160,7 @@ func (k *kit) seedForTest(m *Member) *clientv3.Client {
 func (k *kit) seed(m *Member) {
 	k.t.Helper()
 	m.lockForTest(k.t)
-	d := planner.Decision{Kind: planner.Seed, Name: m.opts.Name, Record: &planner.Record{Token: newToken(), Epoch: 1, Seeder: m.opts.Name}}
+	d := planner.Decision{Kind: planner.Seed, Name: m.opts.Name, Record: &planner.Record{Token: coord.NewToken(), Epoch: 1, Seeder: m.opts.Name}}
 	if err := m.act(context.Background(), planner.Observation{}, d); err != nil {
 		k.t.Fatalf("seed: %v", err)
 	}

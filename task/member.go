@@ -2,8 +2,6 @@ package task
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/http"
@@ -360,15 +358,6 @@ func (m *Member) releaseLock(ctx context.Context) {
 	if l != nil {
 		_ = l.Unlock(ctx)
 	}
-}
-
-// NewToken returns a fresh random cluster token.
-func NewToken() string { return newToken() }
-
-func newToken() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
 
 func findMember(ms []planner.Member, id uint64) int {

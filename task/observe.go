@@ -93,7 +93,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		Local:         local,
 		HoldsLock:     holds,
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
-		NewToken:      newToken(),
+		NewToken:      coord.NewToken(),
 		StartFailures: m.startFailures,
 		NoSpace:       running && noSpace(e),
 		Quota:         c.Etcd.QuotaBackendBytes,
@@ -107,7 +107,8 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	rec, err := reads.Record(ctx)
 	switch {
 	case err == nil:
-		o.Record = PlannerRecord(rec)
+		view := rec
+		o.Record = &view
 		m.mu.Lock()
 		m.record = &rec
 		m.mu.Unlock()

@@ -11,23 +11,22 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// Issue 24 item 6: the planner sees a record's join list (an outside
-// cluster being migrated in, 'etcd-nomad migrate') only as Migrating, and
-// StoredRecord writes none back. Every RecordCluster a member writes
-// during a migration, shaped as the planner shapes it from the record it
-// read (confirm the cluster id, correct it, re-record the same
-// incarnation), must keep the outside members' client URLs: without
-// them, members that have not joined yet find no member list to join
-// through while the outside members are the cluster's only voters. A
-// record of another incarnation (a re-record from newer data) carries
-// none: the URLs were of the older one.
+// Issue 24 item 6: every RecordCluster a member writes while an outside
+// cluster is migrated in ('etcd-nomad migrate'), shaped as the planner
+// shapes it from the record it read (confirm the cluster id, correct it)
+// or from this member's data (re-record the same incarnation: no join
+// list), must keep the outside members' client URLs: without them,
+// members that have not joined yet find no member list to join through
+// while the outside members are the cluster's only voters. A record of
+// another incarnation (a re-record from newer data) carries none: the
+// URLs were of the older one.
 func TestRecordWriteBackKeepsTheJoinList(t *testing.T) {
 	join := []string{"http://10.0.0.1:2379", "http://10.0.0.2:2379"}
 	for _, tc := range []struct {
 		what   string
 		stored coord.Record
-		// decide shapes the decision's record from the planner's view of
-		// the stored record, as planner/plan.go does.
+		// decide shapes the decision's record from the stored record, as
+		// planner/plan.go does.
 		decide   func(planner.Record) planner.Record
 		wantJoin []string
 	}{
@@ -59,12 +58,12 @@ func TestRecordWriteBackKeepsTheJoinList(t *testing.T) {
 			m.lockForTest(t)
 			defer m.releaseLock(ctx)
 			m.mu.Lock()
-			view := PlannerRecord(*m.record)
+			view := *m.record
 			m.mu.Unlock()
-			if !view.Migrating {
+			if !view.Migrating() {
 				t.Fatalf("the planner's view of a record with a join list: %+v, want Migrating", view)
 			}
-			rc := tc.decide(*view)
+			rc := tc.decide(view)
 			if err := m.act(ctx, planner.Observation{}, planner.Decision{Kind: planner.RecordCluster, Name: "m0", Record: &rc}); err != nil {
 				t.Fatalf("record cluster: %v", err)
 			}
@@ -108,7 +107,7 @@ func TestRecordWriteBackNeverBringsBackAClearedJoinList(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
-	rc := *PlannerRecord(*m.record)
+	rc := *m.record
 	m.mu.Unlock()
 	rc.ClusterID = 0xc1
 	err = m.act(ctx, planner.Observation{}, planner.Decision{Kind: planner.RecordCluster, Name: "m0", Record: &rc})
@@ -156,8 +155,8 @@ func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := PlannerRecord(back); len(got.Accepted) != 0 || got.AcceptedRevision != 280 || !got.Operator {
-		t.Fatalf("written back by an older member: %+v, want no list and the narrowest bound 280", *got)
+	if len(back.Accepted) != 0 || back.AcceptedRevision != 280 || !back.Operator {
+		t.Fatalf("written back by an older member: %+v, want no list and the narrowest bound 280", back)
 	}
 }
 
@@ -167,7 +166,7 @@ func TestRecordKeepsWhatAnOperatorAcceptedPerLine(t *testing.T) {
 func TestRecordKeepsItsHighestEpoch(t *testing.T) {
 	rec := planner.Record{ClusterID: 0xc2, Token: "tok2", Epoch: 2, Seeder: "m0", HighestEpoch: 3}
 	_, back := throughJSON(t, rec)
-	if w := writeBack(back, *PlannerRecord(back)); w.HighestEpoch != 3 {
+	if w := writeBack(back, back); w.HighestEpoch != 3 {
 		t.Fatalf("written back: highest epoch %d, want 3", w.HighestEpoch)
 	}
 }
@@ -176,7 +175,7 @@ func TestRecordKeepsItsHighestEpoch(t *testing.T) {
 // JSON and the record decoded, which must be rec again.
 func throughJSON(t *testing.T, rec planner.Record) ([]byte, coord.Record) {
 	t.Helper()
-	raw, err := json.Marshal(StoredRecord(rec, 0))
+	raw, err := json.Marshal(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,8 +183,8 @@ func throughJSON(t *testing.T, rec planner.Record) ([]byte, coord.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := PlannerRecord(back); !reflect.DeepEqual(*got, rec) {
-		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", *got, rec)
+	if !reflect.DeepEqual(back, rec) {
+		t.Fatalf("record through the coordinator's JSON: %+v, want %+v", back, rec)
 	}
 	return raw, back
 }

@@ -305,17 +305,12 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 	if cur == nil && d.From != planner.FromSnapshot {
 		return fmt.Errorf("recovery from data without a cluster record")
 	}
-	var index uint64
+	next := *d.Record
 	if cur != nil {
-		index = cur.Index
+		next = writeBack(*cur, next)
 	}
-	next := StoredRecord(*d.Record, index)
 	if d.From == planner.FromSnapshot {
-		var rec *planner.Record
-		if cur != nil {
-			rec = PlannerRecord(*cur)
-		}
-		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, planner.InstallWant(o, d, rec))
+		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, planner.InstallWant(o, d, cur))
 	}
 	if cur.Token != next.Token {
 		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
@@ -93,7 +94,7 @@ func TestAutomaticRecoveryRefusesForgedSnapshotsAndDeltas(t *testing.T) {
 
 	before, _ := f.m.dir.ReadMeta()
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: forged.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(forged.Name)}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(forged.Name)}}
 	f.m.lockForTest(t)
 	err := f.m.act(ctx, o, d)
 	f.m.releaseLock(ctx)

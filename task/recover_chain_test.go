@@ -79,7 +79,7 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 		t.Fatalf("observed %+v, want %s with its chain to %d (the damage is not known yet)", o.LatestSnapshot, snap.Name, second.Revision)
 	}
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	m.lockForTest(t)
 	err = m.act(ctx, o, d)
 	m.releaseLock(ctx)
@@ -198,13 +198,13 @@ func newChainFixture(t *testing.T) chainFixture {
 func (f chainFixture) recordOperatorRestore(t *testing.T) planner.Record {
 	t.Helper()
 	ctx := context.Background()
-	op := planner.Record{Token: newToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name),
-		LastConfirmedToken: f.rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: f.second.Revision}
+	op := planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name),
+		LastConfirmedToken: f.rec.Token, LastConfirmedEpoch: 1, Operator: true, SourceRevision: f.second.Revision, Index: f.rec.Index}
 	l, err := f.k.co.Lock(ctx, "operator")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.k.co.UpdateRecord(ctx, l, StoredRecord(op, f.rec.Index)); err != nil {
+	if _, err := f.k.co.UpdateRecord(ctx, l, op); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Unlock(ctx); err != nil {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 )
@@ -33,7 +34,7 @@ func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 	f := newAuthFixture(t, func(e snapshot.Encryption) snapshot.Encryption { return e })
 	ctx := context.Background()
 	var o planner.Observation
-	o.Record = PlannerRecord(f.rec)
+	o.Record = &f.rec
 	f.m.observeLatestSnapshot(ctx, &o, time.Now())
 	if o.LatestSnapshot == nil || o.LatestSnapshot.Name != f.snap.Name {
 		t.Fatalf("control: the lineage's own snapshot %s is not offered: %+v", f.snap.Name, o.LatestSnapshot)
@@ -48,7 +49,7 @@ func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.m.snapshotListed, f.m.latestSnapshot = time.Time{}, nil
-	o = planner.Observation{Record: PlannerRecord(f.rec)}
+	o = planner.Observation{Record: &f.rec}
 	f.m.observeLatestSnapshot(ctx, &o, time.Now())
 	t.Logf("record cluster id %x epoch %d; observed %+v", f.rec.ClusterID, f.rec.Epoch, o.LatestSnapshot)
 	if o.LatestSnapshot != nil {
@@ -64,13 +65,13 @@ func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 	obs := planner.Observation{Self: planner.Self{Name: "m0", PeerURL: "http://m0:2380"}, Running: true, SelfID: 1, HoldsLock: true, NewToken: "n",
 		RecoveryGrace: 1, QuorumLostFor: 2, ClusterName: f.k.cl.Name,
 		Local:  planner.Local{Cluster: f.k.cl.Name, Name: "m0", MemberID: 1, ClusterID: f.rec.ClusterID, Token: f.rec.Token, Epoch: f.rec.Epoch, Revision: survivor},
-		Record: PlannerRecord(f.rec), LatestSnapshot: o.LatestSnapshot, RefusedSnapshot: o.RefusedSnapshot}
+		Record: &f.rec, LatestSnapshot: o.LatestSnapshot, RefusedSnapshot: o.RefusedSnapshot}
 	if d := planner.Plan(obs); d.Kind == planner.RecoverQuorum || !d.AwaitsOperator || !strings.Contains(d.Reason, old.Name) {
 		t.Errorf("%s from member data at revision %d beside %s at revision %d, not a wait for an operator naming it: %s", d.Kind, survivor, old.Name, old.Revision, d.Reason)
 	}
 
 	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: old.Name,
-		Record: &planner.Record{Token: newToken(), Epoch: 8, Seeder: "m0", Source: planner.SnapshotSource(old.Name)}}
+		Record: &planner.Record{Token: coord.NewToken(), Epoch: 8, Seeder: "m0", Source: planner.SnapshotSource(old.Name)}}
 	f.m.lockForTest(t)
 	err = f.m.act(ctx, o, d)
 	f.m.releaseLock(ctx)

@@ -86,7 +86,7 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 			return 0, "", err
 		}
 		r, err := co.Record(ctx)
-		return r.Epoch, r.Source, err
+		return r.Epoch, string(r.Source), err
 	}
 	epoch, _, err := record()
 	if err != nil {

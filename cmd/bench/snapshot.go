@@ -21,13 +21,13 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
 	"github.com/etcd-nomad/etcd-nomad/localcluster"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // valueSize is the size of each value of the snapshot keyspace.
@@ -509,7 +509,7 @@ func runSnapshotRestore(args []string) error {
 		return err
 	}
 	fetchedAt := time.Now()
-	_, err = datadir.InstallSnapshot(ctx, *root, fetched, datadir.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: task.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, "restored-over")
+	_, err = datadir.InstallSnapshot(ctx, *root, fetched, datadir.Incarnation{Cluster: "bench", Name: "m0", PeerURL: *peer, Token: coord.NewToken(), Epoch: 2, RevisionBump: 1_000_000}, "restored-over")
 	if err != nil {
 		return err
 	}

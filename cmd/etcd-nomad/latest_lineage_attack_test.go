@@ -173,7 +173,7 @@ func TestOperatorLatestCommandsSkipAPutBackIncarnation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "snapshot:" + f.snap.Name; rec.Source != want {
+	if want := "snapshot:" + f.snap.Name; string(rec.Source) != want {
 		t.Fatalf("recorded source %q, want %q (the record's lineage), not the put-back %s", rec.Source, want, foreign.Name)
 	}
 	if !strings.Contains(ui.ErrorWriter.String(), foreign.Name) {

@@ -20,7 +20,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 type migrateCommand struct{ ui cli.Ui }
@@ -192,7 +191,7 @@ func (m *migration) record(ctx context.Context, endpoints []string, ui cli.Ui) e
 		case !errors.Is(err, coord.ErrNoRecord):
 			return err
 		}
-		rec := coord.Record{ClusterID: m.clusterID, Token: task.NewToken(), Epoch: 1, Seeder: "migrate", Join: endpoints}
+		rec := coord.Record{ClusterID: m.clusterID, Token: coord.NewToken(), Epoch: 1, Seeder: "migrate", Join: endpoints}
 		if _, err := m.co.CreateRecord(ctx, l, rec); err != nil {
 			return fmt.Errorf("record the migration: %w", err)
 		}

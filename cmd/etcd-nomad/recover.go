@@ -22,7 +22,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 type recoverCommand struct{ ui cli.Ui }
@@ -491,7 +490,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 	var rec *planner.Record
 	switch {
 	case err == nil:
-		rec = task.PlannerRecord(cur)
+		rec = &cur
 	case !errors.Is(err, coord.ErrNoRecord):
 		return planner.Record{}, err
 	}
@@ -499,7 +498,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 	if err != nil {
 		return planner.Record{}, err
 	}
-	v := planner.OperatorView{Record: rec, NewToken: task.NewToken()}
+	v := planner.OperatorView{Record: rec, NewToken: coord.NewToken()}
 	for _, m := range st.Members {
 		if m.Unreachable {
 			v.Silent = append(v.Silent, m.Name)
@@ -517,7 +516,8 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 	if err != nil {
 		return planner.Record{}, err
 	}
-	if _, err := co.UpdateRecord(ctx, l, task.StoredRecord(next, cur.Index)); err != nil {
+	next.Index = cur.Index
+	if _, err := co.UpdateRecord(ctx, l, next); err != nil {
 		return planner.Record{}, fmt.Errorf("record epoch %d: %w", next.Epoch, err)
 	}
 	return next, nil

@@ -62,7 +62,7 @@ func TestLatestBesideANewerForeignSnapshotNeedsAcceptDataLossAndAHigherEpoch(t *
 	if code != 0 || err != nil {
 		t.Fatalf("recover -from snapshot:latest -accept-data-loss: exit %d (%v)", code, err)
 	}
-	if want := "snapshot:" + f.snap.Name; got.Source != want || got.Epoch <= newer.Epoch {
+	if want := "snapshot:" + f.snap.Name; string(got.Source) != want || got.Epoch <= newer.Epoch {
 		t.Fatalf("recorded %s as epoch %d; want %s above the newer snapshot's epoch %d", got.Source, got.Epoch, want, newer.Epoch)
 	}
 }

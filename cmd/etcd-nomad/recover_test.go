@@ -189,7 +189,7 @@ func TestRecoverFromAVerifiedSnapshotIsRecorded(t *testing.T) {
 		t.Fatalf("recover: exit %d: %s%s", code, ui.OutputWriter, ui.ErrorWriter)
 	}
 	got, err := f.co.Record(context.Background())
-	if err != nil || got.Epoch != 2 || got.Source != "snapshot:"+f.snap.Name || !got.Operator || got.Seeder != "m0" {
+	if err != nil || got.Epoch != 2 || string(got.Source) != "snapshot:"+f.snap.Name || !got.Operator || got.Seeder != "m0" {
 		t.Fatalf("record after recover: %+v (%v)", got, err)
 	}
 	// The seeder's install must reach what the command verified.
@@ -294,7 +294,7 @@ func TestRecoverShortChainWithAcceptDataLoss(t *testing.T) {
 		t.Fatalf("recover -accept-data-loss over a damaged delta: exit %d: %s%s", code, ui.OutputWriter, ui.ErrorWriter)
 	}
 	got, err := f.co.Record(context.Background())
-	if err != nil || got.Epoch != 2 || got.Source != "snapshot:"+f.snap.Name || got.SourceRevision != f.chain[0].Revision {
+	if err != nil || got.Epoch != 2 || string(got.Source) != "snapshot:"+f.snap.Name || got.SourceRevision != f.chain[0].Revision {
 		t.Fatalf("record after recover: %+v (%v); want epoch 2 from %s up to revision %d (before the damaged delta)", got, err, f.snap.Name, f.chain[0].Revision)
 	}
 	if errs := ui.ErrorWriter.String(); !strings.Contains(errs, fmt.Sprintf("only up to revision %d", f.chain[0].Revision)) {

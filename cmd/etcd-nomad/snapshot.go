@@ -28,7 +28,6 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 type snapshotCommand struct{}
@@ -428,7 +427,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		l      coord.Lock
 		rec    coord.Record
 		exists bool
-		token  = task.NewToken()
+		token  = coord.NewToken()
 		epoch  uint64
 	)
 	defer func() {
@@ -497,14 +496,14 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		ui.Warn("the replay stopped early: " + res.Stopped)
 	}
 	newRec := planner.Record{Token: token, Epoch: epoch, Seeder: member, Source: planner.SnapshotSource(name),
-		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch}
+		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Index: rec.Index}
 	if rec.ClusterID != 0 {
 		newRec.LastConfirmedToken, newRec.LastConfirmedEpoch = rec.Token, rec.Epoch
 	}
 	if exists {
-		_, err = co.UpdateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
+		_, err = co.UpdateRecord(ctx, l, newRec)
 	} else {
-		_, err = co.CreateRecord(ctx, l, task.StoredRecord(newRec, rec.Index))
+		_, err = co.CreateRecord(ctx, l, newRec)
 	}
 	if err != nil {
 		return fmt.Errorf("record epoch %d: %w", epoch, err)
