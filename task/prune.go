@@ -76,7 +76,7 @@ func expendableAsides(asides []aside, run incarnationKey) []string {
 	sort.Slice(byAge, func(i, j int) bool { return byAge[i].Name > byAge[j].Name }) // newest first
 	newest := map[incarnationKey]aside{}
 	for _, a := range byAge {
-		if !a.MetaOK {
+		if !a.MetaOK || a.RevisionErr != nil {
 			continue
 		}
 		if n, ok := newest[a.key()]; !ok || a.Revision > n.Revision {
@@ -86,7 +86,10 @@ func expendableAsides(asides []aside, run incarnationKey) []string {
 	var out []string
 	for i, a := range byAge {
 		switch {
-		case i < asideKeepNewest, !a.MetaOK:
+		case i < asideKeepNewest, !a.MetaOK, a.RevisionErr != nil:
+			// A copy whose backend does not read (revision unknown) may
+			// be the newest of its incarnation's writes: kept, as one
+			// whose metadata does not read (review rev14c-data R2).
 		case a.Meta.Cluster == run.cluster && a.Meta.Epoch > run.epoch:
 			// Data of an epoch the record has not reached: never.
 		case a.key() == run:
