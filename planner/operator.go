@@ -145,6 +145,18 @@ func roomAbove(epoch uint64) error {
 	return nil
 }
 
+// NextEpochAbove is the epoch a restore by hand (`snapshot restore`)
+// records over r beside a snapshot of epoch e: above r's plausible top
+// and e, never wrapping (review rev14c-data S3: it took a planted
+// highest_epoch as it was).
+func (r *Record) NextEpochAbove(e uint64) (uint64, error) {
+	top := max(r.plausibleTop(), e)
+	if err := roomAbove(top); err != nil {
+		return 0, err
+	}
+	return top + 1, nil
+}
+
 // OperatorSnapshotRecovery decides an operator's recovery from a stored
 // snapshot (v.Snapshot), restored by member v.From: the record to write
 // (the next epoch, Source the snapshot, marked Operator so that it

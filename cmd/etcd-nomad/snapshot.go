@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -467,10 +466,9 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			// longer of its lineage.
 			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
 		}
-		if top := max(rec.Epoch, rec.HighestEpoch, m.Epoch); top == math.MaxUint64 {
-			return datadir.Incarnation{}, fmt.Errorf("the record's epoch %d, highest_epoch %d or the snapshot's epoch %d leaves no next epoch: not restoring (epochs never wrap; correct the record in Consul by hand)", rec.Epoch, rec.HighestEpoch, m.Epoch)
+		if epoch, err = rec.NextEpochAbove(m.Epoch); err != nil {
+			return datadir.Incarnation{}, fmt.Errorf("record epoch %d, highest_epoch %d, snapshot epoch %d: %w; not restoring", rec.Epoch, rec.HighestEpoch, m.Epoch, err)
 		}
-		epoch = max(rec.Epoch, rec.HighestEpoch, m.Epoch) + 1
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
 	}
 	ui.Output("fetching and verifying " + name)
