@@ -10,44 +10,13 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// The exchange: an application's task on the same Nomad cluster trades
-// its workload identity (a JWT Nomad signed, audience
-// identity.ClusterAudience of this cluster)
-// for a short-lived client certificate from the cluster CA, whose CN is
-// the user the access rules map its job to (user { nomad_jobs = [...] }).
-// The caller sends a certificate request and keeps its key; the CA key
-// never leaves the member. `etcd-nomad creds` is the client.
-
-// ExchangePath is the member's exchange endpoint, on its status port.
-const ExchangePath = "/v1/client-certificate"
-
-// CertRequest is what a workload posts to ExchangePath.
-type CertRequest struct {
-	// Identity is the workload identity JWT.
-	Identity string `json:"identity"`
-	// CSR is a PEM certificate request; only its key is used.
-	CSR string `json:"csr"`
-}
-
-// CertResponse is the exchange's answer.
-type CertResponse struct {
-	User        string    `json:"user"`
-	Certificate string    `json:"certificate"`
-	CA          string    `json:"ca"`
-	NotAfter    time.Time `json:"not_after"`
-	// Warning, when set, is for the application's operator: creds logs
-	// it (the token's audience is the bare one of earlier versions).
-	Warning string `json:"warning,omitempty"`
-}
-
-// CACertKey is the coordinator key where the leader publishes the cluster
-// CA's certificate (never its key), for the exchange's clients to verify
-// the members they call.
-const CACertKey = "ca.crt"
+// The exchange (certs/exchange holds its wire types): a workload's
+// identity for a client certificate of the cluster CA.
 
 // exchangeError is a refusal with its HTTP status.
 type exchangeError struct {
@@ -63,10 +32,10 @@ func refuse(code int, format string, args ...any) error {
 
 func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		http.Error(w, "POST a CertRequest", http.StatusMethodNotAllowed)
+		http.Error(w, "POST a exchange.Request", http.StatusMethodNotAllowed)
 		return
 	}
-	var req CertRequest
+	var req exchange.Request
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, exchangeMaxBody)).Decode(&req); err != nil {
 		code := http.StatusBadRequest
 		var mb *http.MaxBytesError
@@ -93,38 +62,38 @@ func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 
 // exchange verifies req's identity and signs its request for the user its
 // job maps to.
-func (m *Member) exchange(ctx context.Context, req CertRequest) (CertResponse, error) {
+func (m *Member) exchange(ctx context.Context, req exchange.Request) (exchange.Response, error) {
 	a := m.opts.Cluster.Access
 	switch {
 	case m.trust.ca == nil:
-		return CertResponse{}, refuse(http.StatusNotImplemented, "this cluster does not run TLS auto: no CA to issue from")
+		return exchange.Response{}, refuse(http.StatusNotImplemented, "this cluster does not run TLS auto: no CA to issue from")
 	case a == nil:
-		return CertResponse{}, refuse(http.StatusForbidden, "the cluster definition has no access block: no workload is mapped to a user")
+		return exchange.Response{}, refuse(http.StatusForbidden, "the cluster definition has no access block: no workload is mapped to a user")
 	case m.opts.Identities == nil:
-		return CertResponse{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
+		return exchange.Response{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
 	}
 	claims, err := m.opts.Identities.Verify(ctx, req.Identity, m.opts.Cluster.Name)
 	if errors.Is(err, identity.ErrUnavailable) {
-		return CertResponse{}, refuse(http.StatusServiceUnavailable, "%v", err)
+		return exchange.Response{}, refuse(http.StatusServiceUnavailable, "%v", err)
 	}
 	if errors.Is(err, identity.ErrInvalid) {
-		return CertResponse{}, refuse(http.StatusUnauthorized, "%v", err)
+		return exchange.Response{}, refuse(http.StatusUnauthorized, "%v", err)
 	}
 	if err != nil {
-		return CertResponse{}, err
+		return exchange.Response{}, err
 	}
 	u := a.UserForJob(claims.Namespace, claims.Job)
 	if u == nil {
-		return CertResponse{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
+		return exchange.Response{}, refuse(http.StatusForbidden, "job %q in namespace %q is in no user's nomad_jobs in the access block", claims.Job, claims.Namespace)
 	}
 	now := time.Now()
 	ttl := certificateTTL(a.CertificateTTL, now, claims.ExpiresAt.Time)
 	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, ttl)
 	if err != nil {
-		return CertResponse{}, refuse(http.StatusBadRequest, "%v", err)
+		return exchange.Response{}, refuse(http.StatusBadRequest, "%v", err)
 	}
 	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", ttl)
-	resp := CertResponse{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}
+	resp := exchange.Response{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}
 	if claims.LegacyAudience {
 		resp.Warning = legacyAudienceWarning(m.opts.Cluster.Name)
 		m.log.Warn(resp.Warning, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task)
@@ -173,7 +142,7 @@ func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
 	if !ok || m.trust.ca == nil {
 		return
 	}
-	if err := sw.Put(ctx, CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
+	if err := sw.Put(ctx, exchange.CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
 		m.log.Warn("CA certificate not published", "error", err)
 		return
 	}

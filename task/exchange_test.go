@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 )
@@ -67,15 +68,15 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := func(tok string) (*http.Response, CertResponse) {
+	ask := func(tok string) (*http.Response, exchange.Response) {
 		t.Helper()
-		body, _ := json.Marshal(CertRequest{Identity: tok, CSR: string(csr)})
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(exchange.Request{Identity: tok, CSR: string(csr)})
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var out CertResponse
+		var out exchange.Response
 		if resp.StatusCode == http.StatusOK {
 			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 				t.Fatal(err)
@@ -140,7 +141,7 @@ func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.exchange(context.Background(), CertRequest{Identity: signed, CSR: string(csr)})
+	out, err := m.exchange(context.Background(), exchange.Request{Identity: signed, CSR: string(csr)})
 	if err != nil {
 		t.Fatal(err)
 	}

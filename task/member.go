@@ -82,7 +82,7 @@ type Options struct {
 	// directory without it.
 	CAKEK []byte
 	// Identities, optional, verifies Nomad workload identities: with it
-	// and an access block, the status port serves ExchangePath.
+	// and an access block, the status port serves exchange.Path.
 	Identities *identity.Verifier
 	// Clock, optional, defaults to the system clock: the time the loop
 	// observes and paces itself by.

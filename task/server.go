@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task/statusport"
@@ -219,7 +220,7 @@ func (m *Member) serveStatus() error {
 		// exchange is not served at all (404), so a stranger gets nothing
 		// decoded or verified.
 		lim := newExchangeLimiter(exchangeRate, exchangeBurst, exchangeSourceRate, exchangeSourceBurst, exchangeMaxSources)
-		mux.HandleFunc(ExchangePath, func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc(exchange.Path, func(w http.ResponseWriter, r *http.Request) {
 			if !lim.allow(sourceOf(r.RemoteAddr), time.Now()) {
 				w.Header().Set("Retry-After", "1")
 				http.Error(w, "too many certificate requests to this member: retry", http.StatusTooManyRequests)

@@ -31,6 +31,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/nomad"
@@ -109,7 +110,7 @@ func TestStatusPortCutsOffASlowExchangeBody(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{\"identity\":\"", ExchangePath); err != nil {
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{\"identity\":\"", exchange.Path); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -206,8 +207,8 @@ func TestExchangeWithoutAccessIsNotServed(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	defer hc.CloseIdleConnections()
-	body, _ := json.Marshal(CertRequest{Identity: attackToken(t, "k"), CSR: "x"})
-	resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+	body, _ := json.Marshal(exchange.Request{Identity: attackToken(t, "k"), CSR: "x"})
+	resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func TestExchangeBurstIsRateLimited(t *testing.T) {
 	extra := 15
 	var limited, firstLimited int
 	for i := range exchangeSourceBurst + extra {
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -282,8 +283,8 @@ func TestHungJWKSReadBlocksNoOtherRequest(t *testing.T) {
 	post := func(timeout time.Duration) (int, error) {
 		hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg}}
 		defer hc.CloseIdleConnections()
-		body, _ := json.Marshal(CertRequest{Identity: attackToken(t, "unknown"), CSR: "x"})
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(exchange.Request{Identity: attackToken(t, "unknown"), CSR: "x"})
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			return 0, err
 		}

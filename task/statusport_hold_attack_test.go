@@ -28,6 +28,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 )
 
@@ -177,13 +178,13 @@ func TestExchangeServesAWorkloadBesideAnotherSourcesFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := m.statusURL(m.self) + ExchangePath
+	url := m.statusURL(m.self) + exchange.Path
 	legit := func() int {
 		csr, _, err := certs.NewCSR()
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := json.Marshal(CertRequest{Identity: good, CSR: string(csr)})
+		body, _ := json.Marshal(exchange.Request{Identity: good, CSR: string(csr)})
 		hc := clientFrom("127.0.0.2", cfg, 5*time.Second)
 		defer hc.CloseIdleConnections()
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
@@ -82,7 +83,7 @@ func TestStatusAndMetricsOnlyForTheStatusCAOrRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.exchange(t.Context(), CertRequest{Identity: jobIdentity(t, key, identity.Audience), CSR: string(csr)})
+	out, err := m.exchange(t.Context(), exchange.Request{Identity: jobIdentity(t, key, identity.Audience), CSR: string(csr)})
 	if err != nil {
 		t.Fatal(err)
 	}
