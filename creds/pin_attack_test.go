@@ -173,7 +173,7 @@ func TestPinnedCredsSendsTheIdentityOnlyUnderThePinnedCA(t *testing.T) {
 	}
 }
 
-// Through a CA rotation (task/rotate.go's phases) an application pinned to
+// Through a CA rotation (task/trust/rotate.go's phases) an application pinned to
 // the old CA keeps working: at phase trust Consul publishes both CAs and
 // the members still present the old CA's certificates (ca.crt: the
 // pinned CA alone, the new one is not vouched for yet); at phase issue

@@ -359,7 +359,7 @@ func (m *Member) takeLeadershipFrom(ctx context.Context, o planner.Observation, 
 	if len(urls) == 0 {
 		return
 	}
-	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
+	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
 		return
 	}
@@ -462,11 +462,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.SnapshotCount = c.Etcd.SnapshotCount
 	cfg.LogLevel = m.opts.EtcdLogLevel
 	cfg.LogOutputs = []string{"stderr"}
-	if m.trust.scheme == "https" {
-		ti := transport.TLSInfo{CertFile: m.trust.tlsFiles.Cert, KeyFile: m.trust.tlsFiles.Key, TrustedCAFile: m.trust.tlsFiles.CA, ClientCertAuth: true}
+	if m.trust.Scheme() == "https" {
+		ti := transport.TLSInfo{CertFile: m.trust.Files().Cert, KeyFile: m.trust.Files().Key, TrustedCAFile: m.trust.Files().CA, ClientCertAuth: true}
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
-		if m.trust.ca != nil {
+		if m.trust.CA() != nil {
 			// TLS auto: the peer port trusts the peer CA alone (its
 			// file holds the peer CAs, certs.PeerCACert), never the
 			// cluster CA, which issues every client certificate:
@@ -474,7 +474,7 @@ func (m *Member) start(name, token, state, initial string) error {
 			// derive the peer CA. A member dials its peers with the
 			// same trust and certificate, and both sides also require
 			// the peer certificates' CN (issue 29).
-			pf := m.dir.peerFiles()
+			pf := m.trust.PeerFiles()
 			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
 		}
 	}

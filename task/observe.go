@@ -193,19 +193,9 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	return out, unreachable
 }
 
-// httpClient is the member's one client for peers' /status: its
-// keep-alive connections are reused from loop to loop. (A client made per
-// loop left two connections open every second, for good.)
-func (m *Member) httpClient() *http.Client {
-	m.trust.hcOnce.Do(func() {
-		m.trust.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
-			TLSClientConfig:     m.trust.peerTLS,
-			MaxIdleConnsPerHost: 2,
-			IdleConnTimeout:     90 * time.Second,
-		}}
-	})
-	return m.trust.hc
-}
+// httpClient is the member's one client for peers' /status
+// (trust.Trust.HTTPClient).
+func (m *Member) httpClient() *http.Client { return m.trust.HTTPClient() }
 
 // etcdClient returns a client on the given endpoints, reusing one client.
 func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
@@ -218,7 +208,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          rpcTimeout,
-		TLS:                  m.trust.peerTLS,
+		TLS:                  m.trust.PeerTLS(),
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,

@@ -37,7 +37,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st := m.status
 	e := m.etcd
 	starting := m.starting
-	st.CAMismatch = m.trust.caMismatch
+	st.CAMismatch = m.trust.Mismatch()
 	st.SnapshotError = m.snapshotErr
 	found := m.known.found
 	m.mu.Unlock()
@@ -45,12 +45,12 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.Asides, st.AsidesMore = m.asides.list(m.dir.AsideDir(), m.log)
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
-	if name, at := m.trust.renew.earliest(); name != "" {
+	if name, at := m.trust.Earliest(); name != "" {
 		st.CertName, st.CertExpiry = name, at.UTC().Format(time.RFC3339)
 	}
-	st.CertWarning = m.certWarning(now)
-	st.CA = m.rotationView()
-	st.CAKeyExposed = m.caKeyExposed()
+	st.CertWarning = m.trust.CertWarning(now)
+	st.CA = m.trust.RotationView()
+	st.CAKeyExposed = m.trust.KeyExposed()
 	if meta, err := m.dir.ReadMeta(); err == nil {
 		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
@@ -199,7 +199,7 @@ func (m *Member) serveStatus() error {
 		_, _ = io.WriteString(w, body)
 	})
 	// statusCA is the status CA of the member's CA at start (a CA
-	// rotation adds the next one's: m.trust.rot.statusCAs).
+	// rotation adds the next one's: trust.Trust.StatusCAs).
 	var statusCA []byte
 	readers := func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -226,7 +226,7 @@ func (m *Member) serveStatus() error {
 				http.Error(w, "too many certificate requests to this member: retry", http.StatusTooManyRequests)
 				return
 			}
-			m.serveExchange(w, r)
+			m.trust.Handler().ServeHTTP(w, r)
 		})
 	}
 	mux.Handle("/metrics", readers(promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, m.metrics.reg}, promhttp.HandlerOpts{})))
@@ -246,21 +246,21 @@ func (m *Member) serveStatus() error {
 	m.http = &http.Server{Handler: mux, ConnState: sl.connState, ReadHeaderTimeout: statusHeaderTimeout, ReadTimeout: statusReadTimeout,
 		WriteTimeout: statusWriteTimeout, IdleTimeout: statusIdleTimeout, MaxHeaderBytes: statusMaxHeaderBytes,
 		Protocols: &http1}
-	if m.trust.scheme == "https" {
-		cfg, err := certs.ServerConfig(m.trust.tlsFiles)
+	if m.trust.Scheme() == "https" {
+		cfg, err := certs.ServerConfig(m.trust.Files())
 		if err == nil {
 			// Read at each handshake, as etcd does: renewal replaces
 			// the file.
-			cfg.Certificates, cfg.GetCertificate = nil, m.serverCertificate
+			cfg.Certificates, cfg.GetCertificate = nil, m.trust.ServerCertificate
 			// Named here, not left to ServeTLS: GetConfigForClient
 			// below returns copies of this config.
 			cfg.NextProtos = []string{"http/1.1"}
 		}
-		if err == nil && m.trust.ca != nil {
+		if err == nil && m.trust.CA() != nil {
 			// /status also takes the status CA's clients (read-only
 			// clients, certs.StatusCA); etcd's ports never do.
 			var st certs.Pair
-			if st, err = certs.StatusCA(*m.trust.ca); err == nil {
+			if st, err = certs.StatusCA(*m.trust.CA()); err == nil {
 				cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
 				statusCA = st.Cert
 			}
@@ -269,12 +269,12 @@ func (m *Member) serveStatus() error {
 			ln.Close()
 			return err
 		}
-		if m.trust.ca != nil {
+		if m.trust.CA() != nil {
 			// The CAs accepted change with a CA rotation: built again
 			// at each handshake from what the member trusts now.
 			base := cfg
 			cfg = base.Clone()
-			cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return m.statusServerConfig(base), nil }
+			cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return m.trust.StatusServerConfig(base), nil }
 		}
 		m.http.TLSConfig = cfg
 		go func() { _ = m.http.ServeTLS(ln, "", "") }()
@@ -301,13 +301,11 @@ func (m *Member) statusReader(r *http.Request, statusCA []byte) (int, string) {
 		return 0, ""
 	case len(r.TLS.VerifiedChains) == 0:
 		return http.StatusUnauthorized, "this needs a client certificate from the cluster's status CA (etcd-nomad tls status-cert) or etcd's root user's"
-	case m.trust.ca == nil:
+	case m.trust.CA() == nil:
 		return 0, ""
 	}
-	accepted := parseCerts(statusCA)
-	if s := m.trust.rot.statusCAs.Load(); s != nil {
-		accepted = append(accepted, parseCerts(*s)...)
-	}
+	accepted := certs.ParseCertificates(statusCA)
+	accepted = append(accepted, certs.ParseCertificates(m.trust.StatusCAs())...)
 	for _, chain := range r.TLS.VerifiedChains {
 		if chain[0].Subject.CommonName == certs.RootUser {
 			return 0, ""

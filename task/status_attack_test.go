@@ -47,12 +47,12 @@ func statusTarget(t *testing.T, access bool, keys identity.KeySource) (*Member, 
 	if access {
 		k.cl.Access = billingAccess(time.Minute)
 	}
+	k.identities = &identity.Verifier{Keys: keys}
 	m := k.member("a", nil)
-	m.opts.Identities = &identity.Verifier{Keys: keys}
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := certs.Pool(m.trust.ca.Cert)
+	pool, err := certs.Pool(m.trust.CA().Cert)
 	if err != nil {
 		t.Fatal(err)
 	}

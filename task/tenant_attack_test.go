@@ -236,7 +236,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	}
 	// etcd's HTTP/JSON gateway on the same port: it refuses a certificate
 	// with a CN (it would reach gRPC as the member's own connection).
-	pair, err := certs.IssueClient(*m.trust.ca, "billing-api", time.Now(), time.Hour)
+	pair, err := certs.IssueClient(*m.trust.CA(), "billing-api", time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, _ := certs.Pool(m.trust.ca.Cert)
+	pool, _ := certs.Pool(m.trust.CA().Cert)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}}}
 	defer hc.CloseIdleConnections()
 	for path, body := range map[string]string{

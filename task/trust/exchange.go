@@ -1,4 +1,4 @@
-package task
+package trust
 
 import (
 	"bytes"
@@ -12,11 +12,14 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/identity"
-	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
 // The exchange (certs/exchange holds its wire types): a workload's
 // identity for a client certificate of the cluster CA.
+
+// exchangeMaxBody bounds a certificate request: a JWT and a PEM CSR
+// are a few KiB.
+const exchangeMaxBody = 64 << 10
 
 // exchangeError is a refusal with its HTTP status.
 type exchangeError struct {
@@ -30,9 +33,9 @@ func refuse(code int, format string, args ...any) error {
 	return &exchangeError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
+func (t *Trust) serveExchange(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		http.Error(w, "POST a exchange.Request", http.StatusMethodNotAllowed)
+		http.Error(w, "POST a CertRequest", http.StatusMethodNotAllowed)
 		return
 	}
 	var req exchange.Request
@@ -45,14 +48,14 @@ func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "decode request: "+err.Error(), code)
 		return
 	}
-	resp, err := m.exchange(r.Context(), req)
+	resp, err := t.Exchange(r.Context(), req)
 	if err != nil {
 		code := http.StatusInternalServerError
 		var ee *exchangeError
 		if errors.As(err, &ee) {
 			code = ee.code
 		}
-		m.log.Warn("client certificate refused", "error", err, "remote", r.RemoteAddr)
+		t.log.Warn("client certificate refused", "error", err, "remote", r.RemoteAddr)
 		http.Error(w, err.Error(), code)
 		return
 	}
@@ -60,19 +63,19 @@ func (m *Member) serveExchange(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
-// exchange verifies req's identity and signs its request for the user its
+// Exchange verifies req's identity and signs its request for the user its
 // job maps to.
-func (m *Member) exchange(ctx context.Context, req exchange.Request) (exchange.Response, error) {
-	a := m.opts.Cluster.Access
+func (t *Trust) Exchange(ctx context.Context, req exchange.Request) (exchange.Response, error) {
+	a := t.cfg.Cluster.Access
 	switch {
-	case m.trust.ca == nil:
+	case t.ca == nil:
 		return exchange.Response{}, refuse(http.StatusNotImplemented, "this cluster does not run TLS auto: no CA to issue from")
 	case a == nil:
 		return exchange.Response{}, refuse(http.StatusForbidden, "the cluster definition has no access block: no workload is mapped to a user")
-	case m.opts.Identities == nil:
+	case t.cfg.Identities == nil:
 		return exchange.Response{}, refuse(http.StatusNotImplemented, "this member cannot verify Nomad workload identities (not running on Nomad)")
 	}
-	claims, err := m.opts.Identities.Verify(ctx, req.Identity, m.opts.Cluster.Name)
+	claims, err := t.cfg.Identities.Verify(ctx, req.Identity, t.cfg.Cluster.Name)
 	if errors.Is(err, identity.ErrUnavailable) {
 		return exchange.Response{}, refuse(http.StatusServiceUnavailable, "%v", err)
 	}
@@ -88,15 +91,15 @@ func (m *Member) exchange(ctx context.Context, req exchange.Request) (exchange.R
 	}
 	now := time.Now()
 	ttl := certificateTTL(a.CertificateTTL, now, claims.ExpiresAt.Time)
-	cert, err := certs.SignClientCSR(*m.currentCA(), []byte(req.CSR), u.Name, now, ttl)
+	cert, err := certs.SignClientCSR(*t.currentCA(), []byte(req.CSR), u.Name, now, ttl)
 	if err != nil {
 		return exchange.Response{}, refuse(http.StatusBadRequest, "%v", err)
 	}
-	m.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", ttl)
-	resp := exchange.Response{User: u.Name, Certificate: string(cert) + string(m.chain()), CA: string(m.rotationTrust()), NotAfter: now.Add(ttl)}
+	t.log.Info("client certificate issued", "user", u.Name, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task, "alloc", claims.AllocationID, "valid_for", ttl)
+	resp := exchange.Response{User: u.Name, Certificate: string(cert) + string(t.chain()), CA: string(t.rotationTrust()), NotAfter: now.Add(ttl)}
 	if claims.LegacyAudience {
-		resp.Warning = legacyAudienceWarning(m.opts.Cluster.Name)
-		m.log.Warn(resp.Warning, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task)
+		resp.Warning = legacyAudienceWarning(t.cfg.Cluster.Name)
+		t.log.Warn(resp.Warning, "namespace", claims.Namespace, "job", claims.Job, "task", claims.Task)
 	}
 	return resp, nil
 }
@@ -108,25 +111,31 @@ func legacyAudienceWarning(cluster string) string {
 		"set the identity block's aud to [%q] (a later version refuses %q)", identity.Audience, identity.ClusterAudience(cluster), identity.Audience)
 }
 
-// exchangeTokenMargin is how long a certificate may outlive the workload
+// ExchangeTokenMargin is how long a certificate may outlive the workload
 // identity that bought it. Nomad renews a task's identity before it
 // expires, and `creds` renews its certificate at two thirds of its life,
 // so an application whose token is short-lived exchanges a fresh one in
 // time; the minute covers the clocks of the member and Nomad's servers
 // disagreeing (the verifier itself allows 5 s of leeway).
-const exchangeTokenMargin = time.Minute
+const ExchangeTokenMargin = time.Minute
 
 // certificateTTL is the validity of a certificate issued at now for a
 // token expiring at exp: access.certificate_ttl, capped so that the
-// certificate ends by exp + exchangeTokenMargin. A stolen or revoked
+// certificate ends by exp + ExchangeTokenMargin. A stolen or revoked
 // token buys no more than its own remaining life (and the margin), not
 // certificate_ttl; a token that is about to expire still gets a
 // certificate, of at least the margin less the verifier's leeway.
 func certificateTTL(ttl time.Duration, now, exp time.Time) time.Duration {
-	if left := exp.Add(exchangeTokenMargin).Sub(now); left < ttl {
+	if left := exp.Add(ExchangeTokenMargin).Sub(now); left < ttl {
 		return left
 	}
 	return ttl
+}
+
+// putter is implemented by coordinators that can hold other keys (the
+// summary's writer in task): the CA certificate is published beside.
+type putter interface {
+	Put(ctx context.Context, key string, value []byte) error
 }
 
 // caCertRepublish paces the leader's writes of the CA certificate: at
@@ -134,17 +143,21 @@ func certificateTTL(ttl time.Duration, now, exp time.Time) time.Duration {
 // lost its state meanwhile; one small write).
 const caCertRepublish = 5 * time.Minute
 
-// publishCACert carries out Upkeep.PublishCACert: the leader writes the CA
+// PublishCACert carries out Upkeep.PublishCACert: the leader writes the CA
 // certificate to the coordinator when the definition lets workloads
 // exchange identities for certificates.
-func (m *Member) publishCACert(ctx context.Context, o planner.Observation) {
-	sw, ok := m.opts.Coordinator.(summaryWriter)
-	if !ok || m.trust.ca == nil {
+func (t *Trust) PublishCACert(ctx context.Context) {
+	sw, ok := t.cfg.Coordinator.(putter)
+	if !ok || t.ca == nil {
 		return
 	}
-	if err := sw.Put(ctx, exchange.CACertKey, bytes.Clone(m.rotationTrust())); err != nil {
-		m.log.Warn("CA certificate not published", "error", err)
+	if err := sw.Put(ctx, exchange.CACertKey, bytes.Clone(t.rotationTrust())); err != nil {
+		t.log.Warn("CA certificate not published", "error", err)
 		return
 	}
-	m.trust.caCertPublished = m.now()
+	t.caCertPublished = t.cfg.Now()
 }
+
+// PublishDue reports whether the leader's write of the CA certificate is
+// due at now.
+func (t *Trust) PublishDue(now time.Time) bool { return now.Sub(t.caCertPublished) >= caCertRepublish }
