@@ -146,9 +146,9 @@ func (m *Member) closeResources() {
 		m.client = nil
 	}
 	m.mu.Unlock()
-	if m.http != nil {
+	if m.port != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = m.http.Shutdown(ctx)
+		_ = m.port.Shutdown(ctx)
 		cancel()
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 	"github.com/etcd-nomad/etcd-nomad/task/trust"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
@@ -183,7 +183,7 @@ type Member struct {
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time
-	http             *http.Server
+	port             *statusport.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.

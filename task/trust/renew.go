@@ -174,9 +174,9 @@ func (t *Trust) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, 
 	return &tls.Certificate{}, nil
 }
 
-// ServerCertificate reads the member certificate file at each handshake,
+// serverCertificate reads the member certificate file at each handshake,
 // as etcd does (tls.Config.GetCertificate of the status server).
-func (t *Trust) ServerCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+func (t *Trust) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	kp, err := tls.LoadX509KeyPair(t.tlsFiles.Cert, t.tlsFiles.Key)
 	if err != nil {
 		return nil, fmt.Errorf("member certificate %s: %w", t.tlsFiles.Cert, err)

@@ -491,10 +491,10 @@ func (t *Trust) RotationView() *status.RotationView {
 	return v
 }
 
-// StatusServerConfig is base accepting on /status client certificates of
+// statusServerConfig is base accepting on /status client certificates of
 // every CA this member trusts now and of their status CAs (a CA rotation
 // adds and removes them while the member runs).
-func (t *Trust) StatusServerConfig(base *tls.Config) *tls.Config {
+func (t *Trust) statusServerConfig(base *tls.Config) *tls.Config {
 	tr := t.rot.trust.Load()
 	if tr == nil {
 		return base

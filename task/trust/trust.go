@@ -237,3 +237,41 @@ func (t *Trust) HTTPClient() *http.Client {
 	})
 	return t.hc
 }
+
+// StatusServerTLS is the status port's server side of TLS, nil with TLS
+// off, and the status CA of the member's CA at start (TLS auto; a CA
+// rotation adds the next one's: StatusCAs).
+func (t *Trust) StatusServerTLS() (cfg *tls.Config, statusCA []byte, err error) {
+	if t.scheme != "https" {
+		return nil, nil, nil
+	}
+	cfg, err = certs.ServerConfig(t.tlsFiles)
+	if err == nil {
+		// Read at each handshake, as etcd does: renewal replaces
+		// the file.
+		cfg.Certificates, cfg.GetCertificate = nil, t.serverCertificate
+		// Named here, not left to ServeTLS: GetConfigForClient
+		// below returns copies of this config.
+		cfg.NextProtos = []string{"http/1.1"}
+	}
+	if err == nil && t.ca != nil {
+		// /status also takes the status CA's clients (read-only
+		// clients, certs.StatusCA); etcd's ports never do.
+		var st certs.Pair
+		if st, err = certs.StatusCA(*t.ca); err == nil {
+			cfg.ClientCAs.AppendCertsFromPEM(st.Cert)
+			statusCA = st.Cert
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	if t.ca != nil {
+		// The CAs accepted change with a CA rotation: built again
+		// at each handshake from what the member trusts now.
+		base := cfg
+		cfg = base.Clone()
+		cfg.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) { return t.statusServerConfig(base), nil }
+	}
+	return cfg, statusCA, nil
+}
