@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // act carries out d.
@@ -453,8 +454,8 @@ func (m *Member) start(name, token, state, initial string) error {
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
 	// A key-less lease is anyone's who knows its id: the ids etcd chooses
-	// are guessable, and LeaseLeases lists them (leaseid.go).
-	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID, rootLeaseList)}
+	// are guessable, and LeaseLeases lists them (etcdproc/leaseid.go).
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(etcdproc.RandomLeaseID, etcdproc.RootLeaseList)}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
@@ -478,7 +479,7 @@ func (m *Member) start(name, token, state, initial string) error {
 			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
 		}
 	}
-	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
+	if err := etcdproc.EnableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
 		return err
 	}
 	// A copy of this directory taken from now on, while etcd runs, must

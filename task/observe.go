@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // observe gathers one Observation. Unreachable peers and an unreachable
@@ -81,7 +82,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		// the server, as peers report theirs through /status. Without
 		// it, two survivors would each defer recovery to the other.
 		local.Revision = e.Server.KV().Rev()
-		local.Learner, _ = selfRole(e.Server)
+		local.Learner, _ = etcdproc.SelfRole(e.Server)
 	}
 	c := m.opts.Cluster
 	o := planner.Observation{
@@ -95,7 +96,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      newToken(),
 		StartFailures: m.startFailures,
-		NoSpace:       running && noSpace(e),
+		NoSpace:       running && etcdproc.NoSpace(e),
 		Quota:         c.Etcd.QuotaBackendBytes,
 		DefragRatio:   c.Etcd.DefragRatio,
 		DefragMinSize: c.Etcd.DefragMinSize,
@@ -313,7 +314,7 @@ func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Obser
 	m.mu.Unlock()
 	if e != nil { // never call into etcd while holding m.mu
 		ownCluster = uint64(e.Server.Cluster().ID())
-		learner, _ = selfRole(e.Server)
+		learner, _ = etcdproc.SelfRole(e.Server)
 		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
 			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
 		}

@@ -9,10 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.etcd.io/etcd/server/v3/etcdserver"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
@@ -75,7 +75,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.Running = true
 	st.MemberID = uint64(srv.MemberID())
 	st.ClusterID = uint64(srv.Cluster().ID())
-	learner, member := selfRole(srv)
+	learner, member := etcdproc.SelfRole(srv)
 	if !member {
 		return st, fmt.Errorf("removed from the cluster")
 	}
@@ -83,8 +83,8 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.Leader = srv.Leader() == srv.MemberID()
 	st.Revision = srv.KV().Rev()
 	st.DBSize = srv.Backend().Size()
-	st.NoSpace = noSpace(e)
-	for _, id := range corruptAlarms(e) {
+	st.NoSpace = etcdproc.NoSpace(e)
+	for _, id := range etcdproc.CorruptAlarms(e) {
 		st.Corrupt = append(st.Corrupt, fmt.Sprintf("%x", id))
 	}
 	select {
@@ -140,14 +140,4 @@ func (m *Member) serveStatus() error {
 	}
 	m.port = port
 	return nil
-}
-
-// selfRole reports whether this server is a learner and whether it is a
-// member at all. etcd's own IsLearner panics once the member is removed.
-func selfRole(srv *etcdserver.EtcdServer) (learner, member bool) {
-	mem := srv.Cluster().Member(srv.MemberID())
-	if mem == nil {
-		return false, false
-	}
-	return mem.IsLearner, true
 }

@@ -420,7 +420,7 @@ func TestTenantCannotTouchAnotherTenantsLeaseThatHoldsItsKeys(t *testing.T) {
 // answers anyone about any lease), or listed it with LeaseLeases, which
 // etcd answers with every lease while none holds a key the caller may not
 // read. Members now give a grant without an id a random one
-// (randomLeaseID), and answer LeaseLeases to root alone (rootLeaseList):
+// (etcdproc.RandomLeaseID), and answer LeaseLeases to root alone (etcdproc.RootLeaseList):
 // neither probing nor the list finds it. Given the id by other means, the
 // attacker still reads the lease, keeps it alive, revokes it (the
 // victim's session ends), or
