@@ -106,17 +106,24 @@ func OnlyCert(b []byte) (*x509.Certificate, error) {
 // (etcd's loader takes every block, whatever its type).
 func Certificates(b []byte) []byte {
 	var out []byte
+	for _, c := range ParseCertificates(b) {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return out
+}
+
+// ParseCertificates returns the certificates of the PEM bytes b, skipping
+// blocks of another type and what does not parse.
+func ParseCertificates(b []byte) []*x509.Certificate {
+	var out []*x509.Certificate
 	for {
 		var blk *pem.Block
 		blk, b = pem.Decode(b)
 		if blk == nil {
 			return out
 		}
-		if blk.Type != "CERTIFICATE" {
-			continue
-		}
-		if c, err := x509.ParseCertificate(blk.Bytes); err == nil {
-			out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+		if c, err := x509.ParseCertificate(blk.Bytes); blk.Type == "CERTIFICATE" && err == nil {
+			out = append(out, c)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package creds keeps an application's etcd client certificate fresh: it
 // trades the task's Nomad workload identity for a short-lived certificate
-// at a member's exchange endpoint (task.ExchangePath) and writes it, with
+// at a member's exchange endpoint (exchange.Path) and writes it, with
 // the cluster CA's certificate, where the application reads it. The key
 // is made here and never sent; the CA key is never seen.
 package creds
@@ -26,8 +26,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // StatusPortMeta is the Consul service meta key under which the rendered
@@ -124,7 +124,7 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	body, _ := json.Marshal(task.CertRequest{Identity: strings.TrimSpace(string(jwt)), CSR: string(csr)})
+	body, _ := json.Marshal(exchange.Request{Identity: strings.TrimSpace(string(jwt)), CSR: string(csr)})
 	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	defer hc.CloseIdleConnections()
 	var errs []error
@@ -152,9 +152,9 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 
 // post sends the exchange request to ep; it returns the answer and the
 // chains the member's certificate verified with.
-func post(ctx context.Context, hc *http.Client, ep string, body []byte) (task.CertResponse, [][]*x509.Certificate, error) {
-	var out task.CertResponse
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+task.ExchangePath, bytes.NewReader(body))
+func post(ctx context.Context, hc *http.Client, ep string, body []byte) (exchange.Response, [][]*x509.Certificate, error) {
+	var out exchange.Response
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep+exchange.Path, bytes.NewReader(body))
 	if err != nil {
 		return out, nil, err
 	}
@@ -190,7 +190,7 @@ func notAfter(certPEM []byte, reported time.Time) time.Time {
 }
 
 // ConsulCatalog reads the cluster's Consul service and the CA certificate
-// its leader publishes at PREFIX/CLUSTER/ca.crt (task.CACertKey).
+// its leader publishes at PREFIX/CLUSTER/ca.crt (exchange.CACertKey).
 type ConsulCatalog struct {
 	Client *consulapi.Client
 	// Prefix is the coordination prefix (coordination "consul" { prefix }).
@@ -203,7 +203,7 @@ var _ Catalog = ConsulCatalog{}
 
 // CACert reads the published CA certificate.
 func (c ConsulCatalog) CACert(ctx context.Context) ([]byte, string, error) {
-	key := c.Prefix + "/" + c.Cluster + "/" + task.CACertKey
+	key := c.Prefix + "/" + c.Cluster + "/" + exchange.CACertKey
 	where := "Consul key " + key
 	kv, _, err := c.Client.KV().Get(key, (&consulapi.QueryOptions{}).WithContext(ctx))
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/creds"
-	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
 // catalog is what Consul says: a CA certificate and endpoints, as a
@@ -46,7 +46,7 @@ func newExchanger(t *testing.T, ca certs.Pair, cert certs.Pair) *exchanger {
 	e := &exchanger{}
 	e.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		e.hits.Add(1)
-		var req task.CertRequest
+		var req exchange.Request
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -57,7 +57,7 @@ func newExchanger(t *testing.T, ca certs.Pair, cert certs.Pair) *exchanger {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(task.CertResponse{User: "billing-api", Certificate: string(c), CA: string(ca.Cert), NotAfter: time.Now().Add(time.Hour)})
+		_ = json.NewEncoder(w).Encode(exchange.Response{User: "billing-api", Certificate: string(c), CA: string(ca.Cert), NotAfter: time.Now().Add(time.Hour)})
 	}))
 	kp, err := tls.X509KeyPair(cert.Cert, cert.Key)
 	if err != nil {
@@ -173,7 +173,7 @@ func TestPinnedCredsSendsTheIdentityOnlyUnderThePinnedCA(t *testing.T) {
 	}
 }
 
-// Through a CA rotation (task/rotate.go's phases) an application pinned to
+// Through a CA rotation (task/trust/rotate.go's phases) an application pinned to
 // the old CA keeps working: at phase trust Consul publishes both CAs and
 // the members still present the old CA's certificates (ca.crt: the
 // pinned CA alone, the new one is not vouched for yet); at phase issue

@@ -111,6 +111,10 @@ func (d Dir) EtcdDir() string { return filepath.Join(d.Current(), "etcd") }
 // TLSDir holds the member's certificates.
 func (d Dir) TLSDir() string { return filepath.Join(d.Root, "tls") }
 
+// CAFile keeps the cluster CA (certificate and key) the member's
+// certificates were issued from, next to them.
+func (d Dir) CAFile() string { return filepath.Join(d.TLSDir(), "ca.bundle") }
+
 // AsideDir holds the data set aside.
 func (d Dir) AsideDir() string {
 	return filepath.Join(d.Root, "aside")

@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// The cluster CA and 'etcd-nomad tls rotate-ca' (task/ca.go, rotate.go),
+// The cluster CA and 'etcd-nomad tls rotate-ca' (task/trust/ca.go, rotate.go),
 // as far as trust between members goes. CAs are numbers; a CA made by a
 // rotation is certified by the CA it replaces (the cross certificate,
 // caParent). Each allocation's member directory keeps the CA it issues

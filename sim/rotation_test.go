@@ -33,7 +33,7 @@ func TestRotationSkippingMembersIsCaught(t *testing.T) {
 //     CA but presents no cross certificate (it follows no record), and a
 //     member whose etcd still runs with only the old CA loaded (started
 //     before the rotation) cannot verify it. The record is the only place
-//     the chain lives (task/rotate.go: "the record stays so that members
+//     the chain lives (task/trust/rotate.go: "the record stays so that members
 //     keep presenting the cross certificate").
 //   - seed 10 (seed 49 since the fixes against collected allocations
 //     changed the schedules; its member also issues from the retired CA

@@ -74,7 +74,7 @@ role-delete old`
 // issued from m's cluster CA.
 func userClient(t *testing.T, m *Member, user string) *clientv3.Client {
 	t.Helper()
-	p, err := certs.IssueClient(*m.trust.ca, user, time.Now(), time.Hour)
+	p, err := certs.IssueClient(*m.trust.CA(), user, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func userClient(t *testing.T, m *Member, user string) *clientv3.Client {
 // clientWith is a client on m presenting kp.
 func clientWith(t *testing.T, m *Member, kp tls.Certificate) *clientv3.Client {
 	t.Helper()
-	pool, _ := certs.Pool(m.trust.ca.Cert)
+	pool, _ := certs.Pool(m.trust.CA().Cert)
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(),
 		TLS: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}})
 	if err != nil {

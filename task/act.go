@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // act carries out d.
@@ -359,7 +360,7 @@ func (m *Member) takeLeadershipFrom(ctx context.Context, o planner.Observation, 
 	if len(urls) == 0 {
 		return
 	}
-	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
+	lc, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
 		return
 	}
@@ -451,8 +452,8 @@ func (m *Member) start(name, token, state, initial string) error {
 	}
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
 	// A key-less lease is anyone's who knows its id: the ids etcd chooses
-	// are guessable, and LeaseLeases lists them (leaseid.go).
-	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(randomLeaseID, rootLeaseList)}
+	// are guessable, and LeaseLeases lists them (etcdproc/leaseid.go).
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(etcdproc.RandomLeaseID, etcdproc.RootLeaseList)}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
@@ -460,11 +461,11 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.SnapshotCount = c.Etcd.SnapshotCount
 	cfg.LogLevel = m.opts.EtcdLogLevel
 	cfg.LogOutputs = []string{"stderr"}
-	if m.trust.scheme == "https" {
-		ti := transport.TLSInfo{CertFile: m.trust.tlsFiles.Cert, KeyFile: m.trust.tlsFiles.Key, TrustedCAFile: m.trust.tlsFiles.CA, ClientCertAuth: true}
+	if m.trust.Scheme() == "https" {
+		ti := transport.TLSInfo{CertFile: m.trust.Files().Cert, KeyFile: m.trust.Files().Key, TrustedCAFile: m.trust.Files().CA, ClientCertAuth: true}
 		cfg.ClientTLSInfo = ti
 		cfg.PeerTLSInfo = ti
-		if m.trust.ca != nil {
+		if m.trust.CA() != nil {
 			// TLS auto: the peer port trusts the peer CA alone (its
 			// file holds the peer CAs, certs.PeerCACert), never the
 			// cluster CA, which issues every client certificate:
@@ -472,11 +473,11 @@ func (m *Member) start(name, token, state, initial string) error {
 			// derive the peer CA. A member dials its peers with the
 			// same trust and certificate, and both sides also require
 			// the peer certificates' CN (issue 29).
-			pf := m.dir.peerFiles()
+			pf := m.trust.PeerFiles()
 			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
 		}
 	}
-	if err := enableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
+	if err := etcdproc.EnableCorruptChecks(cfg, c.Etcd.CorruptCheckInterval); err != nil {
 		return err
 	}
 	// A copy of this directory taken from now on, while etcd runs, must

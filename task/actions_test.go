@@ -280,7 +280,7 @@ func TestSetAsideRenamesTheDataNeverDeletes(t *testing.T) {
 	if len(aside) != 1 || !strings.HasSuffix(aside[0], "-removed") {
 		t.Fatalf("aside: %v, want one entry tagged removed", aside)
 	}
-	moved := dataDir{datadir.Dir{Root: t.TempDir()}}
+	moved := datadir.Dir{Root: t.TempDir()}
 	if err := os.Rename(filepath.Join(m.dir.AsideDir(), aside[0]), moved.Current()); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 	mkOn := func(t *testing.T, root, name, cluster string, stopped bool, host string) {
 		t.Helper()
-		d := dataDir{datadir.Dir{Root: filepath.Join(root, name)}}
+		d := datadir.Dir{Root: filepath.Join(root, name)}
 		if err := d.WriteMeta(datadir.Meta{Cluster: cluster, Name: name, Token: "tok", Epoch: 1, Stopped: stopped, Host: host}); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +43,7 @@ func TestDataCarriedToNewAllocationIsAdopted(t *testing.T) {
 		if err != nil || from != filepath.Join(dir, "etcd-old1") {
 			t.Fatalf("adopted %q, %v; want etcd-old1", from, err)
 		}
-		meta, err := dataDir{datadir.Dir{Root: filepath.Join(dir, "etcd-new1")}}.ReadMeta()
+		meta, err := datadir.Dir{Root: filepath.Join(dir, "etcd-new1")}.ReadMeta()
 		if err != nil || meta.Name != "etcd-old1" {
 			t.Fatalf("adopted metadata %+v, %v: the persisted name must stay the identity", meta, err)
 		}

@@ -74,7 +74,7 @@ func TestPredecessorDataOfAnotherUIDStopsTheMember(t *testing.T) {
 		}
 	}
 	old := filepath.Join(data, "etcd-old")
-	d := dataDir{datadir.Dir{Root: old}}
+	d := datadir.Dir{Root: old}
 	if err := d.WriteMeta(datadir.Meta{Cluster: "main", Name: "etcd-old", Token: "tok", Epoch: 1, Stopped: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestUnreadableLostFoundIsSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	old := filepath.Join(data, "etcd-old")
-	if err := (dataDir{datadir.Dir{Root: old}}).WriteMeta(datadir.Meta{Cluster: "main", Name: "etcd-old", Token: "tok", Epoch: 1, Stopped: true}); err != nil {
+	if err := (datadir.Dir{Root: old}).WriteMeta(datadir.Meta{Cluster: "main", Name: "etcd-old", Token: "tok", Epoch: 1, Stopped: true}); err != nil {
 		t.Fatal(err)
 	}
 	if os.Geteuid() == 0 {
@@ -352,7 +352,7 @@ func adoptBase(t *testing.T) (base, data string) {
 func unreadableSibling(t *testing.T, data, name string) string {
 	t.Helper()
 	dir := filepath.Join(data, name)
-	if err := (dataDir{datadir.Dir{Root: dir}}).WriteMeta(datadir.Meta{Cluster: "main", Name: name, Token: "tok", Epoch: 1, Stopped: true}); err != nil {
+	if err := (datadir.Dir{Root: dir}).WriteMeta(datadir.Meta{Cluster: "main", Name: name, Token: "tok", Epoch: 1, Stopped: true}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {

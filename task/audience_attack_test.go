@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 )
 
@@ -57,8 +58,8 @@ func exchangeOver(t *testing.T, hc *http.Client, m *Member, token string) (int, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(CertRequest{Identity: token, CSR: string(csr)})
-	resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+	body, _ := json.Marshal(exchange.Request{Identity: token, CSR: string(csr)})
+	resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

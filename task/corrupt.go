@@ -3,21 +3,14 @@ package task
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"time"
 
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/pkg/v3/featuregate"
 	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/features"
-	"go.etcd.io/etcd/server/v3/lease"
-	"go.etcd.io/etcd/server/v3/storage/backend"
-	"go.etcd.io/etcd/server/v3/storage/mvcc"
-	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // Corruption checks (issue 14). etcd offers three:
@@ -42,30 +35,6 @@ import (
 // cluster-wide; planner.DisarmCorrupt clears the alarm of a member once it
 // has left the membership (its data set aside, planner.SetAside).
 
-// enableCorruptChecks turns etcd's compaction hash check on in cfg, every
-// interval (0: off).
-func enableCorruptChecks(cfg *embed.Config, interval time.Duration) error {
-	if interval <= 0 {
-		return nil
-	}
-	cfg.CompactHashCheckTime = interval
-	if err := cfg.ServerFeatureGate.(featuregate.MutableFeatureGate).Set(string(features.CompactHashCheck) + "=true"); err != nil {
-		return fmt.Errorf("enable etcd's compaction hash check: %w", err)
-	}
-	return nil
-}
-
-// corruptAlarms returns the member ids etcd's CORRUPT alarms name.
-func corruptAlarms(e *embed.Etcd) []uint64 {
-	var ids []uint64
-	for _, a := range alarms(e) {
-		if a.Alarm == etcdserverpb.AlarmType_CORRUPT {
-			ids = append(ids, a.MemberID)
-		}
-	}
-	return ids
-}
-
 // observeCorrupt fills o's corruption inputs: the CORRUPT alarms while
 // running, and whether this member's data is found corrupt: an alarm
 // names it, or checkBeforeStart held its last start back.
@@ -74,7 +43,7 @@ func (m *Member) observeCorrupt(e *embed.Etcd, o *planner.Observation) {
 		o.Corrupt = m.startCorrupt
 		return
 	}
-	o.CorruptAlarms = corruptAlarms(e)
+	o.CorruptAlarms = etcdproc.CorruptAlarms(e)
 	for _, id := range o.CorruptAlarms {
 		if id == o.SelfID {
 			o.Corrupt = "etcd's CORRUPT alarm names this member: its hash at a compaction differs from the majority's"
@@ -92,7 +61,7 @@ func (m *Member) observeCorrupt(e *embed.Etcd, o *planner.Observation) {
 // does not hold the start back: the leader's compaction hash check
 // decides by majority once the member runs.
 func (m *Member) checkBeforeStart(ctx context.Context) (string, error) {
-	local, err := dataHash(filepath.Join(m.dir.EtcdDir(), "member", "snap", "db"))
+	local, err := etcdproc.DataHash(filepath.Join(m.dir.EtcdDir(), "member", "snap", "db"))
 	if err != nil {
 		return "", fmt.Errorf("hash of this member's data: %w", err)
 	}
@@ -137,26 +106,6 @@ func (m *Member) checkBeforeStart(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	return fmt.Sprintf("its hash at revision %d differs from the one %d peers of %d voters agree on", local.Revision, same, voters), nil
-}
-
-// dataHash computes the hash etcd's HashKV reports, at the newest
-// revision of the stopped member's database file db. The store is opened
-// with a lessor that accepts every lease a key names (as etcdutl hashkv
-// does): without one, etcd's store panics on the first leased key, and a
-// member whose data holds any lease could never start again (the hash
-// covers keys and values only, leases do not change it).
-func dataHash(db string) (mvcc.KeyValueHash, error) {
-	if _, err := os.Stat(db); err != nil {
-		return mvcc.KeyValueHash{}, err
-	}
-	cfg := backend.DefaultBackendConfig(zap.NewNop())
-	cfg.Path = db
-	be := backend.New(cfg)
-	defer be.Close()
-	st := mvcc.NewStore(zap.NewNop(), be, &lease.FakeLessor{}, mvcc.StoreConfig{})
-	defer st.Close()
-	h, _, err := mvcc.NewHashStorage(zap.NewNop(), st).HashByRev(0)
-	return h, err
 }
 
 // disarmCorrupt carries out planner.DisarmCorrupt: the CORRUPT alarms of

@@ -112,7 +112,7 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		m.wantFullSnapshot.Store(true)
 		return
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, TLS: m.trust.peerTLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, TLS: m.trust.PeerTLS(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
 		m.log.Warn("continuous backup: client", "error", err)
 		return

@@ -19,8 +19,10 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 type testKeys []byte
@@ -51,8 +53,8 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
 	k.cl.Access = billingAccess(45 * time.Second)
+	k.identities = &identity.Verifier{Keys: testKeys(doc)}
 	m := k.member("a", nil)
-	m.opts.Identities = &identity.Verifier{Keys: testKeys(doc)}
 	k.seed(m)
 	if _, err := m.reconcileAccess(context.Background()); err != nil {
 		t.Fatal(err)
@@ -60,22 +62,22 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
 	}
-	pool, _ := certs.Pool(m.trust.ca.Cert)
+	pool, _ := certs.Pool(m.trust.CA().Cert)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
 	defer hc.CloseIdleConnections()
 	csr, keyPEM, err := certs.NewCSR()
 	if err != nil {
 		t.Fatal(err)
 	}
-	ask := func(tok string) (*http.Response, CertResponse) {
+	ask := func(tok string) (*http.Response, exchange.Response) {
 		t.Helper()
-		body, _ := json.Marshal(CertRequest{Identity: tok, CSR: string(csr)})
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(exchange.Request{Identity: tok, CSR: string(csr)})
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		var out CertResponse
+		var out exchange.Response
 		if resp.StatusCode == http.StatusOK {
 			if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 				t.Fatal(err)
@@ -113,7 +115,7 @@ func TestExchangeIssuesTheMappedUsersCertificate(t *testing.T) {
 }
 
 // A certificate does not outlive the token that bought it by more than
-// exchangeTokenMargin: a token expiring in 2 minutes with certificate_ttl
+// trust.ExchangeTokenMargin: a token expiring in 2 minutes with certificate_ttl
 // 1h gets a certificate (and a not_after) ending by exp + the margin, not
 // in an hour.
 func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
@@ -133,25 +135,25 @@ func TestExchangeCapsTheCertificateAtTheTokensExpiry(t *testing.T) {
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
 	k.cl.Access = billingAccess(time.Hour)
+	k.identities = &identity.Verifier{Keys: testKeys(doc)}
 	m := k.member("a", nil)
-	m.opts.Identities = &identity.Verifier{Keys: testKeys(doc)}
 	k.seed(m)
 	csr, _, err := certs.NewCSR()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.exchange(context.Background(), CertRequest{Identity: signed, CSR: string(csr)})
+	out, err := m.trust.Exchange(context.Background(), exchange.Request{Identity: signed, CSR: string(csr)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit := exp.Add(exchangeTokenMargin)
+	limit := exp.Add(trust.ExchangeTokenMargin)
 	blk, _ := pem.Decode([]byte(out.Certificate))
 	cert, err := x509.ParseCertificate(blk.Bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cert.NotAfter.After(limit) || out.NotAfter.After(limit) {
-		t.Errorf("certificate ends %s (not_after %s), want by the token's expiry %s + %s", cert.NotAfter, out.NotAfter, exp, exchangeTokenMargin)
+		t.Errorf("certificate ends %s (not_after %s), want by the token's expiry %s + %s", cert.NotAfter, out.NotAfter, exp, trust.ExchangeTokenMargin)
 	}
 	if cert.NotAfter.Before(exp) {
 		t.Errorf("certificate ends %s, before the token's expiry %s: capped too short", cert.NotAfter, exp)

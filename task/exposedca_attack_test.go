@@ -17,13 +17,14 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 // Issue 29 item 6: a member that migrates the plaintext cluster CA of an
 // earlier version to the sealed form marks the CA's key exposed in the
 // coordinator (clusterca.ExposedKey, kept across restarts) before it
 // deletes the plaintext copy, and warns in /health, /status and `status`
-// (status.Format) while it trusts that CA; `tls rotate-ca` (task.RotateCA)
+// (status.Format) while it trusts that CA; `tls rotate-ca` (trust.RotateCA)
 // ends the warning and deletes the mark. Before this change the migration
 // said nothing: the key in every earlier Consul snapshot stayed valid
 // silently.
@@ -74,7 +75,7 @@ func TestPlaintextCAMigrationWarnsUntilARotation(t *testing.T) {
 	rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
 	defer rcancel()
 	var last string
-	if err := task.RotateCA(rctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
+	if err := trust.RotateCA(rctx, trust.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
 		Progress: func(s string) { t.Log("rotate-ca: " + s); last = s }}); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
@@ -39,6 +40,9 @@ type kit struct {
 	cl   *config.Cluster
 	prov *static.Provider
 	co   *local.Coordinator
+	// identities, optional, verifies workload identities for the
+	// members made after it is set (Options.Identities).
+	identities *identity.Verifier
 }
 
 // newKit defines a cluster of the named members on free local ports.
@@ -81,7 +85,7 @@ func (k *kit) memberWith(name string, co coord.Coordinator, snaps *Snapshots) *M
 	}
 	m, err := New(context.Background(), Options{Cluster: k.cl, Name: name, Provider: k.prov, Coordinator: co,
 		Logger: hclog.New(&hclog.LoggerOptions{Name: "kit", Level: hclog.Warn}), LoopInterval: 100 * time.Millisecond,
-		StopTimeout: 5 * time.Second, EtcdLogLevel: "error", Snapshots: snaps})
+		StopTimeout: 5 * time.Second, EtcdLogLevel: "error", Snapshots: snaps, Identities: k.identities})
 	if err != nil {
 		k.t.Fatal(err)
 	}

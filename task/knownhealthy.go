@@ -458,7 +458,7 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 // session 11). Alarms do not count against it: a quorum under NOSPACE
 // still serves deletes, and puts again once disarmed.
 func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.peerTLS, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
 		return "", false, false
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 // Data review (session 11) of the empty member's probe: a learner never campaigns (raft's promotable() is
@@ -26,7 +27,7 @@ import (
 func TestAnIsolatedLearnerDoesNotCountAsAServingQuorum(t *testing.T) {
 	cb, clusterID := isolatedLearner(t)
 	ctx := context.Background()
-	m := &Member{}
+	m := &Member{trust: &trust.Trust{}} // TLS off
 	url, ok := m.answersWithLeader(ctx, []string{cb}, clusterID)
 	if ok {
 		// The planner then waits forever.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 // Data review (session 11; the check predates the empty member's probe, which extends it to
@@ -39,7 +40,7 @@ func TestANospaceMajorityCountsAsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := uint64(e.Server.Cluster().ID())
-	m := &Member{}
+	m := &Member{trust: &trust.Trust{}} // TLS off
 	if _, ok := m.answersWithLeader(ctx, []string{ca.String()}, id); !ok {
 		t.Fatal("not counted before the alarm")
 	}

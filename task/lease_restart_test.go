@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // A member whose data holds leased keys, a lock and an election (what
@@ -55,7 +56,7 @@ func TestRestartWithLeasedDataRejoinsAsTheSameMember(t *testing.T) {
 	id := ms["m2"].waitMeta(t, func(m datadir.Meta) bool { return m.MemberID != 0 }).MemberID
 	stops["m2"]()
 	ms["m2"].halt()
-	if _, err := dataHash(filepath.Join(ms["m2"].dir.EtcdDir(), "member", "snap", "db")); err != nil {
+	if _, err := etcdproc.DataHash(filepath.Join(ms["m2"].dir.EtcdDir(), "member", "snap", "db")); err != nil {
 		t.Fatalf("hash of the stopped member's leased data: %v", err)
 	}
 

@@ -14,7 +14,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
-	go m.renewLoop(m.bgCtx)
+	go m.trust.RenewLoop(m.bgCtx)
 	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -146,9 +146,9 @@ func (m *Member) closeResources() {
 		m.client = nil
 	}
 	m.mu.Unlock()
-	if m.http != nil {
+	if m.port != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = m.http.Shutdown(ctx)
+		_ = m.port.Shutdown(ctx)
 		cancel()
 	}
 }

@@ -9,9 +9,6 @@ import (
 	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
-	"go.etcd.io/etcd/server/v3/storage/schema"
-	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
@@ -19,57 +16,6 @@ import (
 // defragTimeout bounds one member's defragmentation: etcd rewrites the
 // whole database file (about a second per 100 MiB on a slow disk).
 const defragTimeout = 5 * time.Minute
-
-// alarms returns the alarms raised in e's cluster (the alarm list is
-// replicated: every member knows it), read from etcd's backend. Not
-// Server.Alarms(): etcd swaps its in-memory alarm store without a lock when
-// a member applies a snapshot from the leader, so reading it from /health
-// or the loop races that swap (seen under -race while a learner caught up);
-// the backend is read under its own lock. A read error counts as no alarm:
-// the next observation reads again.
-func alarms(e *embed.Etcd) []*etcdserverpb.AlarmMember {
-	as, err := alarmList(e)
-	if err != nil {
-		return nil
-	}
-	return as
-}
-
-// errStopped: etcd's backend is closed, the server stopped.
-var errStopped = errors.New("etcd has stopped")
-
-// alarmList reads the alarm list from e's backend. The backend is closed
-// when the server stops, by stopEtcd or on its own (removed from the
-// cluster, a fatal error), and an old backend is closed after a snapshot
-// from the leader replaced it: a read then finds no bolt transaction and
-// etcd dereferences nil (a member leaving the cluster crashed so in
-// TestASGProviderLifecycle). A stopping server is not read; the read that
-// loses the race with the close is recovered here and reported as
-// errStopped: etcd holds the read lock with a deferred unlock, so the
-// backend stays consistent, and nothing else is read from it.
-func alarmList(e *embed.Etcd) (as []*etcdserverpb.AlarmMember, err error) {
-	select {
-	case <-e.Server.StoppingNotify():
-		return nil, errStopped
-	default:
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			as, err = nil, fmt.Errorf("%w: reading the alarms: %v", errStopped, r)
-		}
-	}()
-	return schema.NewAlarmBackend(zap.NewNop(), e.Server.Backend()).GetAllAlarms()
-}
-
-// noSpace reports whether etcd's NOSPACE alarm is raised in e's cluster.
-func noSpace(e *embed.Etcd) bool {
-	for _, a := range alarms(e) {
-		if a.Alarm == etcdserverpb.AlarmType_NOSPACE {
-			return true
-		}
-	}
-	return false
-}
 
 // maintainBackoff is how long a member waits after a failed maintenance
 // before trying again: a database whose live data is above the disarm

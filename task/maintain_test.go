@@ -12,6 +12,8 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // startLoops bootstraps a cluster of k's members under their supervisor
@@ -249,7 +251,7 @@ func TestFragmentedMembersAreDefragmented(t *testing.T) {
 // backend while the member may be stopping etcd (or etcd stops on its own,
 // removed from the cluster): a read after the backend closed must report no
 // alarms, not crash the member (CI: TestASGProviderLifecycle, a member
-// leaving panicked in bbolt "tx closed" under noSpace).
+// leaving panicked in bbolt "tx closed" under etcdproc.NoSpace).
 func TestAlarmsOfAStoppedServer(t *testing.T) {
 	k := newKit(t, "a")
 	m := k.member("a", nil)
@@ -257,7 +259,7 @@ func TestAlarmsOfAStoppedServer(t *testing.T) {
 	m.mu.Lock()
 	e := m.etcd
 	m.mu.Unlock()
-	if _, err := alarmList(e); err != nil {
+	if _, err := etcdproc.AlarmList(e); err != nil {
 		t.Fatalf("alarms of a running server: %v", err)
 	}
 	done := make(chan struct{})
@@ -268,16 +270,16 @@ func TestAlarmsOfAStoppedServer(t *testing.T) {
 			case <-e.Server.StopNotify():
 				return
 			default:
-				noSpace(e)
+				etcdproc.NoSpace(e)
 			}
 		}
 	}()
 	m.stopEtcd()
 	<-done
-	if noSpace(e) || len(corruptAlarms(e)) != 0 {
+	if etcdproc.NoSpace(e) || len(etcdproc.CorruptAlarms(e)) != 0 {
 		t.Fatal("a stopped server reports alarms")
 	}
-	if _, err := alarmList(e); err == nil {
+	if _, err := etcdproc.AlarmList(e); err == nil {
 		t.Fatal("reading the alarms of a stopped server gave no error")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/certs"
-	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
@@ -22,6 +19,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -80,7 +79,7 @@ type Options struct {
 	// directory without it.
 	CAKEK []byte
 	// Identities, optional, verifies Nomad workload identities: with it
-	// and an access block, the status port serves ExchangePath.
+	// and an access block, the status port serves exchange.Path.
 	Identities *identity.Verifier
 	// Clock, optional, defaults to the system clock: the time the loop
 	// observes and paces itself by.
@@ -101,10 +100,10 @@ type Reads interface {
 type Member struct {
 	opts Options
 	log  hclog.Logger
-	dir  dataDir
+	dir  datadir.Dir
 
 	self  provider.Instance
-	trust trustState // trust.go
+	trust *trust.Trust
 
 	mu      sync.Mutex
 	etcd    *embed.Etcd
@@ -182,7 +181,7 @@ type Member struct {
 	// maintainFailed: why the last maintenance failed, and when.
 	maintainFailed   string
 	maintainFailedAt time.Time
-	http             *http.Server
+	port             *statusport.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -211,14 +210,13 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	m := &Member{
 		opts:    o,
 		log:     o.Logger.Named("member").With("member", o.Name),
-		dir:     dataDir{datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)}},
+		dir:     datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)},
 		since:   since{},
 		metrics: newMetrics(o.Cluster.Name, o.Name),
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.metrics.staleAfter.Set(o.Cluster.Provider.StaleAfter.Seconds())
 	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, o.Snapshots)
-	m.trust.renew = newRenewal(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, m.warnBefore)
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -253,93 +251,20 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
-	if err := m.setupTLS(ctx); err != nil {
+	tr, err := trust.New(ctx, trust.Config{Cluster: o.Cluster, Name: o.Name, Self: m.self, Dir: m.dir, KEK: o.CAKEK, Identities: o.Identities,
+		Log: m.log, Now: m.now, Metrics: m.metrics.reg, Labels: prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name},
+		Coordinator: o.Coordinator, Reads: m.caReads(), Instances: o.Provider.Instances})
+	if err != nil {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
+	m.trust = tr
 	m.status = status.Member{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
 }
 
-func (m *Member) setupTLS(ctx context.Context) error {
-	c := m.opts.Cluster
-	switch c.TLS.Mode {
-	case config.TLSOff:
-		m.trust.scheme = "http"
-		return nil
-	case config.TLSFiles:
-		m.trust.scheme = "https"
-		m.trust.tlsFiles = certs.Files{CA: c.TLS.CAFile, Cert: c.TLS.CertFile, Key: c.TLS.KeyFile}
-	default:
-		m.trust.scheme = "https"
-		ca, err := m.chooseCA(ctx)
-		if err != nil {
-			return err
-		}
-		m.trust.ca = &ca
-		m.restoreCA(ctx)
-		m.followRotation(ctx)
-		if err := m.issueMember(time.Now()); err != nil {
-			return err
-		}
-		m.trust.tlsFiles = m.dir.memberFiles()
-	}
-	cfg, err := certs.ClientConfig(m.trust.tlsFiles)
-	if err != nil {
-		return err
-	}
-	if m.trust.ca != nil {
-		// The member's own clients act as etcd's root user: with the
-		// cluster's access rules on, membership changes, snapshots and the
-		// rules themselves need it (etcd names a certificate's user by its
-		// CN). Peers' /status accepts any certificate of the cluster CA.
-		// Renewed while running (renewOnce), like the member certificate.
-		if err := m.issueRoot(time.Now()); err != nil {
-			return err
-		}
-		cfg.Certificates = nil
-		cfg.GetClientCertificate = m.rootCertificate
-	}
-	m.trust.peerTLS = cfg
-	return nil
-}
-
-// caCheckEvery paces a running member's check of the cluster CA in the
-// coordinator (one read).
-const caCheckEvery = 30 * time.Second
-
-// restoreCA stores this running member's CA again when the coordinator
-// lost its state (no record): before the record is re-written, so that
-// members and clients starting afterwards get the CA the cluster uses. A
-// different CA in the coordinator is reported, never adopted. It also
-// stores the status CA, and the sealed CA where the coordinator held only
-// the plaintext one of an earlier version, whose copy it then deletes
-// (retirePlaintextCA): at start and at every CA check.
-func (m *Member) restoreCA(ctx context.Context) {
-	if m.trust.ca == nil {
-		return
-	}
-	cur := m.currentCA()
-	held, err := clusterca.Offer(ctx, m.caReads(), *cur, m.opts.CAKEK)
-	switch {
-	case err != nil:
-		m.log.Warn("cluster CA not restored", "error", err)
-	case !clusterca.Same(held, *cur) && m.rotationCovers(held):
-		// A CA rotation moves the members and the coordinator's CA
-		// one after the other (rotate.go): not a mismatch.
-		m.clearCAMismatch()
-	case !clusterca.Same(held, *cur):
-		m.reportCAMismatch(*cur, held)
-	default:
-		m.clearCAMismatch()
-		m.retirePlaintextCA(ctx, held)
-		m.repairStatusCA(ctx, held)
-	}
-	m.readExposure(ctx)
-}
-
-func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.scheme) }
-func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.scheme) }
-func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.scheme) }
+func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.Scheme()) }
+func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.Scheme()) }
+func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.Scheme()) }
 
 func (m *Member) stoppedCh() <-chan struct{} {
 	m.mu.Lock()

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
 // observe gathers one Observation. Unreachable peers and an unreachable
@@ -81,7 +82,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		// the server, as peers report theirs through /status. Without
 		// it, two survivors would each defer recovery to the other.
 		local.Revision = e.Server.KV().Rev()
-		local.Learner, _ = selfRole(e.Server)
+		local.Learner, _ = etcdproc.SelfRole(e.Server)
 	}
 	c := m.opts.Cluster
 	o := planner.Observation{
@@ -95,7 +96,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      coord.NewToken(),
 		StartFailures: m.startFailures,
-		NoSpace:       running && noSpace(e),
+		NoSpace:       running && etcdproc.NoSpace(e),
 		Quota:         c.Etcd.QuotaBackendBytes,
 		DefragRatio:   c.Etcd.DefragRatio,
 		DefragMinSize: c.Etcd.DefragMinSize,
@@ -194,19 +195,9 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	return out, unreachable
 }
 
-// httpClient is the member's one client for peers' /status: its
-// keep-alive connections are reused from loop to loop. (A client made per
-// loop left two connections open every second, for good.)
-func (m *Member) httpClient() *http.Client {
-	m.trust.hcOnce.Do(func() {
-		m.trust.hc = &http.Client{Timeout: rpcTimeout, Transport: &http.Transport{
-			TLSClientConfig:     m.trust.peerTLS,
-			MaxIdleConnsPerHost: 2,
-			IdleConnTimeout:     90 * time.Second,
-		}}
-	})
-	return m.trust.hc
-}
+// httpClient is the member's one client for peers' /status
+// (trust.Trust.HTTPClient).
+func (m *Member) httpClient() *http.Client { return m.trust.HTTPClient() }
 
 // etcdClient returns a client on the given endpoints, reusing one client.
 func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
@@ -219,7 +210,7 @@ func (m *Member) etcdClient(endpoints []string) (*clientv3.Client, error) {
 	c, err := clientv3.New(clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          rpcTimeout,
-		TLS:                  m.trust.peerTLS,
+		TLS:                  m.trust.PeerTLS(),
 		Logger:               zap.NewNop(),
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 2 * time.Second,
@@ -324,7 +315,7 @@ func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Obser
 	m.mu.Unlock()
 	if e != nil { // never call into etcd while holding m.mu
 		ownCluster = uint64(e.Server.Cluster().ID())
-		learner, _ = selfRole(e.Server)
+		learner, _ = etcdproc.SelfRole(e.Server)
 		if self := e.Server.Cluster().Member(e.Server.MemberID()); self != nil {
 			moved = !slices.Contains(self.PeerURLs, m.peerURL(m.self))
 		}

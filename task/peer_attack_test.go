@@ -63,7 +63,7 @@ func TestPeerPortRefusesApplicationAndRootClientCertificates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appCert, err := certs.SignClientCSR(*m.trust.ca, csr, "billing-api", time.Now(), time.Hour)
+	appCert, err := certs.SignClientCSR(*m.trust.CA(), csr, "billing-api", time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestPeerPortRefusesApplicationAndRootClientCertificates(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The operator's `env` certificate: root, from the cluster CA.
-	rootPair, err := certs.IssueClient(*m.trust.ca, certs.RootUser, time.Now(), time.Hour)
+	rootPair, err := certs.IssueClient(*m.trust.CA(), certs.RootUser, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestThreeMemberTLSClusterTalksOverThePeerCA(t *testing.T) {
 
 	// The member's client-port certificate (cluster CA, server and client
 	// use) is not a peer certificate.
-	b, err := os.ReadFile(ms["m1"].trust.tlsFiles.Cert)
+	b, err := os.ReadFile(ms["m1"].trust.Files().Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestThreeMemberTLSClusterTalksOverThePeerCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb, err := os.ReadFile(ms["m1"].dir.peerFiles().Cert)
+	pb, err := os.ReadFile(ms["m1"].trust.PeerFiles().Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func waitMemberList(t *testing.T, m *Member, n int, within time.Duration) {
 // client certificate (cluster CA), closed with the test.
 func rootClient(t *testing.T, m *Member) *clientv3.Client {
 	t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: m.trust.peerTLS})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, DialTimeout: 2 * time.Second, Logger: zap.NewNop(), TLS: m.trust.PeerTLS()})
 	if err != nil {
 		t.Fatal(err)
 	}

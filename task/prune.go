@@ -200,7 +200,7 @@ func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, 
 		if !e.IsDir() || name == filepath.Base(m.dir.Root) || live(name) {
 			continue
 		}
-		sib := dataDir{datadir.Dir{Root: filepath.Join(parent, name)}}
+		sib := datadir.Dir{Root: filepath.Join(parent, name)}
 		meta, err := sib.ReadMeta()
 		if err != nil || meta.Cluster != run.cluster || walInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
 			continue // not ours to judge, or in use
@@ -233,9 +233,9 @@ func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, 
 // went aside: its tls/, whose member certificate is re-issued at every
 // start, when its saved cluster CA is absent or the same as this member's.
 // A directory still holding anything else (another CA) stays.
-func (m *Member) dropCarriedTLS(sib dataDir) {
-	theirs, err := os.ReadFile(sib.caFile())
-	ours, oerr := os.ReadFile(m.dir.caFile())
+func (m *Member) dropCarriedTLS(sib datadir.Dir) {
+	theirs, err := os.ReadFile(sib.CAFile())
+	ours, oerr := os.ReadFile(m.dir.CAFile())
 	if err == nil && (oerr != nil || string(theirs) != string(ours)) {
 		m.log.Warn("carried directory kept: it holds another cluster CA", "dir", sib.Root)
 		return

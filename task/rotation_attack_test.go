@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 // Issue 29: a coordinator writer plants a CA rotation or a plaintext CA.
@@ -35,7 +36,7 @@ import (
 
 // plantRotation stores r as the CA rotation record, as a coordinator
 // writer does (replacing any record).
-func plantRotation(t *testing.T, co coord.Coordinator, r task.Rotation) {
+func plantRotation(t *testing.T, co coord.Coordinator, r trust.Rotation) {
 	t.Helper()
 	bg := context.Background()
 	if r.Started.IsZero() {
@@ -186,7 +187,7 @@ func TestPlantedPlaintextCARotationIsRefused(t *testing.T) {
 	evil := newCA(t)
 	evilFP := certs.Fingerprint(evil.Cert)
 	cross := selfCross(t, evil, evil.Cert)
-	plantRotation(t, co, task.Rotation{Phase: task.PhaseTrust, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross})
+	plantRotation(t, co, trust.Rotation{Phase: trust.PhaseTrust, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross})
 
 	var st rotationStatus
 	var body string
@@ -277,27 +278,27 @@ func TestCARotationNotCertifiedByTheCurrentCAIsRefused(t *testing.T) {
 	cases := []struct {
 		name   string
 		kek    []byte
-		record func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) task.Rotation
+		record func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) trust.Rotation
 	}{
-		{"sealed new CA, the attacker's cross certificate", kek, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) task.Rotation {
+		{"sealed new CA, the attacker's cross certificate", kek, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) trust.Rotation {
 			sealed, err := certs.Seal(evil, kek)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cross := selfCross(t, evil, evil.Cert)
-			return task.Rotation{Phase: task.PhaseIssue, OldCert: caCert, New: sealed, Cross: cross, Chain: cross}
+			return trust.Rotation{Phase: trust.PhaseIssue, OldCert: caCert, New: sealed, Cross: cross, Chain: cross}
 		}},
-		{"the cluster's sealed CA as the new one, the attacker's as the old one", kek, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) task.Rotation {
+		{"the cluster's sealed CA as the new one, the attacker's as the old one", kek, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) trust.Rotation {
 			sealed, err := co.Load(context.Background(), clusterca.SealedKey)
 			if err != nil {
 				t.Fatal(err)
 			}
 			cross := selfCross(t, evil, caCert)
-			return task.Rotation{Phase: task.PhaseTrust, OldCert: evil.Cert, New: sealed, Cross: cross, Chain: cross}
+			return trust.Rotation{Phase: trust.PhaseTrust, OldCert: evil.Cert, New: sealed, Cross: cross, Chain: cross}
 		}},
-		{"local coordinator without a KEK, the attacker's cross certificate", nil, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) task.Rotation {
+		{"local coordinator without a KEK, the attacker's cross certificate", nil, func(t *testing.T, co coord.Coordinator, caCert []byte, evil certs.Pair) trust.Rotation {
 			cross := selfCross(t, evil, evil.Cert)
-			return task.Rotation{Phase: task.PhaseIssue, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross}
+			return trust.Rotation{Phase: trust.PhaseIssue, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross}
 		}},
 	}
 	for _, tc := range cases {
@@ -353,7 +354,7 @@ func TestCARotationCertifiedByTheCurrentCAIsFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := task.Rotation{Phase: task.PhaseTrust, OldCert: ca.Cert, New: sealed, Cross: cross, Chain: cross}
+	r := trust.Rotation{Phase: trust.PhaseTrust, OldCert: ca.Cert, New: sealed, Cross: cross, Chain: cross}
 	plantRotation(t, co, r)
 	if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
 		t.Fatal(err)
@@ -361,7 +362,7 @@ func TestCARotationCertifiedByTheCurrentCAIsFollowed(t *testing.T) {
 	if tr := trustedFile(t, cl); !bytes.Contains(tr, next.Cert) || !bytes.Contains(tr, ca.Cert) {
 		t.Fatal("phase trust: the member does not trust both CAs")
 	}
-	r.Phase = task.PhaseIssue
+	r.Phase = trust.PhaseIssue
 	plantRotation(t, co, r)
 	if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
 		t.Fatal(err)
@@ -398,13 +399,13 @@ func TestRotateCARefusesAPlantedRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	cross := selfCross(t, evil, evil.Cert)
-	for _, r := range []task.Rotation{
-		{Phase: task.PhaseTrust, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross},
-		{Phase: task.PhaseIssue, OldCert: caCert, New: sealedEvil, Cross: cross, Chain: cross},
+	for _, r := range []trust.Rotation{
+		{Phase: trust.PhaseTrust, OldCert: caCert, New: evil.Bundle(), Cross: cross, Chain: cross},
+		{Phase: trust.PhaseIssue, OldCert: caCert, New: sealedEvil, Cross: cross, Chain: cross},
 	} {
 		plantRotation(t, co, r)
 		ctx, cancel := context.WithTimeout(bg, 3*time.Second)
-		err := task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Poll: 100 * time.Millisecond,
+		err := trust.RotateCA(ctx, trust.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Poll: 100 * time.Millisecond,
 			Members: func(context.Context) ([]status.Member, error) {
 				return []status.Member{{Name: "m0", CA: &status.RotationView{Issuer: certs.Fingerprint(evil.Cert), Trusted: []string{certs.Fingerprint(evil.Cert)}}}}, nil
 			}})
@@ -418,7 +419,7 @@ func TestRotateCARefusesAPlantedRecord(t *testing.T) {
 	}
 }
 
-// The legitimate path through the checks: `tls rotate-ca` (task.RotateCA,
+// The legitimate path through the checks: `tls rotate-ca` (trust.RotateCA,
 // as the command runs it) rotates a running member with a KEK to a new
 // CA, and the member ends trusting the new CA alone, issuing from it;
 // the coordinator holds it sealed. Then a second rotation continues the
@@ -453,7 +454,7 @@ func TestRotateCAStillRotatesARunningMember(t *testing.T) {
 		t.Helper()
 		rctx, rcancel := context.WithTimeout(bg, 90*time.Second)
 		defer rcancel()
-		err := task.RotateCA(rctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
+		err := trust.RotateCA(rctx, trust.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Members: members, Poll: 200 * time.Millisecond,
 			Progress: func(s string) { t.Log("rotate-ca: " + s) }})
 		if err != nil {
 			t.Fatal(err)
@@ -500,7 +501,7 @@ func TestRotateCAResumesAfterStoringTheNewCA(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plantRotation(t, co, task.Rotation{Phase: task.PhaseIssue, OldCert: ca.Cert, New: sealed, Cross: cross, Chain: cross})
+	plantRotation(t, co, trust.Rotation{Phase: trust.PhaseIssue, OldCert: ca.Cert, New: sealed, Cross: cross, Chain: cross})
 	if err := co.Delete(bg, clusterca.SealedKey); err != nil {
 		t.Fatal(err)
 	}
@@ -510,14 +511,14 @@ func TestRotateCAResumesAfterStoringTheNewCA(t *testing.T) {
 	fp := certs.Fingerprint(next.Cert)
 	ctx, cancel := context.WithTimeout(bg, 10*time.Second)
 	defer cancel()
-	err = task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Poll: 50 * time.Millisecond,
+	err = trust.RotateCA(ctx, trust.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, Poll: 50 * time.Millisecond,
 		Members: func(context.Context) ([]status.Member, error) {
 			return []status.Member{{Name: "m0", CA: &status.RotationView{Issuer: fp, Trusted: []string{fp}}}}, nil
 		}})
 	if err != nil {
 		t.Fatalf("resume at phase issue with the new CA stored: %v", err)
 	}
-	if r, err := task.LoadRotation(bg, co); err != nil || r.Phase != task.PhaseDone {
+	if r, err := trust.LoadRotation(bg, co); err != nil || r.Phase != trust.PhaseDone {
 		t.Fatalf("record after resuming: %+v, %v", r.Phase, err)
 	}
 }

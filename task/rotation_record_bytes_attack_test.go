@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/certs/clusterca"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 // The attacker "rotates" the cluster CA to itself: New = the sealed blob
@@ -45,7 +46,7 @@ func TestSelfRotationWithAnAppendedCAIsRefused(t *testing.T) {
 		"appended CA":   append(append([]byte{}, caCert...), evil.Cert...),
 		"same CA alone": caCert,
 	} {
-		plantRotation(t, co, task.Rotation{Phase: task.PhaseTrust, OldCert: old, New: sealed, Cross: caCert, Started: time.Now()})
+		plantRotation(t, co, trust.Rotation{Phase: trust.PhaseTrust, OldCert: old, New: sealed, Cross: caCert, Started: time.Now()})
 		if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
 			t.Fatal(err)
 		}
@@ -87,13 +88,13 @@ func TestRotationRecordPlantsNoPeerCA(t *testing.T) {
 	}
 	peerOld, _ := certs.PeerCACert(ca)
 	peerCross, _ := certs.PeerCross(ca, next)
-	r := task.Rotation{Phase: task.PhaseTrust, OldCert: ca.Cert, New: sealedNext, Cross: cross, Chain: cross,
+	r := trust.Rotation{Phase: trust.PhaseTrust, OldCert: ca.Cert, New: sealedNext, Cross: cross, Chain: cross,
 		PeerOld: peerOld, PeerCross: peerCross, PeerChain: peerCross, Started: time.Now(), Changed: time.Now()}
 	plantRotation(t, co, r)
 	if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
 		t.Fatal(err)
 	}
-	r.Phase = task.PhaseIssue
+	r.Phase = trust.PhaseIssue
 	plantRotation(t, co, r)
 	if _, err := task.New(bg, caOptions(t, cl, co, kek)); err != nil {
 		t.Fatal(err)

@@ -138,7 +138,7 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	defer cancel()
 	// Streamed from ep alone (not the shared client, which balances over
 	// every member) and spooled beside the member's data.
-	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.trust.peerTLS, SpoolDir: m.dir.Root}, s.Store, src, s.Encryption, nil)
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.trust.PeerTLS(), SpoolDir: m.dir.Root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
 		m.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)

@@ -31,9 +31,11 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
 // statusTarget is a member with TLS auto serving its status port, etcd not
@@ -46,12 +48,12 @@ func statusTarget(t *testing.T, access bool, keys identity.KeySource) (*Member, 
 	if access {
 		k.cl.Access = billingAccess(time.Minute)
 	}
+	k.identities = &identity.Verifier{Keys: keys}
 	m := k.member("a", nil)
-	m.opts.Identities = &identity.Verifier{Keys: keys}
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
 	}
-	pool, err := certs.Pool(m.trust.ca.Cert)
+	pool, err := certs.Pool(m.trust.CA().Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestStatusPortCutsOffASlowExchangeBody(t *testing.T) {
 	}
 	defer conn.Close()
 	start := time.Now()
-	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{\"identity\":\"", ExchangePath); err != nil {
+	if _, err := fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: a\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{\"identity\":\"", exchange.Path); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -126,15 +128,15 @@ func TestStatusPortCutsOffASlowExchangeBody(t *testing.T) {
 			}
 		}
 	}()
-	limit := statusReadTimeout + 5*time.Second
+	limit := statusport.ReadTimeout + 5*time.Second
 	_ = conn.SetReadDeadline(start.Add(limit))
 	got, err := io.ReadAll(conn)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		t.Fatalf("a body trickling in for %s is still being read (status read timeout %s)", limit, statusReadTimeout)
+		t.Fatalf("a body trickling in for %s is still being read (status read timeout %s)", limit, statusport.ReadTimeout)
 	}
-	if d := time.Since(start); d > statusReadTimeout+3*time.Second {
-		t.Errorf("slow body cut off after %s, want within the read timeout %s", d, statusReadTimeout)
+	if d := time.Since(start); d > statusport.ReadTimeout+3*time.Second {
+		t.Errorf("slow body cut off after %s, want within the read timeout %s", d, statusport.ReadTimeout)
 	}
 	t.Logf("cut off after %s: %q, %v", time.Since(start).Round(time.Millisecond), firstLine(got), err)
 }
@@ -157,8 +159,8 @@ func openFDs(t *testing.T) int {
 }
 
 // Connections opened and left silent, more than the status port's cap,
-// from as many sources as it takes (statusMaxConnsPerSource each): the
-// member accepts (and holds a descriptor for) at most statusMaxConns of
+// from as many sources as it takes (statusport.MaxConnsPerSource each): the
+// member accepts (and holds a descriptor for) at most statusport.MaxConns of
 // them, the rest wait in the kernel's backlog; a legitimate /health from
 // another source that arrives behind them is answered once the silent
 // ones reach the header timeout, not starved. On main every connection
@@ -167,7 +169,7 @@ func openFDs(t *testing.T) int {
 func TestStatusPortCapsConnections(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
 	before := openFDs(t)
-	n := statusMaxConns + 64
+	n := statusport.MaxConns + 64
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -175,7 +177,7 @@ func TestStatusPortCapsConnections(t *testing.T) {
 		}
 	}()
 	for i := range n {
-		c, err := fromSource(fmt.Sprintf("127.0.0.%d", 20+i/statusMaxConnsPerSource)).Dial("tcp", statusAddr(m))
+		c, err := fromSource(fmt.Sprintf("127.0.0.%d", 20+i/statusport.MaxConnsPerSource)).Dial("tcp", statusAddr(m))
 		if err != nil {
 			t.Fatalf("dial %d: %v", len(conns), err)
 		}
@@ -183,10 +185,10 @@ func TestStatusPortCapsConnections(t *testing.T) {
 	}
 	time.Sleep(500 * time.Millisecond)
 	accepted := openFDs(t) - before - n // the attacker's own sockets are in this process too
-	if accepted > statusMaxConns+16 {
-		t.Errorf("the member holds %d descriptors for %d silent connections, want at most the cap %d", accepted, n, statusMaxConns)
+	if accepted > statusport.MaxConns+16 {
+		t.Errorf("the member holds %d descriptors for %d silent connections, want at most the cap %d", accepted, n, statusport.MaxConns)
 	}
-	hc := clientFrom("127.0.0.3", cfg, statusHeaderTimeout+5*time.Second)
+	hc := clientFrom("127.0.0.3", cfg, statusport.HeaderTimeout+5*time.Second)
 	defer hc.CloseIdleConnections()
 	start := time.Now()
 	resp, err := hc.Get("https://" + statusAddr(m) + "/health")
@@ -194,8 +196,8 @@ func TestStatusPortCapsConnections(t *testing.T) {
 		t.Fatalf("/health behind %d silent connections: %v", n, err)
 	}
 	resp.Body.Close()
-	if d := time.Since(start); d > statusHeaderTimeout+3*time.Second {
-		t.Errorf("/health answered after %s behind %d silent connections, want within the header timeout %s", d, n, statusHeaderTimeout)
+	if d := time.Since(start); d > statusport.HeaderTimeout+3*time.Second {
+		t.Errorf("/health answered after %s behind %d silent connections, want within the header timeout %s", d, n, statusport.HeaderTimeout)
 	}
 	t.Logf("%d silent connections: member accepted %d; /health %s after %s", n, accepted, resp.Status, time.Since(start).Round(time.Millisecond))
 }
@@ -206,8 +208,8 @@ func TestExchangeWithoutAccessIsNotServed(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: cfg}}
 	defer hc.CloseIdleConnections()
-	body, _ := json.Marshal(CertRequest{Identity: attackToken(t, "k"), CSR: "x"})
-	resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+	body, _ := json.Marshal(exchange.Request{Identity: attackToken(t, "k"), CSR: "x"})
+	resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +219,7 @@ func TestExchangeWithoutAccessIsNotServed(t *testing.T) {
 	}
 }
 
-// A burst of exchange requests from one source beyond exchangeSourceBurst
+// A burst of exchange requests from one source beyond statusport.ExchangeSourceBurst
 // is refused with 429 (and Retry-After) before anything is decoded or
 // verified.
 func TestExchangeBurstIsRateLimited(t *testing.T) {
@@ -226,8 +228,8 @@ func TestExchangeBurstIsRateLimited(t *testing.T) {
 	defer hc.CloseIdleConnections()
 	extra := 15
 	var limited, firstLimited int
-	for i := range exchangeSourceBurst + extra {
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
+	for i := range statusport.ExchangeSourceBurst + extra {
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader([]byte(`{"identity":"x","csr":""}`)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,10 +246,10 @@ func TestExchangeBurstIsRateLimited(t *testing.T) {
 		}
 	}
 	if limited < extra-3 {
-		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, exchangeSourceBurst+extra, extra, exchangeSourceBurst)
+		t.Fatalf("%d of %d requests in a burst refused with 429, want about %d (burst %d)", limited, statusport.ExchangeSourceBurst+extra, extra, statusport.ExchangeSourceBurst)
 	}
-	if firstLimited < exchangeSourceBurst-1 {
-		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, exchangeSourceBurst)
+	if firstLimited < statusport.ExchangeSourceBurst-1 {
+		t.Errorf("first 429 at request %d, want none within the burst %d", firstLimited, statusport.ExchangeSourceBurst)
 	}
 }
 
@@ -282,8 +284,8 @@ func TestHungJWKSReadBlocksNoOtherRequest(t *testing.T) {
 	post := func(timeout time.Duration) (int, error) {
 		hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg}}
 		defer hc.CloseIdleConnections()
-		body, _ := json.Marshal(CertRequest{Identity: attackToken(t, "unknown"), CSR: "x"})
-		resp, err := hc.Post(m.statusURL(m.self)+ExchangePath, "application/json", bytes.NewReader(body))
+		body, _ := json.Marshal(exchange.Request{Identity: attackToken(t, "unknown"), CSR: "x"})
+		resp, err := hc.Post(m.statusURL(m.self)+exchange.Path, "application/json", bytes.NewReader(body))
 		if err != nil {
 			return 0, err
 		}

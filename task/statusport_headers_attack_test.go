@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
 // Taken over from the security review's
@@ -16,9 +18,9 @@ import (
 //
 // Memory a network peer without a certificate makes the member hold: with
 // Go's default MaxHeaderBytes (1 MiB + 4 KiB per request) each of the
-// statusMaxConns connections could send ~1 MiB of header lines and stall
+// statusport.MaxConns connections could send ~1 MiB of header lines and stall
 // before the blank line, held until the header timeout (5 s), renewable at
-// once. statusMaxHeaderBytes bounds each to a few KiB: the member answers
+// once. statusport.MaxHeaderBytes bounds each to a few KiB: the member answers
 // 431 and closes the connection once a request's headers pass it.
 func TestStatusPortBoundsTheHeaderBytesOfEachConnection(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
@@ -35,12 +37,12 @@ func TestStatusPortBoundsTheHeaderBytesOfEachConnection(t *testing.T) {
 			c.Close()
 		}
 	}()
-	for i := range statusMaxConns {
+	for i := range statusport.MaxConns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			// From as many sources as the per-source cap takes.
-			c, err := tls.DialWithDialer(fromSource(fmt.Sprintf("127.0.0.%d", 30+i/statusMaxConnsPerSource)), "tcp", statusAddr(m), cfg)
+			c, err := tls.DialWithDialer(fromSource(fmt.Sprintf("127.0.0.%d", 30+i/statusport.MaxConnsPerSource)), "tcp", statusAddr(m), cfg)
 			if err != nil {
 				return
 			}

@@ -28,7 +28,9 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/identity"
+	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 )
 
 // fromSource returns a dialer whose connections come from the address ip.
@@ -123,23 +125,23 @@ func healthWithin(t *testing.T, m *Member, cfg *tls.Config, source string, d tim
 	t.Logf("/health from %s: %s after %s while %s", source, resp.Status, time.Since(start).Round(time.Millisecond), what)
 }
 
-// One peer opens statusMaxConns keep-alive connections and sends one
-// request on each every few seconds: it holds statusMaxConnsPerSource of
+// One peer opens statusport.MaxConns keep-alive connections and sends one
+// request on each every few seconds: it holds statusport.MaxConnsPerSource of
 // them, the member closes the rest at once, and the Consul check's
 // /health from another address is answered at once. On the reviewed
 // commit it held the whole cap and /health starved for as long as the
 // attack lasted.
 func TestStatusPortServesHealthBesideHeldConnections(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
-	held := holdConnections(t, m, cfg, "127.0.0.1", statusMaxConns)
-	if held > statusMaxConnsPerSource {
-		t.Errorf("one source holds %d keep-alive connections, want at most %d", held, statusMaxConnsPerSource)
+	held := holdConnections(t, m, cfg, "127.0.0.1", statusport.MaxConns)
+	if held > statusport.MaxConnsPerSource {
+		t.Errorf("one source holds %d keep-alive connections, want at most %d", held, statusport.MaxConnsPerSource)
 	}
 	time.Sleep(time.Second)
-	healthWithin(t, m, cfg, "127.0.0.2", statusHeaderTimeout, fmt.Sprintf("127.0.0.1 held %d keep-alive connections", held))
+	healthWithin(t, m, cfg, "127.0.0.2", statusport.HeaderTimeout, fmt.Sprintf("127.0.0.1 held %d keep-alive connections", held))
 }
 
-// Peers at statusMaxConns/statusMaxConnsPerSource addresses together hold
+// Peers at statusport.MaxConns/statusport.MaxConnsPerSource addresses together hold
 // the whole connection cap with keep-alive connections refreshed before
 // the idle timeout: a new connection makes the member close the one idle
 // longest, so /health from yet another address is answered at once, not
@@ -147,14 +149,14 @@ func TestStatusPortServesHealthBesideHeldConnections(t *testing.T) {
 func TestStatusPortClosesAnIdleConnectionForANewOneAtTheCap(t *testing.T) {
 	m, cfg := statusTarget(t, false, someKeys(t))
 	held := 0
-	for i := range statusMaxConns / statusMaxConnsPerSource {
-		held += holdConnections(t, m, cfg, fmt.Sprintf("127.0.0.%d", 10+i), statusMaxConnsPerSource)
+	for i := range statusport.MaxConns / statusport.MaxConnsPerSource {
+		held += holdConnections(t, m, cfg, fmt.Sprintf("127.0.0.%d", 10+i), statusport.MaxConnsPerSource)
 	}
-	if held < statusMaxConns {
-		t.Fatalf("the peers hold %d connections, the cap is %d: the test does not fill it", held, statusMaxConns)
+	if held < statusport.MaxConns {
+		t.Fatalf("the peers hold %d connections, the cap is %d: the test does not fill it", held, statusport.MaxConns)
 	}
 	time.Sleep(time.Second)
-	healthWithin(t, m, cfg, "127.0.0.2", statusHeaderTimeout, fmt.Sprintf("%d peers held %d keep-alive connections", statusMaxConns/statusMaxConnsPerSource, held))
+	healthWithin(t, m, cfg, "127.0.0.2", statusport.HeaderTimeout, fmt.Sprintf("%d peers held %d keep-alive connections", statusport.MaxConns/statusport.MaxConnsPerSource, held))
 }
 
 // One unauthenticated peer floods the exchange with junk POSTs on four
@@ -177,13 +179,13 @@ func TestExchangeServesAWorkloadBesideAnotherSourcesFlood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	url := m.statusURL(m.self) + ExchangePath
+	url := m.statusURL(m.self) + exchange.Path
 	legit := func() int {
 		csr, _, err := certs.NewCSR()
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := json.Marshal(CertRequest{Identity: good, CSR: string(csr)})
+		body, _ := json.Marshal(exchange.Request{Identity: good, CSR: string(csr)})
 		hc := clientFrom("127.0.0.2", cfg, 5*time.Second)
 		defer hc.CloseIdleConnections()
 		resp, err := hc.Post(url, "application/json", bytes.NewReader(body))

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
+	"github.com/etcd-nomad/etcd-nomad/certs/exchange"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
@@ -25,7 +26,7 @@ import (
 // (none when nil).
 func statusClient(t *testing.T, m *Member, p *certs.Pair) *http.Client {
 	t.Helper()
-	pool, err := certs.Pool(m.trust.ca.Cert)
+	pool, err := certs.Pool(m.trust.CA().Cert)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,8 +67,8 @@ func TestStatusAndMetricsOnlyForTheStatusCAOrRoot(t *testing.T) {
 	k := newKit(t, "a")
 	k.cl.TLS.Mode = config.TLSAuto
 	k.cl.Access = billingAccess(time.Minute)
+	k.identities = &identity.Verifier{Keys: keys}
 	m := k.member("a", nil)
-	m.opts.Identities = &identity.Verifier{Keys: keys}
 	k.seed(m)
 	if err := m.serveStatus(); err != nil {
 		t.Fatal(err)
@@ -82,17 +83,17 @@ func TestStatusAndMetricsOnlyForTheStatusCAOrRoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := m.exchange(t.Context(), CertRequest{Identity: jobIdentity(t, key, identity.Audience), CSR: string(csr)})
+	out, err := m.trust.Exchange(t.Context(), exchange.Request{Identity: jobIdentity(t, key, identity.Audience), CSR: string(csr)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	app := statusClient(t, m, &certs.Pair{Cert: []byte(out.Certificate), Key: keyPEM})
-	rootPair, err := certs.IssueClient(*m.trust.ca, certs.RootUser, time.Now(), time.Hour)
+	rootPair, err := certs.IssueClient(*m.trust.CA(), certs.RootUser, time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
 	root := statusClient(t, m, &rootPair)
-	sca, err := certs.StatusCA(*m.trust.ca)
+	sca, err := certs.StatusCA(*m.trust.CA())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -236,7 +236,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	}
 	// etcd's HTTP/JSON gateway on the same port: it refuses a certificate
 	// with a CN (it would reach gRPC as the member's own connection).
-	pair, err := certs.IssueClient(*m.trust.ca, "billing-api", time.Now(), time.Hour)
+	pair, err := certs.IssueClient(*m.trust.CA(), "billing-api", time.Now(), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +244,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool, _ := certs.Pool(m.trust.ca.Cert)
+	pool, _ := certs.Pool(m.trust.CA().Cert)
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS12}}}
 	defer hc.CloseIdleConnections()
 	for path, body := range map[string]string{
@@ -420,7 +420,7 @@ func TestTenantCannotTouchAnotherTenantsLeaseThatHoldsItsKeys(t *testing.T) {
 // answers anyone about any lease), or listed it with LeaseLeases, which
 // etcd answers with every lease while none holds a key the caller may not
 // read. Members now give a grant without an id a random one
-// (randomLeaseID), and answer LeaseLeases to root alone (rootLeaseList):
+// (etcdproc.RandomLeaseID), and answer LeaseLeases to root alone (etcdproc.RootLeaseList):
 // neither probing nor the list finds it. Given the id by other means, the
 // attacker still reads the lease, keeps it alive, revokes it (the
 // victim's session ends), or

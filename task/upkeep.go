@@ -19,12 +19,12 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 	_, summary := m.opts.Coordinator.(summaryWriter)
 	o.Upkeep = planner.UpkeepState{
 		Leaving:          m.observeLeaving(ctx),
-		CA:               m.trust.ca != nil,
-		CACheckDue:       now.Sub(m.trust.caChecked) > caCheckEvery,
+		CA:               m.trust.CA() != nil,
+		CACheckDue:       m.trust.CheckDue(now),
 		Summary:          summary,
 		Access:           m.opts.Cluster.Access != nil,
 		AccessDue:        !now.Before(m.access.next),
-		CACertDue:        now.Sub(m.trust.caCertPublished) >= caCertRepublish,
+		CACertDue:        m.trust.PublishDue(now),
 		Snapshots:        s != nil && s.Interval > 0,
 		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
 		Deltas:           s != nil && s.DeltaEvery > 0,
@@ -61,8 +61,7 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 // in this order; Depart is carried out by the loop before it.
 func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Upkeep) {
 	if u.CheckCA {
-		m.trust.caChecked = m.now()
-		m.restoreCA(ctx)
+		m.trust.Check(ctx)
 	}
 	if u.ClearForceNew {
 		m.clearForceNew()
@@ -74,7 +73,7 @@ func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Up
 		m.applyAccess(ctx)
 	}
 	if u.PublishCACert {
-		m.publishCACert(ctx, o)
+		m.trust.PublishCACert(ctx)
 	}
 	if u.Snapshot {
 		m.scheduledSnapshot(o)

@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/status"
-	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
 type tlsCommand struct{}
@@ -168,7 +168,7 @@ func (c *rotateCACommand) Run(args []string) int {
 		return 1
 	}
 	start := time.Now()
-	err = task.RotateCA(ctx, task.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, RetireAfter: *retire,
+	err = trust.RotateCA(ctx, trust.RotateOptions{Cluster: cl, Coordinator: co, KEK: kek, RetireAfter: *retire,
 		Members: func(ctx context.Context) ([]status.Member, error) {
 			gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()

@@ -1,6 +1,8 @@
-// Package statusport holds the member's status port: what it answers on
-// /health (and, as the carve of task.Member goes on, the port itself).
-// It imports no part of the supervisor: the loop hands it its status.
+// Package statusport is the member's status port: the listener and its
+// limits, /health's answer (HealthAnswer), /status, /metrics and the
+// exchange's pacing. It imports no part of the supervisor: the loop hands
+// it its status, TLS config, metrics and the exchange's handler
+// (Config).
 package statusport
 
 import (

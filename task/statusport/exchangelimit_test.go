@@ -1,4 +1,4 @@
-package task
+package statusport
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package task
+package etcdproc
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 )
 
-// randomLeaseID is a gRPC interceptor on the client port that gives a
+// RandomLeaseID is a gRPC interceptor on the client port that gives a
 // lease grant without an id (ID 0: "etcd chooses") a random positive
 // 63-bit one. etcd would draw it from the member's request-id counter
 // (idutil.Generator: member id, start time, a counter), so a tenant that
@@ -27,7 +27,7 @@ import (
 // (TestTenantCanTakeAnotherTenantsKeylessLease). A grant that names its
 // id keeps it; a random id taken already (odds 2^-63 per lease) is
 // refused by etcd as ErrLeaseExist, as a named one would be.
-func randomLeaseID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func RandomLeaseID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if r, ok := req.(*pb.LeaseGrantRequest); ok && r.ID == 0 {
 		var b [8]byte
 		if _, err := rand.Read(b[:]); err != nil {
@@ -41,7 +41,7 @@ func randomLeaseID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handle
 	return handler(ctx, req)
 }
 
-// rootLeaseList is a gRPC interceptor on the client port that answers
+// RootLeaseList is a gRPC interceptor on the client port that answers
 // LeaseLeases to root alone. etcd answers it to any user while no lease
 // holds a key the user may not read, and then lists every lease id:
 // another tenant's key-less leases among them. The access block grants no
@@ -49,7 +49,7 @@ func randomLeaseID(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handle
 // administrator; a request through etcd's HTTP gateway arrives on the
 // member's own connection (etcd ignores its CN, so does this). Without a
 // client certificate (TLS off) etcd decides alone.
-func rootLeaseList(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+func RootLeaseList(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	if _, ok := req.(*pb.LeaseLeasesRequest); ok {
 		if cn, ok := clientCN(ctx); ok && cn != certs.RootUser {
 			return nil, rpctypes.ErrGRPCPermissionDenied

@@ -1,10 +1,9 @@
-package task
+package trust
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"maps"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 )
 
 // Certificates renewed while the member runs (TLS auto). The member
@@ -102,48 +102,48 @@ func (r *renewal) earliest() (string, time.Time) {
 }
 
 // certTTL is the validity of the certificates this member issues itself.
-func (m *Member) certTTL() time.Duration {
-	if d := m.opts.Cluster.TLS.CertificateTTL; d > 0 {
+func (t *Trust) certTTL() time.Duration {
+	if d := t.cfg.Cluster.TLS.CertificateTTL; d > 0 {
 		return d
 	}
 	return config.DefaultMemberCertTTL
 }
 
 // memberHosts are the member certificate's SANs.
-func (m *Member) memberHosts() []string {
+func (t *Trust) memberHosts() []string {
 	host, _ := os.Hostname()
-	return []string{m.self.Address, "127.0.0.1", "::1", "localhost", m.opts.Name, host}
+	return []string{t.cfg.Self.Address, "127.0.0.1", "::1", "localhost", t.cfg.Name, host}
 }
 
 // issueMember issues the member certificate from the current CA and
 // writes it, with its chain (a CA rotation's cross certificate), and the
 // CA certificates to trust; then the same for the peer port: the peer
 // certificate from the current CA's peer CA, and the peer CAs to trust.
-func (m *Member) issueMember(now time.Time) error {
-	peer, err := certs.IssuePeer(*m.currentCA(), m.memberHosts(), now, m.certTTL())
+func (t *Trust) issueMember(now time.Time) error {
+	peer, err := certs.IssuePeer(*t.currentCA(), t.memberHosts(), now, t.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue peer certificate: %w", err)
 	}
-	peerTrust, err := m.peerTrust()
+	peerTrust, err := t.peerTrust()
 	if err != nil {
 		return err
 	}
-	pf := m.dir.peerFiles()
+	pf := peerFiles(t.cfg.Dir)
 	if err := os.MkdirAll(filepath.Dir(pf.CA), 0o700); err != nil {
 		return err
 	}
 	if err := certs.WritePair(pf.CA, certs.Pair{Cert: peerTrust}); err != nil {
 		return err
 	}
-	if err := certs.WritePair(pf.Cert, certs.WithChain(peer, m.peerChain())); err != nil {
+	if err := certs.WritePair(pf.Cert, certs.WithChain(peer, t.peerChain())); err != nil {
 		return err
 	}
-	pair, err := certs.IssueFor(*m.currentCA(), m.opts.Name, m.memberHosts(), now, m.certTTL())
+	pair, err := certs.IssueFor(*t.currentCA(), t.cfg.Name, t.memberHosts(), now, t.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue member certificate: %w", err)
 	}
-	// The same paths every time: m.trust.tlsFiles, set at start, stays.
-	if _, err := certs.WriteMember(m.dir.TLSDir(), "member", m.rotationTrust(), certs.WithChain(pair, m.chain())); err != nil {
+	// The same paths every time: t.tlsFiles, set at start, stays.
+	if _, err := certs.WriteMember(t.cfg.Dir.TLSDir(), "member", t.rotationTrust(), certs.WithChain(pair, t.chain())); err != nil {
 		return fmt.Errorf("write member certificate: %w", err)
 	}
 	return nil
@@ -151,24 +151,24 @@ func (m *Member) issueMember(now time.Time) error {
 
 // issueRoot issues the member's root client certificate from the current
 // CA and hands it, with its chain, to every later handshake.
-func (m *Member) issueRoot(now time.Time) error {
-	root, err := certs.IssueClient(*m.currentCA(), certs.RootUser, now, m.certTTL())
+func (t *Trust) issueRoot(now time.Time) error {
+	root, err := certs.IssueClient(*t.currentCA(), certs.RootUser, now, t.certTTL())
 	if err != nil {
 		return fmt.Errorf("issue root client certificate: %w", err)
 	}
-	root = certs.WithChain(root, m.chain())
+	root = certs.WithChain(root, t.chain())
 	kp, err := tls.X509KeyPair(root.Cert, root.Key)
 	if err != nil {
 		return fmt.Errorf("root client certificate: %w", err)
 	}
-	m.trust.renew.root.Store(&kp)
+	t.renew.root.Store(&kp)
 	return nil
 }
 
 // rootCertificate hands out the current root client certificate
 // (tls.Config.GetClientCertificate).
-func (m *Member) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
-	if c := m.trust.renew.root.Load(); c != nil {
+func (t *Trust) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	if c := t.renew.root.Load(); c != nil {
 		return c, nil
 	}
 	return &tls.Certificate{}, nil
@@ -176,18 +176,18 @@ func (m *Member) rootCertificate(*tls.CertificateRequestInfo) (*tls.Certificate,
 
 // serverCertificate reads the member certificate file at each handshake,
 // as etcd does (tls.Config.GetCertificate of the status server).
-func (m *Member) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
-	kp, err := tls.LoadX509KeyPair(m.trust.tlsFiles.Cert, m.trust.tlsFiles.Key)
+func (t *Trust) serverCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	kp, err := tls.LoadX509KeyPair(t.tlsFiles.Cert, t.tlsFiles.Key)
 	if err != nil {
-		return nil, fmt.Errorf("member certificate %s: %w", m.trust.tlsFiles.Cert, err)
+		return nil, fmt.Errorf("member certificate %s: %w", t.tlsFiles.Cert, err)
 	}
 	return &kp, nil
 }
 
-// renewLoop renews the certificates when due until ctx ends.
-func (m *Member) renewLoop(ctx context.Context) {
+// RenewLoop renews the certificates when due until ctx ends.
+func (t *Trust) RenewLoop(ctx context.Context) {
 	for {
-		next := m.renewOnce(time.Now(), m.followRotation(ctx))
+		next := t.renewOnce(time.Now(), t.followRotation(ctx))
 		wait := min(max(time.Until(next), 100*time.Millisecond), renewPoll)
 		select {
 		case <-ctx.Done():
@@ -200,61 +200,61 @@ func (m *Member) renewLoop(ctx context.Context) {
 // renewOnce renews what is due at now (everything when reissue: the CA
 // rotation moved), records every expiry, and returns when the next
 // renewal is due.
-func (m *Member) renewOnce(now time.Time, reissue bool) time.Time {
+func (t *Trust) renewOnce(now time.Time, reissue bool) time.Time {
 	next := now.Add(renewPoll)
-	if m.trust.scheme != "https" {
+	if t.scheme != "https" {
 		return next
 	}
-	if b, err := os.ReadFile(m.trust.tlsFiles.CA); err == nil {
-		m.trust.renew.forgetCAs() // a CA rotation retires one
-		for i, c := range parseCerts(b) {
+	if b, err := os.ReadFile(t.tlsFiles.CA); err == nil {
+		t.renew.forgetCAs() // a CA rotation retires one
+		for i, c := range certs.ParseCertificates(b) {
 			name := certCA
 			if i > 0 {
 				name = fmt.Sprintf("%s:%d", certCA, i+1)
 			}
-			m.trust.renew.set(name, c.NotAfter)
+			t.renew.set(name, c.NotAfter)
 		}
 	}
-	leaf, err := m.memberLeaf()
+	leaf, err := t.memberLeaf()
 	if err != nil {
-		m.log.Warn("member certificate not readable", "error", err)
+		t.log.Warn("member certificate not readable", "error", err)
 		return next
 	}
-	ca := m.currentCA()
+	ca := t.currentCA()
 	if ca != nil && (reissue || !now.Before(certs.RenewAt(leaf))) {
-		if err := m.issueMember(now); err != nil {
-			m.log.Error("member certificate not renewed", "error", err, "expires", leaf.NotAfter)
+		if err := t.issueMember(now); err != nil {
+			t.log.Error("member certificate not renewed", "error", err, "expires", leaf.NotAfter)
 			return next
 		}
 		old := leaf.NotAfter
-		if leaf, err = m.memberLeaf(); err != nil {
-			m.log.Error("renewed member certificate not readable", "error", err)
+		if leaf, err = t.memberLeaf(); err != nil {
+			t.log.Error("renewed member certificate not readable", "error", err)
 			return next
 		}
-		m.log.Info("renewed the member certificate", "was_valid_until", old.UTC().Format(time.RFC3339), "valid_until", leaf.NotAfter.UTC().Format(time.RFC3339))
+		t.log.Info("renewed the member certificate", "was_valid_until", old.UTC().Format(time.RFC3339), "valid_until", leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
-	m.trust.renew.set(certMember, leaf.NotAfter)
+	t.renew.set(certMember, leaf.NotAfter)
 	next = earlier(next, certs.RenewAt(leaf))
-	if c := m.trust.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
+	if c := t.renew.root.Load(); c != nil && c.Leaf != nil && ca != nil {
 		if reissue || !now.Before(certs.RenewAt(c.Leaf)) {
 			old := c.Leaf.NotAfter
-			if err := m.issueRoot(now); err != nil {
-				m.log.Error("root client certificate not renewed", "error", err, "expires", old)
+			if err := t.issueRoot(now); err != nil {
+				t.log.Error("root client certificate not renewed", "error", err, "expires", old)
 				return next
 			}
-			c = m.trust.renew.root.Load()
-			m.log.Info("renewed the root client certificate", "valid_until", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
+			c = t.renew.root.Load()
+			t.log.Info("renewed the root client certificate", "valid_until", c.Leaf.NotAfter.UTC().Format(time.RFC3339))
 		}
-		m.trust.renew.set(certRoot, c.Leaf.NotAfter)
+		t.renew.set(certRoot, c.Leaf.NotAfter)
 		next = earlier(next, certs.RenewAt(c.Leaf))
 	}
 	return next
 }
 
 // trustedCAs are the CA certificates the member's files trust now.
-func (m *Member) trustedCAs() []byte {
-	b, err := os.ReadFile(m.trust.tlsFiles.CA)
-	if err != nil || len(parseCerts(b)) == 0 {
+func (t *Trust) trustedCAs() []byte {
+	b, err := os.ReadFile(t.tlsFiles.CA)
+	if err != nil || len(certs.ParseCertificates(b)) == 0 {
 		return nil
 	}
 	return b
@@ -262,16 +262,16 @@ func (m *Member) trustedCAs() []byte {
 
 // trustedPeerCAs are the peer CA certificates the peer port's file
 // trusts now.
-func (m *Member) trustedPeerCAs() []byte {
-	b, err := os.ReadFile(m.dir.peerFiles().CA)
-	if err != nil || len(parseCerts(b)) == 0 {
+func (t *Trust) trustedPeerCAs() []byte {
+	b, err := os.ReadFile(peerFiles(t.cfg.Dir).CA)
+	if err != nil || len(certs.ParseCertificates(b)) == 0 {
 		return nil
 	}
 	return b
 }
 
-func (m *Member) memberLeaf() (*x509.Certificate, error) {
-	b, err := os.ReadFile(m.trust.tlsFiles.Cert)
+func (t *Trust) memberLeaf() (*x509.Certificate, error) {
+	b, err := os.ReadFile(t.tlsFiles.Cert)
 	if err != nil {
 		return nil, err
 	}
@@ -285,40 +285,24 @@ func earlier(a, b time.Time) time.Time {
 	return a
 }
 
-// parseCerts returns the certificates of a PEM blob, skipping what does
-// not parse.
-func parseCerts(b []byte) []*x509.Certificate {
-	var out []*x509.Certificate
-	for {
-		var blk *pem.Block
-		blk, b = pem.Decode(b)
-		if blk == nil {
-			return out
-		}
-		if c, err := x509.ParseCertificate(blk.Bytes); blk.Type == "CERTIFICATE" && err == nil {
-			out = append(out, c)
-		}
-	}
-}
-
 // warnBefore is certificate name's warning window: the CAs' is 30 days;
 // the member's and root's is certs.WarnBefore of the configured validity.
-func (m *Member) warnBefore(name string) time.Duration {
+func (t *Trust) warnBefore(name string) time.Duration {
 	if strings.HasPrefix(name, certCA) {
 		return certs.WarnBefore(config.DefaultMemberCertTTL)
 	}
-	return certs.WarnBefore(m.certTTL())
+	return certs.WarnBefore(t.certTTL())
 }
 
-// certWarning says which certificate expires within the warning window
+// CertWarning says which certificate expires within the warning window
 // (warnBefore), "" when none does.
-func (m *Member) certWarning(now time.Time) string {
-	m.trust.renew.mu.Lock()
-	defer m.trust.renew.mu.Unlock()
+func (t *Trust) CertWarning(now time.Time) string {
+	t.renew.mu.Lock()
+	defer t.renew.mu.Unlock()
 	var warn []string
-	for _, name := range slices.Sorted(maps.Keys(m.trust.renew.notAfter)) {
-		at := m.trust.renew.notAfter[name]
-		window := m.warnBefore(name)
+	for _, name := range slices.Sorted(maps.Keys(t.renew.notAfter)) {
+		at := t.renew.notAfter[name]
+		window := t.warnBefore(name)
 		if at.Sub(now) < window {
 			warn = append(warn, fmt.Sprintf("certificate %s expires %s (in %s, warning below %s)", name, at.UTC().Format(time.RFC3339), at.Sub(now).Round(time.Second), window))
 		}
@@ -327,14 +311,14 @@ func (m *Member) certWarning(now time.Time) string {
 }
 
 // memberFiles are the paths certs.WriteMember writes in the tls dir.
-func (d dataDir) memberFiles() certs.Files {
+func memberFiles(d datadir.Dir) certs.Files {
 	pem := filepath.Join(d.TLSDir(), "member.pem")
 	return certs.Files{CA: filepath.Join(d.TLSDir(), "ca.crt"), Cert: pem, Key: pem}
 }
 
 // peerFiles are etcd's peer port files in the tls dir (issueMember): the
 // peer CAs to trust, and the peer certificate with its key.
-func (d dataDir) peerFiles() certs.Files {
+func peerFiles(d datadir.Dir) certs.Files {
 	pem := filepath.Join(d.TLSDir(), "peer.pem")
 	return certs.Files{CA: filepath.Join(d.TLSDir(), "peer-ca.crt"), Cert: pem, Key: pem}
 }

@@ -1,4 +1,4 @@
-package task
+package trust
 
 import (
 	"bytes"
@@ -182,7 +182,7 @@ func LoadRotation(ctx context.Context, c interface {
 // rotationState is what a member follows of a rotation.
 type rotationState struct {
 	// issuer is the CA this member issues from once it moved to the new
-	// one (nil: m.trust.ca, the CA settled at start).
+	// one (nil: t.ca, the CA settled at start).
 	issuer atomic.Pointer[certs.Pair]
 	// chain is presented after this member's certificates: the cross
 	// certificate once they come from the new CA.
@@ -210,8 +210,8 @@ type rotationState struct {
 
 // rotationCovers reports whether ca is the old or the new CA of the
 // rotation this member follows.
-func (m *Member) rotationCovers(ca certs.Pair) bool {
-	p := m.trust.rot.cas.Load()
+func (t *Trust) rotationCovers(ca certs.Pair) bool {
+	p := t.rot.cas.Load()
 	fp := certs.Fingerprint(ca.Cert)
 	return p != nil && (fp == p[0] || fp == p[1])
 }
@@ -221,24 +221,24 @@ func pemCert(der []byte) []byte {
 }
 
 // currentCA is the CA this member issues from.
-func (m *Member) currentCA() *certs.Pair {
-	if p := m.trust.rot.issuer.Load(); p != nil {
+func (t *Trust) currentCA() *certs.Pair {
+	if p := t.rot.issuer.Load(); p != nil {
 		return p
 	}
-	return m.trust.ca
+	return t.ca
 }
 
 // chain is what this member presents after its certificates.
-func (m *Member) chain() []byte {
-	if c := m.trust.rot.chain.Load(); c != nil {
+func (t *Trust) chain() []byte {
+	if c := t.rot.chain.Load(); c != nil {
 		return *c
 	}
 	return nil
 }
 
 // peerChain is what this member presents after its peer certificates.
-func (m *Member) peerChain() []byte {
-	if c := m.trust.rot.peerChain.Load(); c != nil {
+func (t *Trust) peerChain() []byte {
+	if c := t.rot.peerChain.Load(); c != nil {
 		return *c
 	}
 	return nil
@@ -246,51 +246,51 @@ func (m *Member) peerChain() []byte {
 
 // peerTrust is the peer CAs the peer port trusts: those of the CAs a
 // rotation trusts when this member follows one, else the current CA's.
-func (m *Member) peerTrust() ([]byte, error) {
-	if t := m.trust.rot.peerTrust.Load(); t != nil {
-		return *t, nil
+func (t *Trust) peerTrust() ([]byte, error) {
+	if tr := t.rot.peerTrust.Load(); tr != nil {
+		return *tr, nil
 	}
-	return certs.PeerCACert(*m.currentCA())
+	return certs.PeerCACert(*t.currentCA())
 }
 
 // followRotation carries out the rotation record's phase on this member
 // (TLS auto only); it returns whether certificates must be issued again.
-func (m *Member) followRotation(ctx context.Context) bool {
-	if m.trust.ca == nil {
+func (t *Trust) followRotation(ctx context.Context) bool {
+	if t.ca == nil {
 		return false
 	}
 	// Followed every few seconds: from the watched copy, which costs no
 	// request while it is current.
-	r, err := LoadRotation(ctx, m.caReads())
+	r, err := LoadRotation(ctx, t.cfg.Reads)
 	if errors.Is(err, coord.ErrNotStored) {
-		m.trust.rot.refused.Store(nil)
+		t.rot.refused.Store(nil)
 		return false
 	}
 	if err != nil {
-		m.warnRotation(err.Error())
+		t.warnRotation(err.Error())
 		return false
 	}
 	step := r.Started.UTC().Format(time.RFC3339Nano) + " " + r.Phase
-	if p := m.trust.rot.step.Load(); p != nil && *p == step {
+	if p := t.rot.step.Load(); p != nil && *p == step {
 		return false
 	}
 	// Nothing of the record is used before it proves itself: a writer of
 	// the coordinator could otherwise make this member trust its CA.
-	next, err := r.Verify(m.opts.CAKEK)
+	next, err := r.Verify(t.cfg.KEK)
 	if err != nil {
-		m.refuseRotation(r, err.Error())
+		t.refuseRotation(r, err.Error())
 		return false
 	}
 	newCert := next.Cert
-	cur := m.currentCA()
+	cur := t.currentCA()
 	oldFP, newFP, curFP := certs.Fingerprint(r.OldCert), certs.Fingerprint(newCert), certs.Fingerprint(cur.Cert)
-	f := planner.FollowRotation(r.Phase, oldFP, newFP, curFP, curFP == oldFP || m.alreadyTrusts(r.OldCert))
+	f := planner.FollowRotation(r.Phase, oldFP, newFP, curFP, curFP == oldFP || t.alreadyTrusts(r.OldCert))
 	if f.Ignored != "" {
-		m.warnRotation(f.Ignored)
+		t.warnRotation(f.Ignored)
 		return false
 	}
 	if f.Refused != "" {
-		m.refuseRotation(r, f.Refused)
+		t.refuseRotation(r, f.Refused)
 		return false
 	}
 	// What this member trusts is built from the parsed certificates,
@@ -300,34 +300,34 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if trustsOld {
 		trust = append(certs.Certificates(r.OldCert), trust...)
 	}
-	m.trust.rot.cas.Store(&[2]string{oldFP, newFP})
-	peerOld, peerCross, peerChain, peerNew, err := m.rotationPeerCAs(r, oldFP, next)
+	t.rot.cas.Store(&[2]string{oldFP, newFP})
+	peerOld, peerCross, peerChain, peerNew, err := t.rotationPeerCAs(r, oldFP, next)
 	if err != nil {
-		m.warnRotation("peer CAs: " + err.Error())
+		t.warnRotation("peer CAs: " + err.Error())
 		return false
 	}
 	peerTrust := append(append([]byte{}, peerOld...), peerNew...)
 	if !trustsOld {
 		peerTrust = peerNew
 	}
-	m.trust.rot.trust.Store(&trust)
-	m.trust.rot.peerTrust.Store(&peerTrust)
+	t.rot.trust.Store(&trust)
+	t.rot.peerTrust.Store(&peerTrust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
 		if s, err := certs.StatusCA(ca); err == nil {
 			st = append(st, s.Cert...)
 		}
 	}
-	m.trust.rot.statusCAs.Store(&st)
+	t.rot.statusCAs.Store(&st)
 	reissue := false
 	issuingNew := f.Cross
 	if f.IssueNew {
 		// Saved first: a restart from here on runs with the new CA.
-		if err := m.dir.writeCA(next); err != nil {
-			m.warnRotation("save the new CA: " + err.Error())
+		if err := writeCA(t.cfg.Dir, next); err != nil {
+			t.warnRotation("save the new CA: " + err.Error())
 			return false
 		}
-		m.trust.rot.issuer.Store(&next)
+		t.rot.issuer.Store(&next)
 		reissue = true
 	}
 	// Certificates of the new CA are presented with the whole chain;
@@ -337,8 +337,8 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if !issuingNew {
 		want = bytes.TrimPrefix(want, certs.Certificates(r.Cross))
 	}
-	if have := m.chain(); !bytes.Equal(have, want) {
-		m.trust.rot.chain.Store(&want)
+	if have := t.chain(); !bytes.Equal(have, want) {
+		t.rot.chain.Store(&want)
 		reissue = true
 	}
 	// The same on the peer port, with the peer CAs' cross certificates.
@@ -346,48 +346,48 @@ func (m *Member) followRotation(ctx context.Context) bool {
 	if !issuingNew {
 		wantPeer = bytes.TrimPrefix(wantPeer, peerCross)
 	}
-	if have := m.peerChain(); !bytes.Equal(have, wantPeer) {
-		m.trust.rot.peerChain.Store(&wantPeer)
+	if have := t.peerChain(); !bytes.Equal(have, wantPeer) {
+		t.rot.peerChain.Store(&wantPeer)
 		reissue = true
 	}
-	if r.Phase == PhaseTrust || !bytes.Equal(m.trustedCAs(), trust) || !bytes.Equal(m.trustedPeerCAs(), peerTrust) {
+	if r.Phase == PhaseTrust || !bytes.Equal(t.trustedCAs(), trust) || !bytes.Equal(t.trustedPeerCAs(), peerTrust) {
 		reissue = true // writes ca.crt and peer-ca.crt with the trust
 	}
 	phase := r.Phase
-	m.trust.rot.phase.Store(&phase)
-	m.trust.rot.step.Store(&step)
-	m.trust.rot.warned = ""
-	m.trust.rot.refused.Store(nil)
-	m.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(m.currentCA().Cert))
+	t.rot.phase.Store(&phase)
+	t.rot.step.Store(&step)
+	t.rot.warned = ""
+	t.rot.refused.Store(nil)
+	t.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(t.currentCA().Cert))
 	return reissue
 }
 
 // refuseRotation logs (once per message) and reports in /status and
 // /health that this member refuses the rotation record r: it changes
 // nothing of what this member trusts or issues from.
-func (m *Member) refuseRotation(r Rotation, why string) {
+func (t *Trust) refuseRotation(r Rotation, why string) {
 	msg := fmt.Sprintf("the CA rotation record %s (phase %s, started %s) is refused: %s; an operator's `tls rotate-ca` writes a new CA sealed with the cluster's key encryption key and certified by the current CA; if none started this one, delete the record and find who wrote it",
-		clusterca.Location(m.opts.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
-	m.trust.rot.refused.Store(&msg)
-	if m.trust.rot.warned == msg {
+		clusterca.Location(t.cfg.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
+	t.rot.refused.Store(&msg)
+	if t.rot.warned == msg {
 		return
 	}
-	m.trust.rot.warned = msg
-	m.log.Error("CA rotation refused", "reason", msg)
+	t.rot.warned = msg
+	t.log.Error("CA rotation refused", "reason", msg)
 }
 
 // alreadyTrusts reports whether caCert is among the CAs this member
 // trusts now: those it follows, or its ca.crt (written by its last run).
-func (m *Member) alreadyTrusts(caCert []byte) bool {
+func (t *Trust) alreadyTrusts(caCert []byte) bool {
 	fp := certs.Fingerprint(caCert)
 	var have []byte
-	if t := m.trust.rot.trust.Load(); t != nil {
-		have = append(have, *t...)
+	if tr := t.rot.trust.Load(); tr != nil {
+		have = append(have, *tr...)
 	}
-	if b, err := os.ReadFile(m.dir.memberFiles().CA); err == nil {
+	if b, err := os.ReadFile(memberFiles(t.cfg.Dir).CA); err == nil {
 		have = append(have, b...)
 	}
-	for _, c := range parseCerts(have) {
+	for _, c := range certs.ParseCertificates(have) {
 		if certs.Fingerprint(pemCert(c.Raw)) == fp {
 			return true
 		}
@@ -405,12 +405,12 @@ func (m *Member) alreadyTrusts(caCert []byte) bool {
 // presented, never trusted, but its old peer CA is taken only when this
 // member trusts that peer CA already (it did before it moved to the new
 // CA); otherwise the new peer CA is trusted alone.
-func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old, cross, chain, peerNew []byte, err error) {
+func (t *Trust) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old, cross, chain, peerNew []byte, err error) {
 	if peerNew, err = certs.PeerCACert(next); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	chain = r.peerChain()
-	for _, p := range []*certs.Pair{m.trust.ca, m.currentCA()} {
+	for _, p := range []*certs.Pair{t.ca, t.currentCA()} {
 		if p == nil || certs.Fingerprint(p.Cert) != oldFP {
 			continue
 		}
@@ -425,7 +425,7 @@ func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old
 		}
 		return old, cross, append([]byte{}, chain...), peerNew, nil
 	}
-	return m.trustedAmong(r.PeerOld), certs.Certificates(r.PeerCross), chain, peerNew, nil
+	return t.trustedAmong(r.PeerOld), certs.Certificates(r.PeerCross), chain, peerNew, nil
 }
 
 // trustedAmong returns the certificates of peerCA (a record's old peer
@@ -433,20 +433,20 @@ func (m *Member) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old
 // peer port trusts already (those it follows, or its peer-ca.crt, written
 // by its last run), each encoded again; the others are dropped: a record
 // adds no peer CA of its own.
-func (m *Member) trustedAmong(peerCA []byte) []byte {
+func (t *Trust) trustedAmong(peerCA []byte) []byte {
 	var have []byte
-	if t := m.trust.rot.peerTrust.Load(); t != nil {
-		have = append(have, *t...)
+	if tr := t.rot.peerTrust.Load(); tr != nil {
+		have = append(have, *tr...)
 	}
-	if b, err := os.ReadFile(m.dir.peerFiles().CA); err == nil {
+	if b, err := os.ReadFile(peerFiles(t.cfg.Dir).CA); err == nil {
 		have = append(have, b...)
 	}
 	known := map[string]bool{}
-	for _, c := range parseCerts(have) {
+	for _, c := range certs.ParseCertificates(have) {
 		known[certs.Fingerprint(pemCert(c.Raw))] = true
 	}
 	var out []byte
-	for _, c := range parseCerts(peerCA) {
+	for _, c := range certs.ParseCertificates(peerCA) {
 		if p := pemCert(c.Raw); known[certs.Fingerprint(p)] {
 			out = append(out, p...)
 		}
@@ -454,38 +454,38 @@ func (m *Member) trustedAmong(peerCA []byte) []byte {
 	return out
 }
 
-func (m *Member) warnRotation(msg string) {
-	if m.trust.rot.warned == msg {
+func (t *Trust) warnRotation(msg string) {
+	if t.rot.warned == msg {
 		return
 	}
-	m.trust.rot.warned = msg
-	m.log.Warn("CA rotation not followed", "reason", msg)
+	t.rot.warned = msg
+	t.log.Warn("CA rotation not followed", "reason", msg)
 }
 
 // rotationTrust is the CA certificates to trust: the rotation's when
 // this member follows one, else the current CA's.
-func (m *Member) rotationTrust() []byte {
-	if t := m.trust.rot.trust.Load(); t != nil {
-		return *t
+func (t *Trust) rotationTrust() []byte {
+	if tr := t.rot.trust.Load(); tr != nil {
+		return *tr
 	}
-	return m.currentCA().Cert
+	return t.currentCA().Cert
 }
 
-func (m *Member) rotationView() *status.RotationView {
-	ca := m.currentCA()
+func (t *Trust) RotationView() *status.RotationView {
+	ca := t.currentCA()
 	if ca == nil {
 		return nil
 	}
 	v := &status.RotationView{Issuer: certs.Fingerprint(ca.Cert)}
-	if b, err := os.ReadFile(m.trust.tlsFiles.CA); err == nil {
-		for _, c := range parseCerts(b) {
+	if b, err := os.ReadFile(t.tlsFiles.CA); err == nil {
+		for _, c := range certs.ParseCertificates(b) {
 			v.Trusted = append(v.Trusted, certs.Fingerprint(pemCert(c.Raw)))
 		}
 	}
-	if p := m.trust.rot.phase.Load(); p != nil {
+	if p := t.rot.phase.Load(); p != nil {
 		v.Phase = *p
 	}
-	if p := m.trust.rot.refused.Load(); p != nil {
+	if p := t.rot.refused.Load(); p != nil {
 		v.Refused = *p
 	}
 	return v
@@ -494,16 +494,16 @@ func (m *Member) rotationView() *status.RotationView {
 // statusServerConfig is base accepting on /status client certificates of
 // every CA this member trusts now and of their status CAs (a CA rotation
 // adds and removes them while the member runs).
-func (m *Member) statusServerConfig(base *tls.Config) *tls.Config {
-	t := m.trust.rot.trust.Load()
-	if t == nil {
+func (t *Trust) statusServerConfig(base *tls.Config) *tls.Config {
+	tr := t.rot.trust.Load()
+	if tr == nil {
 		return base
 	}
 	cfg := base.Clone()
 	cfg.GetConfigForClient = nil
 	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(*t)
-	if s := m.trust.rot.statusCAs.Load(); s != nil {
+	pool.AppendCertsFromPEM(*tr)
+	if s := t.rot.statusCAs.Load(); s != nil {
 		pool.AppendCertsFromPEM(*s)
 	}
 	cfg.ClientCAs = pool

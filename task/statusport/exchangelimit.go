@@ -1,4 +1,4 @@
-package task
+package statusport
 
 import (
 	"container/list"
@@ -13,7 +13,7 @@ import (
 // read, in two steps:
 //
 //  1. each source (sourceOf: an IPv4 address, an IPv6 /64) has its own
-//     bucket (exchangeSourceRate, exchangeSourceBurst): a source's flood
+//     bucket (exchangeSourceRate, ExchangeSourceBurst): a source's flood
 //     spends its own tokens, never another's;
 //  2. a request its source's bucket let through is charged to the global
 //     bucket (exchangeRate, exchangeBurst), which bounds the member's
