@@ -48,21 +48,7 @@ func TestOperatorPauseAndRecover(t *testing.T) {
 	_, before := tc.waitConfirmed(30 * time.Second)
 	putKeys(t, tc.client(), "acked", 200)
 
-	if code, out := tc.cli("pause", "-reason", "operator test"); code != 0 {
-		t.Fatalf("pause: exit %d: %s", code, out)
-	}
-	waitFor(t, 10*time.Second, "every member reports the pause", func() (bool, string) {
-		st, err := tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, m := range st.Members {
-			if !strings.Contains(m.Paused, "operator test") {
-				return false, status.Format(st)
-			}
-		}
-		return strings.Contains(st.Paused, "operator test") && strings.Contains(status.Format(st), "PAUSED"), status.Format(st)
-	})
+	pauseAll(t, tc, 10*time.Second)
 	if code, out := tc.cli("recover", "-from", "m0"); code == 0 || !strings.Contains(out, "answers as a healthy voter") {
 		t.Fatalf("recover while a quorum answers: exit %d: %s", code, out)
 	}
@@ -160,21 +146,7 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	if code, out := tc.cli("recover", "-from", "snapshot:"+name); code == 0 || !strings.Contains(out, "answers as a healthy voter") {
 		t.Fatalf("recover from a snapshot while a quorum answers: exit %d: %s", code, out)
 	}
-	if code, out := tc.cli("pause", "-reason", "operator test"); code != 0 {
-		t.Fatalf("pause: exit %d: %s", code, out)
-	}
-	waitFor(t, 30*time.Second, "every member reports the pause", func() (bool, string) {
-		st, err := tc.status()
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, m := range st.Members {
-			if !strings.Contains(m.Paused, "operator test") {
-				return false, status.Format(st)
-			}
-		}
-		return true, status.Format(st)
-	})
+	pauseAll(t, tc, 30*time.Second)
 	// m1 and m2 lose their hosts and come back empty at new ports: m0
 	// alone holds the data, newer than the snapshot, without a quorum.
 	for _, n := range []string{"m1", "m2"} {
@@ -225,4 +197,25 @@ func TestOperatorRecoverFromSnapshot(t *testing.T) {
 	if aside, _ := filepath.Glob(filepath.Join(tc.lay.DataDir(), "m0", "aside", "*")); len(aside) != 1 {
 		t.Fatalf("m0's newer data not set aside: %v", aside)
 	}
+}
+
+// pauseAll runs 'etcd-nomad pause -reason "operator test"' and waits until
+// every member, the cluster's status and its table report the pause.
+func pauseAll(t *testing.T, tc *testCluster, within time.Duration) {
+	t.Helper()
+	if code, out := tc.cli("pause", "-reason", "operator test"); code != 0 {
+		t.Fatalf("pause: exit %d: %s", code, out)
+	}
+	waitFor(t, within, "every member reports the pause", func() (bool, string) {
+		st, err := tc.status()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, m := range st.Members {
+			if !strings.Contains(m.Paused, "operator test") {
+				return false, status.Format(st)
+			}
+		}
+		return strings.Contains(st.Paused, "operator test") && strings.Contains(status.Format(st), "PAUSED"), status.Format(st)
+	})
 }
