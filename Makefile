@@ -20,7 +20,7 @@ build:
 ## nonroot 65532), tagged $(IMAGE), and its `docker save` in
 ## bin/etcd-nomad-image-$(VERSION).tar for clients without a registry.
 ## Built by `docker import` (tools/image.sh): no registry, no base image, no
-## builder. DOCKER_HOST picks the engine. README: Docker.
+## builder. DOCKER_HOST picks the engine. docs/install.md: With Docker.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= etcd-nomad:$(VERSION)
 image:

@@ -48,9 +48,9 @@ func buildImage(t *testing.T, tag, save string) time.Duration {
 	return time.Since(start)
 }
 
-// dockerSection is the README's section on Docker: its second sh block
+// dockerSection is installDoc's section on Docker: its second sh block
 // is how the job runs.
-const dockerSection = "### With Docker"
+const dockerSection = "## With Docker"
 
 // container is a member's container as the engine reports it.
 type container struct {
