@@ -269,7 +269,7 @@ type Record struct {
 	// is empty. A record with Accepted sets it to its narrowest entry, so
 	// that a member of an older release, which reads only this field and
 	// drops Accepted when it writes the record back, accepts no more than
-	// the snapshot's own revision (README: every member upgraded).
+	// the snapshot's own revision (docs/operations.md, Day-2 operations: every member upgraded).
 	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
 	// HighestEpoch, when above Epoch, is the highest epoch a record of
 	// this cluster has named: 'recover -keep-running' records the running
@@ -279,7 +279,7 @@ type Record struct {
 	// Every new epoch is recorded above it (Record.top), so that no two
 	// incarnations share an epoch; a record that replaces this one carries
 	// it (review rev13b D3). A member of an older release drops it when it
-	// writes the record back (README: every member upgraded).
+	// writes the record back (docs/operations.md, Day-2 operations: every member upgraded).
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
 	// Index is the coordinator's modify index of the record read, which
 	// UpdateRecord compares (0 in a record not read from a coordinator).
