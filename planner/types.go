@@ -301,7 +301,7 @@ func (r *Record) top() uint64 { return max(r.Epoch, r.HighestEpoch) }
 // maxEpochAhead bounds how far above its Epoch a record's HighestEpoch
 // may lie: each record 'recover -keep-running' replaced named one epoch
 // more than the record before it, so a field further ahead was not
-// written by etcd-nomad (Consul's writers are in README's threat model)
+// written by etcd-nomad (Consul's writers are in docs/security.md's threat model)
 // and the epochs left above the top before it wraps (review rev14b D3: a
 // planted highest_epoch of 2^64-1 made the next epoch 0).
 const maxEpochAhead = 1 << 20
