@@ -95,25 +95,25 @@ func TestInstallDocHoldsTheCommandsTheAgentTestsRun(t *testing.T) {
 func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
 	cmds := readmeCommands(t, readmeSection, 0)
-	t.Logf("README %q: %q", readmeSection, cmds)
+	t.Logf("%s %q: %q", installDoc, readmeSection, cmds)
 	c := newCluster(t, "readme", 3)
-	// The definition names the binary, as the README asks (no -binary).
+	// The definition names the binary, as installDoc asks (no -binary).
 	def := strings.Replace(mustRead(t, c.file), "  nomad {\n", fmt.Sprintf("  nomad {\n    binary = %q\n", binary), 1)
 	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	if kek, err := jobs.ReadCAKEK(ctx, nomadClient(t), c.name, ""); err != nil || kek != "" {
-		t.Fatalf("the job's variable holds a key before the README's path (%v): not a plain run", err)
+		t.Fatalf("the job's variable holds a key before the documented path (%v): not a plain run", err)
 	}
 
 	env := operatorEnv(t)
 	start := time.Now()
 	runLines(t, c.dir, env, cmds, 4*time.Minute)
-	t.Logf("the README's path took %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("the documented path took %s", time.Since(start).Round(100*time.Millisecond))
 	c.waitPassing(3, time.Minute)
 
-	// etcdctl over TLS with the credentials the README's `env` line gives.
+	// etcdctl over TLS with the credentials the documented `env` line gives.
 	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
 	if err != nil {
 		t.Fatalf("etcdctl (make tools): %v", err)
