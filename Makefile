@@ -20,7 +20,7 @@ build:
 ## nonroot 65532), tagged $(IMAGE), and its `docker save` in
 ## bin/etcd-nomad-image-$(VERSION).tar for clients without a registry.
 ## Built by `docker import` (tools/image.sh): no registry, no base image, no
-## builder. DOCKER_HOST picks the engine. README: Docker.
+## builder. DOCKER_HOST picks the engine. docs/install.md: With Docker.
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 IMAGE   ?= etcd-nomad:$(VERSION)
 image:
@@ -169,14 +169,15 @@ test-long: tools
 ## check: the inner loop, no agent process: gofmt, vet, go mod tidy, and
 ## the pure and embedded-etcd packages (the planner and its checker, the
 ## simulation's steps, config, certs, coordinators without Consul,
-## snapshots without S3, status, the test kit) with -short, which starts no
-## agent or server process (internal/tier): the tests that need one skip;
+## snapshots without S3, status, the test kit, the documents' links) with
+## -short, which starts no agent or server process (internal/tier): the
+## tests that need one skip;
 ## and the simulation without -short (its 2 M steps of the correct system,
 ## about 15 s: it starts no process at all).
 CHECK_PKGS = ./planner/... ./config/... ./certs/... ./coord ./coord/local/... ./coord/coordtest/... \
 	./datadir/... ./jobs/... ./identity/... ./creds/... ./status/... ./snapshot ./snapshot/file/... ./snapshot/storetest/... \
 	./provider ./provider/static/... ./provider/asg/... ./internal/clustertest ./internal/bench/... ./internal/procstat/... \
-	./coord/consul ./snapshot/s3 ./internal/tier ./monitoring
+	./coord/consul ./snapshot/s3 ./internal/tier ./monitoring ./docs
 .PHONY: check
 check: fmt vet
 	$(GO) mod tidy -diff

@@ -411,7 +411,7 @@ func (d *decoder) validateNomadBinary(c *Cluster) {
 func (d *decoder) validateNomadImage(c *Cluster) {
 	n := c.Nomad
 	if n.Binary != "" {
-		d.errorf(d.rangeOf("nomad", "binary"), "binary with driver docker", "binary = %q is a path on the Nomad clients, for drivers \"raw_exec\" and \"exec\"; driver \"docker\" runs an image: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; README: Docker).", n.Binary)
+		d.errorf(d.rangeOf("nomad", "binary"), "binary with driver docker", "binary = %q is a path on the Nomad clients, for drivers \"raw_exec\" and \"exec\"; driver \"docker\" runs an image: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; docs/install.md, With Docker).", n.Binary)
 	}
 	if n.Artifact != nil {
 		d.errorf(d.rangeOf("nomad", "artifact"), "artifact with driver docker", "driver \"docker\" runs image; an artifact is for \"raw_exec\" and \"exec\". A new release is a new image tag.")
@@ -419,7 +419,7 @@ func (d *decoder) validateNomadImage(c *Cluster) {
 	rng := d.rangeOf("nomad", "image")
 	switch {
 	case n.Image == "" && c.Provider.Kind == ProviderNomad:
-		d.warnf(d.rangeOf("nomad"), "No image for driver docker", "Name the image the clients run: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; README: Docker). 'job render' and 'job run' refuse this definition unless given -image REF.")
+		d.warnf(d.rangeOf("nomad"), "No image for driver docker", "Name the image the clients run: image = \"registry.example.com/etcd-nomad:<version>\" ('make image' builds it; docs/install.md, With Docker). 'job render' and 'job run' refuse this definition unless given -image REF.")
 	case n.Image == "":
 	default:
 		if err := CheckImage(n.Image); err != nil {
@@ -470,7 +470,7 @@ func (d *decoder) validateDockerUser(c *Cluster) {
 	if u != "root" && (u == "" || strings.Trim(u, "0") != "") {
 		return
 	}
-	d.errorf(d.rangeOf("nomad", "user"), "user root with driver docker", "user = %q runs the member's container as root, which it never needs: the image runs it as its own unprivileged user nonroot (uid 65532). Root in the container is root on the host for everything mounted into it (the allocation's directories, the host volume) and for anything that escapes the container, and it writes etcd's data as root, which a later member running as 65532 cannot read (it then stops: README, Docker). Remove user (the image's 65532 is used), or name the numeric uid that owns the host volume's directory.", u)
+	d.errorf(d.rangeOf("nomad", "user"), "user root with driver docker", "user = %q runs the member's container as root, which it never needs: the image runs it as its own unprivileged user nonroot (uid 65532). Root in the container is root on the host for everything mounted into it (the allocation's directories, the host volume) and for anything that escapes the container, and it writes etcd's data as root, which a later member running as 65532 cannot read (it then stops: docs/install.md, With Docker). Remove user (the image's 65532 is used), or name the numeric uid that owns the host volume's directory.", u)
 }
 
 // DockerDataDirs are the data_dir places that outlive a restart of the

@@ -101,7 +101,7 @@ func Fetch(ctx context.Context, o Options) (Result, error) {
 		}
 		if retired && o.Logger != nil {
 			// Not refused: a sidecar pinned before a rotation must keep
-			// its application running (README: Pin the cluster CA). Said
+			// its application running (docs/clients.md: Pin the cluster CA). Said
 			// at every fetch until the pin is updated.
 			o.Logger.Warn("RE-PIN: the pinned cluster CA is no longer published (a CA rotation retired it, or a writer of Consul's keys replaced it): this task still trusts it, from the ca.crt it wrote before, so whoever holds the retired CA's key can receive this task's workload identity and have the application trust it; set -ca-fingerprint ("+FingerprintEnv+") to the new fingerprint (`etcd-nomad tls fingerprint`, or the last line of `etcd-nomad tls rotate-ca`) and redeploy",
 				"pin", pin, "published", certFingerprints(caPEM), "source", where)

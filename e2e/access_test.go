@@ -23,12 +23,12 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 )
 
-// appJob is an application's job as its README section tells users to
+// appJob is an application's job as docs/clients.md tells users to
 // write it: a prestart task fetches the first certificate, a poststart
 // sidecar keeps it fresh, both with the workload identity "etcd"
 // (aud etcd-nomad:<cluster>); the app (a shell loop over the real
 // etcdctl) reads the files and the endpoints Consul lists. It runs in its
-// own namespace, appNamespace. The README's example uses the exec driver;
+// own namespace, appNamespace. The documented example uses the exec driver;
 // raw_exec here, as every e2e job (the dev agents' client runs raw_exec:
 // devagents.StartNomad). Arguments: binary, cluster, Consul address,
 // etcdctl, the CA fingerprint the creds tasks pin.
@@ -162,7 +162,7 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	c.nomadRun("")
 	c.waitPassing(1, 2*time.Minute)
 
-	// The app pins the cluster CA (issue 29 item 5) as the README says:
+	// The app pins the cluster CA (issue 29 item 5) as docs/clients.md says:
 	// the fingerprint an operator reads with tls fingerprint and the KEK
 	// of the job's variable. A wrong pin makes creds refuse, and the app
 	// never writes.

@@ -48,9 +48,9 @@ func buildImage(t *testing.T, tag, save string) time.Duration {
 	return time.Since(start)
 }
 
-// dockerSection is the README's section on Docker: its second sh block
+// dockerSection is installDoc's section on Docker: its second sh block
 // is how the job runs.
-const dockerSection = "### With Docker"
+const dockerSection = "## With Docker"
 
 // container is a member's container as the engine reports it.
 type container struct {
@@ -80,7 +80,7 @@ func containerOf(t *testing.T, alloc string) (c container, ok bool) {
 // TestMembersInDockerContainers (issue 28): the rendered job with driver
 // "docker" on a real Docker engine (the kit's own), from the image `make
 // image` builds (tools/image.sh, no registry), shipped as a client without
-// a registry gets it (docker save, docker load): the README's commands run
+// a registry gets it (docker save, docker load): docs/install.md's commands run
 // literally (validate, job render, nomad job run) and three members in
 // containers (host network, user nonroot) pass their checks;
 // a kill -9 of a member's container process comes back as the same member,
@@ -121,12 +121,12 @@ func TestMembersInDockerContainers(t *testing.T) {
 	c.writeDefinition(3, "")
 	cmds := readmeCommands(t, dockerSection, 1)
 	if len(cmds) < 2 || !strings.Contains(strings.Join(cmds, "\n"), "nomad job run") {
-		t.Fatalf("README %q: the job's commands are gone: %q", dockerSection, cmds)
+		t.Fatalf("%s %q: the job's commands are gone: %q", installDoc, dockerSection, cmds)
 	}
 	start := time.Now()
 	runLines(t, c.dir, operatorEnv(t), cmds, 4*time.Minute)
 	c.waitPassing(3, 3*time.Minute)
-	t.Logf("the README's %q -> 3 members in containers passing their Consul checks in %s", cmds, time.Since(start).Round(100*time.Millisecond))
+	t.Logf("%s %q: %q -> 3 members in containers passing their Consul checks in %s", installDoc, dockerSection, cmds, time.Since(start).Round(100*time.Millisecond))
 	if spec, err := os.ReadFile(filepath.Join(c.dir, "etcd.nomad.hcl")); err != nil || !strings.Contains(string(spec), `network_mode = "host"`) {
 		t.Fatalf("rendered job (%v) without host networking:\n%s", err, spec)
 	}

@@ -20,28 +20,32 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 )
 
-// readmeSection is the README section whose first sh block is the path an
-// operator follows on their own Nomad cluster.
-const readmeSection = "### On your own Nomad cluster"
+// installDoc is the document (moved out of the README) that holds the
+// paths an operator follows to install a cluster.
+var installDoc = filepath.Join("..", "docs", "install.md")
+
+// readmeSection is the section of installDoc whose first sh block is the
+// path an operator follows on their own Nomad cluster.
+const readmeSection = "## On your own Nomad cluster"
 
 // readmeCommands returns the commands of the n-th (from 0) ```sh block
-// after heading in the README, comments and blank lines dropped, in order.
+// after heading in installDoc, comments and blank lines dropped, in order.
 func readmeCommands(t *testing.T, heading string, n int) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "README.md"))
+	b, err := os.ReadFile(installDoc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := string(b)
 	i := strings.Index(text, "\n"+heading+"\n")
 	if i < 0 {
-		t.Fatalf("README has no section %q", heading)
+		t.Fatalf("%s has no section %q", installDoc, heading)
 	}
 	text = text[i:]
 	for k := 0; ; k++ {
 		start := strings.Index(text, "\n```sh\n")
 		if start < 0 {
-			t.Fatalf("README section %q has no sh block %d", heading, n)
+			t.Fatalf("%s section %q has no sh block %d", installDoc, heading, n)
 		}
 		text = text[start+len("\n```sh\n"):]
 		if k == n {
@@ -61,7 +65,27 @@ func readmeCommands(t *testing.T, heading string, n int) []string {
 	return cmds
 }
 
-// The README's path on one's own Nomad cluster, run literally: validate,
+// The sections the agent tests run literally are where they look, and
+// hold the commands they run: without agents (-short too), so a moved or
+// edited document fails here before the long tests.
+func TestInstallDocHoldsTheCommandsTheAgentTestsRun(t *testing.T) {
+	for _, c := range []struct {
+		heading string
+		n       int
+		want    []string
+	}{
+		{readmeSection, 0, []string{"etcd-nomad validate cluster.hcl", "etcd-nomad job render cluster.hcl > etcd.nomad.hcl", "nomad job run etcd.nomad.hcl", "etcd-nomad status -config cluster.hcl"}},
+		{dockerSection, 1, []string{"etcd-nomad validate cluster.hcl", "etcd-nomad job render cluster.hcl > etcd.nomad.hcl", "nomad job run etcd.nomad.hcl"}},
+	} {
+		got := readmeCommands(t, c.heading, c.n)
+		if strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+			t.Errorf("%s %q block %d: %q, want %q", installDoc, c.heading, c.n, got, c.want)
+		}
+	}
+}
+
+// The documented path on one's own Nomad cluster (installDoc, once the
+// README's), run literally: validate,
 // job render, the plain `nomad job run`, status. Nobody creates the
 // cluster CA's key encryption key first (not `etcd-nomad job run`, not the
 // test): the members create it in the job's variable. The cluster must
@@ -71,25 +95,25 @@ func readmeCommands(t *testing.T, heading string, n int) []string {
 func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
 	cmds := readmeCommands(t, readmeSection, 0)
-	t.Logf("README %q: %q", readmeSection, cmds)
+	t.Logf("%s %q: %q", installDoc, readmeSection, cmds)
 	c := newCluster(t, "readme", 3)
-	// The definition names the binary, as the README asks (no -binary).
+	// The definition names the binary, as installDoc asks (no -binary).
 	def := strings.Replace(mustRead(t, c.file), "  nomad {\n", fmt.Sprintf("  nomad {\n    binary = %q\n", binary), 1)
 	if err := os.WriteFile(c.file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
 	if kek, err := jobs.ReadCAKEK(ctx, nomadClient(t), c.name, ""); err != nil || kek != "" {
-		t.Fatalf("the job's variable holds a key before the README's path (%v): not a plain run", err)
+		t.Fatalf("the job's variable holds a key before the documented path (%v): not a plain run", err)
 	}
 
 	env := operatorEnv(t)
 	start := time.Now()
 	runLines(t, c.dir, env, cmds, 4*time.Minute)
-	t.Logf("the README's path took %s", time.Since(start).Round(100*time.Millisecond))
+	t.Logf("the documented path took %s", time.Since(start).Round(100*time.Millisecond))
 	c.waitPassing(3, time.Minute)
 
-	// etcdctl over TLS with the credentials the README's `env` line gives.
+	// etcdctl over TLS with the credentials the documented `env` line gives.
 	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
 	if err != nil {
 		t.Fatalf("etcdctl (make tools): %v", err)

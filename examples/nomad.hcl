@@ -2,7 +2,7 @@
 #   etcd-nomad validate examples/nomad.hcl
 #   etcd-nomad job run examples/nomad.hcl    # or: job render, then nomad job run
 # Members and the CLI find Nomad and Consul through NOMAD_ADDR, NOMAD_TOKEN,
-# CONSUL_HTTP_ADDR and CONSUL_HTTP_TOKEN (see README.md, Security).
+# CONSUL_HTTP_ADDR and CONSUL_HTTP_TOKEN (see docs/security.md).
 cluster "etcd" {
   size = 3
 

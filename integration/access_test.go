@@ -34,7 +34,7 @@ const accessRules = `
 `
 
 // evalEnv runs `eval $(etcd-nomad env ARGS...)` in a POSIX shell, as the
-// README tells operators to, and returns the ETCDCTL_* variables it set.
+// docs/clients.md tells operators to, and returns the ETCDCTL_* variables it set.
 func evalEnv(t *testing.T, args ...string) map[string]string {
 	t.Helper()
 	script := `eval $("$BIN" env "$@") && printf '%s\n' "$ETCDCTL_ENDPOINTS" "$ETCDCTL_CACERT" "$ETCDCTL_CERT" "$ETCDCTL_KEY"`

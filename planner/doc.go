@@ -6,7 +6,7 @@
 // and returns one Decision with a human-readable reason. It does no I/O, reads
 // no clock, starts no goroutines and never logs: time arrives as durations
 // computed by the caller, randomness (a new cluster token) as a value the
-// caller generated. This keeps every safety invariant (README.md, "Safety
-// invariants and where they are tested") testable with plain values; see
+// caller generated. This keeps every safety invariant (docs/design.md,
+// "Safety invariants and where they are tested") testable with plain values; see
 // invariants.go for the checker.
 package planner

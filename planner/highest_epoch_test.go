@@ -8,7 +8,7 @@ import (
 )
 
 // Review rev14b (data), D3 (TestReviewAPlantedHighestEpochDoesNotWrapTheNextEpoch): highest_epoch comes from Consul, whose
-// writers are in README's threat model. A planted highest_epoch of 2^64-1
+// writers are in docs/security.md's threat model. A planted highest_epoch of 2^64-1
 // is invisible ('status' does not show it) and every later recovery
 // records epoch top()+1, which wraps to 0: below the record it replaces
 // (invariant 9), below every member's data. A planted Epoch could do the

@@ -17,7 +17,7 @@ func refuse(o Observation, d Decision) Decision {
 }
 
 // Check returns an error when d, decided for o, breaks a safety rule that
-// one decision can break: the invariants 1 to 10 of README.md's table
+// one decision can break: the invariants 1 to 10 of docs/design.md's table
 // "Safety invariants and where they are tested" (one seed
 // per epoch, quorum kept by removals and replacements, one membership
 // change in flight, recovery only after the grace and from the best

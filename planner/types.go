@@ -269,7 +269,7 @@ type Record struct {
 	// is empty. A record with Accepted sets it to its narrowest entry, so
 	// that a member of an older release, which reads only this field and
 	// drops Accepted when it writes the record back, accepts no more than
-	// the snapshot's own revision (README: every member upgraded).
+	// the snapshot's own revision (docs/operations.md, Day-2 operations: every member upgraded).
 	AcceptedRevision int64 `json:"accepted_revision,omitempty"`
 	// HighestEpoch, when above Epoch, is the highest epoch a record of
 	// this cluster has named: 'recover -keep-running' records the running
@@ -279,7 +279,7 @@ type Record struct {
 	// Every new epoch is recorded above it (Record.top), so that no two
 	// incarnations share an epoch; a record that replaces this one carries
 	// it (review rev13b D3). A member of an older release drops it when it
-	// writes the record back (README: every member upgraded).
+	// writes the record back (docs/operations.md, Day-2 operations: every member upgraded).
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
 	// Index is the coordinator's modify index of the record read, which
 	// UpdateRecord compares (0 in a record not read from a coordinator).
@@ -301,7 +301,7 @@ func (r *Record) top() uint64 { return max(r.Epoch, r.HighestEpoch) }
 // maxEpochAhead bounds how far above its Epoch a record's HighestEpoch
 // may lie: each record 'recover -keep-running' replaced named one epoch
 // more than the record before it, so a field further ahead was not
-// written by etcd-nomad (Consul's writers are in README's threat model)
+// written by etcd-nomad (Consul's writers are in docs/security.md's threat model)
 // and the epochs left above the top before it wraps (review rev14b D3: a
 // planted highest_epoch of 2^64-1 made the next epoch 0).
 const maxEpochAhead = 1 << 20

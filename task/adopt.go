@@ -153,7 +153,7 @@ func (e *UnreadableDataError) Error() string {
 	if e.UID >= 0 {
 		owner = fmt.Sprintf("owned by uid %d, gid %d, mode %04o", e.UID, e.GID, e.Mode.Perm())
 	}
-	return fmt.Sprintf("%s is not readable by this member (uid %d, gid %d): %s is %s. A previous member's data may be there, written under another driver or user (raw_exec runs members as root; the docker image as uid 65532), and a member that started empty beside it would leave it behind; not starting. Give the data to the member's user on the client (chown -R %d:%d on the data directory: README, Docker, switching drivers), or run the job as the data's owner; if it holds no member's data, move it out of the data directory: %v",
+	return fmt.Sprintf("%s is not readable by this member (uid %d, gid %d): %s is %s. A previous member's data may be there, written under another driver or user (raw_exec runs members as root; the docker image as uid 65532), and a member that started empty beside it would leave it behind; not starting. Give the data to the member's user on the client (chown -R %d:%d on the data directory: docs/install.md, With Docker, switching drivers), or run the job as the data's owner; if it holds no member's data, move it out of the data directory: %v",
 		e.Path, e.MemberUID, e.MemberGID, e.Blocked, owner, e.MemberUID, e.MemberGID, e.Err)
 }
 

@@ -50,7 +50,7 @@ type adoptResult struct {
 // left a member's data behind. Now adoptPrevious returns an
 // *UnreadableDataError naming the path, its owner and mode and the
 // member's uid, New returns it without creating the member's directory,
-// and the README's fix (chown -R 65532:65532) lets the member adopt it.
+// and docs/install.md's fix (chown -R 65532:65532) lets the member adopt it.
 //
 // As root (what the machine and CI run as), the member's side runs as uid
 // 65532 in a copy of this test binary (TestAdoptAsAnotherUIDHelper); as
@@ -123,7 +123,7 @@ func TestPredecessorDataOfAnotherUIDStopsTheMember(t *testing.T) {
 		t.Errorf("the predecessor's data: %v; want it kept", err)
 	}
 
-	// The fix the README gives: the data given to the member's user.
+	// The fix docs/install.md gives: the data given to the member's user.
 	if os.Geteuid() != 0 {
 		if err := os.Chmod(old, 0o700); err != nil {
 			t.Fatal(err)

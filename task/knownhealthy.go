@@ -400,7 +400,7 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 }
 
 // maxSummaryProbes and maxSummaryURLs bound what a summary makes a member
-// probe: a Consul writer may plant one (README, threat model).
+// probe: a Consul writer may plant one (docs/security.md, Threat model).
 const (
 	maxSummaryProbes = 16
 	maxSummaryURLs   = 4

@@ -2,7 +2,7 @@ package task
 
 // The status port as an attacker on the network uses it: no client
 // certificate, only connections, requests and bodies of its choosing
-// (README, threat model: "a network peer without a certificate"). The
+// (docs/security.md, threat model: "a network peer without a certificate"). The
 // member runs etcd in the same process, so what the status port lets a
 // stranger hold (file descriptors, goroutines, the verifier's lock) is
 // taken from etcd.

@@ -1,7 +1,7 @@
 package task
 
 // The status port as an application holding its exchanged certificate,
-// and a stranger holding none, read it (README, threat model): what
+// and a stranger holding none, read it (docs/security.md, Threat model): what
 // /health, /status and /metrics tell them. Member and cluster ids, terms
 // and raft indexes are what forging raft messages takes; /status names
 // every member and its decisions.

@@ -1,6 +1,6 @@
 package task
 
-// A hostile tenant, as it would attack (README, threat model: "an
+// A hostile tenant, as it would attack (docs/security.md, threat model: "an
 // application mapped in `access`"): it holds the client certificate the
 // exchange gives its job (CN billing-api, role billing: read_write on
 // /billing/ and nothing else) and speaks etcd's gRPC API on a member's
@@ -283,7 +283,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
-			t.Errorf("limit changed: the client port's %s answered a tenant %s: update README's threat model", path, resp.Status)
+			t.Errorf("limit changed: the client port's %s answered a tenant %s: update docs/security.md's threat model", path, resp.Status)
 		}
 	}
 	// Password authentication does not stand in for the certificate: the
@@ -338,7 +338,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	// list, the member list (names, peer and client URLs), its own user
 	// and its own roles' permissions.
 	if _, err := app.Status(ctx, url); err != nil {
-		t.Errorf("limit changed: Status refused to a tenant (%v): update README's threat model", err)
+		t.Errorf("limit changed: Status refused to a tenant (%v): update docs/security.md's threat model", err)
 	}
 	if _, err := app.AlarmList(ctx); err != nil {
 		t.Errorf("limit changed: AlarmList refused to a tenant (%v)", err)
@@ -401,7 +401,7 @@ func TestTenantCannotTouchAnotherTenantsLeaseThatHoldsItsKeys(t *testing.T) {
 	// The limit: without its keys, any lease's remaining and granted TTL
 	// is anyone's to read (etcd checks LeaseTimeToLive only with keys).
 	if ttl, err := app.TimeToLive(ctx, gr.ID); err != nil || ttl.GrantedTTL != 60 {
-		t.Errorf("limit changed: LeaseTimeToLive without keys on another tenant's lease: %v %v (update README)", ttl, err)
+		t.Errorf("limit changed: LeaseTimeToLive without keys on another tenant's lease: %v %v (update docs/security.md)", ttl, err)
 	}
 	if v := getVal(t, root, "/shipping/held"); v != "mine" {
 		t.Errorf("/shipping/held is %q, want mine", v)
@@ -467,11 +467,11 @@ func TestTenantCanTakeAnotherTenantsKeylessLease(t *testing.T) {
 	// The limit: given the id by other means (a log line, an error
 	// message), the lease is the attacker's.
 	if _, err := app.KeepAliveOnce(ctx, revoked.Lease()); err != nil {
-		t.Errorf("keeping the victim's key-less lease alive: %v (limit changed? update README)", err)
+		t.Errorf("keeping the victim's key-less lease alive: %v (limit changed? update docs/security.md)", err)
 	}
 
 	if _, err := app.Revoke(ctx, revoked.Lease()); err != nil {
-		t.Errorf("revoking the victim's key-less lease: %v (limit changed? update README)", err)
+		t.Errorf("revoking the victim's key-less lease: %v (limit changed? update docs/security.md)", err)
 	}
 	select {
 	case <-revoked.Done():
@@ -480,7 +480,7 @@ func TestTenantCanTakeAnotherTenantsKeylessLease(t *testing.T) {
 	}
 
 	if _, err := app.Put(ctx, "/billing/squat", "x", clientv3.WithLease(poisoned.Lease())); err != nil {
-		t.Errorf("attaching a key to the victim's key-less lease: %v (limit changed? update README)", err)
+		t.Errorf("attaching a key to the victim's key-less lease: %v (limit changed? update docs/security.md)", err)
 	}
 	lctx, lcancel := context.WithTimeout(ctx, 5*time.Second)
 	err = concurrency.NewMutex(poisoned, "/shipping/lock").Lock(lctx)
@@ -573,7 +573,7 @@ func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing
 			key = "/billing/during"
 		}
 		if err := putErr(cli, key); !errors.Is(err, rpctypes.ErrNoSpace) {
-			t.Errorf("limit changed: %s's put while the tenant fills the quota: %v, want NOSPACE (update README)", name, err)
+			t.Errorf("limit changed: %s's put while the tenant fills the quota: %v, want NOSPACE (update docs/security.md)", name, err)
 		}
 	}
 	gctx, gcancel := context.WithTimeout(ctx, 5*time.Second)

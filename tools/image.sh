@@ -52,5 +52,5 @@ tar --numeric-owner --owner=0 --group=0 --sort=name --mtime=@0 -C "$root" -c . |
 echo "built image $tag ($(docker image inspect -f '{{.Size}}' "$tag" | awk '{printf "%.0f MB", $1/1e6}'))" >&2
 if [ -n "$out" ]; then
 	docker save -o "$out" "$tag"
-	echo "saved $tag to $out: 'docker load -i $(basename "$out")' on a client, or push it (README: Docker)" >&2
+	echo "saved $tag to $out: 'docker load -i $(basename "$out")' on a client, or push it (docs/install.md, With Docker)" >&2
 fi

@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
 
-// The README's plain 'nomad job run' path starts members whose template
+// docs/install.md's plain 'nomad job run' path starts members whose template
 // rendered no ETCD_NOMAD_CA_KEK (the variable had none yet). memberCommand
 // takes the key from the variable (memberKEK), while backends.OpenMember
 // built the snapshot encryption from the environment alone: the member

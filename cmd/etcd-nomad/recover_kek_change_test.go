@@ -16,12 +16,12 @@ import (
 )
 
 // After the KEK was created again, an operator who strips the mac line of
-// a snapshot's metadata only (the README's former way out) leaves its
+// a snapshot's metadata only (docs/security.md's former way out) leaves its
 // deltas with MACs under the old key: forged even with
 // -accept-unauthenticated. recover must not drop their writes silently:
 // it refuses, naming them and the revision range, unless
 // -accept-data-loss; stripping the mac of every delta of that base too,
-// and naming them (the README's way out now), restores the whole chain. Before, recover
+// and naming them (docs/security.md's way out now), restores the whole chain. Before, recover
 // exited 0 recording the snapshot's revision (review data11 F5).
 func TestKEKChangeWayOutKeepsTheDeltas(t *testing.T) {
 	f := newRestoreFixture(t) // snapshot + 3 deltas
@@ -34,7 +34,7 @@ func TestKEKChangeWayOutKeepsTheDeltas(t *testing.T) {
 	}
 	// The variable's ca_kek was lost and created again.
 	setNewKEK(t)
-	// The operator follows the README: strip the mac line of the snapshot.
+	// The operator follows docs/security.md: strip the mac line of the snapshot.
 	stripMAC(t, filepath.Join(f.storeDir, f.snap.Name+".meta.json"))
 	ui := cli.NewMockUi()
 	code := (&recoverCommand{ui: ui}).Run([]string{"-config", f.config, "-from", "snapshot:" + f.snap.Name, "-member", "m0", "-accept-unauthenticated"})

@@ -1,6 +1,6 @@
 // Command mutate is the project's mutation test (`make mutate`): it applies
 // named, hand-written mutants — each one breaks one documented rule, most
-// of them a safety invariant of the README's table — one at a time to a
+// of them a safety invariant of docs/design.md's table — one at a time to a
 // copy of the repository, runs the mutated package's tests, and reports
 // which mutants the tests kill. A surviving mutant is a rule no test
 // guards.

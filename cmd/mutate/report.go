@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// safety reports whether the mutant breaks one of the README's numbered
+// safety reports whether the mutant breaks one of docs/design.md's numbered
 // safety invariants (its invariant field starts with the number).
 func (m Mutant) safety() bool {
 	return len(m.Invariant) > 0 && m.Invariant[0] >= '0' && m.Invariant[0] <= '9'
@@ -20,7 +20,8 @@ func Report(rs []Result, took time.Duration) string {
 	b.WriteString("`make mutate` (`go run ./cmd/mutate -out docs/mutation.md`) applies each hand-written mutant of\n")
 	b.WriteString("[cmd/mutate/mutants.txt](../cmd/mutate/mutants.txt) to a scratch copy of the repository, one at a time, and\n")
 	b.WriteString("runs the mutated package's tests with `-short`. A mutant is killed when a test fails. Each mutant breaks\n")
-	b.WriteString("one documented rule; those marked with an invariant number break a safety invariant of the README's table.\n")
+	b.WriteString("one documented rule; those marked with an invariant number break a safety invariant of\n")
+	b.WriteString("[the design's table](design.md#safety-invariants-and-where-they-are-tested).\n")
 	b.WriteString("Not part of `make test` (it runs every package's tests once per mutant).\n\n")
 	fmt.Fprintf(&b, "Run on %s, %s in all.\n\n", time.Now().UTC().Format("2006-01-02"), took.Round(time.Second))
 

@@ -213,7 +213,7 @@ func TestJobRunWithTokens(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	name := "acl-run"
 	file := writeDefinition(t, name)
-	// The members get a Consul token with exactly the policy the README
+	// The members get a Consul token with exactly the policy docs/security.md
 	// documents, not the management token.
 	memberToken := consulMemberToken(t, "etcd-nomad-acl/"+name+"/")
 	env := []string{"CONSUL_HTTP_TOKEN=" + cagent.Token, "NOMAD_TOKEN=" + nagent.Token}

@@ -253,8 +253,8 @@ func addrsOf(t *testing.T, h *Host) []string {
 
 // TestTestbedIdleCPU measures what an idle testbed costs this machine:
 // the CPU time of every process on its hosts over a minute, after a settling
-// period. Opt-in (ETCD_NOMAD_TESTBED_CPU=1): it prints figures, for the
-// README.
+// period. Opt-in (ETCD_NOMAD_TESTBED_CPU=1): it prints figures, for
+// docs/testing.md (Multi-host testbed).
 func TestTestbedIdleCPU(t *testing.T) {
 	if os.Getenv("ETCD_NOMAD_TESTBED_CPU") == "" {
 		t.Skip("set ETCD_NOMAD_TESTBED_CPU=1 to measure")

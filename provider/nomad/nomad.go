@@ -194,8 +194,8 @@ func (p *Provider) update(allocs []*api.AllocationListStub) {
 //   - lost: the server gave up on the client (lost_after passed, or the
 //     node went down), not the client on its task. The allocation gets
 //     desired status stop, but a partitioned client keeps its tasks running
-//     (the job sets no stop_on_client_after: see invariant 10 in the
-//     README's "Safety invariants and where they are tested"), so it
+//     (the job sets no stop_on_client_after: see invariant 10 in
+//     docs/design.md, "Safety invariants and where they are tested"), so it
 //     stays listed until the client reports it complete or failed, or
 //     Nomad garbage-collects it;
 //   - pending or running with desired status stop or evict: the client has

@@ -17,8 +17,8 @@ The endpoints are mutual TLS. With the same settings in a cluster definition
   etcdctl member list -w table
 
 Applications on Nomad trade their workload identity for a certificate with
-'etcd-nomad creds' (access { } rules in extra_definition; the etcd-nomad
-README, "Clients").
+'etcd-nomad creds' (access { } rules in extra_definition; etcd-nomad's
+docs/clients.md).
 [[- end ]]
 [[- if eq (var "tls_mode" .) "auto" ]]
 

@@ -1,5 +1,5 @@
 # Each variable is a setting of the etcd-nomad cluster definition
-# (README.md, "Cluster definition"); its default is the definition's.
+# (docs/configuration.md); its default is the definition's.
 
 # --- The cluster ------------------------------------------------------------
 
