@@ -353,7 +353,9 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 			// The seeder of a recovery from data rewrote its metadata
 			// and stopped before its ForceNewCluster start: its data is
 			// a prefix of the running source line, set aside under the
-			// rewritten record at no loss (review rev13b).
+			// rewritten record at no loss (review rev13b). Or the
+			// restorer installed the snapshot and never started it: a
+			// copy of what the store keeps (review rv14-data RV14-1).
 		case p.Token == rec.Token:
 			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d): it started; not recording over it", p.Name, rec.Epoch, short(rec.Token), p.Revision)
 		case p.Epoch > run.epoch:
@@ -371,8 +373,15 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 // recovery from data whose ForceNewCluster start never happened
 // (PeerStatus.ForceNewPending), recorded from the running line (token,
 // epoch) that voters answer for at a revision at least p's: the data is a
-// prefix of what the running cluster holds.
+// prefix of what the running cluster holds. Or its restorer's installed
+// copy of a snapshot, recorded from the running line, that never started
+// (PeerStatus.Unstarted): the store keeps what it holds.
 func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters []string, answered []PeerStatus) bool {
+	if rec.Source != FromData && rec.Source != "" {
+		// An installed restore that never started (the start marks it
+		// before etcd runs), recorded beside the running line.
+		return p.Unstarted && !p.Running && rec.ClusterID == 0 && rec.Seeder == p.Name && p.Epoch == rec.Epoch && sourceLine(rec, token, epoch)
+	}
 	if !p.ForceNewPending || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
 		return false
 	}

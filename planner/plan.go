@@ -160,16 +160,35 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
-	if l.ForceNewPending && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
-		// This member's recovery from this data never started, and the
-		// record names an older epoch since ('recover -keep-running'
-		// recorded the cluster that answers in its place): the data is
-		// not of the epoch its metadata names, and re-recording that
-		// epoch would go back to a recovery that never ran.
-		if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0 {
-			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", l.Epoch, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+	if (l.ForceNewPending || l.Unstarted) && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
+		// This member's recovery (from this data, or a restore it
+		// installed) never started, and the record names an older epoch
+		// since ('recover -keep-running' recorded the cluster that
+		// answers in its place): the data is not of the epoch its
+		// metadata names, and re-recording that epoch would go back to a
+		// recovery that never ran.
+		what := fmt.Sprintf("this member's recovery of epoch %d from its data never started", l.Epoch)
+		if !l.ForceNewPending {
+			what = fmt.Sprintf("this member's restore of epoch %d was installed and never started", l.Epoch)
 		}
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum that lists member %x", l.Epoch, rec.Epoch, short(rec.Token), l.Revision, l.MemberID)}
+		recorded := rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID
+		switch q, live := quorumAnswers(o); {
+		case recorded && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0:
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+		case recorded && l.MemberID != 0 && l.ForceNewPending:
+			// Its member was removed meanwhile (stale while everything
+			// waited): no list ever names it again (review rv14-data
+			// RV14-2); the same data without the flag is set aside too.
+			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x: this data (revision %d), a prefix of it, was removed from it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+		case recorded && l.MemberID == 0:
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) is the snapshot's, which the store keeps; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision)}
+		case l.ForceNewPending:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}
+		case live:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s), but %s: not starting it as a new cluster beside it; keeping it until the record's cluster answers with that quorum", what, rec.Epoch, short(rec.Token), q)}
+		}
+		// An installed restore under an older record no quorum answers
+		// for (Consul restored an old record): epochs only grow, below.
 	}
 	if rec.Epoch < l.Epoch && r.dataGuard(epochsOnlyGrow) && r.dataGuard(ownIncarnationOnly) {
 		// Invariant 9: epochs only grow. The record is older than this
@@ -197,6 +216,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data belongs to cluster token %s epoch %d, but the record names token %s epoch %d", short(l.Token), l.Epoch, short(rec.Token), rec.Epoch)}
 	}
 	if d, ok := r.pendingForceNew(o, name); ok {
+		return d
+	}
+	if d, ok := r.installedRestore(o, name); ok {
 		return d
 	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
@@ -236,8 +258,39 @@ func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
 	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
 }
 
-// fenceForceNew holds back a ForceNewCluster start of this member's data
-// for the recovery why names, resumed or pending, unless what the
+// ownInstalledRestore reports whether this member's data is the restore
+// it recorded (unconfirmed, from a snapshot) and installed, and no ready
+// server ever completed its metadata (no member id): its start makes the
+// recorded epoch a new one-member cluster.
+func ownInstalledRestore(o Observation, name string) bool {
+	rec, l := o.Record, o.Local
+	return rec != nil && rec.ClusterID == 0 && rec.Seeder == name && rec.Source != "" && rec.Source != FromData &&
+		l.Token == rec.Token && l.Epoch == rec.Epoch && l.MemberID == 0 && l.ClusterID == 0
+}
+
+// installedRestore holds back the start of this member's own installed
+// restore as pendingForceNew does a recovery from data's: the snapshot
+// is fetched and verified before anything is recorded, and the start
+// comes at the next loop, or after a crash at any later time, so the
+// quorum check the recovery made may be minutes or hours old. Once the
+// data carries the record's token, resumeRecovery, laterWrites and
+// pendingForceNew do not see it (review rv14-data RV14-1: the old cluster
+// got its quorum back and acknowledged writes up to 600; the restore
+// started as a one-member epoch 3 beside it, and once it confirmed, the
+// old members set their data aside). ok is false when the data is not
+// such a restore, or it may start.
+func (r rules) installedRestore(o Observation, name string) (Decision, bool) {
+	if !ownInstalledRestore(o, name) || !r.resumeGuard(restoreAsRecorded) {
+		return Decision{}, false
+	}
+	rec := o.Record
+	why := fmt.Sprintf("this member recorded epoch %d (%s) and installed it, and no start of it completed", rec.Epoch, sourceName(rec.Source))
+	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this restored copy, if it never started, is then set aside; the snapshot stays in the store)", func(PeerStatus) bool { return false })
+}
+
+// fenceForceNew holds back a start of this member's data as a new
+// one-member cluster (ForceNewCluster, or an installed restore) for the
+// recovery why names, resumed or pending, unless what the
 // recovery checked when it was recorded still holds: no quorum answers
 // (else it waits for the operator: quorumHint says how), every instance
 // answers, no member of the last known membership answers, and no peer of
@@ -887,7 +940,10 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if o.Local.Token == "" {
 		return Decision{Kind: Wait, Name: name, Reason: why + ", and this member's metadata names no incarnation: not re-recording"}
 	}
-	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
+	if p, ok := fellowVoterOlder(o); ok && r.dataGuard(onlyEpochsThatRan) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but member %s of this member's own cluster %x runs it as token %s epoch %d: this member's metadata (token %s epoch %d) names an epoch its data never ran (a recovery whose ForceNewCluster start never happened); not re-recording it, %s re-records the cluster", why, p.Name, o.Local.ClusterID, short(p.Token), p.Epoch, short(o.Local.Token), o.Local.Epoch, p.Name)}
+	}
+	if d, ok := newerPeer(fellowsAside(o), name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
 		return d
 	}
 	if !o.MembersKnown && o.Unreachable > 0 && r.dataGuard(epochsOnlyGrow) {
@@ -902,6 +958,46 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	}
 	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name, HighestEpoch: o.Record.carried(o.Local.Epoch)},
 		Reason: why + ": re-recording it from this member's data"}
+}
+
+// fellowVoter reports whether p runs as a healthy voter of this running
+// member's own cluster: the member list this member's etcd answers with
+// names p's member id, and p reports the same cluster id. All members of
+// one cluster hold the same incarnation: they joined it, or seeded it.
+func fellowVoter(o Observation, p PeerStatus) bool {
+	return o.Running && o.MembersKnown && o.Local.ClusterID != 0 && o.MembersClusterID == o.Local.ClusterID &&
+		p.Running && p.Healthy && p.Token != "" && p.ClusterID == o.Local.ClusterID && p.MemberID != 0 && findID(o.Members, p.MemberID) >= 0
+}
+
+// fellowVoterOlder returns a fellow voter (fellowVoter) that runs this
+// member's cluster as an older epoch than this member's metadata names:
+// the metadata was rewritten for a recovery from this data whose
+// ForceNewCluster start never happened, and the start that did happen
+// rejoined the old cluster (review rv14-data RV14-4: re-recording the
+// unstarted epoch made the cluster's other members set their running
+// data aside for it).
+func fellowVoterOlder(o Observation) (PeerStatus, bool) {
+	for _, p := range o.Peers {
+		if fellowVoter(o, p) && p.Epoch < o.Local.Epoch {
+			return p, true
+		}
+	}
+	return PeerStatus{}, false
+}
+
+// fellowsAside is o without the fellow voters (fellowVoter) whose
+// metadata names a newer epoch than this member's: one cluster runs one
+// incarnation, and theirs is one they never ran (fellowVoterOlder, seen
+// from them).
+func fellowsAside(o Observation) Observation {
+	var peers []PeerStatus
+	for _, p := range o.Peers {
+		if !fellowVoter(o, p) || p.Epoch <= o.Local.Epoch {
+			peers = append(peers, p)
+		}
+	}
+	o.Peers = peers
+	return o
 }
 
 // replacement hands the instance of a voter that has stayed unhealthy past

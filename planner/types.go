@@ -212,6 +212,12 @@ type Local struct {
 	// before its start. The data is still the source incarnation's, at
 	// Revision: a prefix of that line (planner: pendingForceNew).
 	ForceNewPending bool
+	// Unstarted is true when no etcd start ever ran on this data as the
+	// incarnation its metadata names (the start marks it durably before
+	// etcd starts): an installed restore, or a ForceNewPending rewrite.
+	// Set aside, it loses nothing that ever ran (review rv14-data RV14-1:
+	// the restored copy is the snapshot's, which stays in the store).
+	Unstarted bool
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth
@@ -450,6 +456,9 @@ type PeerStatus struct {
 	// (Token and Epoch the recorded recovery's) never started, and is a
 	// prefix of the recovery's source line.
 	ForceNewPending bool
+	// Unstarted is the peer's Local.Unstarted: its stopped data never
+	// started as the incarnation it names.
+	Unstarted bool
 }
 
 // Kind names a decision.

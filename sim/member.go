@@ -341,6 +341,9 @@ func (w *World) recoverActions(n *node, o planner.Observation, d planner.Decisio
 			if n.data == nil {
 				return "", errors.New("read metadata: no data")
 			}
+			if !n.data.forceNew || n.data.clusterID != 0 {
+				n.data.srcToken, n.data.srcEpoch = n.data.token, n.data.epoch
+			}
 			n.data.token, n.data.epoch, n.data.forceNew, n.data.clusterID = next.Token, next.Epoch, true, 0
 			return "ok", nil
 		}},
@@ -435,7 +438,12 @@ func (w *World) startExisting(n *node) (string, error) {
 			w.started(n, g, d.memberID)
 			return "started ForceNewCluster " + g.String(), nil
 		}
-		d.forceNew = false
+		// task's start: DropForceNew names the data's own incarnation
+		// again when the recovery never started.
+		if d.clusterID == 0 && d.srcToken != "" && !w.cfg.Defects.ForceNewDropKeepsEpoch {
+			d.token, d.epoch = d.srcToken, d.srcEpoch
+		}
+		d.forceNew, d.srcToken, d.srcEpoch = false, "", 0
 	}
 	if d.group == nil {
 		n.startFailures++

@@ -104,7 +104,8 @@ func (w *World) local(n *node) planner.Local {
 		return planner.Local{Empty: true}
 	}
 	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
-		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d), ForceNewPending: n.etcd == nil && d.forceNew && d.clusterID == 0}
+		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d), ForceNewPending: n.etcd == nil && d.forceNew && d.clusterID == 0,
+		Unstarted: n.etcd == nil && (d.restored || d.forceNew && d.clusterID == 0)}
 }
 
 // status is what in's /status reports (task/server.go health).
@@ -133,6 +134,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 		if d != nil && d.wal {
 			st.Revision, st.Learner = d.rev, learnerOf(d)
 			st.ForceNewPending = d.forceNew && d.clusterID == 0
+			st.Unstarted = d.restored || st.ForceNewPending
 		}
 		return st
 	}

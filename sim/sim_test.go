@@ -81,6 +81,15 @@ var defects = []struct {
 	// Review rev13b.
 	{"StartPendingForceNew", Defects{Planner: planner.Faults{StartPendingForceNew: true}}, 1, false,
 		"no seed found (searched 1..3000 with and without the collectRunning fault): the seeder must stop between its metadata write and its ForceNewCluster start, and stay down while the old cluster regains a quorum and writes on; the planner's checker catches it (broken planner 'start a pending ForceNew beside one'), and planner TestPendingForceNewStartWaitsBesideAQuorumAndKeepRunningFreesIt pins it"},
+	// Review rv14-data. The installed restore's fence stands behind the
+	// summary probe: alone it is caught on no seed of 1..600 (with and
+	// without collectRunning), with NoSummaryProbe on seed 5
+	// (TestCollectedMajorityIsProbed).
+	{"StartInstalledRestore", Defects{NoSummaryProbe: true, Planner: planner.Faults{StartInstalledRestore: true}}, 5, true, ""},
+	{"ForceNewDropKeepsEpoch", Defects{ForceNewDropKeepsEpoch: true}, 1, true,
+		"no seed found (searched 1..600 with and without the collectRunning fault): Consul must lose the record while the seeder of a recovery from data is stopped between its metadata write and its ForceNewCluster start, and its old cluster must have its quorum back; task TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource pins it"},
+	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
+		"no seed found (searched 1..600 with ForceNewDropKeepsEpoch and collectRunning), for ForceNewDropKeepsEpoch's reason; the planner's checker catches it (broken planner 're-record an epoch that never ran'), and planner TestAnEpochThatNeverRanIsNeverRerecorded pins it"},
 }
 
 // maxSeeds bounds the search for each defect.
@@ -200,13 +209,19 @@ func TestCorrectSystemRunsClean(t *testing.T) {
 // the three replacements are all empty: before they probed the members of
 // the leader's summary (task's observeKnownHealthy needed local data),
 // one recovered from the store beside the collected majority that still
-// served (two live clusters). NoSummaryProbe reverts the fix.
+// served (two live clusters). NoSummaryProbe reverts the fix; since the
+// installed restore's start is fenced too (review rv14-data RV14-1), the
+// restorer's start waits beside the majority, and StartInstalledRestore
+// reverts that second fence.
 func TestCollectedMajorityIsProbed(t *testing.T) {
 	r, w := Run(Config{Seed: 5})
 	if r.Violation != nil {
 		t.Fatalf("seed 5 with CollectRunning: %v\n%s", r.Violation, w.Trace())
 	}
-	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true}})
+	if d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true}}); d.Violation != nil {
+		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v, want the installed restore's fence to hold", d.Violation)
+	}
+	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, Planner: planner.Faults{StartInstalledRestore: true}}})
 	if d.Violation == nil || d.Violation.Invariant != InvSplitBrain {
 		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v (want %q): the test no longer shows the defect", d.Violation, InvSplitBrain)
 	}

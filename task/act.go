@@ -438,12 +438,15 @@ func (m *Member) start(name, token, state, initial string) error {
 			} else {
 				// A flag that outlived its recovery (the record is
 				// confirmed, or names another incarnation) must not
-				// fork this member off its cluster: drop it.
-				meta.ForceNew = false
+				// fork this member off its cluster: drop it, and name
+				// the data's own incarnation again if the recovery
+				// never started.
+				meta.DropForceNew()
 				if err := m.dir.WriteMeta(meta); err != nil {
 					return fmt.Errorf("clear a stale ForceNew flag: %w", err)
 				}
-				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally")
+				cfg.InitialClusterToken = meta.Token
+				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally", "token", meta.Token, "epoch", meta.Epoch)
 			}
 		}
 	}
@@ -563,7 +566,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	}
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
-	meta.ForceNew = false
+	meta.ForceNew, meta.SourceToken, meta.SourceEpoch, meta.SourceClusterID = false, "", 0, 0
 	if err := m.dir.WriteMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}

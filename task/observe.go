@@ -184,7 +184,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending})
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted})
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
 		}(in)

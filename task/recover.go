@@ -325,7 +325,7 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 	if err != nil {
 		return fmt.Errorf("read metadata: %w", err)
 	}
-	meta.Token, meta.Epoch, meta.ForceNew, meta.ClusterID = next.Token, next.Epoch, true, 0
+	meta.ForceNewFrom(next.Token, next.Epoch)
 	if err := m.dir.WriteMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
@@ -459,7 +459,7 @@ func (m *Member) clearForceNew() {
 	if err != nil || !meta.ForceNew {
 		return
 	}
-	meta.ForceNew = false
+	meta.ForceNew, meta.SourceToken, meta.SourceEpoch, meta.SourceClusterID = false, "", 0, 0
 	if err := m.dir.WriteMeta(meta); err != nil {
 		m.log.Warn("clearing the ForceNew flag failed; retrying next loop", "error", err)
 		return
