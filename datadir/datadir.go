@@ -71,11 +71,12 @@ func (m *Meta) ForceNewFrom(token string, epoch uint64) {
 }
 
 // DropForceNew clears the ForceNew flag for a start without
-// ForceNewCluster. If that start never began, the data is still its
-// source incarnation's and the metadata names it again: kept, the
-// rewritten epoch (never run) would be re-recorded once the data runs in
-// its old cluster, and that cluster's other members would set their data
-// aside for it (review rv14-data RV14-4).
+// ForceNewCluster. If no start of it completed (the cluster id was never
+// written; a start that failed after MarkStarted counts too: review
+// rev14c-data R4), the metadata names the data's source incarnation
+// again: kept, the rewritten epoch (never confirmed) would be re-recorded
+// once the data runs in its old cluster, and that cluster's other members
+// would set their data aside for it (review rv14-data RV14-4).
 func (m *Meta) DropForceNew() {
 	if m.ForceNewPending() && m.SourceToken != "" {
 		m.Token, m.Epoch, m.ClusterID = m.SourceToken, m.SourceEpoch, m.SourceClusterID
@@ -87,14 +88,18 @@ func (m *Meta) DropForceNew() {
 // Unstarted reports whether no etcd start has run on this data as the
 // incarnation the metadata names, nor did one complete the metadata: a
 // recovery's rewrite for its ForceNewCluster start, or an installed
-// restore, before their start.
+// restore, before their start. It decides only what 'recover
+// -keep-running' sets aside at no loss; the fence of an incomplete start
+// is ForceNewPending (review rev14c-data R1, R3).
 func (m Meta) Unstarted() bool {
 	return m.Token != "" && m.Token != m.StartedToken && m.ClusterID == 0
 }
 
 // ForceNewPending reports whether the metadata asks for a ForceNewCluster
-// start that never began (planner.Local.ForceNewPending).
-func (m Meta) ForceNewPending() bool { return m.ForceNew && m.Unstarted() }
+// start that never completed (planner.Local.ForceNewPending), whatever
+// StartedToken says: a start that failed after MarkStarted, or died
+// before completeMeta, is still fenced (review rev14c-data R3).
+func (m Meta) ForceNewPending() bool { return m.ForceNew && m.ClusterID == 0 }
 
 // Dir is one member's directory (Root): current/ holds the data in use,
 // aside/ the data that was set aside, tls/ the member's certificates.

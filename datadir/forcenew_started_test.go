@@ -3,6 +3,7 @@ package datadir_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
@@ -33,8 +34,12 @@ func runEtcd(t *testing.T, dir string, force bool, prefix string, n int) (member
 // epoch 3, and that died (or whose metadata write kept failing) before
 // completeMeta, reports ForceNewPending: 'recover -keep-running'
 // (neverStarted) then records the old line over it and the seeder sets
-// its epoch-3 writes aside as "a prefix of tok2".
-func TestForceNewStartThatRanIsNotPending(t *testing.T) {
+// its epoch-3 writes aside as "a prefix of tok2". Since review
+// rev14c-data (R3) such data is fenced again (ForceNewPending: ForceNew
+// and no cluster id, whatever StartedToken says), but never Unstarted:
+// 'recover -keep-running' sets it aside only with -accept-data-loss.
+// (Was TestForceNewStartThatRanIsNotPending.)
+func TestForceNewStartThatRanIsNotUnstarted(t *testing.T) {
 	d := datadir.Dir{Root: t.TempDir()}
 	mid, cid := runEtcd(t, d.EtcdDir(), false, "tok2", 20)
 	if err := d.WriteMeta(datadir.Meta{Cluster: "c", Name: "m0", Token: "tok2", Epoch: 2, MemberID: mid, ClusterID: cid, Stopped: true}); err != nil {
@@ -70,13 +75,18 @@ func TestForceNewStartThatRanIsNotPending(t *testing.T) {
 		return planner.PeerStatus{Name: name, Token: "tok2", Epoch: 2, ClusterID: cid, Running: true, Healthy: true, Revision: l.Revision + 100}
 	}
 	v := planner.OperatorView{Record: rec, NewToken: "tok4", Answered: []planner.PeerStatus{
-		{Name: "m0", Token: l.Token, Epoch: l.Epoch, MemberID: mid, Revision: l.Revision, ForceNewPending: l.ForceNewPending}, voter("m1"), voter("m2")}}
+		{Name: "m0", Token: l.Token, Epoch: l.Epoch, MemberID: mid, Revision: l.Revision, ForceNewPending: l.ForceNewPending, Unstarted: l.Unstarted}, voter("m1"), voter("m2")}}
 	kept, kerr := planner.OperatorKeepRunning(v)
 	t.Logf("recover -keep-running: %+v, error %v", kept, kerr)
-	if l.ForceNewPending {
-		t.Errorf("data whose ForceNewCluster start became ready and acknowledged writes (revision %d > %d) reports ForceNewPending (never started)", l.Revision, before)
+	if l.Unstarted {
+		t.Errorf("data whose ForceNewCluster start became ready and acknowledged writes (revision %d > %d) reports Unstarted (never started)", l.Revision, before)
+	}
+	if !l.ForceNewPending {
+		t.Errorf("data whose ForceNewCluster start never completed (no cluster id) is not fenced (ForceNewPending false)")
 	}
 	if kerr == nil {
 		t.Errorf("recover -keep-running records tok2 over m0's epoch-3 data that started and acknowledged writes %d..%d: the seeder then sets them aside", before+1, l.Revision)
+	} else if !strings.Contains(kerr.Error(), "-accept-data-loss") || !strings.Contains(kerr.Error(), "m0") {
+		t.Errorf("the refusal names neither the member nor -accept-data-loss: %v", kerr)
 	}
 }

@@ -23,7 +23,9 @@ type OperatorView struct {
 	// Snapshot, for a recovery from a snapshot (OperatorSnapshotRecovery),
 	// is the snapshot the operator chose; From is then the member that
 	// restores it. AcceptLoss lets it go ahead although members hold newer
-	// data, which the new epoch then sets aside.
+	// data, which the new epoch then sets aside; with -keep-running
+	// (OperatorKeepRunning), although the record's seeder holds its data
+	// from a start that began and never completed (startedIncomplete).
 	Snapshot   *SnapshotInfo
 	AcceptLoss bool
 	// Latest is the store's newest full snapshot (snapshot.Later) with
@@ -293,7 +295,8 @@ func narrowest(lines []AcceptedLine) int64 {
 // token, epoch and cluster id) and no member answers as a healthy voter of
 // another; every instance answers; the record is not confirmed and
 // names another incarnation; no member holds data of the record's
-// incarnation (it never started: nothing of it is lost) nor of an epoch
+// incarnation (it never started: nothing of it is lost; or, with
+// AcceptLoss, its seeder's start began and never completed) nor of an epoch
 // newer than the running one's (that data would be older than a record it
 // then re-records over, invariant 9: recover from it instead).
 func OperatorKeepRunning(v OperatorView) (Record, error) { return rules{}.OperatorKeepRunning(v) }
@@ -356,6 +359,13 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 			// rewritten record at no loss (review rev13b). Or the
 			// restorer installed the snapshot and never started it: a
 			// copy of what the store keeps (review rv14-data RV14-1).
+		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch) && v.AcceptLoss:
+			// Its start began and never completed (review rev14c-data
+			// R1): the operator accepts losing what it may hold; the
+			// record carries its epoch (HighestEpoch), and its member
+			// sets it aside.
+		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch):
+			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d) whose start began and never completed: it may hold writes acknowledged while it ran; run again with -accept-data-loss to record the running cluster and set %s's data aside", p.Name, rec.Epoch, short(rec.Token), p.Revision, p.Name)
 		case p.Token == rec.Token:
 			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d): it started; not recording over it", p.Name, rec.Epoch, short(rec.Token), p.Revision)
 		case p.Epoch > run.epoch:
@@ -382,7 +392,7 @@ func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters 
 		// before etcd runs), recorded beside the running line.
 		return p.Unstarted && !p.Running && rec.ClusterID == 0 && rec.Seeder == p.Name && p.Epoch == rec.Epoch && sourceLine(rec, token, epoch)
 	}
-	if !p.ForceNewPending || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
+	if !p.ForceNewPending || !p.Unstarted || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
 		return false
 	}
 	for _, q := range answered {
@@ -391,6 +401,22 @@ func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters 
 		}
 	}
 	return false
+}
+
+// startedIncomplete reports whether p's data of rec's epoch is its
+// seeder's recovery (from data, or an installed restore) recorded from
+// the running line (token, epoch), whose start began and never completed
+// (PeerStatus.ForceNewPending, or a restore with no member id; the cluster
+// id never written) and that does not run: it may hold writes
+// acknowledged while it ran, which only -accept-data-loss sets aside.
+func startedIncomplete(rec *Record, p PeerStatus, token string, epoch uint64) bool {
+	if p.Running || rec.ClusterID != 0 || rec.Seeder != p.Name || p.Epoch != rec.Epoch || p.ClusterID != 0 || rec.Source == "" || !sourceLine(rec, token, epoch) {
+		return false
+	}
+	if rec.Source == FromData {
+		return p.ForceNewPending
+	}
+	return p.MemberID == 0
 }
 
 // shortfall is what replacing an unconfirmed restore record loses

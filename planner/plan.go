@@ -160,7 +160,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
-	if (l.ForceNewPending || l.Unstarted) && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
+	if (l.ForceNewPending || l.Unstarted || startedRestore(rec, l)) && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
 		// This member's recovery (from this data, or a restore it
 		// installed) never started, and the record names an older epoch
 		// since ('recover -keep-running' recorded the cluster that
@@ -168,20 +168,30 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// metadata names, and re-recording that epoch would go back to a
 		// recovery that never ran.
 		what := fmt.Sprintf("this member's recovery of epoch %d from its data never started", l.Epoch)
-		if !l.ForceNewPending {
+		switch {
+		case l.ForceNewPending && !l.Unstarted:
+			what = fmt.Sprintf("this member's recovery of epoch %d from its data began and never completed (it may hold writes acknowledged while it ran)", l.Epoch)
+		case !l.ForceNewPending && !l.Unstarted:
+			what = fmt.Sprintf("this member's restore of epoch %d began and never completed (the operator accepted losing what it may hold)", l.Epoch)
+		case !l.ForceNewPending:
 			what = fmt.Sprintf("this member's restore of epoch %d was installed and never started", l.Epoch)
 		}
 		recorded := rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID
+		prefix, snapCopy := "is a prefix of it", "is the snapshot's, which the store keeps"
+		if !l.Unstarted {
+			prefix = "goes aside with what it may hold"
+			snapCopy = prefix
+		}
 		switch q, live := quorumAnswers(o); {
 		case recorded && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0:
-			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
 		case recorded && l.MemberID != 0 && l.ForceNewPending:
 			// Its member was removed meanwhile (stale while everything
 			// waited): no list ever names it again (review rv14-data
 			// RV14-2); the same data without the flag is set aside too.
-			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x: this data (revision %d), a prefix of it, was removed from it; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x, removed meanwhile: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
 		case recorded && l.MemberID == 0:
-			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) is the snapshot's, which the store keeps; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision)}
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision, snapCopy)}
 		case l.ForceNewPending:
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}
 		case live:
@@ -255,7 +265,12 @@ func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
 	}
 	rec := o.Record
 	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data and never started it", rec.Epoch)
-	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
+	hint := "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)"
+	if !o.Local.Unstarted {
+		why = fmt.Sprintf("this member recorded epoch %d as a recovery from its data, and no start of it completed", rec.Epoch)
+		hint = startedHint(name)
+	}
+	return r.fenceForceNew(o, name, why, hint, func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
 }
 
 // ownInstalledRestore reports whether this member's data is the restore
@@ -285,7 +300,30 @@ func (r rules) installedRestore(o Observation, name string) (Decision, bool) {
 	}
 	rec := o.Record
 	why := fmt.Sprintf("this member recorded epoch %d (%s) and installed it, and no start of it completed", rec.Epoch, sourceName(rec.Source))
-	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this restored copy, if it never started, is then set aside; the snapshot stays in the store)", func(PeerStatus) bool { return false })
+	hint := "'etcd-nomad recover -keep-running' records the cluster that answers (this restored copy, which never started, is then set aside; the snapshot stays in the store)"
+	if !o.Local.Unstarted {
+		hint = startedHint(name)
+	}
+	return r.fenceForceNew(o, name, why, hint, func(PeerStatus) bool { return false })
+}
+
+// startedHint is the way out of the fence of a start that began and never
+// completed (MarkStarted ran, the cluster id was never written) beside a
+// quorum: the data may hold writes acknowledged while it ran, and only an
+// operator who accepts losing them sets it aside (review rev14c-data R1).
+func startedHint(name string) string {
+	return fmt.Sprintf("its start began and never completed, so this data may hold writes acknowledged while it ran: 'etcd-nomad recover -keep-running -accept-data-loss' records the cluster that answers and sets %s's data aside", name)
+}
+
+// startedRestore reports whether l is an installed restore whose start
+// began and never completed (no member id, no cluster id, not Unstarted)
+// of an epoch rec replaced: an operator's 'recover -keep-running
+// -accept-data-loss' recorded the running cluster in its place (rec
+// carries its epoch as HighestEpoch), accepting to lose what it may hold
+// (review rev14c-data R1).
+func startedRestore(rec *Record, l Local) bool {
+	return !l.Unstarted && !l.ForceNewPending && !l.Empty && l.Token != "" && l.MemberID == 0 && l.ClusterID == 0 &&
+		rec.Epoch < l.Epoch && rec.top() >= l.Epoch
 }
 
 // fenceForceNew holds back a start of this member's data as a new

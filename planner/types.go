@@ -206,7 +206,9 @@ type Local struct {
 	// learner of its cluster: a learner's data never seeds a recovery.
 	Learner bool
 	// ForceNewPending is true when the metadata asks the next start for
-	// ForceNewCluster and etcd never became ready with it: a recovery
+	// ForceNewCluster and no start completed it (the cluster id was never
+	// written), whatever Unstarted says: the fence of pendingForceNew
+	// (review rev14c-data R3). A recovery
 	// from this data recorded the next epoch and rewrote the metadata
 	// (Token and Epoch are the new epoch's), then the member stopped
 	// before its start. The data is still the source incarnation's, at
@@ -216,7 +218,9 @@ type Local struct {
 	// incarnation its metadata names (the start marks it durably before
 	// etcd starts): an installed restore, or a ForceNewPending rewrite.
 	// Set aside, it loses nothing that ever ran (review rv14-data RV14-1:
-	// the restored copy is the snapshot's, which stays in the store).
+	// the restored copy is the snapshot's, which stays in the store). It
+	// decides only what 'recover -keep-running' sets aside without
+	// -accept-data-loss, never whether a start is fenced.
 	Unstarted bool
 }
 
