@@ -276,10 +276,12 @@ func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
 // ownInstalledRestore reports whether this member's data is the restore
 // it recorded (unconfirmed, from a snapshot) and installed, and no ready
 // server ever completed its metadata (no member id): its start makes the
-// recorded epoch a new one-member cluster.
+// recorded epoch a new one-member cluster. A restore written by hand
+// ('snapshot restore', Record.ByHand) replaces the cluster on purpose and
+// is not such a start.
 func ownInstalledRestore(o Observation, name string) bool {
 	rec, l := o.Record, o.Local
-	return rec != nil && rec.ClusterID == 0 && rec.Seeder == name && rec.Source != "" && rec.Source != FromData &&
+	return rec != nil && rec.ClusterID == 0 && !rec.ByHand && rec.Seeder == name && rec.Source != "" && rec.Source != FromData &&
 		l.Token == rec.Token && l.Epoch == rec.Epoch && l.MemberID == 0 && l.ClusterID == 0
 }
 

@@ -291,6 +291,14 @@ type Record struct {
 	// it (review rev13b D3). A member of an older release drops it when it
 	// writes the record back (README: every member upgraded).
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
+	// ByHand is true for a restore an operator wrote with 'etcd-nomad
+	// snapshot restore': a point-in-time restore that replaces the
+	// cluster on purpose, whether or not its quorum still runs (the other
+	// members set their data aside and join it). Its installed data starts
+	// beside a quorum, unlike an automatic or 'recover' restore, whose
+	// start is fenced until no quorum answers (the quorum check those made
+	// when recording may be stale by the time the start comes).
+	ByHand bool `json:"by_hand,omitempty"`
 	// Index is the coordinator's modify index of the record read, which
 	// UpdateRecord compares (0 in a record not read from a coordinator).
 	// The planner never reads it.

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
