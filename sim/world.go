@@ -116,6 +116,14 @@ type Defects struct {
 	// with no record, summary or snapshot to name a collected voter seeded
 	// a second epoch 1 while its peers waited for that voter).
 	NoFoundVotersShared bool
+	// ForgetListedVoter: a member does not remember a listed peer whose
+	// /status answered as a healthy voter (rememberListedVoter), so once
+	// the provider stops listing it nothing names it (before sim seed
+	// 8920 and 33 others of 100 M steps with CollectRunning: Consul lost
+	// its state, Nomad collected the one-member cluster's seeder while it
+	// served, and its peers, which had just waited for its data, seeded a
+	// second epoch 1 beside it).
+	ForgetListedVoter bool
 	// OperatorShortChainRefused: 'recover -from snapshot:NAME
 	// -accept-data-loss' refuses a snapshot whose delta chain verifies
 	// short of its listed end (a damaged segment), as before the command
