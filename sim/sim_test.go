@@ -65,6 +65,7 @@ var defects = []struct {
 	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
 	// Found by 100 M steps (issue 24, session 14).
 	{"ForgetListedVoter", Defects{ForgetListedVoter: true}, 8920, true, ""},
+	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true}, 13315, true, ""},
 	// Found by the operator (operator.go).
 	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
 	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},

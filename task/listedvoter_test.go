@@ -2,7 +2,9 @@ package task
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,5 +117,55 @@ func TestAListedVoterIsRememberedOnlyForAClusterThisMemberKnows(t *testing.T) {
 		if g := strings.Join(got, " "); g != tc.want {
 			t.Errorf("%s: remembered %q, want %q", tc.name, g, tc.want)
 		}
+	}
+}
+
+// Sim seed 13315 with CollectRunning: Nomad collected a seeder right after
+// its start, before its next observation (which then failed on the
+// provider); a partition hid it from its peers for longer than the
+// recovery grace, and one took the seed over as a second cluster beside
+// it. The seeder knew no record (the seed never kept the one it created),
+// so it wrote no summary whose beat would have named it. It keeps the
+// record its seed re-read before the start.
+func TestASeederBeatsItsSummaryBeforeItsFirstObservation(t *testing.T) {
+	ctx := context.Background()
+	k := newKit(t, "m0")
+	m0 := k.member("m0", nil)
+	m0.lockForTest(t)
+	rec := planner.Record{Token: coord.NewToken(), Epoch: 1, Seeder: "m0"}
+	if err := m0.act(ctx, planner.Observation{}, planner.Decision{Kind: planner.Seed, Name: "m0", Record: &rec}); err != nil {
+		t.Fatalf("seed: %v", err)
+	}
+	m0.waitReady(t)
+	m0.mu.Lock()
+	kept := m0.record
+	m0.mu.Unlock()
+	if kept == nil || kept.Token != rec.Token {
+		t.Fatalf("after the seed: record kept %+v, want the seed's (token %s)", kept, rec.Token)
+	}
+	// Its observations fail on the provider from now on (collected): the
+	// loop writes the summary unobserved. The seed's server needs a moment
+	// to elect itself.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m0.publishSummaryUnobserved(ctx)
+		b, err := k.co.Get(ctx, "summary")
+		if err == nil {
+			var s Summary
+			if err := json.Unmarshal(b, &s); err != nil {
+				t.Fatal(err)
+			}
+			if s.Leader != "m0" || s.ClusterID == "" || s.ClusterID == fmt.Sprintf("%x", 0) {
+				t.Fatalf("summary %+v, want m0 leading its seed's cluster", s)
+			}
+			return
+		}
+		if !errors.Is(err, coord.ErrNotStored) {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no summary 10s after the seed started: the seeder knows no record")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
