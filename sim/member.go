@@ -178,8 +178,17 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				if n.noConsul {
 					return "", errConsul
 				}
-				if cur := w.coord.record; cur == nil || cur.Token != r.Token {
+				cur := w.coord.record
+				if cur == nil || cur.Token != r.Token {
 					return "", fmt.Errorf("record changed before the start: %w", errConflict)
+				}
+				if !w.cfg.Defects.SeedForgetsItsRecord {
+					// task's seed keeps the record it re-read: a
+					// seeder Nomad collects before its next
+					// observation still beats its summary for it
+					// (publishSummaryUnlisted; sim seed 13315).
+					rc := *cur
+					n.record = &rc
 				}
 				id := w.id()
 				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)

@@ -116,6 +116,21 @@ type Defects struct {
 	// with no record, summary or snapshot to name a collected voter seeded
 	// a second epoch 1 while its peers waited for that voter).
 	NoFoundVotersShared bool
+	// ForgetListedVoter: a member does not remember a listed peer whose
+	// /status answered as a healthy voter (rememberListedVoter), so once
+	// the provider stops listing it nothing names it (before sim seed
+	// 8920 and 33 others of 100 M steps with CollectRunning: Consul lost
+	// its state, Nomad collected the one-member cluster's seeder while it
+	// served, and its peers, which had just waited for its data, seeded a
+	// second epoch 1 beside it).
+	ForgetListedVoter bool
+	// SeedForgetsItsRecord: a seeder does not keep the record its seed
+	// re-read before the start, so until its next observation succeeds
+	// it knows no record and writes no summary (before sim seed 13315
+	// with CollectRunning: Nomad collected the seeder right after its
+	// start, a partition hid it from its peers for longer than the
+	// recovery grace, and a takeover seeded epoch 2 beside it).
+	SeedForgetsItsRecord bool
 	// OperatorShortChainRefused: 'recover -from snapshot:NAME
 	// -accept-data-loss' refuses a snapshot whose delta chain verifies
 	// short of its listed end (a damaged segment), as before the command

@@ -165,9 +165,17 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}
-	if cur, err := m.opts.Coordinator.Record(ctx); err != nil || cur.Token != rec.Token {
+	cur, err := m.opts.Coordinator.Record(ctx)
+	if err != nil || cur.Token != rec.Token {
 		return fmt.Errorf("the record no longer names this seed (%v): not starting it: %w", err, coord.ErrConflict)
 	}
+	// The seeder keeps the record it started under: if Nomad collects
+	// it before its next observation succeeds (that observation fails on
+	// the provider), publishSummaryUnobserved still beats its summary for
+	// this seed, which names it to peers that a partition hides it from
+	// (sim seed 13315 with CollectRunning: they took the seed over as a
+	// second cluster beside it).
+	m.setRecord(cur)
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
 }
 
