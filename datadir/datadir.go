@@ -71,14 +71,20 @@ func (m *Meta) ForceNewFrom(token string, epoch uint64) {
 }
 
 // DropForceNew clears the ForceNew flag for a start without
-// ForceNewCluster. If no start of it completed (the cluster id was never
-// written; a start that failed after MarkStarted counts too: review
-// rev14c-data R4), the metadata names the data's source incarnation
-// again: kept, the rewritten epoch (never confirmed) would be re-recorded
-// once the data runs in its old cluster, and that cluster's other members
-// would set their data aside for it (review rv14-data RV14-4).
+// ForceNewCluster. If no start of it ever began (Unstarted), the metadata
+// names the data's source incarnation again: kept, the rewritten epoch
+// (never confirmed) would be re-recorded once the data runs in its old
+// cluster, and that cluster's other members would set their data aside
+// for it (review rv14-data RV14-4). A start that began keeps the
+// recovery's token and epoch, even one that failed (review rev14c-data
+// R4): etcd's ForceNewCluster bootstrap commits the removal of every
+// other member to the WAL before the server is ready, so the data may
+// already be a one-member cluster with the source's cluster id; named
+// as the source again, it would run as a second cluster of the source's
+// token, epoch and cluster id beside the source's members (review
+// rev15-data F2). Under another epoch, its peers tell it apart.
 func (m *Meta) DropForceNew() {
-	if m.ForceNewPending() && m.SourceToken != "" {
+	if m.ForceNewPending() && m.Unstarted() && m.SourceToken != "" {
 		m.Token, m.Epoch, m.ClusterID = m.SourceToken, m.SourceEpoch, m.SourceClusterID
 	}
 	m.ForceNew = false

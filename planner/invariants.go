@@ -526,7 +526,7 @@ func Check(o Observation, d Decision) error {
 				// restore that never started, a copy of what the store
 				// keeps (rv14-data RV14-1).
 				prefix := !o.Running && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID &&
-					(l.ForceNewPending && l.MemberID != 0 || l.Unstarted && !l.ForceNewPending && l.MemberID == 0 && r.Epoch < l.Epoch || startedRestore(r, l))
+					(l.ForceNewPending && l.MemberID != 0 && (l.Unstarted || r.top() >= l.Epoch) || l.Unstarted && !l.ForceNewPending && l.MemberID == 0 && r.Epoch < l.Epoch || startedRestore(r, l))
 				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan && !prefix {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
 				}

@@ -344,7 +344,7 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold data of the recorded incarnation; not recording over it (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
 	}
 	if rec.Token == run.token && rec.Epoch == run.epoch {
-		return Record{}, fmt.Errorf("the record already names the running cluster (token %s epoch %d): members confirm it themselves", short(run.token), run.epoch)
+		return keepOverStartedNewer(rec, run.id, v)
 	}
 	if rec.ClusterID != 0 {
 		return Record{}, fmt.Errorf("the record names cluster %x (token %s epoch %d), confirmed: it ran, and members follow it (an older record is re-recorded by the newer data's members); not recording over it", rec.ClusterID, short(rec.Token), rec.Epoch)
@@ -401,6 +401,33 @@ func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters 
 		}
 	}
 	return false
+}
+
+// keepOverStartedNewer is 'recover -keep-running' when the record already
+// names the running cluster: a member that holds data of a newer epoch
+// whose ForceNewCluster start began and never completed waits under it
+// (the record is an older one Consul restored; the data may hold writes
+// acknowledged while it ran: review rev15-data F1). With -accept-data-loss
+// the record is written again carrying that epoch as HighestEpoch, under
+// which the member sets its data aside; without, the command names it.
+func keepOverStartedNewer(rec *Record, id uint64, v OperatorView) (Record, error) {
+	var newer []string
+	top := rec.top()
+	for _, p := range v.Answered {
+		if p.ForceNewPending && !p.Unstarted && !p.Running && p.Epoch > rec.top() {
+			newer = append(newer, fmt.Sprintf("%s (epoch %d, token %s, revision %d)", p.Name, p.Epoch, short(p.Token), p.Revision))
+			top = max(top, p.Epoch)
+		}
+	}
+	if len(newer) == 0 || rec.ClusterID != id {
+		return Record{}, fmt.Errorf("the record already names the running cluster (token %s epoch %d): members confirm it themselves", short(rec.Token), rec.Epoch)
+	}
+	if !v.AcceptLoss {
+		return Record{}, fmt.Errorf("member(s) %s hold data of a newer epoch whose start began and never completed: it may hold writes acknowledged while it ran; 'etcd-nomad recover -from MEMBER' recovers from it, or run again with -accept-data-loss to keep the running cluster and set that data aside", strings.Join(sorted(newer), ", "))
+	}
+	kept := *rec
+	kept.HighestEpoch = top
+	return kept, nil
 }
 
 // startedIncomplete reports whether p's data of rec's epoch is its

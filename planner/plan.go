@@ -183,6 +183,13 @@ func (r rules) planWithData(o Observation, name string) Decision {
 			snapCopy = prefix
 		}
 		switch q, live := quorumAnswers(o); {
+		case l.ForceNewPending && !l.Unstarted && rec.top() < l.Epoch:
+			// Its start began: it may hold writes acknowledged while it
+			// ran. Only an operator's -accept-data-loss, which carries
+			// its epoch as HighestEpoch, sets it aside; an older record
+			// without it is one Consul restored from a backup (review
+			// rev15-data F1).
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and the record names the older epoch %d (token %s), which no operator recorded over it: not setting this data (revision %d) aside; %s", what, rec.Epoch, short(rec.Token), l.Revision, startedOlderRecordHint(name))}
 		case recorded && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0:
 			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
 		case recorded && l.MemberID != 0 && l.ForceNewPending:
@@ -234,7 +241,38 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
+	if d, ok := peerNewerThanRecord(o, name); ok {
+		return d
+	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// peerNewerThanRecord holds back the start of data of the record's epoch while
+// a peer holds data of a newer epoch than any the record names, which ran
+// or began to run (a start of a recovery that never completed counts: it
+// may have acknowledged writes): the record is an older one Consul
+// restored from a backup, and starting its cluster again would take
+// writes the newer data's members set aside once they re-record their
+// epoch, or make them set theirs aside (review rev15-data F1). Data that
+// never started (Unstarted) is a prefix and holds nothing back. ok is
+// false when no such peer answers.
+func peerNewerThanRecord(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	for _, p := range o.Peers {
+		if p.Token != "" && p.Epoch > rec.top() && !p.Unstarted {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of epoch %d (token %s), newer than any the record (epoch %d) names, which ran or began to run: the record may be an older one Consul restored; not starting epoch %d beside it until that data's epoch is recorded again or an operator chooses", p.Name, p.Epoch, short(p.Token), rec.Epoch, o.Local.Epoch)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// startedOlderRecordHint is the way out for data whose ForceNewCluster
+// start began and never completed under an older record that no operator
+// wrote over it: either this data (the newest epoch) seeds the cluster
+// again, or the operator keeps the record's cluster and accepts losing
+// what the data may hold.
+func startedOlderRecordHint(name string) string {
+	return fmt.Sprintf("an operator must choose: 'etcd-nomad recover -from %s' recovers from this data, or, while the record's cluster runs with a quorum, 'etcd-nomad recover -keep-running -accept-data-loss' keeps it and sets %s's data aside", name, name)
 }
 
 // ownPendingForceNew reports whether this member's data is that of its own

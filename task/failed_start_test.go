@@ -133,11 +133,17 @@ func TestFailedForceNewStartIsStillFencedBesideAQuorum(t *testing.T) {
 
 // A recovery from data whose ForceNewCluster start failed after
 // MarkStarted, then Consul lost the record: the next start, without
-// ForceNewCluster, names the data's own incarnation again (DropForceNew),
-// never the epoch it never ran (review rev14c-data R4,
-// TestRev14cFailedStartThenRecordLostStartsAsItsSource).
-func TestFailedForceNewStartThenRecordLostStartsAsItsSource(t *testing.T) {
+// ForceNewCluster, keeps the recovery's token and epoch (DropForceNew):
+// the failed start may have committed the removal of the other members to
+// the WAL already, and named as its source again the data would run as a
+// second cluster of the source's identity (review rev15-data F2; this
+// reverses rev14c-data R4's fix, which named the source again).
+func TestFailedForceNewStartThenRecordLostKeepsTheRecoveryEpoch(t *testing.T) {
 	m, src, _ := failedForceNewStart(t)
+	pending, err := m.dir.ReadMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
 	m.mu.Lock()
 	m.record = nil // Consul lost its state
 	m.mu.Unlock()
@@ -149,8 +155,8 @@ func TestFailedForceNewStartThenRecordLostStartsAsItsSource(t *testing.T) {
 		t.Fatal("started with ForceNewCluster without a record naming the recovery")
 	}
 	after := m.waitMeta(t, func(mt datadir.Meta) bool { return mt.ClusterID != 0 })
-	if after.Token != src.Token || after.Epoch != src.Epoch {
-		t.Errorf("metadata after the start without ForceNewCluster: token %s epoch %d cluster %x, want the data's own incarnation token %s epoch %d (the failed start never ran tok3)",
-			after.Token, after.Epoch, after.ClusterID, src.Token, src.Epoch)
+	if after.Token != pending.Token || after.Epoch != pending.Epoch || after.Token == src.Token {
+		t.Errorf("metadata after the start without ForceNewCluster: token %s epoch %d cluster %x, want the recovery's token %s epoch %d, never the source's %s epoch %d",
+			after.Token, after.Epoch, after.ClusterID, pending.Token, pending.Epoch, src.Token, src.Epoch)
 	}
 }
