@@ -134,8 +134,23 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}
+	// What the command saw of each line, as a snapshot recovery records
+	// it: the source (and snapshots of its epoch) up to its revision,
+	// each other member's line, the store's newest snapshot. Data or a
+	// snapshot beyond it when the recovery resumes was written after the
+	// record, by a cluster the command did not see (review rev15-sim R1,
+	// sim seed 1018653: laterWrites).
+	accepted := []AcceptedLine{{Token: src.Token, Epoch: src.Epoch, Revision: src.Revision}, {Epoch: src.Epoch, Revision: src.Revision}}
+	for _, p := range v.Answered {
+		if p.Token != "" {
+			accepted = acceptLine(accepted, AcceptedLine{Token: p.Token, Epoch: p.Epoch, Revision: p.Revision})
+		}
+	}
+	if l := v.Latest; l != nil {
+		accepted = acceptLine(accepted, AcceptedLine{Epoch: l.Epoch, Revision: l.Revision})
+	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
-		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
+		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
 }
 
 // roomAbove refuses a new epoch above epoch that would come too close to

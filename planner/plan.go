@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -429,6 +430,12 @@ func (r rules) settles(o Observation, name string) (why string, ok bool) {
 	if q, live := quorumAnswers(o); live && r.dataGuard(asideNotForOwn) {
 		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s: not setting its epoch %d data aside for it (Consul may have restored an old record); an operator must choose", rec.Epoch, sourceName(rec.Source), q, l.Epoch), false
 	}
+	if known := slices.Concat(o.KnownHealthy, o.UnlistedVoters); len(known) > 0 && r.dataGuard(asideNotForOwn) {
+		// A quorum the provider no longer lists (Nomad collected its
+		// allocations while they run) that the command recording this
+		// restore could not see (review rev15-sim R2, sim seed 17915).
+		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s of its last known membership answer as voters: their cluster may still serve writes; not setting its epoch %d data aside for it; an operator must choose", rec.Epoch, sourceName(rec.Source), strings.Join(known, ", "), l.Epoch), false
+	}
 	return "", true
 }
 
@@ -553,6 +560,17 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		}
 		if d, ok := r.fenceForceNew(o, name, why, "an operator must choose", func(p PeerStatus) bool { return p.Token == l.Token && p.Epoch == l.Epoch }); ok {
 			return d, true
+		}
+		if d, ok := r.laterWrites(o, name); ok {
+			return d, true
+		}
+		// A member's own recovery chose this data over the store's
+		// newest snapshot when it recorded (an operator's names what its
+		// command saw: laterWrites): a newer one now was taken of a
+		// cluster that went on after the record (review rev15-sim R1).
+		_, bounded := rec.acceptedUpTo("", 0, r)
+		if s := o.LatestSnapshot; !bounded && s != nil && (s.Epoch > l.Epoch || s.Epoch == l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
 		}
 	}
 	if !o.HoldsLock {

@@ -310,6 +310,9 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		n.quorumLostSince = -1
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
 			w.knownHealthy(n, o) // a recovery of its own data it may resume
+			if !o.Local.Empty {
+				w.latestSnapshot(n, o) // ...not below a newer snapshot, as task/recover.go does
+			}
 		}
 		return
 	}

@@ -48,7 +48,13 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.since.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
-			m.observeKnownHealthy(ctx, o, now) // a recovery of its own data it may resume
+			// A recovery of its own data it may resume: not beside a
+			// voter it knows, nor below a newer snapshot (review
+			// rev15-sim R1).
+			m.observeKnownHealthy(ctx, o, now)
+			if !o.Local.Empty {
+				m.observeLatestSnapshot(ctx, o, now)
+			}
 		}
 		return
 	}
