@@ -42,7 +42,70 @@ type Meta struct {
 	// this data: data found on that same host was moved there by Nomad
 	// (a rename of a terminated allocation's disk), never copied.
 	Host string `json:"host,omitempty"`
+	// StartedToken is the token etcd was last started with on this data,
+	// written (synced) by MarkStarted before etcd starts: data whose
+	// Token differs never started as the incarnation its metadata names
+	// (Unstarted). The cluster id alone cannot tell: it is written only
+	// once the server is ready, and a start that became ready and took
+	// writes may die before (review rv14-data, RV14-3).
+	StartedToken string `json:"started_token,omitempty"`
+	// SourceToken, SourceEpoch and SourceClusterID name the incarnation
+	// the data held before a recovery from it rewrote the metadata for
+	// its ForceNewCluster start (ForceNewFrom): if that start never
+	// happens, the data is still the source's, and DropForceNew names it
+	// again (review rv14-data RV14-4).
+	SourceToken     string `json:"source_token,omitempty"`
+	SourceEpoch     uint64 `json:"source_epoch,omitempty"`
+	SourceClusterID uint64 `json:"source_cluster_id,omitempty"`
 }
+
+// ForceNewFrom rewrites the metadata for a recovery from this data that
+// starts epoch (token) with ForceNewCluster. The incarnation the data
+// holds is kept as its source (once: a rewrite of a pending one keeps
+// the first).
+func (m *Meta) ForceNewFrom(token string, epoch uint64) {
+	if !m.ForceNewPending() || m.SourceToken == "" {
+		m.SourceToken, m.SourceEpoch, m.SourceClusterID = m.Token, m.Epoch, m.ClusterID
+	}
+	m.Token, m.Epoch, m.ForceNew, m.ClusterID = token, epoch, true, 0
+}
+
+// DropForceNew clears the ForceNew flag for a start without
+// ForceNewCluster. If no start of it ever began (Unstarted), the metadata
+// names the data's source incarnation again: kept, the rewritten epoch
+// (never confirmed) would be re-recorded once the data runs in its old
+// cluster, and that cluster's other members would set their data aside
+// for it (review rv14-data RV14-4). A start that began keeps the
+// recovery's token and epoch, even one that failed (review rev14c-data
+// R4): etcd's ForceNewCluster bootstrap commits the removal of every
+// other member to the WAL before the server is ready, so the data may
+// already be a one-member cluster with the source's cluster id; named
+// as the source again, it would run as a second cluster of the source's
+// token, epoch and cluster id beside the source's members (review
+// rev15-data F2). Under another epoch, its peers tell it apart.
+func (m *Meta) DropForceNew() {
+	if m.ForceNewPending() && m.Unstarted() && m.SourceToken != "" {
+		m.Token, m.Epoch, m.ClusterID = m.SourceToken, m.SourceEpoch, m.SourceClusterID
+	}
+	m.ForceNew = false
+	m.SourceToken, m.SourceEpoch, m.SourceClusterID = "", 0, 0
+}
+
+// Unstarted reports whether no etcd start has run on this data as the
+// incarnation the metadata names, nor did one complete the metadata: a
+// recovery's rewrite for its ForceNewCluster start, or an installed
+// restore, before their start. It decides only what 'recover
+// -keep-running' sets aside at no loss; the fence of an incomplete start
+// is ForceNewPending (review rev14c-data R1, R3).
+func (m Meta) Unstarted() bool {
+	return m.Token != "" && m.Token != m.StartedToken && m.ClusterID == 0
+}
+
+// ForceNewPending reports whether the metadata asks for a ForceNewCluster
+// start that never completed (planner.Local.ForceNewPending), whatever
+// StartedToken says: a start that failed after MarkStarted, or died
+// before completeMeta, is still fenced (review rev14c-data R3).
+func (m Meta) ForceNewPending() bool { return m.ForceNew && m.ClusterID == 0 }
 
 // Dir is one member's directory (Root): current/ holds the data in use,
 // aside/ the data that was set aside, tls/ the member's certificates.
@@ -81,7 +144,9 @@ func (d Dir) ReadMeta() (Meta, error) {
 	return m, nil
 }
 
-// WriteMeta replaces the metadata of the data in use (atomically).
+// WriteMeta replaces the metadata of the data in use, atomically and
+// durably (synced before it returns: what it says about a start must
+// hold after a host crash).
 func (d Dir) WriteMeta(m Meta) error {
 	if err := os.MkdirAll(d.Current(), 0o700); err != nil {
 		return err
@@ -91,10 +156,43 @@ func (d Dir) WriteMeta(m Meta) error {
 		return err
 	}
 	p := filepath.Join(d.Current(), MetaFile)
-	if err := os.WriteFile(p+".tmp", b, 0o600); err != nil {
+	if err := writeSynced(p+".tmp", b); err != nil {
 		return err
 	}
-	return os.Rename(p+".tmp", p)
+	if err := os.Rename(p+".tmp", p); err != nil {
+		return err
+	}
+	return syncDir(d.Current())
+}
+
+// writeSynced writes b to the file p and syncs it.
+func writeSynced(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("sync %s: %w", p, err)
+	}
+	return f.Close()
+}
+
+// syncDir syncs the directory dir, so that a rename in it is durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }
 
 // MarkStopped sets Meta.Stopped, once etcd stopped cleanly.
@@ -102,10 +200,13 @@ func (d Dir) MarkStopped() error {
 	return d.mark(func(m *Meta) { m.Stopped = true })
 }
 
-// MarkStarted clears Meta.Stopped and records host as the data's host,
-// before etcd starts.
+// MarkStarted clears Meta.Stopped, records host as the data's host and
+// the token etcd starts with (StartedToken), before etcd starts: from
+// then on the data may have run as that incarnation (a ForceNewCluster
+// start rewrites the WAL at once, and may take writes before the
+// metadata is completed), so it is never again reported unstarted.
 func (d Dir) MarkStarted(host string) error {
-	return d.mark(func(m *Meta) { m.Stopped, m.Host = false, host })
+	return d.mark(func(m *Meta) { m.Stopped, m.Host, m.StartedToken = false, host, m.Token })
 }
 
 // mark changes the metadata of the data in use, if it has any (nothing to
@@ -165,9 +266,9 @@ func (d Dir) Observe(running bool) planner.Local {
 		l.Learner = d.Learner(meta.MemberID)
 		l.NewerEtcd = newerEtcd(d.StorageVersion(), version.Version, d.EtcdDir())
 		// The ForceNewCluster start of a recovery from this data never
-		// became ready (completeMeta clears the flag and writes the
+		// began (MarkStarted; completeMeta clears the flag and writes the
 		// cluster id together).
-		l.ForceNewPending = meta.ForceNew && meta.ClusterID == 0
+		l.ForceNewPending, l.Unstarted = meta.ForceNewPending(), meta.Unstarted()
 	}
 	return l
 }

@@ -30,6 +30,15 @@ import (
 // the dir is empty, else the data it holds (its own peer URL kept).
 func startEtcd(t *testing.T, dataDir, name string) *clientv3.Client {
 	t.Helper()
+	e, cli := launchEtcd(t, dataDir, name, false)
+	t.Cleanup(e.Close)
+	return cli
+}
+
+// launchEtcd is startEtcd with ForceNewCluster if force, leaving the
+// server to the caller to close.
+func launchEtcd(t *testing.T, dataDir, name string, force bool) (*embed.Etcd, *clientv3.Client) {
+	t.Helper()
 	cfg := embed.NewConfig()
 	cfg.Name, cfg.Dir = name, dataDir
 	peer, client := clustertest.FreeURL(t), clustertest.FreeURL(t)
@@ -42,22 +51,24 @@ func startEtcd(t *testing.T, dataDir, name string) *clientv3.Client {
 		cfg.InitialCluster = ""
 		cfg.ClusterState = embed.ClusterStateFlagExisting
 	}
+	cfg.ForceNewCluster = force
 	e, err := embed.StartEtcd(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(e.Close)
 	select {
 	case <-e.Server.ReadyNotify():
 	case <-time.After(30 * time.Second):
+		e.Close()
 		t.Fatal("etcd not ready")
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{client.String()}, Logger: zap.NewNop()})
 	if err != nil {
+		e.Close()
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cli.Close() })
-	return cli
+	return e, cli
 }
 
 // backup is a full snapshot of a small cluster (20 keys, one key on a

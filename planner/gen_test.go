@@ -263,7 +263,41 @@ func genAny(rng *rand.Rand) Observation {
 	}
 	genCorrupt(&o)
 	genPendingForceNew(&o)
+	genInstalledRestore(&o)
+	genUnranEpoch(&o)
 	return o
+}
+
+// genUnranEpoch turns, drawn from the observation rather than the
+// stream, some running members with no record (or an older one) into a
+// member whose metadata names an epoch its cluster never ran: a fellow
+// voter of its cluster reports the epoch before (review rv14-data RV14-4).
+func genUnranEpoch(o *Observation) {
+	l := &o.Local
+	if !o.Running || len(o.Peers) == 0 || l.Token == "" || l.Epoch < 2 || o.Record != nil && o.Record.Epoch >= l.Epoch || l.Revision%3 != 1 {
+		return
+	}
+	l.Cluster, l.ClusterID, l.Learner = o.ClusterName, 0xc1, false
+	o.MembersKnown, o.MembersClusterID = true, 0xc1
+	o.Members = append(o.Members, Member{ID: 77, Name: o.Peers[0].Name, Healthy: true})
+	p := &o.Peers[0]
+	p.MemberID, p.ClusterID, p.Token, p.Epoch, p.Running, p.Healthy, p.Learner = 77, 0xc1, "tokOld", l.Epoch-1, true, true, false
+}
+
+// genInstalledRestore turns, drawn from the observation rather than the
+// stream, some stopped data of the seeder of an unconfirmed restore into
+// that restore's installed copy (the record's token and epoch, no member
+// or cluster id), most of it never started.
+func genInstalledRestore(o *Observation) {
+	r, l := o.Record, &o.Local
+	if r == nil || r.ClusterID != 0 || r.Source == "" || r.Source == FromData || o.Running || l.Token == "" || l.Revision%2 != 0 {
+		return
+	}
+	l.Cluster, l.Name, r.Seeder = o.ClusterName, o.Self.Name, o.Self.Name
+	l.Token, l.Epoch, l.MemberID, l.ClusterID, l.Learner, l.Unstarted = r.Token, r.Epoch, 0, 0, false, l.Revision%3 != 0
+	if !inInstances(o.Instances, o.Self.Name) {
+		o.Instances = append(o.Instances, Instance{Name: o.Self.Name, PeerURL: o.Self.PeerURL})
+	}
 }
 
 // genPendingForceNew turns, drawn from the observation rather than the

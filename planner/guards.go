@@ -187,6 +187,15 @@ type Faults struct {
 	// although a quorum answers, an instance is silent, or a peer holds
 	// the source incarnation at a higher revision.
 	StartPendingForceNew bool
+	// StartInstalledRestore (review rv14-data RV14-1): start this
+	// member's own installed restore, never completed, although a quorum
+	// answers, an instance is silent, or a known voter answers.
+	StartInstalledRestore bool
+	// RerecordUnranEpoch (review rv14-data RV14-4): a running member
+	// re-records the epoch its metadata names although voters of its own
+	// cluster run that cluster as an older epoch (its recovery's
+	// ForceNewCluster start never happened; the start rejoined).
+	RerecordUnranEpoch bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -369,6 +378,7 @@ const (
 	resumeOperatorAfterListing                   // an operator's restore, too, waits while the store's listing does not answer
 	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
 	pendingAsRecorded                            // a recovery from data whose ForceNewCluster start is pending starts only as a resumed one would
+	restoreAsRecorded                            // an installed restore starts only as a resumed recovery would
 )
 
 // resumeGuard reports whether rule holds.
@@ -394,6 +404,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.AcceptAcrossLines
 	case pendingAsRecorded:
 		return !f.StartPendingForceNew
+	case restoreAsRecorded:
+		return !f.StartInstalledRestore
 	}
 	return true
 }
@@ -410,6 +422,7 @@ const (
 	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
 	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
 	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
+	onlyEpochsThatRan                     // a member never re-records an epoch its own cluster's voters do not run
 )
 
 // dataGuard reports whether rule holds.
@@ -429,6 +442,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SettleOnOwnRecord
 	case asideOwnWhenAllAnswer:
 		return !f.SettleOwnRestoreWhileSilent
+	case onlyEpochsThatRan:
+		return !f.RerecordUnranEpoch
 	}
 	return true
 }

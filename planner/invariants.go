@@ -196,8 +196,16 @@ func Check(o Observation, d Decision) error {
 				return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum while %d instance(s) do not answer", d.Record.Epoch, o.Unreachable)
 			}
 			for _, p := range o.Peers {
-				if p.Token != "" && p.Epoch > d.Record.Epoch {
+				// A voter of this member's own cluster runs its
+				// incarnation, whatever epoch its metadata names.
+				if p.Token != "" && p.Epoch > d.Record.Epoch && !fellowVoter(o, p) {
 					return fmt.Errorf("invariant 9: re-recording epoch %d while peer %s holds epoch %d", d.Record.Epoch, p.Name, p.Epoch)
+				}
+				// Nor an epoch this member's own cluster does not run (its
+				// metadata rewritten for a recovery that never started:
+				// review rv14-data RV14-4).
+				if fellowVoter(o, p) && p.Epoch < d.Record.Epoch && d.Record.Token == o.Local.Token {
+					return fmt.Errorf("invariant 9: re-recording epoch %d while voter %s of this member's cluster %x runs it as epoch %d", d.Record.Epoch, p.Name, o.Local.ClusterID, p.Epoch)
 				}
 			}
 		}
@@ -513,8 +521,12 @@ func Check(o Observation, d Decision) error {
 				}
 				// Data of a recovery whose ForceNewCluster start never
 				// happened is a prefix of the confirmed cluster that
-				// answers with a quorum and lists its member (rev13b).
-				prefix := !o.Running && l.ForceNewPending && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0
+				// answers with a quorum, whether it still lists its member
+				// (rev13b) or removed it (rv14-data RV14-2); an installed
+				// restore that never started, a copy of what the store
+				// keeps (rv14-data RV14-1).
+				prefix := !o.Running && r.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == r.ClusterID &&
+					(l.ForceNewPending && l.MemberID != 0 && (l.Unstarted || r.top() >= l.Epoch) || l.Unstarted && !l.ForceNewPending && l.MemberID == 0 && r.Epoch < l.Epoch || startedRestore(r, l))
 				if (r.Epoch <= l.Epoch || r.ClusterID == 0 && !(r.Seeder == name && r.Source != "")) && !orphan && !prefix {
 					return fmt.Errorf("invariant 9: set aside data of token %s epoch %d for record token %s epoch %d (confirmed %v)", l.Token, l.Epoch, r.Token, r.Epoch, r.ClusterID != 0)
 				}
@@ -709,33 +721,43 @@ func checkOperatorAccepted(o Observation, d Decision) error {
 
 // checkPendingForceNew checks a start of this member's own recovery from
 // data whose ForceNewCluster start is pending (the start honours the flag
-// while the record names that recovery): a ForceNewCluster start beside a
-// quorum of another line makes a second live cluster, and its record's
-// confirmation sets that line's later writes aside (invariant 10, review
-// rev13b); nor while an instance is silent, or a peer holds the source
-// line at a higher revision (invariant 4), as for a resumed one.
+// while the record names that recovery), or of its own installed restore
+// (review rv14-data RV14-1): such a start beside a quorum of another line
+// makes a second live cluster, and its record's confirmation sets that
+// line's later writes aside (invariant 10, review rev13b); nor while an
+// instance is silent, or a peer holds the source line at a higher
+// revision (invariant 4; a restore's revisions are bumped), as for a
+// resumed one.
 func checkPendingForceNew(o Observation, name string) error {
-	if !ownPendingForceNew(o, name) {
+	what := "the pending ForceNewCluster recovery"
+	switch {
+	case ownPendingForceNew(o, name):
+	case ownInstalledRestore(o, name):
+		what = "the installed restore"
+	default:
 		return nil
 	}
 	rec := o.Record
 	if o.MembersKnown {
-		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while cluster %x answers with a quorum", rec.Epoch, o.MembersClusterID)
+		return fmt.Errorf("invariant 10: started %s of epoch %d while cluster %x answers with a quorum", what, rec.Epoch, o.MembersClusterID)
 	}
 	for _, p := range o.Peers {
 		if p.Healthy {
-			return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while peer %s is a healthy voter", rec.Epoch, p.Name)
+			return fmt.Errorf("invariant 10: started %s of epoch %d while peer %s is a healthy voter", what, rec.Epoch, p.Name)
 		}
 	}
 	if o.Unreachable > 0 {
-		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while %d instance(s) do not answer", rec.Epoch, o.Unreachable)
+		return fmt.Errorf("invariant 10: started %s of epoch %d while %d instance(s) do not answer", what, rec.Epoch, o.Unreachable)
 	}
 	if len(o.KnownHealthy)+len(o.UnlistedVoters) > 0 {
-		return fmt.Errorf("invariant 10: started the pending ForceNewCluster recovery of epoch %d while %s of the last known membership answer as voters", rec.Epoch, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
+		return fmt.Errorf("invariant 10: started %s of epoch %d while %s of the last known membership answer as voters", what, rec.Epoch, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
+	}
+	if rec.Source != FromData {
+		return nil
 	}
 	for _, p := range o.Peers {
 		if sourceLine(rec, p.Token, p.Epoch) && p.Revision > o.Local.Revision {
-			return fmt.Errorf("invariant 4: started the pending ForceNewCluster recovery of epoch %d from revision %d while peer %s holds its source at revision %d", rec.Epoch, o.Local.Revision, p.Name, p.Revision)
+			return fmt.Errorf("invariant 4: started %s of epoch %d from revision %d while peer %s holds its source at revision %d", what, rec.Epoch, o.Local.Revision, p.Name, p.Revision)
 		}
 	}
 	return nil

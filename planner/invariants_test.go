@@ -103,6 +103,8 @@ var brokenPlanners = map[string]Faults{
 	"invariant 4: restore over writes after the record": {RestoreOverLaterWrites: true},
 	"invariant 4: accept one revision across lines":     {AcceptAcrossLines: true},
 	"invariant 10: start a pending ForceNew beside one": {StartPendingForceNew: true},
+	"invariant 10: start a restore beside one":          {StartInstalledRestore: true},
+	"invariant 9: re-record an epoch that never ran":    {RerecordUnranEpoch: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

@@ -23,7 +23,9 @@ type OperatorView struct {
 	// Snapshot, for a recovery from a snapshot (OperatorSnapshotRecovery),
 	// is the snapshot the operator chose; From is then the member that
 	// restores it. AcceptLoss lets it go ahead although members hold newer
-	// data, which the new epoch then sets aside.
+	// data, which the new epoch then sets aside; with -keep-running
+	// (OperatorKeepRunning), although the record's seeder holds its data
+	// from a start that began and never completed (startedIncomplete).
 	Snapshot   *SnapshotInfo
 	AcceptLoss bool
 	// Latest is the store's newest full snapshot (snapshot.Later) with
@@ -132,8 +134,23 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}
+	// What the command saw of each line, as a snapshot recovery records
+	// it: the source (and snapshots of its epoch) up to its revision,
+	// each other member's line, the store's newest snapshot. Data or a
+	// snapshot beyond it when the recovery resumes was written after the
+	// record, by a cluster the command did not see (review rev15-sim R1,
+	// sim seed 1018653: laterWrites).
+	accepted := []AcceptedLine{{Token: src.Token, Epoch: src.Epoch, Revision: src.Revision}, {Epoch: src.Epoch, Revision: src.Revision}}
+	for _, p := range v.Answered {
+		if p.Token != "" {
+			accepted = acceptLine(accepted, AcceptedLine{Token: p.Token, Epoch: p.Epoch, Revision: p.Revision})
+		}
+	}
+	if l := v.Latest; l != nil {
+		accepted = acceptLine(accepted, AcceptedLine{Epoch: l.Epoch, Revision: l.Revision})
+	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
-		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true}, nil
+		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
 }
 
 // roomAbove refuses a new epoch above epoch that would come too close to
@@ -293,7 +310,8 @@ func narrowest(lines []AcceptedLine) int64 {
 // token, epoch and cluster id) and no member answers as a healthy voter of
 // another; every instance answers; the record is not confirmed and
 // names another incarnation; no member holds data of the record's
-// incarnation (it never started: nothing of it is lost) nor of an epoch
+// incarnation (it never started: nothing of it is lost; or, with
+// AcceptLoss, its seeder's start began and never completed) nor of an epoch
 // newer than the running one's (that data would be older than a record it
 // then re-records over, invariant 9: recover from it instead).
 func OperatorKeepRunning(v OperatorView) (Record, error) { return rules{}.OperatorKeepRunning(v) }
@@ -341,7 +359,7 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 		return Record{}, fmt.Errorf("instance(s) %s do not answer: they may hold data of the recorded incarnation; not recording over it (bring them back, or stop them for good so that the provider no longer lists them)", strings.Join(sorted(v.Silent), ", "))
 	}
 	if rec.Token == run.token && rec.Epoch == run.epoch {
-		return Record{}, fmt.Errorf("the record already names the running cluster (token %s epoch %d): members confirm it themselves", short(run.token), run.epoch)
+		return keepOverStartedNewer(rec, run.id, v)
 	}
 	if rec.ClusterID != 0 {
 		return Record{}, fmt.Errorf("the record names cluster %x (token %s epoch %d), confirmed: it ran, and members follow it (an older record is re-recorded by the newer data's members); not recording over it", rec.ClusterID, short(rec.Token), rec.Epoch)
@@ -353,7 +371,16 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 			// The seeder of a recovery from data rewrote its metadata
 			// and stopped before its ForceNewCluster start: its data is
 			// a prefix of the running source line, set aside under the
-			// rewritten record at no loss (review rev13b).
+			// rewritten record at no loss (review rev13b). Or the
+			// restorer installed the snapshot and never started it: a
+			// copy of what the store keeps (review rv14-data RV14-1).
+		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch) && v.AcceptLoss:
+			// Its start began and never completed (review rev14c-data
+			// R1): the operator accepts losing what it may hold; the
+			// record carries its epoch (HighestEpoch), and its member
+			// sets it aside.
+		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch):
+			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d) whose start began and never completed: it may hold writes acknowledged while it ran; run again with -accept-data-loss to record the running cluster and set %s's data aside", p.Name, rec.Epoch, short(rec.Token), p.Revision, p.Name)
 		case p.Token == rec.Token:
 			return Record{}, fmt.Errorf("member %s holds data of the recorded epoch %d (token %s, revision %d): it started; not recording over it", p.Name, rec.Epoch, short(rec.Token), p.Revision)
 		case p.Epoch > run.epoch:
@@ -371,9 +398,16 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 // recovery from data whose ForceNewCluster start never happened
 // (PeerStatus.ForceNewPending), recorded from the running line (token,
 // epoch) that voters answer for at a revision at least p's: the data is a
-// prefix of what the running cluster holds.
+// prefix of what the running cluster holds. Or its restorer's installed
+// copy of a snapshot, recorded from the running line, that never started
+// (PeerStatus.Unstarted): the store keeps what it holds.
 func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters []string, answered []PeerStatus) bool {
-	if !p.ForceNewPending || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
+	if rec.Source != FromData && rec.Source != "" {
+		// An installed restore that never started (the start marks it
+		// before etcd runs), recorded beside the running line.
+		return p.Unstarted && !p.Running && rec.ClusterID == 0 && rec.Seeder == p.Name && p.Epoch == rec.Epoch && sourceLine(rec, token, epoch)
+	}
+	if !p.ForceNewPending || !p.Unstarted || p.Running || rec.ClusterID != 0 || rec.Source != FromData || rec.Seeder != p.Name || p.Epoch != rec.Epoch || !sourceLine(rec, token, epoch) {
 		return false
 	}
 	for _, q := range answered {
@@ -382,6 +416,49 @@ func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters 
 		}
 	}
 	return false
+}
+
+// keepOverStartedNewer is 'recover -keep-running' when the record already
+// names the running cluster: a member that holds data of a newer epoch
+// whose ForceNewCluster start began and never completed waits under it
+// (the record is an older one Consul restored; the data may hold writes
+// acknowledged while it ran: review rev15-data F1). With -accept-data-loss
+// the record is written again carrying that epoch as HighestEpoch, under
+// which the member sets its data aside; without, the command names it.
+func keepOverStartedNewer(rec *Record, id uint64, v OperatorView) (Record, error) {
+	var newer []string
+	top := rec.top()
+	for _, p := range v.Answered {
+		if p.ForceNewPending && !p.Unstarted && !p.Running && p.Epoch > rec.top() {
+			newer = append(newer, fmt.Sprintf("%s (epoch %d, token %s, revision %d)", p.Name, p.Epoch, short(p.Token), p.Revision))
+			top = max(top, p.Epoch)
+		}
+	}
+	if len(newer) == 0 || rec.ClusterID != id {
+		return Record{}, fmt.Errorf("the record already names the running cluster (token %s epoch %d): members confirm it themselves", short(rec.Token), rec.Epoch)
+	}
+	if !v.AcceptLoss {
+		return Record{}, fmt.Errorf("member(s) %s hold data of a newer epoch whose start began and never completed: it may hold writes acknowledged while it ran; 'etcd-nomad recover -from MEMBER' recovers from it, or run again with -accept-data-loss to keep the running cluster and set that data aside", strings.Join(sorted(newer), ", "))
+	}
+	kept := *rec
+	kept.HighestEpoch = top
+	return kept, nil
+}
+
+// startedIncomplete reports whether p's data of rec's epoch is its
+// seeder's recovery (from data, or an installed restore) recorded from
+// the running line (token, epoch), whose start began and never completed
+// (PeerStatus.ForceNewPending, or a restore with no member id; the cluster
+// id never written) and that does not run: it may hold writes
+// acknowledged while it ran, which only -accept-data-loss sets aside.
+func startedIncomplete(rec *Record, p PeerStatus, token string, epoch uint64) bool {
+	if p.Running || rec.ClusterID != 0 || rec.Seeder != p.Name || p.Epoch != rec.Epoch || p.ClusterID != 0 || rec.Source == "" || !sourceLine(rec, token, epoch) {
+		return false
+	}
+	if rec.Source == FromData {
+		return p.ForceNewPending
+	}
+	return p.MemberID == 0
 }
 
 // shortfall is what replacing an unconfirmed restore record loses

@@ -93,6 +93,12 @@ func TestOperatorRecoveryRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: refused: %v", c.name, err)
 		}
+		// What the command saw of the source's line is recorded (and of
+		// each peer's line): laterWrites compares with it.
+		if len(got.Accepted) < 2 || got.Accepted[0] != (AcceptedLine{Token: "tokA", Epoch: 2, Revision: 9}) || got.AcceptedRevision == 0 {
+			t.Fatalf("%s: record %+v does not name the source's line as seen", c.name, got)
+		}
+		got.Accepted, got.AcceptedRevision = nil, 0
 		want := Record{Token: "tokN", Epoch: 3, Seeder: "m1", Source: FromData, LastConfirmedToken: "tokA", LastConfirmedEpoch: 2, Operator: true}
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("%s: record %+v, want %+v", c.name, got, want)

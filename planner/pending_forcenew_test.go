@@ -17,7 +17,7 @@ func TestPendingForceNewStartWaitsBesideAQuorumAndKeepRunningFreesIt(t *testing.
 	members := []Member{{ID: 1, Name: "m0"}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}
 	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, DesiredSize: 3, HoldsLock: true, RecoveryGrace: 1,
 		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: rec,
-		Local: Local{Cluster: "c", Name: "m0", Token: "tok3", Epoch: 3, MemberID: 1, Revision: 500, ForceNewPending: true},
+		Local: Local{Cluster: "c", Name: "m0", Token: "tok3", Epoch: 3, MemberID: 1, Revision: 500, ForceNewPending: true, Unstarted: true},
 		Peers: []PeerStatus{voter("m1"), voter("m2")}}
 	d := Plan(o)
 	if d.Kind != Wait || !d.AwaitsOperator {
@@ -38,7 +38,7 @@ func TestPendingForceNewStartWaitsBesideAQuorumAndKeepRunningFreesIt(t *testing.
 	}
 
 	// The way out: -keep-running records tok2, beside data that never started.
-	v := OperatorView{Record: rec, Answered: []PeerStatus{{Name: "m0", Token: "tok3", Epoch: 3, Revision: 500, ForceNewPending: true}, voter("m1"), voter("m2")}, NewToken: "tok4"}
+	v := OperatorView{Record: rec, Answered: []PeerStatus{{Name: "m0", Token: "tok3", Epoch: 3, Revision: 500, ForceNewPending: true, Unstarted: true}, voter("m1"), voter("m2")}, NewToken: "tok4"}
 	kept, err := OperatorKeepRunning(v)
 	if err != nil {
 		t.Fatalf("recover -keep-running refuses beside data whose ForceNewCluster start never happened (a wedge): %v", err)

@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -160,16 +161,52 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		// comes back, this may be the best copy left.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("epoch %d is being seeded by %s; keeping this member's epoch %d data until it runs", rec.Epoch, rec.Seeder, l.Epoch)}
 	}
-	if l.ForceNewPending && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
-		// This member's recovery from this data never started, and the
-		// record names an older epoch since ('recover -keep-running'
-		// recorded the cluster that answers in its place): the data is
-		// not of the epoch its metadata names, and re-recording that
-		// epoch would go back to a recovery that never ran.
-		if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0 {
-			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) is a prefix of it; setting it aside to join it", l.Epoch, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision)}
+	if (l.ForceNewPending || l.Unstarted || startedRestore(rec, l)) && rec.Epoch < l.Epoch && r.resumeGuard(pendingAsRecorded) {
+		// This member's recovery (from this data, or a restore it
+		// installed) never started, and the record names an older epoch
+		// since ('recover -keep-running' recorded the cluster that
+		// answers in its place): the data is not of the epoch its
+		// metadata names, and re-recording that epoch would go back to a
+		// recovery that never ran.
+		what := fmt.Sprintf("this member's recovery of epoch %d from its data never started", l.Epoch)
+		switch {
+		case l.ForceNewPending && !l.Unstarted:
+			what = fmt.Sprintf("this member's recovery of epoch %d from its data began and never completed (it may hold writes acknowledged while it ran)", l.Epoch)
+		case !l.ForceNewPending && !l.Unstarted:
+			what = fmt.Sprintf("this member's restore of epoch %d began and never completed (the operator accepted losing what it may hold)", l.Epoch)
+		case !l.ForceNewPending:
+			what = fmt.Sprintf("this member's restore of epoch %d was installed and never started", l.Epoch)
 		}
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("this member's recovery of epoch %d from its data never started, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum that lists member %x", l.Epoch, rec.Epoch, short(rec.Token), l.Revision, l.MemberID)}
+		recorded := rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID
+		prefix, snapCopy := "is a prefix of it", "is the snapshot's, which the store keeps"
+		if !l.Unstarted {
+			prefix = "goes aside with what it may hold"
+			snapCopy = prefix
+		}
+		switch q, live := quorumAnswers(o); {
+		case l.ForceNewPending && !l.Unstarted && rec.top() < l.Epoch:
+			// Its start began: it may hold writes acknowledged while it
+			// ran. Only an operator's -accept-data-loss, which carries
+			// its epoch as HighestEpoch, sets it aside; an older record
+			// without it is one Consul restored from a backup (review
+			// rev15-data F1).
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and the record names the older epoch %d (token %s), which no operator recorded over it: not setting this data (revision %d) aside; %s", what, rec.Epoch, short(rec.Token), l.Revision, startedOlderRecordHint(name))}
+		case recorded && l.MemberID != 0 && findID(o.Members, l.MemberID) >= 0:
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and lists member %x: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
+		case recorded && l.MemberID != 0 && l.ForceNewPending:
+			// Its member was removed meanwhile (stale while everything
+			// waited): no list ever names it again (review rv14-data
+			// RV14-2); the same data without the flag is set aside too.
+			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x, removed meanwhile: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
+		case recorded && l.MemberID == 0:
+			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision, snapCopy)}
+		case l.ForceNewPending:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}
+		case live:
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s), but %s: not starting it as a new cluster beside it; keeping it until the record's cluster answers with that quorum", what, rec.Epoch, short(rec.Token), q)}
+		}
+		// An installed restore under an older record no quorum answers
+		// for (Consul restored an old record): epochs only grow, below.
 	}
 	if rec.Epoch < l.Epoch && r.dataGuard(epochsOnlyGrow) && r.dataGuard(ownIncarnationOnly) {
 		// Invariant 9: epochs only grow. The record is older than this
@@ -199,10 +236,44 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if d, ok := r.pendingForceNew(o, name); ok {
 		return d
 	}
+	if d, ok := r.installedRestore(o, name); ok {
+		return d
+	}
 	if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("member %x was removed from the cluster while this member was away", l.MemberID)}
 	}
+	if d, ok := peerNewerThanRecord(o, name); ok {
+		return d
+	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// peerNewerThanRecord holds back the start of data of the record's epoch while
+// a peer holds data of a newer epoch than any the record names, which ran
+// or began to run (a start of a recovery that never completed counts: it
+// may have acknowledged writes): the record is an older one Consul
+// restored from a backup, and starting its cluster again would take
+// writes the newer data's members set aside once they re-record their
+// epoch, or make them set theirs aside (review rev15-data F1). Data that
+// never started (Unstarted) is a prefix and holds nothing back. ok is
+// false when no such peer answers.
+func peerNewerThanRecord(o Observation, name string) (Decision, bool) {
+	rec := o.Record
+	for _, p := range o.Peers {
+		if p.Token != "" && p.Epoch > rec.top() && !p.Unstarted {
+			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of epoch %d (token %s), newer than any the record (epoch %d) names, which ran or began to run: the record may be an older one Consul restored; not starting epoch %d beside it until that data's epoch is recorded again or an operator chooses", p.Name, p.Epoch, short(p.Token), rec.Epoch, o.Local.Epoch)}, true
+		}
+	}
+	return Decision{}, false
+}
+
+// startedOlderRecordHint is the way out for data whose ForceNewCluster
+// start began and never completed under an older record that no operator
+// wrote over it: either this data (the newest epoch) seeds the cluster
+// again, or the operator keeps the record's cluster and accepts losing
+// what the data may hold.
+func startedOlderRecordHint(name string) string {
+	return fmt.Sprintf("an operator must choose: 'etcd-nomad recover -from %s' recovers from this data, or, while the record's cluster runs with a quorum, 'etcd-nomad recover -keep-running -accept-data-loss' keeps it and sets %s's data aside", name, name)
 }
 
 // ownPendingForceNew reports whether this member's data is that of its own
@@ -233,11 +304,72 @@ func (r rules) pendingForceNew(o Observation, name string) (Decision, bool) {
 	}
 	rec := o.Record
 	why := fmt.Sprintf("this member recorded epoch %d as a recovery from its data and never started it", rec.Epoch)
-	return r.fenceForceNew(o, name, why, "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)", func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
+	hint := "'etcd-nomad recover -keep-running' records the cluster that answers (this data, a prefix of its source, is then set aside)"
+	if !o.Local.Unstarted {
+		why = fmt.Sprintf("this member recorded epoch %d as a recovery from its data, and no start of it completed", rec.Epoch)
+		hint = startedHint(name)
+	}
+	return r.fenceForceNew(o, name, why, hint, func(p PeerStatus) bool { return sourceLine(rec, p.Token, p.Epoch) })
 }
 
-// fenceForceNew holds back a ForceNewCluster start of this member's data
-// for the recovery why names, resumed or pending, unless what the
+// ownInstalledRestore reports whether this member's data is the restore
+// it recorded (unconfirmed, from a snapshot) and installed, and no ready
+// server ever completed its metadata (no member id): its start makes the
+// recorded epoch a new one-member cluster. A restore written by hand
+// ('snapshot restore', Record.ByHand) replaces the cluster on purpose and
+// is not such a start.
+func ownInstalledRestore(o Observation, name string) bool {
+	rec, l := o.Record, o.Local
+	return rec != nil && rec.ClusterID == 0 && !rec.ByHand && rec.Seeder == name && rec.Source != "" && rec.Source != FromData &&
+		l.Token == rec.Token && l.Epoch == rec.Epoch && l.MemberID == 0 && l.ClusterID == 0
+}
+
+// installedRestore holds back the start of this member's own installed
+// restore as pendingForceNew does a recovery from data's: the snapshot
+// is fetched and verified before anything is recorded, and the start
+// comes at the next loop, or after a crash at any later time, so the
+// quorum check the recovery made may be minutes or hours old. Once the
+// data carries the record's token, resumeRecovery, laterWrites and
+// pendingForceNew do not see it (review rv14-data RV14-1: the old cluster
+// got its quorum back and acknowledged writes up to 600; the restore
+// started as a one-member epoch 3 beside it, and once it confirmed, the
+// old members set their data aside). ok is false when the data is not
+// such a restore, or it may start.
+func (r rules) installedRestore(o Observation, name string) (Decision, bool) {
+	if !ownInstalledRestore(o, name) || !r.resumeGuard(restoreAsRecorded) {
+		return Decision{}, false
+	}
+	rec := o.Record
+	why := fmt.Sprintf("this member recorded epoch %d (%s) and installed it, and no start of it completed", rec.Epoch, sourceName(rec.Source))
+	hint := "'etcd-nomad recover -keep-running' records the cluster that answers (this restored copy, which never started, is then set aside; the snapshot stays in the store)"
+	if !o.Local.Unstarted {
+		hint = startedHint(name)
+	}
+	return r.fenceForceNew(o, name, why, hint, func(PeerStatus) bool { return false })
+}
+
+// startedHint is the way out of the fence of a start that began and never
+// completed (MarkStarted ran, the cluster id was never written) beside a
+// quorum: the data may hold writes acknowledged while it ran, and only an
+// operator who accepts losing them sets it aside (review rev14c-data R1).
+func startedHint(name string) string {
+	return fmt.Sprintf("its start began and never completed, so this data may hold writes acknowledged while it ran: 'etcd-nomad recover -keep-running -accept-data-loss' records the cluster that answers and sets %s's data aside", name)
+}
+
+// startedRestore reports whether l is an installed restore whose start
+// began and never completed (no member id, no cluster id, not Unstarted)
+// of an epoch rec replaced: an operator's 'recover -keep-running
+// -accept-data-loss' recorded the running cluster in its place (rec
+// carries its epoch as HighestEpoch), accepting to lose what it may hold
+// (review rev14c-data R1).
+func startedRestore(rec *Record, l Local) bool {
+	return !l.Unstarted && !l.ForceNewPending && !l.Empty && l.Token != "" && l.MemberID == 0 && l.ClusterID == 0 &&
+		rec.Epoch < l.Epoch && rec.top() >= l.Epoch
+}
+
+// fenceForceNew holds back a start of this member's data as a new
+// one-member cluster (ForceNewCluster, or an installed restore) for the
+// recovery why names, resumed or pending, unless what the
 // recovery checked when it was recorded still holds: no quorum answers
 // (else it waits for the operator: quorumHint says how), every instance
 // answers, no member of the last known membership answers, and no peer of
@@ -297,6 +429,12 @@ func (r rules) settles(o Observation, name string) (why string, ok bool) {
 	}
 	if q, live := quorumAnswers(o); live && r.dataGuard(asideNotForOwn) {
 		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s: not setting its epoch %d data aside for it (Consul may have restored an old record); an operator must choose", rec.Epoch, sourceName(rec.Source), q, l.Epoch), false
+	}
+	if known := slices.Concat(o.KnownHealthy, o.UnlistedVoters); len(known) > 0 && r.dataGuard(asideNotForOwn) {
+		// A quorum the provider no longer lists (Nomad collected its
+		// allocations while they run) that the command recording this
+		// restore could not see (review rev15-sim R2, sim seed 17915).
+		return fmt.Sprintf("this member recorded epoch %d (%s, not confirmed), but %s of its last known membership answer as voters: their cluster may still serve writes; not setting its epoch %d data aside for it; an operator must choose", rec.Epoch, sourceName(rec.Source), strings.Join(known, ", "), l.Epoch), false
 	}
 	return "", true
 }
@@ -422,6 +560,17 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		}
 		if d, ok := r.fenceForceNew(o, name, why, "an operator must choose", func(p PeerStatus) bool { return p.Token == l.Token && p.Epoch == l.Epoch }); ok {
 			return d, true
+		}
+		if d, ok := r.laterWrites(o, name); ok {
+			return d, true
+		}
+		// A member's own recovery chose this data over the store's
+		// newest snapshot when it recorded (an operator's names what its
+		// command saw: laterWrites): a newer one now was taken of a
+		// cluster that went on after the record (review rev15-sim R1).
+		_, bounded := rec.acceptedUpTo("", 0, r)
+		if s := o.LatestSnapshot; !bounded && s != nil && (s.Epoch > l.Epoch || s.Epoch == l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
 		}
 	}
 	if !o.HoldsLock {
@@ -887,7 +1036,10 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	if o.Local.Token == "" {
 		return Decision{Kind: Wait, Name: name, Reason: why + ", and this member's metadata names no incarnation: not re-recording"}
 	}
-	if d, ok := newerPeer(o, name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
+	if p, ok := fellowVoterOlder(o); ok && r.dataGuard(onlyEpochsThatRan) {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but member %s of this member's own cluster %x runs it as token %s epoch %d: this member's metadata (token %s epoch %d) names an epoch its data never ran (a recovery whose ForceNewCluster start never happened); not re-recording it, %s re-records the cluster", why, p.Name, o.Local.ClusterID, short(p.Token), p.Epoch, short(o.Local.Token), o.Local.Epoch, p.Name)}
+	}
+	if d, ok := newerPeer(fellowsAside(o), name, o.Local.Epoch); ok && r.dataGuard(epochsOnlyGrow) {
 		return d
 	}
 	if !o.MembersKnown && o.Unreachable > 0 && r.dataGuard(epochsOnlyGrow) {
@@ -902,6 +1054,46 @@ func (r rules) rerecord(o Observation, name string) Decision {
 	}
 	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name, HighestEpoch: o.Record.carried(o.Local.Epoch)},
 		Reason: why + ": re-recording it from this member's data"}
+}
+
+// fellowVoter reports whether p runs as a healthy voter of this running
+// member's own cluster: the member list this member's etcd answers with
+// names p's member id, and p reports the same cluster id. All members of
+// one cluster hold the same incarnation: they joined it, or seeded it.
+func fellowVoter(o Observation, p PeerStatus) bool {
+	return o.Running && o.MembersKnown && o.Local.ClusterID != 0 && o.MembersClusterID == o.Local.ClusterID &&
+		p.Running && p.Healthy && p.Token != "" && p.ClusterID == o.Local.ClusterID && p.MemberID != 0 && findID(o.Members, p.MemberID) >= 0
+}
+
+// fellowVoterOlder returns a fellow voter (fellowVoter) that runs this
+// member's cluster as an older epoch than this member's metadata names:
+// the metadata was rewritten for a recovery from this data whose
+// ForceNewCluster start never happened, and the start that did happen
+// rejoined the old cluster (review rv14-data RV14-4: re-recording the
+// unstarted epoch made the cluster's other members set their running
+// data aside for it).
+func fellowVoterOlder(o Observation) (PeerStatus, bool) {
+	for _, p := range o.Peers {
+		if fellowVoter(o, p) && p.Epoch < o.Local.Epoch {
+			return p, true
+		}
+	}
+	return PeerStatus{}, false
+}
+
+// fellowsAside is o without the fellow voters (fellowVoter) whose
+// metadata names a newer epoch than this member's: one cluster runs one
+// incarnation, and theirs is one they never ran (fellowVoterOlder, seen
+// from them).
+func fellowsAside(o Observation) Observation {
+	var peers []PeerStatus
+	for _, p := range o.Peers {
+		if !fellowVoter(o, p) || p.Epoch <= o.Local.Epoch {
+			peers = append(peers, p)
+		}
+	}
+	o.Peers = peers
+	return o
 }
 
 // replacement hands the instance of a voter that has stayed unhealthy past

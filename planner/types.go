@@ -206,12 +206,22 @@ type Local struct {
 	// learner of its cluster: a learner's data never seeds a recovery.
 	Learner bool
 	// ForceNewPending is true when the metadata asks the next start for
-	// ForceNewCluster and etcd never became ready with it: a recovery
+	// ForceNewCluster and no start completed it (the cluster id was never
+	// written), whatever Unstarted says: the fence of pendingForceNew
+	// (review rev14c-data R3). A recovery
 	// from this data recorded the next epoch and rewrote the metadata
 	// (Token and Epoch are the new epoch's), then the member stopped
 	// before its start. The data is still the source incarnation's, at
 	// Revision: a prefix of that line (planner: pendingForceNew).
 	ForceNewPending bool
+	// Unstarted is true when no etcd start ever ran on this data as the
+	// incarnation its metadata names (the start marks it durably before
+	// etcd starts): an installed restore, or a ForceNewPending rewrite.
+	// Set aside, it loses nothing that ever ran (review rv14-data RV14-1:
+	// the restored copy is the snapshot's, which stays in the store). It
+	// decides only what 'recover -keep-running' sets aside without
+	// -accept-data-loss, never whether a start is fenced.
+	Unstarted bool
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth
@@ -281,6 +291,14 @@ type Record struct {
 	// it (review rev13b D3). A member of an older release drops it when it
 	// writes the record back (docs/operations.md, Day-2 operations: every member upgraded).
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
+	// ByHand is true for a restore an operator wrote with 'etcd-nomad
+	// snapshot restore': a point-in-time restore that replaces the
+	// cluster on purpose, whether or not its quorum still runs (the other
+	// members set their data aside and join it). Its installed data starts
+	// beside a quorum, unlike an automatic or 'recover' restore, whose
+	// start is fenced until no quorum answers (the quorum check those made
+	// when recording may be stale by the time the start comes).
+	ByHand bool `json:"by_hand,omitempty"`
 	// Index is the coordinator's modify index of the record read, which
 	// UpdateRecord compares (0 in a record not read from a coordinator).
 	// The planner never reads it.
@@ -450,6 +468,9 @@ type PeerStatus struct {
 	// (Token and Epoch the recorded recovery's) never started, and is a
 	// prefix of the recovery's source line.
 	ForceNewPending bool
+	// Unstarted is the peer's Local.Unstarted: its stopped data never
+	// started as the incarnation it names.
+	Unstarted bool
 }
 
 // Kind names a decision.

@@ -75,7 +75,12 @@
 //     came from runs this fault broke (83 of 1488 at 3M steps from seed
 //     7 before them, 370 of 1632 before the summary probe): each has a
 //     switch, NoSummaryProbe, NoWriterProbe, ForgetKnownHealthy,
-//     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared and the
+//     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared,
+//     ForgetListedVoter (a listed peer that answered as a healthy voter
+//     is remembered like a probe's find, sim seed 8920),
+//     SeedForgetsItsRecord (a seeder keeps the record it started under,
+//     so its summary beats before its next observation, sim seed 13315)
+//     and the
 //     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
 //     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's
 //     recorded restore waits while the store holds a snapshot of an older

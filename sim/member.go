@@ -178,8 +178,17 @@ func (w *World) actions(n *node, o planner.Observation, d planner.Decision) []ac
 				if n.noConsul {
 					return "", errConsul
 				}
-				if cur := w.coord.record; cur == nil || cur.Token != r.Token {
+				cur := w.coord.record
+				if cur == nil || cur.Token != r.Token {
 					return "", fmt.Errorf("record changed before the start: %w", errConflict)
+				}
+				if !w.cfg.Defects.SeedForgetsItsRecord {
+					// task's seed keeps the record it re-read: a
+					// seeder Nomad collects before its next
+					// observation still beats its summary for it
+					// (publishSummaryUnlisted; sim seed 13315).
+					rc := *cur
+					n.record = &rc
 				}
 				id := w.id()
 				g := w.newGroup(n, w.id(), r.Token, r.Epoch, w.newBranch(nil, 0), 1, &gmember{id: id, name: d.Name, peerURL: n.peerURL}, "seed by "+n.name)
@@ -341,6 +350,9 @@ func (w *World) recoverActions(n *node, o planner.Observation, d planner.Decisio
 			if n.data == nil {
 				return "", errors.New("read metadata: no data")
 			}
+			if !n.data.forceNew || n.data.clusterID != 0 {
+				n.data.srcToken, n.data.srcEpoch = n.data.token, n.data.epoch
+			}
 			n.data.token, n.data.epoch, n.data.forceNew, n.data.clusterID = next.Token, next.Epoch, true, 0
 			return "ok", nil
 		}},
@@ -435,7 +447,12 @@ func (w *World) startExisting(n *node) (string, error) {
 			w.started(n, g, d.memberID)
 			return "started ForceNewCluster " + g.String(), nil
 		}
-		d.forceNew = false
+		// task's start: DropForceNew names the data's own incarnation
+		// again when the recovery never started.
+		if d.clusterID == 0 && d.srcToken != "" && !w.cfg.Defects.ForceNewDropKeepsEpoch {
+			d.token, d.epoch = d.srcToken, d.srcEpoch
+		}
+		d.forceNew, d.srcToken, d.srcEpoch = false, "", 0
 	}
 	if d.group == nil {
 		n.startFailures++

@@ -68,7 +68,11 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 			o.Unreachable++
 			continue
 		}
-		o.Peers = append(o.Peers, w.status(in))
+		st := w.status(in)
+		o.Peers = append(o.Peers, st)
+		if !w.cfg.Defects.ForgetListedVoter {
+			w.rememberListedVoter(n, in, st, &o)
+		}
 		if !w.cfg.Defects.NoFoundVotersShared {
 			w.takeFoundVoters(n, in, insts)
 		}
@@ -104,7 +108,8 @@ func (w *World) local(n *node) planner.Local {
 		return planner.Local{Empty: true}
 	}
 	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
-		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d), ForceNewPending: n.etcd == nil && d.forceNew && d.clusterID == 0}
+		ClusterID: d.clusterID, Revision: d.rev, Learner: learnerOf(d), ForceNewPending: n.etcd == nil && d.forceNew && d.clusterID == 0,
+		Unstarted: n.etcd == nil && (d.restored || d.forceNew && d.clusterID == 0)}
 }
 
 // status is what in's /status reports (task/server.go health).
@@ -133,6 +138,7 @@ func (w *World) status(in *node) planner.PeerStatus {
 		if d != nil && d.wal {
 			st.Revision, st.Learner = d.rev, learnerOf(d)
 			st.ForceNewPending = d.forceNew && d.clusterID == 0
+			st.Unstarted = d.restored || st.ForceNewPending
 		}
 		return st
 	}
@@ -304,6 +310,9 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		n.quorumLostSince = -1
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
 			w.knownHealthy(n, o) // a recovery of its own data it may resume
+			if !o.Local.Empty {
+				w.latestSnapshot(n, o) // ...not below a newer snapshot, as task/recover.go does
+			}
 		}
 		return
 	}
@@ -522,6 +531,39 @@ func (w *World) takeFoundVoters(n, in *node, insts []*node) {
 		}
 		e.peers = true
 		n.healthySeen[name] = e
+	}
+}
+
+// rememberListedVoter is task's rememberListedVoters: a listed peer
+// whose /status answers as a healthy voter (running, not a learner, a
+// leader in its quorum) of a cluster n knows (the record's, or the one an
+// unconfirmed record's seed started, of the record's token; the summary's
+// as n last read it; its own data's), or of any cluster while there is no
+// record, is remembered as if a probe had found it: n probes it again and
+// names it for the recovery grace after its last answer, after the
+// provider stops listing it too (Nomad collected it while it serves), and
+// shares it with its peers (/status's found voters). One taken only
+// because there was no record is a word like a peer's (narrowPeersWord).
+// Before, only the last known membership, the summary and the store's
+// writers named such a voter: peers that had just waited for a collected
+// seeder of a one-member cluster saw "no record, no data anywhere" a
+// moment later and seeded a second epoch 1 beside it (sim seed 8920; seed
+// 10469: beside an unconfirmed record's seeder).
+func (w *World) rememberListedVoter(n, in *node, st planner.PeerStatus, o *planner.Observation) {
+	if !st.Running || !st.Healthy || st.Learner || st.ClusterID == 0 {
+		return
+	}
+	r := o.Record
+	known := r != nil && (r.ClusterID == st.ClusterID || r.ClusterID == 0 && st.Token != "" && st.Token == r.Token) ||
+		n.summarySeen != nil && n.summarySeen.clusterID == st.ClusterID || !o.Local.Empty && o.Local.ClusterID == st.ClusterID
+	if !known && r != nil {
+		return
+	}
+	w.remember(n, in.name, in.peerURL, st.ClusterID, true)
+	if !known {
+		e := n.healthySeen[in.name]
+		e.peers = true
+		n.healthySeen[in.name] = e
 	}
 }
 

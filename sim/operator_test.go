@@ -102,9 +102,15 @@ func TestWedgeDetectionStats(t *testing.T) {
 // neither the shortfall nor that copy. It now refuses without
 // -accept-data-loss, naming 541..545, and the write check excuses what
 // the operator accepted with it (OperatorBelowReplacedRestore reverts it).
+//
+// Since review rev15-sim R2 the restorer of the impatient command keeps
+// its data while members of its last known membership answered within
+// the grace (m2-2 had just left): the run no longer reaches the way out
+// (a takeover restores the verified end after m0-3 stopped), and must
+// stay clean.
 func TestTheWayOutBelowAShortenedRestoreCountsWhatItAccepts(t *testing.T) {
-	if r, w := Run(Config{Seed: 121}); r.Violation != nil || !r.AcceptedLoss {
-		t.Fatalf("seed 121: %v (accepted loss %v), want a clean run whose loss the operator accepted\n%s", r.Violation, r.AcceptedLoss, w.Trace())
+	if r, w := Run(Config{Seed: 121}); r.Violation != nil {
+		t.Fatalf("seed 121: %v (accepted loss %v), want a clean run\n%s", r.Violation, r.AcceptedLoss, w.Trace())
 	}
 	// With OperatorBelowReplacedRestore seed 121 lost writes until the
 	// operator's recover -keep-running changed its schedule; the planner

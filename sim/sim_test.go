@@ -63,10 +63,16 @@ var defects = []struct {
 	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
 	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
 	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
+	// Found by 100 M steps (issue 24, session 14).
+	{"ForgetListedVoter", Defects{ForgetListedVoter: true}, 8920, true, ""},
+	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true}, 13315, true, ""},
 	// Found by the operator (operator.go).
 	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
 	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},
-	{"RecoverFromOlderEpochSnapshot", Defects{Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
+	// Since members remember a listed healthy voter (ForgetListedVoter
+	// reverts it), seed 845 recovers from the older epoch's snapshot
+	// only with that memory reverted too.
+	{"RecoverFromOlderEpochSnapshot", Defects{ForgetListedVoter: true, Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
 	{"RecoverBelowSnapshotEpoch", Defects{Planner: planner.Faults{RecoverBelowSnapshotEpoch: true}}, 2749, false, ""},
 	{"SettleOwnRestoreWhileSilent", Defects{Planner: planner.Faults{SettleOwnRestoreWhileSilent: true}}, 2768, false,
 		"found on seed 2768 before RecoverBelowSnapshotEpoch's fix changed the epochs its records name; none found since in seeds 1..6000 (planner test TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent)"},
@@ -81,6 +87,15 @@ var defects = []struct {
 	// Review rev13b.
 	{"StartPendingForceNew", Defects{Planner: planner.Faults{StartPendingForceNew: true}}, 1, false,
 		"no seed found (searched 1..3000 with and without the collectRunning fault): the seeder must stop between its metadata write and its ForceNewCluster start, and stay down while the old cluster regains a quorum and writes on; the planner's checker catches it (broken planner 'start a pending ForceNew beside one'), and planner TestPendingForceNewStartWaitsBesideAQuorumAndKeepRunningFreesIt pins it"},
+	// Review rv14-data. The installed restore's fence stands behind the
+	// summary probe: alone it is caught on no seed of 1..600 (with and
+	// without collectRunning), with NoSummaryProbe on seed 5
+	// (TestCollectedMajorityIsProbed).
+	{"StartInstalledRestore", Defects{NoSummaryProbe: true, Planner: planner.Faults{StartInstalledRestore: true}}, 5, true, ""},
+	{"ForceNewDropKeepsEpoch", Defects{ForceNewDropKeepsEpoch: true}, 1, true,
+		"no seed found (searched 1..600 with and without the collectRunning fault): Consul must lose the record while the seeder of a recovery from data is stopped between its metadata write and its ForceNewCluster start, and its old cluster must have its quorum back; task TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource pins it"},
+	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
+		"no seed found (searched 1..600 with ForceNewDropKeepsEpoch and collectRunning), for ForceNewDropKeepsEpoch's reason; the planner's checker catches it (broken planner 're-record an epoch that never ran'), and planner TestAnEpochThatNeverRanIsNeverRerecorded pins it"},
 }
 
 // maxSeeds bounds the search for each defect.
@@ -200,13 +215,21 @@ func TestCorrectSystemRunsClean(t *testing.T) {
 // the three replacements are all empty: before they probed the members of
 // the leader's summary (task's observeKnownHealthy needed local data),
 // one recovered from the store beside the collected majority that still
-// served (two live clusters). NoSummaryProbe reverts the fix.
+// served (two live clusters). NoSummaryProbe reverts the fix; since the
+// installed restore's start is fenced too (review rv14-data RV14-1), the
+// restorer's start waits beside the majority, and StartInstalledRestore
+// reverts that second fence. Members also remember a listed peer that
+// answered as a healthy voter (ForgetListedVoter reverts it), which names
+// the majority on seed 5 as well: the defects below revert it too.
 func TestCollectedMajorityIsProbed(t *testing.T) {
 	r, w := Run(Config{Seed: 5})
 	if r.Violation != nil {
 		t.Fatalf("seed 5 with CollectRunning: %v\n%s", r.Violation, w.Trace())
 	}
-	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true}})
+	if d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true}}); d.Violation != nil {
+		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v, want the installed restore's fence to hold", d.Violation)
+	}
+	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true, Planner: planner.Faults{StartInstalledRestore: true}}})
 	if d.Violation == nil || d.Violation.Invariant != InvSplitBrain {
 		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v (want %q): the test no longer shows the defect", d.Violation, InvSplitBrain)
 	}

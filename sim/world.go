@@ -54,6 +54,12 @@ type Defects struct {
 	// writes the metadata that its /status names, so a peer may see
 	// the record gone (Consul lost its state) and no seed here.
 	SeedRecordBeforeMetadata bool
+	// ForceNewDropKeepsEpoch (review rv14-data RV14-4): a start that
+	// refuses a pending ForceNew flag (no record names the recovery any
+	// more) drops the flag only: the metadata keeps naming the recovery's
+	// epoch, never run, while the data rejoins its old cluster, as task's
+	// start did before datadir.Meta.DropForceNew named the source again.
+	ForceNewDropKeepsEpoch bool
 	// InstallChainPrefix (the replay defect of the second safety round):
 	// an install of a snapshot with its delta chain that a read error or
 	// a damaged segment cuts installs the snapshot and the segments before
@@ -110,6 +116,21 @@ type Defects struct {
 	// with no record, summary or snapshot to name a collected voter seeded
 	// a second epoch 1 while its peers waited for that voter).
 	NoFoundVotersShared bool
+	// ForgetListedVoter: a member does not remember a listed peer whose
+	// /status answered as a healthy voter (rememberListedVoter), so once
+	// the provider stops listing it nothing names it (before sim seed
+	// 8920 and 33 others of 100 M steps with CollectRunning: Consul lost
+	// its state, Nomad collected the one-member cluster's seeder while it
+	// served, and its peers, which had just waited for its data, seeded a
+	// second epoch 1 beside it).
+	ForgetListedVoter bool
+	// SeedForgetsItsRecord: a seeder does not keep the record its seed
+	// re-read before the start, so until its next observation succeeds
+	// it knows no record and writes no summary (before sim seed 13315
+	// with CollectRunning: Nomad collected the seeder right after its
+	// start, a partition hid it from its peers for longer than the
+	// recovery grace, and a takeover seeded epoch 2 beside it).
+	SeedForgetsItsRecord bool
 	// OperatorShortChainRefused: 'recover -from snapshot:NAME
 	// -accept-data-loss' refuses a snapshot whose delta chain verifies
 	// short of its listed end (a damaged segment), as before the command
@@ -318,8 +339,12 @@ type data struct {
 	memberID, clusterID  uint64
 	wal                  bool // etcd data exists (false: metadata only)
 	forceNew             bool
-	restored             bool // installed from a snapshot, not started yet
-	learner              bool // the member was a learner when last written
+	// srcToken, srcEpoch: the incarnation the data held before a recovery
+	// from it rewrote its metadata (datadir.Meta.ForceNewFrom).
+	srcToken string
+	srcEpoch uint64
+	restored bool // installed from a snapshot, not started yet
+	learner  bool // the member was a learner when last written
 	// superseded: set aside while another copy (a data dir or a
 	// snapshot) held all of its writes; the planner never reads set-aside
 	// data (invariants 5, 7: it is the operator's), so such a copy does

@@ -24,10 +24,13 @@ type Member struct {
 	Revision  int64  `json:"revision"`
 	// ForceNewPending: stopped data of this member's recovery from data
 	// whose ForceNewCluster start never became ready (planner.Local).
-	ForceNewPending bool   `json:"force_new_pending,omitempty"`
-	DBSize          int64  `json:"db_size"`
-	PID             int    `json:"pid"`
-	Decision        string `json:"decision"`
+	ForceNewPending bool `json:"force_new_pending,omitempty"`
+	// Unstarted: stopped data that no etcd start ever ran on as the
+	// incarnation it names (planner.Local.Unstarted).
+	Unstarted bool   `json:"unstarted,omitempty"`
+	DBSize    int64  `json:"db_size"`
+	PID       int    `json:"pid"`
+	Decision  string `json:"decision"`
 	// Unreachable is set by the CLI for an instance whose /status did not
 	// answer.
 	Unreachable bool `json:"unreachable,omitempty"`

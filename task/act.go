@@ -165,9 +165,17 @@ func (m *Member) seed(ctx context.Context, d planner.Decision) (err error) {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}
-	if cur, err := m.opts.Coordinator.Record(ctx); err != nil || cur.Token != rec.Token {
+	cur, err := m.opts.Coordinator.Record(ctx)
+	if err != nil || cur.Token != rec.Token {
 		return fmt.Errorf("the record no longer names this seed (%v): not starting it: %w", err, coord.ErrConflict)
 	}
+	// The seeder keeps the record it started under: if Nomad collects
+	// it before its next observation succeeds (that observation fails on
+	// the provider), publishSummaryUnobserved still beats its summary for
+	// this seed, which names it to peers that a partition hides it from
+	// (sim seed 13315 with CollectRunning: they took the seed over as a
+	// second cluster beside it).
+	m.setRecord(cur)
 	return m.start(d.Name, rec.Token, "new", m.initialCluster(d.Name, nil))
 }
 
@@ -438,12 +446,15 @@ func (m *Member) start(name, token, state, initial string) error {
 			} else {
 				// A flag that outlived its recovery (the record is
 				// confirmed, or names another incarnation) must not
-				// fork this member off its cluster: drop it.
-				meta.ForceNew = false
+				// fork this member off its cluster: drop it, and name
+				// the data's own incarnation again if the recovery
+				// never started.
+				meta.DropForceNew()
 				if err := m.dir.WriteMeta(meta); err != nil {
 					return fmt.Errorf("clear a stale ForceNew flag: %w", err)
 				}
-				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally")
+				cfg.InitialClusterToken = meta.Token
+				m.log.Warn("ForceNewCluster refused: the record no longer names this member's unconfirmed recovery; starting normally", "token", meta.Token, "epoch", meta.Epoch)
 			}
 		}
 	}
@@ -563,7 +574,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	}
 	meta.MemberID = uint64(e.Server.MemberID())
 	meta.ClusterID = uint64(e.Server.Cluster().ID())
-	meta.ForceNew = false
+	meta.ForceNew, meta.SourceToken, meta.SourceEpoch, meta.SourceClusterID = false, "", 0, 0
 	if err := m.dir.WriteMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}

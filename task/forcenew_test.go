@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
@@ -62,5 +63,56 @@ func TestStaleForceNewFlagIsNeverHonoured(t *testing.T) {
 	}
 	if n := len(memberList(t, cli).Members); n != 2 {
 		t.Fatalf("the cluster has %d members after m1's restart, want 2", n)
+	}
+}
+
+// TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource (review
+// rv14-data, TestRV14PendingDataWithoutARecordDoesNotRerecordItsUnstartedEpoch,
+// RV14-4): a recovery from data rewrote the metadata for its
+// ForceNewCluster start (the next epoch's token, cluster id 0) and the
+// member stopped before it; Consul then lost the record. The start that
+// follows refuses ForceNewCluster (no record names the recovery) and
+// rejoins the data's own cluster: the metadata must name that cluster's
+// incarnation again, or the member re-records an epoch that never ran and
+// the cluster's other members set their running data aside for it.
+func TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource(t *testing.T) {
+	k := newKit(t, "m0")
+	m := k.member("m0", nil)
+	cli := k.seedForTest(m)
+	put(t, cli, "before", "kept")
+	src, err := m.dir.ReadMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// recover(): the next epoch is recorded, the metadata rewritten; the
+	// process stops before its ForceNewCluster start.
+	m.stopEtcd()
+	meta := src
+	meta.ForceNewFrom(coord.NewToken(), src.Epoch+1)
+	if err := m.dir.WriteMeta(meta); err != nil {
+		t.Fatal(err)
+	}
+	if l := m.dir.Observe(false); !l.ForceNewPending || l.Epoch != src.Epoch+1 {
+		t.Fatalf("after the rewrite: %+v, want the pending epoch %d", l, src.Epoch+1)
+	}
+	m.mu.Lock()
+	m.record = nil // Consul lost its state
+	m.mu.Unlock()
+
+	if err := m.start(meta.Name, "", "existing", m.initialCluster(meta.Name, nil)); err != nil {
+		t.Fatal(err)
+	}
+	m.waitReady(t)
+	if _, forced := m.running(); forced {
+		t.Fatal("started with ForceNewCluster without a record naming the recovery")
+	}
+	after := m.waitMeta(t, func(mt datadir.Meta) bool { return mt.ClusterID != 0 })
+	if after.Token != src.Token || after.Epoch != src.Epoch || after.ClusterID != src.ClusterID || after.ForceNew {
+		t.Fatalf("metadata after the start without ForceNewCluster: token %s epoch %d cluster %x force-new %v, want the data's own incarnation: token %s epoch %d cluster %x",
+			after.Token, after.Epoch, after.ClusterID, after.ForceNew, src.Token, src.Epoch, src.ClusterID)
+	}
+	if v := getVal(t, k.client(m), "before"); v != "kept" {
+		t.Fatalf("key after the start: %q, want %q", v, "kept")
 	}
 }

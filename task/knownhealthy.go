@@ -47,6 +47,12 @@ type knownState struct {
 	// membersFrom (under mu): the endpoints whose member list the last
 	// observation holds (nil when it holds none).
 	membersFrom []string
+	// listedVoters: the listed peers whose /status answered as healthy
+	// voters in the last observation (peerStatuses), for
+	// rememberListedVoters; summaryID: the cluster id of the summary the
+	// last probe read. Loop only.
+	listedVoters []listedVoter
+	summaryID    uint64
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -138,6 +144,9 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		}
 	}
 	summary, members, leader, raw, read := m.summaryMembers(ctx)
+	if read {
+		m.known.summaryID = summary
+	}
 	var ids []uint64
 	if o.Record != nil && o.Record.ClusterID != 0 {
 		ids = append(ids, o.Record.ClusterID)
@@ -209,6 +218,63 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	}
 	sort.Strings(o.KnownHealthy)
 	sort.Strings(o.UnlistedVoters)
+	m.shareFound()
+}
+
+// listedVoter is a listed peer whose /status answered as a healthy voter:
+// where to probe it (its client URL from the provider) and the cluster
+// id and token its /status named.
+type listedVoter struct {
+	name      string
+	clientURL string
+	clusterID uint64
+	token     string
+}
+
+// rememberListedVoters remembers, as if a probe had found them, the
+// listed peers whose /status answered as healthy voters (running, not a
+// learner, with a leader and a quorum) of a cluster this member knows:
+// the record's (or, while the record is not confirmed, the one started
+// under its token), the summary's as last read, its own data's; or of
+// any cluster while there is no record. observeKnownHealthy asks them
+// again and names them for the recovery grace after their last answer,
+// after the provider stops listing them too, and /status shares them
+// (found voters). Before, only the last known membership, the summary
+// and the store's writers named such a voter: Consul lost its state
+// right after a member seeded a one-member cluster, Nomad collected that
+// member while it served, and its peers, which had just waited for its
+// data, saw "no record, no data anywhere" a moment later and seeded a
+// second epoch 1 beside it (sim seed 8920 with CollectRunning; seed
+// 10469: the same beside an unconfirmed record's seeder). A voter taken
+// only because there was no record is a word like a peer's
+// (narrowPeersWord): once this member knows cluster ids and not its
+// one, its answers no longer extend it.
+func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
+	for _, v := range m.known.listedVoters {
+		if v.name == m.opts.Name {
+			continue
+		}
+		rec := o.Record
+		known := rec != nil && (rec.ClusterID == v.clusterID || rec.ClusterID == 0 && v.token != "" && v.token == rec.Token) ||
+			m.known.summaryID == v.clusterID || !o.Local.Empty && o.Local.ClusterID == v.clusterID
+		if !known && rec != nil {
+			continue
+		}
+		if m.known.seen == nil {
+			m.known.seen = map[string]knownSeen{}
+		}
+		m.known.seen[v.name] = knownSeen{probe: knownProbe{k: knownMember{name: v.name, clientURLs: []string{v.clientURL}}, clusterIDs: []uint64{v.clusterID}, peers: !known}, at: now, healthy: true}
+	}
+	// Lapsed names go as observeKnownHealthy's do: a healthy cluster never
+	// runs that, and every allocation a rolling deploy replaced would stay
+	// here, crowding the found voters /status shares (maxFoundShared)
+	// until a voter found a moment ago is no longer among them (review
+	// rev15-sim R3).
+	for name, e := range m.known.seen {
+		if now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace {
+			delete(m.known.seen, name)
+		}
+	}
 	m.shareFound()
 }
 

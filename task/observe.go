@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,6 +155,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		o.ReplaceAfter, o.ReplacementInFlight = m.opts.Cluster.Provider.ReplaceAfter, inFlight
 	}
 	o.Peers, o.Unreachable = m.peerStatuses(ctx, insts)
+	m.rememberListedVoters(&o, now)
 	m.observeMembers(ctx, insts, &o, now)
 	m.observeQuorumLoss(ctx, &o, now)
 	return o, nil
@@ -169,6 +171,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		damaged     []string
 		found       []status.FoundVoter
 	)
+	var voters []listedVoter
 	hc := m.httpClient()
 	for _, in := range insts {
 		if in.Name == m.opts.Name {
@@ -184,7 +187,10 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending})
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted})
+			if st.Running && st.Healthy && !st.Learner && st.ClusterID != 0 && in.ClientPort != 0 {
+				voters = append(voters, listedVoter{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token})
+			}
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
 		}(in)
@@ -192,6 +198,8 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	wg.Wait()
 	m.takeDamaged(damaged)
 	m.takeFoundVoters(found, m.opts.Clock.Now())
+	slices.SortFunc(voters, func(a, b listedVoter) int { return strings.Compare(a.name, b.name) })
+	m.known.listedVoters = voters
 	return out, unreachable
 }
 

@@ -48,7 +48,13 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.since.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
-			m.observeKnownHealthy(ctx, o, now) // a recovery of its own data it may resume
+			// A recovery of its own data it may resume: not beside a
+			// voter it knows, nor below a newer snapshot (review
+			// rev15-sim R1).
+			m.observeKnownHealthy(ctx, o, now)
+			if !o.Local.Empty {
+				m.observeLatestSnapshot(ctx, o, now)
+			}
 		}
 		return
 	}
@@ -325,7 +331,7 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 	if err != nil {
 		return fmt.Errorf("read metadata: %w", err)
 	}
-	meta.Token, meta.Epoch, meta.ForceNew, meta.ClusterID = next.Token, next.Epoch, true, 0
+	meta.ForceNewFrom(next.Token, next.Epoch)
 	if err := m.dir.WriteMeta(meta); err != nil {
 		return fmt.Errorf("write metadata: %w", err)
 	}
@@ -459,7 +465,7 @@ func (m *Member) clearForceNew() {
 	if err != nil || !meta.ForceNew {
 		return
 	}
-	meta.ForceNew = false
+	meta.ForceNew, meta.SourceToken, meta.SourceEpoch, meta.SourceClusterID = false, "", 0, 0
 	if err := m.dir.WriteMeta(meta); err != nil {
 		m.log.Warn("clearing the ForceNew flag failed; retrying next loop", "error", err)
 		return

@@ -64,7 +64,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 			// it never seeds a recovery (invariant 4).
 			st.Learner = m.dir.Learner(st.MemberID)
 			if meta, err := m.dir.ReadMeta(); err == nil {
-				st.ForceNewPending = meta.ForceNew && meta.ClusterID == 0
+				st.ForceNewPending, st.Unstarted = meta.ForceNewPending(), meta.Unstarted()
 			}
 		}
 		// The decision's reason may name member ids: it is on /status,

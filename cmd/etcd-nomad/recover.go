@@ -35,7 +35,7 @@ func (c *recoverCommand) Help() string {
 Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
        etcd-nomad recover -config FILE -from snapshot:NAME|snapshot:latest [-member MEMBER] [-accept-data-loss]
            [-accept-unauthenticated] [-accept-unauthenticated-deltas D,...]
-       etcd-nomad recover -config FILE -keep-running
+       etcd-nomad recover -config FILE -keep-running [-accept-data-loss]
 
   Chooses the recovery source when automatic recovery is off
   (recovery_grace = "0s"), paused, or waiting for an operator: member
@@ -86,7 +86,9 @@ Usage: etcd-nomad recover -config FILE -from MEMBER [-accept-data-loss]
   the instances answers as healthy voters of one cluster and every
   instance answers, while the record is confirmed or names the running
   cluster, and while any member holds data of the recorded incarnation
-  (it started) or of an epoch newer than the running one's.
+  (it started) or of an epoch newer than the running one's. The record's
+  seeder's data whose start began and never completed (it may hold
+  writes acknowledged while it ran) is set aside with -accept-data-loss.
 
 Options:
   -config FILE         cluster definition
@@ -142,11 +144,14 @@ func (c *recoverCommand) Run(args []string) int {
 	ctx, cancel := signalContext()
 	defer cancel()
 	if *keepRunning {
-		if *from != "" || *member != "" || *acceptLoss || *acceptUnauth || *acceptDeltas != "" {
-			c.ui.Error("recover: -keep-running takes no source and no -accept flag: it records the cluster that runs")
+		if *from != "" || *member != "" || *acceptUnauth || *acceptDeltas != "" {
+			c.ui.Error("recover: -keep-running takes no source and no -accept flag but -accept-data-loss: it records the cluster that runs")
 			return 1
 		}
-		rec, err := recordOperatorRecovery(ctx, cl, planner.OperatorKeepRunning)
+		rec, err := recordOperatorRecovery(ctx, cl, func(v planner.OperatorView) (planner.Record, error) {
+			v.AcceptLoss = *acceptLoss
+			return planner.OperatorKeepRunning(v)
+		})
 		if err != nil {
 			c.ui.Error("recover -keep-running: " + err.Error())
 			return 1
@@ -505,7 +510,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 			continue
 		}
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
-			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID, ForceNewPending: m.ForceNewPending})
+			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID, ForceNewPending: m.ForceNewPending, Unstarted: m.Unstarted})
 	}
 	next, err := decide(v)
 	if loss := (*planner.LossError)(nil); errors.As(err, &loss) {

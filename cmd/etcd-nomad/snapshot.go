@@ -494,7 +494,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 		ui.Warn("the replay stopped early: " + res.Stopped)
 	}
 	newRec := planner.Record{Token: token, Epoch: epoch, Seeder: member, Source: planner.SnapshotSource(name),
-		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, Index: rec.Index}
+		LastConfirmedToken: rec.LastConfirmedToken, LastConfirmedEpoch: rec.LastConfirmedEpoch, ByHand: true, Index: rec.Index}
 	if rec.ClusterID != 0 {
 		newRec.LastConfirmedToken, newRec.LastConfirmedEpoch = rec.Token, rec.Epoch
 	}
