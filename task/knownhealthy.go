@@ -265,14 +265,19 @@ func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
 		}
 		m.known.seen[v.name] = knownSeen{probe: knownProbe{k: knownMember{name: v.name, clientURLs: []string{v.clientURL}}, clusterIDs: []uint64{v.clusterID}, peers: !known}, at: now, healthy: true}
 	}
-	// Lapsed names go as observeKnownHealthy's do: a healthy cluster never
-	// runs that, and every allocation a rolling deploy replaced would stay
-	// here, crowding the found voters /status shares (maxFoundShared)
-	// until a voter found a moment ago is no longer among them (review
-	// rev15-sim R3).
-	for name, e := range m.known.seen {
-		if now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace {
-			delete(m.known.seen, name)
+	// Lapsed names go as observeKnownHealthy's do while the member list
+	// answers: a healthy cluster never runs that, and every allocation a
+	// rolling deploy replaced would stay here, crowding the found voters
+	// /status shares (maxFoundShared) until a voter found a moment ago is
+	// no longer among them (review rev15-sim R3). Otherwise
+	// observeKnownHealthy asks each again first and prunes after
+	// (emptyprobe_test's member, which lost the summary, still names the
+	// majority that answered it).
+	if o.MembersKnown {
+		for name, e := range m.known.seen {
+			if now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace {
+				delete(m.known.seen, name)
+			}
 		}
 	}
 	m.shareFound()
