@@ -92,7 +92,12 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// Data of another incarnation is set aside by the new epoch: an
 		// older epoch at a higher revision, or another incarnation of the
 		// source's epoch, may hold writes the source lacks.
-		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision) {
+		// Data whose recovery start began and never completed forked
+		// from its source line at a revision it does not record: that
+		// line may have run on (a record Consul restored), so any other
+		// line's data may hold writes it lacks (review rev15b A2).
+		forked := src.ForceNewPending && !src.Unstarted
+		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision || forked) {
 			aside = append(aside, fmt.Sprintf("%s (token %s epoch %d, revision %d)", p.Name, short(p.Token), p.Epoch, p.Revision))
 			names = append(names, p.Name)
 		}

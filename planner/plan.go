@@ -119,6 +119,24 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("data belongs to cluster %q, not %q", l.Cluster, o.ClusterName)}
 	}
 	if o.Record == nil {
+		if l.ForceNewPending && !l.Unstarted && r.resumeGuard(pendingAsRecorded) {
+			// Its ForceNewCluster start began and never completed, and
+			// the record is lost: started without it, the data either
+			// rejoins its source cluster under the recovery's epoch (a
+			// clean failure left the WAL as it was), which it would then
+			// re-record over that cluster's members, or runs as a second
+			// cluster of the source's id (the removals committed). While
+			// another incarnation runs, its members re-record it first
+			// (review rev15b D1); then the older record's rule decides.
+			for _, p := range o.Peers {
+				if p.Running && p.Token != l.Token {
+					return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, and this member's recovery of epoch %d from its data began and never completed, while peer %s runs another incarnation (token %s epoch %d): waiting for it to re-record the cluster", l.Epoch, p.Name, short(p.Token), p.Epoch)}
+				}
+			}
+			if o.MembersKnown {
+				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record, and this member's recovery of epoch %d from its data began and never completed, while cluster %x answers with a quorum: waiting for it to re-record the cluster", l.Epoch, o.MembersClusterID)}
+			}
+		}
 		for _, p := range o.Peers {
 			if p.Running && p.Token != l.Token && p.Epoch >= l.Epoch && r.dataGuard(ownIncarnationOnly) {
 				if !r.dataGuard(asideForConfirmed) {
@@ -259,6 +277,17 @@ func (r rules) planWithData(o Observation, name string) Decision {
 // false when no such peer answers.
 func peerNewerThanRecord(o Observation, name string) (Decision, bool) {
 	rec := o.Record
+	if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID {
+		return Decision{}, false // the record's cluster answers: rejoin it (review rev15b A1)
+	}
+	for _, p := range o.Peers {
+		if p.Running && p.Token == rec.Token && p.Epoch == rec.Epoch {
+			// The record's incarnation runs (a restart of one of its
+			// voters must not cost it its quorum; the newer data waits
+			// for an operator: review rev15b A1).
+			return Decision{}, false
+		}
+	}
 	for _, p := range o.Peers {
 		if p.Token != "" && p.Epoch > rec.top() && !p.Unstarted {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of epoch %d (token %s), newer than any the record (epoch %d) names, which ran or began to run: the record may be an older one Consul restored; not starting epoch %d beside it until that data's epoch is recorded again or an operator chooses", p.Name, p.Epoch, short(p.Token), rec.Epoch, o.Local.Epoch)}, true
@@ -273,7 +302,7 @@ func peerNewerThanRecord(o Observation, name string) (Decision, bool) {
 // again, or the operator keeps the record's cluster and accepts losing
 // what the data may hold.
 func startedOlderRecordHint(name string) string {
-	return fmt.Sprintf("an operator must choose: 'etcd-nomad recover -from %s' recovers from this data, or, while the record's cluster runs with a quorum, 'etcd-nomad recover -keep-running -accept-data-loss' keeps it and sets %s's data aside", name, name)
+	return fmt.Sprintf("an operator must choose: 'etcd-nomad recover -from %s' recovers from this data (with -accept-data-loss when the record's cluster ran since: its later writes are set aside), or, while the record's cluster runs with a quorum, 'etcd-nomad recover -keep-running -accept-data-loss' keeps it and sets %s's data aside", name, name)
 }
 
 // ownPendingForceNew reports whether this member's data is that of its own
@@ -561,6 +590,9 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if d, ok := r.fenceForceNew(o, name, why, "an operator must choose", func(p PeerStatus) bool { return p.Token == l.Token && p.Epoch == l.Epoch }); ok {
 			return d, true
 		}
+		if d, ok := listingUnanswered(o, name, why); ok {
+			return d, true // the store may hold a newer snapshot (review rev15b R1c)
+		}
 		if d, ok := r.laterWrites(o, name); ok {
 			return d, true
 		}
@@ -569,7 +601,7 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		// command saw: laterWrites): a newer one now was taken of a
 		// cluster that went on after the record (review rev15-sim R1).
 		_, bounded := rec.acceptedUpTo("", 0, r)
-		if s := o.LatestSnapshot; !bounded && s != nil && (s.Epoch > l.Epoch || s.Epoch == l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		if s := o.LatestSnapshot; !bounded && s != nil && s.Epoch >= l.Epoch && s.Revision > l.Revision && r.resumeGuard(resumeNotOverLaterSnapshot) {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
 		}
 	}

@@ -101,7 +101,15 @@ func TestStartedForceNewUnderARestoredRecordHasBothWaysOut(t *testing.T) {
 	stopped := func(name string, id uint64) PeerStatus {
 		return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Revision: 500}
 	}
-	rec, err := OperatorRecovery(OperatorView{Record: o.Record, NewToken: "tok4", From: "m0", Answered: []PeerStatus{m0, stopped("m1", 2), stopped("m2", 3)}})
+	// m0's data forked from c2's line at a revision it does not record:
+	// c2's data may hold writes it lacks, so the command asks (review
+	// rev15b A2).
+	from := OperatorView{Record: o.Record, NewToken: "tok4", From: "m0", Answered: []PeerStatus{m0, stopped("m1", 2), stopped("m2", 3)}}
+	if _, err := OperatorRecovery(from); err == nil || !strings.Contains(err.Error(), "-accept-data-loss") {
+		t.Fatalf("recover -from m0 without -accept-data-loss beside c2's line: %v, want a refusal naming the flag", err)
+	}
+	from.AcceptLoss = true
+	rec, err := OperatorRecovery(from)
 	if err != nil {
 		t.Fatalf("recover -from m0: %v", err)
 	}

@@ -156,8 +156,12 @@ func (c *recoverCommand) Run(args []string) int {
 			c.ui.Error("recover -keep-running: " + err.Error())
 			return 1
 		}
-		c.ui.Output(fmt.Sprintf("recorded the running cluster %x (token %s epoch %d) in place of the record that never started; its members go on at their next loop",
-			rec.ClusterID, shortToken(rec.Token), rec.Epoch))
+		what := "in place of the record that never started"
+		if rec.HighestEpoch > rec.Epoch {
+			what = fmt.Sprintf("carrying epoch %d, whose data is set aside", rec.HighestEpoch)
+		}
+		c.ui.Output(fmt.Sprintf("recorded the running cluster %x (token %s epoch %d) %s; its members go on at their next loop",
+			rec.ClusterID, shortToken(rec.Token), rec.Epoch, what))
 		return 0
 	}
 	if name, ok := strings.CutPrefix(*from, planner.FromSnapshot+":"); ok {

@@ -1,0 +1,162 @@
+package planner
+
+import (
+	"testing"
+	"time"
+)
+
+// Review rev15b (data) A1: after F1's scenario, m0 (started ForceNew epoch 3 data)
+// waits for an operator, while m1 and m2 run the restored record's c2
+// (epoch 2) with a quorum and acknowledge writes (510). Before the
+// operator acts, m1 restarts (a rolling deploy, a crash): it must start
+// its data again and rejoin the quorum that still runs (m2). With
+// peerNewerThanRecord it waits beside m0's data: c2 (members m0, m1, m2)
+// has only m2, no quorum; 'recover -keep-running' needs that quorum and
+// 'recover -from m1' is refused beside m0's newer epoch: the only command
+// left, 'recover -from m0 -accept-data-loss', drops c2's acknowledged
+// writes 501..510.
+func TestRestartedVoterOfARunningRestoredRecordRejoins(t *testing.T) {
+	o := rev15ConsulRestoredView("m1")
+	o.Local.Revision = 510
+	m0 := PeerStatus{Name: "m0", MemberID: 1, Token: "tok3", Epoch: 3, Revision: 700, ForceNewPending: true}
+	// m2 still runs c2; alone of three it no longer answers with a quorum.
+	m2 := PeerStatus{Name: "m2", MemberID: 3, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Revision: 510}
+	o.Peers = []PeerStatus{m0, m2}
+	d := Plan(o)
+	t.Logf("m1: %s (operator %v): %s", d.Kind, d.AwaitsOperator, d.Reason)
+	if d.Kind != Rejoin {
+		t.Errorf("m1, a voter of the running c2, does not rejoin it after a restart: %s: %s", d.Kind, d.Reason)
+	}
+	stopped1 := PeerStatus{Name: "m1", MemberID: 2, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Revision: 510}
+	v := OperatorView{Record: o.Record, NewToken: "tok4", Answered: []PeerStatus{m0, stopped1, m2}}
+	_, errKeep := OperatorKeepRunning(OperatorView{Record: o.Record, NewToken: "tok4", AcceptLoss: true, Answered: v.Answered})
+	v.From, v.AcceptLoss = "m1", true
+	_, errFrom := OperatorRecovery(v)
+	t.Logf("keep-running -accept-data-loss: %v", errKeep)
+	t.Logf("recover -from m1 -accept-data-loss: %v", errFrom)
+	// Once m1 waits, neither command keeps c2 (logged above); only
+	// 'recover -from m0', which drops c2's writes after the fork
+	// (TestRecoverFromStartedNewerDataAsksBeforeDroppingTheRestoredLine).
+}
+
+// Review rev15b (data) A2: the way out m0's wait names, 'recover -from m0', taken
+// while c2 (the restored record's cluster) has run and acknowledged
+// writes 501..510 of its own line after m0's epoch 3 forked at 500:
+// the command compares revisions across the two lines (510 < 700) and
+// records the recovery without asking for -accept-data-loss; m1 and m2
+// set c2's writes aside for it.
+func TestRecoverFromStartedNewerDataAsksBeforeDroppingTheRestoredLine(t *testing.T) {
+	m0 := PeerStatus{Name: "m0", MemberID: 1, Token: "tok3", Epoch: 3, Revision: 700, ForceNewPending: true}
+	stopped := func(name string, id uint64) PeerStatus {
+		return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Revision: 510}
+	}
+	rec := &Record{Token: "tok2", Epoch: 2, ClusterID: 0xc2, Seeder: "m0"}
+	r, err := OperatorRecovery(OperatorView{Record: rec, NewToken: "tok4", From: "m0", Answered: []PeerStatus{m0, stopped("m1", 2), stopped("m2", 3)}})
+	if err == nil {
+		t.Errorf("recover -from m0 (no -accept-data-loss) recorded %+v over c2's line at revision 510, which m0's epoch 3 (forked from it) does not hold", r)
+	}
+}
+
+// Review rev15b (data) D1: Consul lost its state (no record). m0's ForceNewCluster start
+// of epoch 3 (token tok3) from its epoch 2 data began (MarkStarted) and
+// failed (ForceNewPending, not Unstarted). m1 and m2 came back while m0
+// did not answer and run c2 (epoch 2) with a quorum, not yet re-recorded.
+// m0 comes back: it starts its data (Rejoin); task's start() drops the
+// ForceNew flag (forceNewAllowed: no record) and, since rev15 F2, keeps
+// token tok3 epoch 3. If etcd's bootstrap never committed the removal of
+// the other members (a clean failure: a port in use fails StartEtcd before
+// the WAL is opened), m0 rejoins c2 as its old member while its metadata
+// names epoch 3: the epoch is re-recorded over c2's members' epoch 2 data
+// (RV14-4), and if the removal did commit, m0 is a second live cluster of
+// c2's id beside it. Either way, data whose ForceNewCluster start began
+// must not be started without its record beside a quorum of its source.
+func TestStartedForceNewWithoutRecordWaitsBesideItsSourceQuorum(t *testing.T) {
+	voter := func(name string, id uint64) PeerStatus {
+		return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 510}
+	}
+	o := Observation{ClusterName: "c", Self: Self{Name: "m0"}, DesiredSize: 3, HoldsLock: true, RecoveryGrace: 1,
+		Instances:    []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
+		Local:        Local{Cluster: "c", Name: "m0", Token: "tok3", Epoch: 3, MemberID: 1, Revision: 500, ForceNewPending: true},
+		Peers:        []PeerStatus{voter("m1", 2), voter("m2", 3)},
+		MembersKnown: true, MembersClusterID: 0xc2,
+		Members: []Member{{ID: 1, Name: "m0"}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}}
+	d := Plan(o)
+	t.Logf("m0: %s (operator %v): %s", d.Kind, d.AwaitsOperator, d.Reason)
+	if d.Kind == Rejoin {
+		t.Errorf("m0 starts its begun ForceNew data of epoch 3 without a record beside c2's quorum: %s", d.Reason)
+	}
+	// What m0, running in c2 with metadata tok3/3, then records; and what
+	// m1 does with its c2 data under it after a restart.
+	rec := &Record{ClusterID: 0xc2, Token: "tok3", Epoch: 3, Seeder: "m0"}
+	a := Observation{ClusterName: "c", Self: Self{Name: "m1"}, DesiredSize: 3, HoldsLock: true, RecoveryGrace: 1,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: rec,
+		Local:        Local{Cluster: "c", Name: "m1", Token: "tok2", Epoch: 2, MemberID: 2, ClusterID: 0xc2, Revision: 520},
+		Peers:        []PeerStatus{{Name: "m0", MemberID: 1, Token: "tok3", Epoch: 3, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 520}, voter("m2", 3)},
+		MembersKnown: true, MembersClusterID: 0xc2,
+		Members: []Member{{ID: 1, Name: "m0", Healthy: true}, {ID: 2, Name: "m1"}, {ID: 3, Name: "m2", Healthy: true}}}
+	d = Plan(a)
+	t.Logf("m1 under the re-recorded epoch 3 of c2: %s: %s", d.Kind, d.Reason)
+}
+
+// What m1, running c2 with m2 (a quorum), does once m0 re-recorded its
+// Review rev15b (data) D2: no record (Consul lost its state). m0's ForceNewCluster start
+// of epoch 3 from its epoch 2 data (c2: m0, m1, m2) began and failed
+// before etcd opened the WAL (a port in use): the WAL still lists all
+// three. m0 comes back first: Rejoin, DropForceNew keeps tok3/3 (rev15
+// F2), etcd runs as c2's old member m0 and waits for a quorum. m1 and m2
+// come back: with no record, a peer running epoch 3 is newer than their
+// Review rev15b (data) R1b: the automatic path records a recovery from data above a
+// snapshot of a newer epoch whose revision is lower (pickRecovery compares
+// revisions; nextEpoch records above the snapshot's epoch: sim seed 2470's
+// case). The member crashes between writing the record and rewriting its
+// metadata; on resume, the new check (plan.go resumeRecovery) waits for an
+// operator because the snapshot's epoch is higher, though it is the very
+// snapshot the recording decision weighed and passed over.
+func TestOwnRecoveryResumesOverTheSnapshotItPassedOver(t *testing.T) {
+	rec := &Record{ClusterID: 7, Token: "t", Epoch: 1}
+	data := Local{Cluster: "c", Name: "m1", Token: "t", Epoch: 1, MemberID: 2, Revision: 500}
+	snap := &SnapshotInfo{Name: "snap-e2", Epoch: 2, Revision: 300}
+	base := Observation{ClusterName: "c", Self: Self{Name: "m1"}, Running: true, SelfID: 2, Local: data, Record: rec, HoldsLock: true,
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, RecoveryGrace: 30 * time.Second, QuorumLostFor: time.Minute, NewToken: "n",
+		LatestSnapshot: snap, SnapshotEpoch: 2}
+	d := Plan(base)
+	t.Logf("quorum lost: %s: %s", d.Kind, d.Reason)
+	if d.Kind != RecoverQuorum || d.From != FromData {
+		t.Skipf("the automatic path does not recover from data here: %s", d.Kind)
+	}
+	t.Logf("recorded %+v", *d.Record)
+	o := base
+	o.Running, o.SelfID, o.QuorumLostFor = false, 0, 0
+	o.Record = d.Record
+	o.Peers = []PeerStatus{{Name: "m0"}, {Name: "m2"}}
+	r := Plan(o)
+	t.Logf("resume: %s (operator %v): %s", r.Kind, r.AwaitsOperator, r.Reason)
+	if r.Kind == Wait && r.AwaitsOperator {
+		t.Errorf("the member's own recovery, recorded over snapshot %s (epoch 2, revision 300) from data at revision 500, waits for an operator on resume below that same snapshot: %s", snap.Name, r.Reason)
+	}
+}
+
+// Review rev15b (data) R1c: rev15-sim R1's interleaving with the store's listing failing
+// at the resume (a partition between m1 and the store, a cancelled
+// context): task/recover.go observeQuorumLoss leaves LatestSnapshot nil
+// and sets ListingUnanswered, which resumeRecovery never reads: m1 resumes
+// from revision 42 while the store holds the line at 113. pickRecovery
+// refuses to decide without the listing (notWithoutListing); the resume
+// must too.
+func TestResumedRecoveryWaitsWhileTheStoreDoesNotAnswer(t *testing.T) {
+	o := Observation{
+		ClusterName: "kit", Self: Self{Name: "m1", PeerURL: "https://m1:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second,
+		Local:             Local{Cluster: "kit", Name: "m1", MemberID: 0x20, ClusterID: 0x17, Token: "tok19", Epoch: 1, Revision: 42},
+		Record:            &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1},
+		Instances:         []Instance{{Name: "m0b"}, {Name: "m1"}, {Name: "m2b"}},
+		Peers:             []PeerStatus{{Name: "m0b"}, {Name: "m2b"}},
+		ListingUnanswered: "list snapshots: context deadline exceeded",
+	}
+	d := Plan(o)
+	t.Logf("%s: %s", d.Kind, d.Reason)
+	if d.Kind == RecoverQuorum {
+		t.Fatalf("resumed the recovery from revision 42 while the store's listing did not answer: %s", d.Reason)
+	}
+}
+
+// What m2 (running c2 alone after m1's restart, A1) and m0 do once the
