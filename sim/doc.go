@@ -60,7 +60,8 @@
 //     newest snapshot's taker, the recorder of its chain's newest
 //     segment) whatever the provider lists (KnownHealthy: a voter with a
 //     leader; UnlistedVoters: one the provider does not list, without a
-//     leader: a partition may split a collected majority); a member that
+//     leader, or a learner: a partition may split a collected majority,
+//     a learner may be its incarnation's only copy); a member that
 //     answered is asked again and stays named for the recovery grace
 //     after its last answer; the summary is its leader's heartbeat
 //     (written every summaryBeat, changed or not, also by a leader whose

@@ -352,10 +352,14 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		}
 		g := p.etcd.group
 		m := g.member(p.etcd.memberID)
-		if g.clusterID != clusterID || m == nil || m.learner {
+		if g.clusterID != clusterID || m == nil {
 			return
 		}
-		healthy := g.leader != 0 && g.quorum == p.side
+		// A learner answers too, never as healthy (task's
+		// answersAsVoter: its leader is stale once its voters are
+		// gone), so an unlisted one is named as an unlisted voter
+		// (sim seeds 2022, 1000131).
+		healthy := !m.learner && g.leader != 0 && g.quorum == p.side
 		listed := false
 		for _, in := range o.Instances {
 			listed = listed || in.Name == name

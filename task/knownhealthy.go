@@ -517,12 +517,22 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 }
 
 // answersAsVoter reports whether any of urls answers etcd's Status for one
-// of clusterIDs as a voter, which one, and whether it names a leader (the
-// first that does wins). A learner is not asked to count: it never
-// campaigns, so after its voters are gone it names its last leader
-// forever, and a summary listing one wedged every recovery (data review,
-// session 11). Alarms do not count against it: a quorum under NOSPACE
-// still serves deletes, and puts again once disarmed.
+// of clusterIDs as a member, which one, and whether it names a leader as
+// a voter (the first that does wins). A learner's leader never counts: it
+// never campaigns, so after its voters are gone it names its last leader
+// forever, and a summary listing one wedged every recovery as a serving
+// quorum (data review, session 11). But it answers, as a voter without a
+// leader does: running, unlisted (Nomad collected it while it runs), it
+// may be the only copy of its incarnation and hold acknowledged writes no
+// snapshot does, and a seed or restore beside it started its epoch a
+// second time (sim seeds 2022 and 1000131: a learner the summary named,
+// ignored, at revision 160 beside the newest snapshot, verified to
+// 128). probeKnown names it in UnlistedVoters until it stops
+// (its Nomad client stops it when it reconnects; else an operator stops
+// it, or runs 'etcd-nomad recover -from snapshot:NAME'); a listed one is
+// an ordinary survivor whose data the planner sees through its /status.
+// Alarms do not count against a voter: a quorum under NOSPACE still
+// serves deletes, and puts again once disarmed.
 func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
@@ -533,10 +543,10 @@ func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs .
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err != nil || st.IsLearner || st.Header == nil || !slices.Contains(clusterIDs, st.Header.ClusterId) {
+		if err != nil || st.Header == nil || !slices.Contains(clusterIDs, st.Header.ClusterId) {
 			continue
 		}
-		if st.Leader != 0 {
+		if st.Leader != 0 && !st.IsLearner {
 			return u, true, true
 		}
 		if !ok {
