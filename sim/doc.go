@@ -60,7 +60,8 @@
 //     newest snapshot's taker, the recorder of its chain's newest
 //     segment) whatever the provider lists (KnownHealthy: a voter with a
 //     leader; UnlistedVoters: one the provider does not list, without a
-//     leader: a partition may split a collected majority); a member that
+//     leader, or a learner: a partition may split a collected majority,
+//     a learner may be its incarnation's only copy); a member that
 //     answered is asked again and stays named for the recovery grace
 //     after its last answer; the summary is its leader's heartbeat
 //     (written every summaryBeat, changed or not, also by a leader whose
@@ -74,7 +75,10 @@
 //     damaged (/status), so they agree on the chain's end. The fixes
 //     came from runs this fault broke (83 of 1488 at 3M steps from seed
 //     7 before them, 370 of 1632 before the summary probe): each has a
-//     switch, NoSummaryProbe, NoWriterProbe, ForgetKnownHealthy,
+//     switch, NoSummaryProbe, NoWriterProbe, AskedClusterOnly (the
+//     writers and the summary's members count at any cluster id: one
+//     may serve a later incarnation, sim seeds 1004733, 1006058,
+//     1009859), ForgetKnownHealthy,
 //     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared,
 //     ForgetListedVoter (a listed peer that answered as a healthy voter
 //     is remembered like a probe's find, sim seed 8920),

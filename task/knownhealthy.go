@@ -106,13 +106,13 @@ func (m *Member) lastKnownMembers() ([]knownMember, error) {
 // garbage-collected while a partition hid them), and the planner recovers
 // nothing beside it.
 // The members of the leader's last summary in the coordinator are asked
-// too, for the record's cluster or the summary's (Consul lost the record:
+// too, for any cluster id (knownProbe.anyCluster; Consul lost the record:
 // observeQuorumLoss asks without one): a member without data (a
 // replacement) has no membership of its own (sim seed 5 with CollectRunning: two
 // voters collected while they served, the third replaced, and an empty
 // replacement recovered from the store beside them). A stale or planted
-// summary only adds probes: only an answer for the record's cluster id
-// with a leader, over the peer TLS, blocks.
+// summary only adds probes: only an answer over the peer TLS blocks, for
+// whatever cluster id (a summary could always name any id as its own).
 // So are the store's writers, with or without a record: the member the
 // newest snapshot was streamed from and the one whose recorder wrote its
 // chain's newest segment, the leader of a few seconds ago (sim seeds 71
@@ -154,15 +154,17 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	if summary != 0 {
 		ids = append(ids, summary)
 	}
-	if len(ids) > 0 {
-		for _, k := range members {
-			probes = append(probes, knownProbe{k: k, clusterIDs: ids})
-		}
+	// The summary's members and the store's writers are taken at any
+	// cluster id (anyCluster): the cluster serving at a URL the
+	// coordinator or the store names may be a later incarnation than any
+	// this member knows of.
+	for _, k := range members {
+		probes = append(probes, knownProbe{k: k, clusterIDs: ids, anyCluster: true})
 	}
 	known := slices.Clone(ids) // what this member knows of its cluster's ids
 	for _, w := range m.known.latestWriters {
 		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
-			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}})
+			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}, anyCluster: true})
 			known = append(known, id)
 		}
 	}
@@ -361,11 +363,22 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 // peers: the member and its ids are a peer's word (its /status's found
 // voters); unknown: none of those ids is one this member knows, so an
 // answer does not refresh the entry's time (narrowPeersWord).
+// anyCluster: an answer for any cluster id counts (the summary's members
+// and the store's writers), and the member is then asked again for the
+// id it answered with. The coordinator and the store name those URLs, a
+// member there may serve a later incarnation under a new cluster id no
+// record this member read names (restored from the newest snapshot,
+// recovered after the summary was written), and a recovery or restore
+// under an older record Consul brought back, or with none, started its
+// epoch a second time beside it (sim seeds 1004733, 1006058, 1009859).
+// It gives a planted summary no more than it had: one could already name
+// any cluster id as its own.
 type knownProbe struct {
 	k          knownMember
 	clusterIDs []uint64
 	peers      bool
 	unknown    bool
+	anyCluster bool
 }
 
 // narrowPeersWord keeps of the voters peers named (takeFoundVoters) only
@@ -455,12 +468,16 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 		wg.Add(1)
 		go func(p knownProbe) {
 			defer wg.Done()
-			url, leader, ok := m.answersAsVoter(ctx, p.k.clientURLs, p.clusterIDs...)
+			accept := func(id uint64) bool { return p.anyCluster || slices.Contains(p.clusterIDs, id) }
+			url, id, leader, ok := m.answersFor(ctx, p.k.clientURLs, accept)
 			if !ok || !leader && (m.known.listed[p.k.name] || m.known.listed[url]) {
 				return
 			}
+			if p.anyCluster {
+				p.clusterIDs, p.anyCluster = []uint64{id}, false
+			}
 			mu.Lock()
-			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader {
+			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader || leader == prev.leader && prev.probe.unknown && !p.unknown {
 				out[p.k.name] = knownAnswer{probe: p, url: url, leader: leader}
 			}
 			mu.Unlock()
@@ -522,31 +539,48 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 }
 
 // answersAsVoter reports whether any of urls answers etcd's Status for one
-// of clusterIDs as a voter, which one, and whether it names a leader (the
-// first that does wins). A learner is not asked to count: it never
-// campaigns, so after its voters are gone it names its last leader
-// forever, and a summary listing one wedged every recovery (data review,
-// session 11). Alarms do not count against it: a quorum under NOSPACE
-// still serves deletes, and puts again once disarmed.
+// of clusterIDs as a member, which one, and whether it names a leader as
+// a voter (the first that does wins). A learner's leader never counts: it
+// never campaigns, so after its voters are gone it names its last leader
+// forever, and a summary listing one wedged every recovery as a serving
+// quorum (data review, session 11). But it answers, as a voter without a
+// leader does: running, unlisted (Nomad collected it while it runs), it
+// may be the only copy of its incarnation and hold acknowledged writes no
+// snapshot does, and a seed or restore beside it started its epoch a
+// second time (sim seeds 2022 and 1000131: a learner the summary named,
+// ignored, at revision 160 beside the newest snapshot, verified to
+// 128). probeKnown names it in UnlistedVoters until it stops
+// (its Nomad client stops it when it reconnects; else an operator stops
+// it, or runs 'etcd-nomad recover -from snapshot:NAME'); a listed one is
+// an ordinary survivor whose data the planner sees through its /status.
+// Alarms do not count against a voter: a quorum under NOSPACE still
+// serves deletes, and puts again once disarmed.
 func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
+	url, _, leader, ok = m.answersFor(ctx, urls, func(id uint64) bool { return slices.Contains(clusterIDs, id) })
+	return url, leader, ok
+}
+
+// answersFor is answersAsVoter for the cluster ids accept takes; it also
+// returns the cluster id the chosen URL answered with.
+func (m *Member) answersFor(ctx context.Context, urls []string, accept func(uint64) bool) (url string, clusterID uint64, leader, ok bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
-		return "", false, false
+		return "", 0, false, false
 	}
 	defer cli.Close()
 	for _, u := range urls {
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err != nil || st.IsLearner || st.Header == nil || !slices.Contains(clusterIDs, st.Header.ClusterId) {
+		if err != nil || st.Header == nil || !accept(st.Header.ClusterId) {
 			continue
 		}
-		if st.Leader != 0 {
-			return u, true, true
+		if st.Leader != 0 && !st.IsLearner {
+			return u, st.Header.ClusterId, true, true
 		}
 		if !ok {
-			url, ok = u, true
+			url, clusterID, ok = u, st.Header.ClusterId, true
 		}
 	}
-	return url, false, ok
+	return url, clusterID, false, ok
 }
