@@ -29,37 +29,16 @@ import (
 // while B's acknowledged writes exist. The word is now asked and waited
 // on; only its age is not refreshed by this member's own answers.
 func TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter(t *testing.T) {
-	bURL, bID, _ := plainVoter(t) // cluster B's collected voter, serving with a leader
-	aID := bID ^ 0x5a5a           // cluster A: the incarnation B was restored from
-	m3 := memberBesideOneSnapshot(t, aID, "http://127.0.0.1:1")
-	now := time.Now()
-	// The peer's honest word: B's voter, found 2 s ago, with a leader.
-	m3.takeFoundVoters([]status.FoundVoter{{Name: "b0", ClientURLs: []string{bURL}, ClusterIDs: []uint64{bID}, Leader: true, AgoMillis: 2000}}, now)
-	// Consul lost its state: no record, no summary. m3 is empty; the peer
-	// (another fresh replacement) holds no data.
-	o, d := observeWithoutRecord(m3, now)
-	t.Logf("known healthy %q, unlisted %q, latest %+v; decision %s %+v (%s)", o.KnownHealthy, o.UnlistedVoters, o.LatestSnapshot, d.Kind, d.Record, d.Reason)
-	if len(o.KnownHealthy)+len(o.UnlistedVoters) == 0 {
-		t.Errorf("the peer's word for B's serving voter (cluster %x) was dropped: m3 knows only the store writer's cluster %x", bID, aID)
-	}
-	if d.Kind != planner.Wait {
-		t.Errorf("beside B's serving voter: %s (%s), want a wait", d.Kind, d.Reason)
-	}
-}
-
-// memberBesideOneSnapshot is an empty member m3 (recovery grace a minute)
-// of a kit whose store holds one full snapshot, of epoch 1 at revision
-// 100, of clusterID, taken from the member at endpoint an hour ago.
-func memberBesideOneSnapshot(t *testing.T, clusterID uint64, endpoint string) *Member {
-	t.Helper()
 	ctx := context.Background()
+	bURL, bID, _ := plainVoter(t) // cluster B's collected voter, serving with a leader
 	k := newKit(t, "m3")
 	store, err := file.New(filepath.Join(k.dir, "snapshots"), k.cl.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
+	aID := bID ^ 0x5a5a // cluster A: the incarnation B was restored from
 	at := time.Now().Add(-time.Hour)
-	full := snapshot.Meta{Name: snapshot.ObjectName("kit", 1, 100, at, false), Cluster: "kit", ClusterID: fmt.Sprintf("%x", clusterID), Epoch: 1, Revision: 100, Endpoint: endpoint, Created: at}
+	full := snapshot.Meta{Name: snapshot.ObjectName("kit", 1, 100, at, false), Cluster: "kit", ClusterID: fmt.Sprintf("%x", aID), Epoch: 1, Revision: 100, Endpoint: "http://127.0.0.1:1", Created: at}
 	if _, err := store.Put(ctx, full.Name, strings.NewReader("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -68,18 +47,22 @@ func memberBesideOneSnapshot(t *testing.T, clusterID uint64, endpoint string) *M
 	}
 	m3 := k.memberWith("m3", nil, &Snapshots{Store: store})
 	m3.opts.Cluster.RecoveryGrace = time.Minute
-	return m3
-}
-
-// observeWithoutRecord is what empty m3 observes (the newest snapshot,
-// the probes) and decides with no record, beside one empty peer m4, the
-// record missing for 2 minutes, and the plan.
-func observeWithoutRecord(m3 *Member, now time.Time) (planner.Observation, planner.Decision) {
-	ctx := context.Background()
+	now := time.Now()
+	// The peer's honest word: B's voter, found 2 s ago, with a leader.
+	m3.takeFoundVoters([]status.FoundVoter{{Name: "b0", ClientURLs: []string{bURL}, ClusterIDs: []uint64{bID}, Leader: true, AgoMillis: 2000}}, now)
+	// Consul lost its state: no record, no summary. m3 is empty; the peer
+	// (another fresh replacement) holds no data.
 	o := planner.Observation{ClusterName: "kit", Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true}, HoldsLock: true, NewToken: "n",
 		Instances: []planner.Instance{{Name: "m3"}, {Name: "m4"}}, Peers: []planner.PeerStatus{{Name: "m4"}},
 		RecoveryGrace: time.Minute, QuorumLostFor: time.Hour, RecordMissingFor: 2 * time.Minute}
 	m3.observeLatestSnapshot(ctx, &o, now)
 	m3.observeKnownHealthy(ctx, &o, now)
-	return o, planner.Plan(o)
+	d := planner.Plan(o)
+	t.Logf("known healthy %q, unlisted %q, latest %+v; decision %s %+v (%s)", o.KnownHealthy, o.UnlistedVoters, o.LatestSnapshot, d.Kind, d.Record, d.Reason)
+	if len(o.KnownHealthy)+len(o.UnlistedVoters) == 0 {
+		t.Errorf("the peer's word for B's serving voter (cluster %x) was dropped: m3 knows only the store writer's cluster %x", bID, aID)
+	}
+	if d.Kind != planner.Wait {
+		t.Errorf("beside B's serving voter: %s (%s), want a wait", d.Kind, d.Reason)
+	}
 }
