@@ -75,10 +75,7 @@
 //     damaged (/status), so they agree on the chain's end. The fixes
 //     came from runs this fault broke (83 of 1488 at 3M steps from seed
 //     7 before them, 370 of 1632 before the summary probe): each has a
-//     switch, NoSummaryProbe, NoWriterProbe, AskedClusterOnly (the
-//     writers and the summary's members count at any cluster id: one
-//     may serve a later incarnation, sim seeds 1004733, 1006058,
-//     1009859), ForgetKnownHealthy,
+//     switch, NoSummaryProbe, NoWriterProbe, ForgetKnownHealthy,
 //     NoSummaryBeat, NoUnconfirmedSummary, NoDamageShared,
 //     ForgetListedVoter (a listed peer that answered as a healthy voter
 //     is remembered like a probe's find, sim seed 8920),

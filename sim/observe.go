@@ -352,7 +352,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		}
 		g := p.etcd.group
 		m := g.member(p.etcd.memberID)
-		if clusterID != anyCluster && g.clusterID != clusterID || m == nil {
+		if g.clusterID != clusterID || m == nil {
 			return
 		}
 		// A learner answers too, never as healthy (task's
@@ -377,7 +377,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		} else {
 			o.UnlistedVoters = append(o.UnlistedVoters, name)
 		}
-		w.remember(n, name, peerURL, g.clusterID, healthy)
+		w.remember(n, name, peerURL, clusterID, healthy)
 		if peers {
 			e := n.healthySeen[name]
 			e.peers = true
@@ -386,17 +386,6 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			}
 			n.healthySeen[name] = e
 		}
-	}
-	// The store's writers and the summary's members are asked for any
-	// cluster id (task's knownProbe.anyCluster): the cluster serving at
-	// a URL the store or the coordinator names may be a later
-	// incarnation than any this member knows of (sim seeds 1004733,
-	// 1006058, 1009859).
-	trusted := func(id uint64) uint64 {
-		if w.cfg.Defects.AskedClusterOnly {
-			return id
-		}
-		return anyCluster
 	}
 	if d := n.data; o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 && d != nil && d.group != nil {
 		for _, m := range d.group.members {
@@ -417,10 +406,10 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 		// (sim seeds 71 and 172 with CollectRunning).
 		s := &w.store[i]
 		if s.taker != "" && (o.Record == nil || !w.cfg.Defects.NoWriterProbe) {
-			probe(nameOf(s.taker), s.taker, trusted(s.clusterID), false)
+			probe(nameOf(s.taker), s.taker, s.clusterID, false)
 		}
 		if k := len(s.chain); k > 0 && s.chain[k-1].recorder != "" && !w.cfg.Defects.NoWriterProbe {
-			probe(nameOf(s.chain[k-1].recorder), s.chain[k-1].recorder, trusted(s.clusterID), false)
+			probe(nameOf(s.chain[k-1].recorder), s.chain[k-1].recorder, s.clusterID, false)
 		}
 	}
 	if s := w.coord.summary; s != nil && !w.cfg.Defects.NoSummaryProbe {
@@ -431,7 +420,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			if o.Record != nil && o.Record.ClusterID != 0 {
 				probe(m.name, m.peerURL, o.Record.ClusterID, false)
 			}
-			probe(m.name, m.peerURL, trusted(s.clusterID), false)
+			probe(m.name, m.peerURL, s.clusterID, false)
 		}
 	}
 	if !w.cfg.Defects.ForgetKnownHealthy {
@@ -467,9 +456,6 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 	sort.Strings(o.KnownHealthy)
 	sort.Strings(o.UnlistedVoters)
 }
-
-// anyCluster asks a probe to take an answer for any cluster id.
-const anyCluster = ^uint64(0)
 
 // seenMember is a member that answered a probe as a voter (task's
 // knownSeen entry): where to ask it again and when it last answered;

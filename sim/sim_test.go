@@ -59,13 +59,7 @@ var defects = []struct {
 	// restorer there waits for one, and seed 2345 (a restore with no
 	// record beside a serving cluster) is the first from 1955.
 	{"RestoreWithoutGrace", Defects{Planner: planner.Faults{RestoreWithoutGrace: true}}, 2345, true, ""},
-	// NoWriterProbe was found on seed 172; since the summary's members
-	// count at any cluster id (AskedClusterOnly) the summary names what
-	// the writers named there (and up to 1772), and seed 1920 (a restore
-	// beside the collected recorder of the newest chain) is the first
-	// from 1772.
-	{"NoWriterProbe", Defects{NoWriterProbe: true}, 1920, true, ""},
-	{"AskedClusterOnly", Defects{AskedClusterOnly: true}, 1004733, true, ""},
+	{"NoWriterProbe", Defects{NoWriterProbe: true}, 172, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
 	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 466, true, ""},

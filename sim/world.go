@@ -85,14 +85,6 @@ type Defects struct {
 	// under its record, or an older one Consul restored, started a
 	// second cluster beside it).
 	NoWriterProbe bool
-	// AskedClusterOnly: the store's writers and the summary's members
-	// count only when they answer for the cluster id the store or the
-	// summary names (before sim seeds 1004733, 1006058, 1009859: a
-	// collected member served a later incarnation, restored from that
-	// snapshot or recovered after that summary, under a new cluster id
-	// no record this member read named, and a restore under an older
-	// record Consul restored started its epoch a second time beside it).
-	AskedClusterOnly bool
 	// ForgetKnownHealthy: KnownHealthy names only the members that
 	// answer the probe now, not those that answered within the recovery
 	// grace (before sim seeds 17 and 143 with CollectRunning: a partition

@@ -106,13 +106,13 @@ func (m *Member) lastKnownMembers() ([]knownMember, error) {
 // garbage-collected while a partition hid them), and the planner recovers
 // nothing beside it.
 // The members of the leader's last summary in the coordinator are asked
-// too, for any cluster id (knownProbe.anyCluster; Consul lost the record:
+// too, for the record's cluster or the summary's (Consul lost the record:
 // observeQuorumLoss asks without one): a member without data (a
 // replacement) has no membership of its own (sim seed 5 with CollectRunning: two
 // voters collected while they served, the third replaced, and an empty
 // replacement recovered from the store beside them). A stale or planted
-// summary only adds probes: only an answer over the peer TLS blocks, for
-// whatever cluster id (a summary could always name any id as its own).
+// summary only adds probes: only an answer for the record's cluster id
+// with a leader, over the peer TLS, blocks.
 // So are the store's writers, with or without a record: the member the
 // newest snapshot was streamed from and the one whose recorder wrote its
 // chain's newest segment, the leader of a few seconds ago (sim seeds 71
@@ -154,17 +154,15 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	if summary != 0 {
 		ids = append(ids, summary)
 	}
-	// The summary's members and the store's writers are taken at any
-	// cluster id (anyCluster): the cluster serving at a URL the
-	// coordinator or the store names may be a later incarnation than any
-	// this member knows of.
-	for _, k := range members {
-		probes = append(probes, knownProbe{k: k, clusterIDs: ids, anyCluster: true})
+	if len(ids) > 0 {
+		for _, k := range members {
+			probes = append(probes, knownProbe{k: k, clusterIDs: ids})
+		}
 	}
 	known := slices.Clone(ids) // what this member knows of its cluster's ids
 	for _, w := range m.known.latestWriters {
 		if id, err := strconv.ParseUint(w.clusterID, 16, 64); err == nil && id != 0 && len(w.clientURLs) > 0 {
-			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}, anyCluster: true})
+			probes = append(probes, knownProbe{k: w, clusterIDs: []uint64{id}})
 			known = append(known, id)
 		}
 	}
@@ -363,22 +361,11 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 // peers: the member and its ids are a peer's word (its /status's found
 // voters); unknown: none of those ids is one this member knows, so an
 // answer does not refresh the entry's time (narrowPeersWord).
-// anyCluster: an answer for any cluster id counts (the summary's members
-// and the store's writers), and the member is then asked again for the
-// id it answered with. The coordinator and the store name those URLs, a
-// member there may serve a later incarnation under a new cluster id no
-// record this member read names (restored from the newest snapshot,
-// recovered after the summary was written), and a recovery or restore
-// under an older record Consul brought back, or with none, started its
-// epoch a second time beside it (sim seeds 1004733, 1006058, 1009859).
-// It gives a planted summary no more than it had: one could already name
-// any cluster id as its own.
 type knownProbe struct {
 	k          knownMember
 	clusterIDs []uint64
 	peers      bool
 	unknown    bool
-	anyCluster bool
 }
 
 // narrowPeersWord keeps of the voters peers named (takeFoundVoters) only
@@ -468,16 +455,12 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 		wg.Add(1)
 		go func(p knownProbe) {
 			defer wg.Done()
-			accept := func(id uint64) bool { return p.anyCluster || slices.Contains(p.clusterIDs, id) }
-			url, id, leader, ok := m.answersFor(ctx, p.k.clientURLs, accept)
+			url, leader, ok := m.answersAsVoter(ctx, p.k.clientURLs, p.clusterIDs...)
 			if !ok || !leader && (m.known.listed[p.k.name] || m.known.listed[url]) {
 				return
 			}
-			if p.anyCluster {
-				p.clusterIDs, p.anyCluster = []uint64{id}, false
-			}
 			mu.Lock()
-			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader || leader == prev.leader && prev.probe.unknown && !p.unknown {
+			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader {
 				out[p.k.name] = knownAnswer{probe: p, url: url, leader: leader}
 			}
 			mu.Unlock()
@@ -556,31 +539,24 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 // Alarms do not count against a voter: a quorum under NOSPACE still
 // serves deletes, and puts again once disarmed.
 func (m *Member) answersAsVoter(ctx context.Context, urls []string, clusterIDs ...uint64) (url string, leader, ok bool) {
-	url, _, leader, ok = m.answersFor(ctx, urls, func(id uint64) bool { return slices.Contains(clusterIDs, id) })
-	return url, leader, ok
-}
-
-// answersFor is answersAsVoter for the cluster ids accept takes; it also
-// returns the cluster id the chosen URL answered with.
-func (m *Member) answersFor(ctx context.Context, urls []string, accept func(uint64) bool) (url string, clusterID uint64, leader, ok bool) {
 	cli, err := clientv3.New(clientv3.Config{Endpoints: urls, DialTimeout: rpcTimeout, TLS: m.trust.PeerTLS(), Logger: zap.NewNop()})
 	if err != nil {
-		return "", 0, false, false
+		return "", false, false
 	}
 	defer cli.Close()
 	for _, u := range urls {
 		sctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		st, err := cli.Status(sctx, u)
 		cancel()
-		if err != nil || st.Header == nil || !accept(st.Header.ClusterId) {
+		if err != nil || st.Header == nil || !slices.Contains(clusterIDs, st.Header.ClusterId) {
 			continue
 		}
 		if st.Leader != 0 && !st.IsLearner {
-			return u, st.Header.ClusterId, true, true
+			return u, true, true
 		}
 		if !ok {
-			url, clusterID, ok = u, st.Header.ClusterId, true
+			url, ok = u, true
 		}
 	}
-	return url, clusterID, false, ok
+	return url, false, ok
 }
