@@ -5,38 +5,32 @@ import (
 	"time"
 )
 
-// Review rev15b (data) A1: after F1's scenario, m0 (started ForceNew epoch 3 data)
-// waits for an operator, while m1 and m2 run the restored record's c2
-// (epoch 2) with a quorum and acknowledge writes (510). Before the
-// operator acts, m1 restarts (a rolling deploy, a crash): it must start
-// its data again and rejoin the quorum that still runs (m2). With
-// peerNewerThanRecord it waits beside m0's data: c2 (members m0, m1, m2)
-// has only m2, no quorum; 'recover -keep-running' needs that quorum and
-// 'recover -from m1' is refused beside m0's newer epoch: the only command
-// left, 'recover -from m0 -accept-data-loss', drops c2's acknowledged
-// writes 501..510.
-func TestRestartedVoterOfARunningRestoredRecordRejoins(t *testing.T) {
+// Review rev15b A1, and its price since rev15c C1: m1 (c2's voter)
+// restarts while m2 runs c2 alone (no quorum) beside m0's newer started
+// data. A lone runner may be a member cut off through m0's recovery,
+// below m0's acknowledged writes (C1), so m1 does not give c2 its quorum
+// back; it waits, and 'recover -from m0 -accept-data-loss' frees both
+// (naming c2's line: its later writes are set aside, knowingly).
+func TestRestartedVoterBesideALoneRunnerWaitsWithAWayOut(t *testing.T) {
 	o := rev15ConsulRestoredView("m1")
 	o.Local.Revision = 510
 	m0 := PeerStatus{Name: "m0", MemberID: 1, Token: "tok3", Epoch: 3, Revision: 700, ForceNewPending: true}
-	// m2 still runs c2; alone of three it no longer answers with a quorum.
 	m2 := PeerStatus{Name: "m2", MemberID: 3, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Revision: 510}
 	o.Peers = []PeerStatus{m0, m2}
-	d := Plan(o)
-	t.Logf("m1: %s (operator %v): %s", d.Kind, d.AwaitsOperator, d.Reason)
-	if d.Kind != Rejoin {
-		t.Errorf("m1, a voter of the running c2, does not rejoin it after a restart: %s: %s", d.Kind, d.Reason)
+	if d := Plan(o); d.Kind != Wait {
+		t.Errorf("m1 beside a lone runner of c2 and m0's newer started data: %s: %s, want a wait", d.Kind, d.Reason)
 	}
 	stopped1 := PeerStatus{Name: "m1", MemberID: 2, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Revision: 510}
-	v := OperatorView{Record: o.Record, NewToken: "tok4", Answered: []PeerStatus{m0, stopped1, m2}}
-	_, errKeep := OperatorKeepRunning(OperatorView{Record: o.Record, NewToken: "tok4", AcceptLoss: true, Answered: v.Answered})
-	v.From, v.AcceptLoss = "m1", true
-	_, errFrom := OperatorRecovery(v)
-	t.Logf("keep-running -accept-data-loss: %v", errKeep)
-	t.Logf("recover -from m1 -accept-data-loss: %v", errFrom)
-	// Once m1 waits, neither command keeps c2 (logged above); only
-	// 'recover -from m0', which drops c2's writes after the fork
-	// (TestRecoverFromStartedNewerDataAsksBeforeDroppingTheRestoredLine).
+	stopped2 := m2
+	stopped2.Running = false
+	v := OperatorView{Record: o.Record, NewToken: "tok4", From: "m0", Answered: []PeerStatus{m0, stopped1, stopped2}}
+	if _, err := OperatorRecovery(v); err == nil {
+		t.Error("recover -from m0 without -accept-data-loss beside c2's line at 510")
+	}
+	v.AcceptLoss = true
+	if _, err := OperatorRecovery(v); err != nil {
+		t.Errorf("recover -from m0 -accept-data-loss: %v", err)
+	}
 }
 
 // Review rev15b (data) A2: the way out m0's wait names, 'recover -from m0', taken

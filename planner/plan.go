@@ -280,14 +280,13 @@ func peerNewerThanRecord(o Observation, name string) (Decision, bool) {
 	if rec.ClusterID != 0 && o.MembersKnown && o.MembersClusterID == rec.ClusterID {
 		return Decision{}, false // the record's cluster answers: rejoin it (review rev15b A1)
 	}
-	for _, p := range o.Peers {
-		if p.Running && p.Token == rec.Token && p.Epoch == rec.Epoch {
-			// The record's incarnation runs (a restart of one of its
-			// voters must not cost it its quorum; the newer data waits
-			// for an operator: review rev15b A1).
-			return Decision{}, false
-		}
-	}
+	// Not while one of its members merely runs: a member cut off through
+	// the newer data's recovery may run the record's cluster alone, below
+	// writes the newer data acknowledged, and this member's start would
+	// give it its quorum back (review rev15c C1). A restarted voter of a
+	// cluster that ran on beside the newer data without this member waits
+	// with it: 'recover -from' the newer data with -accept-data-loss frees
+	// both (rev15b A1, the price of C1).
 	for _, p := range o.Peers {
 		if p.Token != "" && p.Epoch > rec.top() && !p.Unstarted {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("peer %s holds data of epoch %d (token %s), newer than any the record (epoch %d) names, which ran or began to run: the record may be an older one Consul restored; not starting epoch %d beside it until that data's epoch is recorded again or an operator chooses", p.Name, p.Epoch, short(p.Token), rec.Epoch, o.Local.Epoch)}, true
@@ -601,7 +600,11 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		// command saw: laterWrites): a newer one now was taken of a
 		// cluster that went on after the record (review rev15-sim R1).
 		_, bounded := rec.acceptedUpTo("", 0, r)
-		if s := o.LatestSnapshot; !bounded && s != nil && s.Epoch >= l.Epoch && s.Revision > l.Revision && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		// A snapshot of an epoch above the record's is later than the
+		// record (a recovery's epoch is above every snapshot it saw:
+		// review rev15c C4); one of an epoch from this data's to the
+		// record's is compared by revision (rev15b R1b).
+		if s := o.LatestSnapshot; !bounded && s != nil && (s.Epoch > rec.Epoch || s.Epoch >= l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
 		}
 	}
