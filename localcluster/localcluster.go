@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -52,16 +54,29 @@ func FreePorts(n int) ([]int, error) {
 		}
 	}()
 	var out []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 4*(portHigh-portLow) {
+			return nil, fmt.Errorf("find a free port: %d of %d found in %d..%d", len(out), n, portLow, portHigh-1)
+		}
+		p := portLow + rand.IntN(portHigh-portLow)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
 		if err != nil {
-			return nil, fmt.Errorf("find a free port: %w", err)
+			continue // taken (or held above for this call)
 		}
 		lns = append(lns, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
+		out = append(out, p)
 	}
 	return out, nil
 }
+
+// Ports are chosen at random in [portLow, portHigh): below the kernel's
+// ephemeral range (32768-60999 by default), where every outgoing
+// connection takes its source port, so that a port found free and closed
+// again is not taken by a connection before its user binds it ("bind:
+// address already in use" in CI under load: a seeder's start retried 17
+// times, a test's listener failed); and below Nomad's dynamic port range
+// (20000-32000), which the test agents' allocations use.
+const portLow, portHigh = 10000, 20000
 
 // MemberPorts are one member's ports.
 type MemberPorts struct{ Client, Peer, Status int }
