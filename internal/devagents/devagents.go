@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -656,13 +657,24 @@ func (a *Agent) consulReady(ctx context.Context) error {
 		return errors.New("no leader yet")
 	}
 	var self struct {
-		Stats map[string]map[string]string
+		Config struct{ NodeName string }
+		Stats  map[string]map[string]string
 	}
 	if err := getJSON(ctx, a.Addr+"/v1/agent/self", &self); err != nil {
 		return err
 	}
 	if self.Stats["consul"]["leader"] != "true" {
 		return errors.New("this server does not lead yet")
+	}
+	// A session needs the agent's node in the catalog: right after the
+	// leader is elected it may not be yet ("Missing node registration"
+	// creating a session: coord/consul's conformance test in CI).
+	var node struct{ Node *struct{ Node string } }
+	if err := getJSON(ctx, a.Addr+"/v1/catalog/node/"+url.PathEscape(self.Config.NodeName), &node); err != nil {
+		return err
+	}
+	if node.Node == nil {
+		return fmt.Errorf("node %q not registered in the catalog yet", self.Config.NodeName)
 	}
 	return nil
 }
