@@ -152,7 +152,7 @@ func upload(ctx context.Context, store Store, name string, r io.Reader, enc Encr
 	}
 	done := make(chan result, 1)
 	go func() {
-		tail, err := encode(pw, r, enc)
+		tail, err := encode(pw, r, enc, Codec)
 		pw.CloseWithError(err)
 		done <- result{tail, err}
 	}()
