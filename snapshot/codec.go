@@ -326,7 +326,11 @@ func decompress(w io.Writer, in io.Reader, meta Meta) error {
 		_, err = io.Copy(w, zr)
 		return err
 	}
-	sr := s2.NewReader(in, s2.ReaderMaxBlockSize(s2BlockSize))
+	// Each block's CRC-32C is left unchecked: the sha256 of the whole
+	// plaintext, MAC'd, is checked after it, and a damaged block fails it
+	// as surely (0.24 CPU-s of a 1.2 GB restore; a damaged block's
+	// structure still fails the decoder at once).
+	sr := s2.NewReader(in, s2.ReaderMaxBlockSize(s2BlockSize), s2.ReaderIgnoreCRC())
 	if meta.Size < s2ConcurrentFrom {
 		_, err := io.Copy(w, sr)
 		return err
