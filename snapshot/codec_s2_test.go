@@ -44,12 +44,7 @@ func putSigned(t *testing.T, m snapshot.Meta, obj []byte, enc snapshot.Encryptio
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.Put(ctx, m.Name, bytes.NewReader(obj)); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.PutMeta(ctx, m); err != nil {
-		t.Fatal(err)
-	}
+	putObject(t, store, m, obj)
 	if _, err := snapshot.Adopt(ctx, store, enc, []snapshot.Meta{m}); err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,6 @@ func fixtureStore(t *testing.T) *file.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
 	metas, err := filepath.Glob("testdata/v1/*.meta.json")
 	if err != nil || len(metas) != 2 {
 		t.Fatalf("fixture metadata: %v %v", metas, err)
@@ -68,14 +67,21 @@ func fixtureStore(t *testing.T) *file.Store {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := store.Put(ctx, m.Name, bytes.NewReader(obj)); err != nil {
-			t.Fatal(err)
-		}
-		if err := store.PutMeta(ctx, m); err != nil {
-			t.Fatal(err)
-		}
+		putObject(t, store, m, obj)
 	}
 	return store
+}
+
+// putObject puts obj and its metadata m into store.
+func putObject(t *testing.T, store *file.Store, m snapshot.Meta, obj []byte) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := store.Put(ctx, m.Name, bytes.NewReader(obj)); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.PutMeta(ctx, m); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTodaysSnapshotsStillRestore: objects written in the first stored
