@@ -33,8 +33,14 @@ const (
 	CodecS2 = "s2"
 )
 
-// Codec is the format Encode, Save and the delta recorder write.
-const Codec = CodecS2
+// Codec is the format Encode, Save and the delta recorder write. This
+// release reads CodecS2 and still writes CodecZstd: a member of the
+// release before reads zstd only and would take an S2 object for a
+// damaged one (a refused snapshot, a chain ending early) during a rolling
+// upgrade. The next release, once every member reads S2, writes it
+// (e.save 0.66-0.80 of etcdctl with S2 against 0.39-0.51 with zstd on
+// this 2-core machine; stored 65% of the plaintext against 48%).
+const Codec = CodecZstd
 
 // s2BlockSize is the plaintext of one S2 block: S2's largest, so that
 // matches reach as far as the format allows.

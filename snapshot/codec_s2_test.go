@@ -71,7 +71,7 @@ func TestFlippedByteInAnS2SnapshotIsRefused(t *testing.T) {
 	enc := snapshot.Encryption{MACKey: key}
 	plain := s2Plain(6 << 20) // two blocks
 	var obj bytes.Buffer
-	size, sum, err := snapshot.Encode(&obj, bytes.NewReader(plain), snapshot.Encryption{})
+	size, sum, err := snapshot.EncodeWith(&obj, bytes.NewReader(plain), snapshot.Encryption{}, snapshot.CodecS2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestUnknownCodecIsRefusedByName(t *testing.T) {
 	enc := snapshot.Encryption{MACKey: key}
 	plain := s2Plain(64 << 10)
 	var obj bytes.Buffer
-	size, sum, err := snapshot.Encode(&obj, bytes.NewReader(plain), snapshot.Encryption{})
+	size, sum, err := snapshot.EncodeWith(&obj, bytes.NewReader(plain), snapshot.Encryption{}, snapshot.CodecS2)
 	if err != nil {
 		t.Fatal(err)
 	}
