@@ -281,6 +281,14 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 	if err := knownCodec(meta.Codec); err != nil {
 		return fmt.Errorf("%s: %w", meta.Name, err)
 	}
+	if meta.StoredSize > 0 {
+		// Never read far past the stored size (MAC'd with the rest): an
+		// object that does not end (skippable frames or chunks without
+		// end produce no plaintext, so the plaintext bound never trips)
+		// is cut one byte past it and fails, as a delta segment's read
+		// is (review rev15-sec).
+		r = io.LimitReader(r, meta.StoredSize+1)
+	}
 	src := bufio.NewReaderSize(r, 1<<20)
 	var in io.Reader = src
 	if meta.Encrypted {
