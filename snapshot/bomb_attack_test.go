@@ -75,7 +75,7 @@ func TestDeltaZstdBombOfExactStoredSize(t *testing.T) {
 
 	now := time.Now().UTC()
 	m := snapshot.Meta{Cluster: "c", ClusterID: "abc", Epoch: 1, Revision: 10, FirstRevision: 6, Kind: snapshot.KindDelta, Base: snapshot.ObjectName("c", 1, 5, now.Add(-time.Minute), true),
-		Created: now, Codec: snapshot.Codec, Size: 1000, StoredSize: storedSize, SHA256: strings.Repeat("0", 64), Events: 1, Encrypted: true}
+		Created: now, Codec: snapshot.CodecZstd, Size: 1000, StoredSize: storedSize, SHA256: strings.Repeat("0", 64), Events: 1, Encrypted: true}
 	m.Name = strings.TrimSuffix(snapshot.ObjectName("c", 1, 10, now, false), ".snap.zst") + ".delta.zst"
 	if _, err := store.Put(ctx, m.Name, bytes.NewReader(make([]byte, storedSize))); err != nil {
 		t.Fatal(err)
@@ -128,7 +128,7 @@ func TestDecodeWritesPastTheMACdSize(t *testing.T) {
 	zw.Close()
 	now := time.Now().UTC()
 	m := snapshot.Meta{Name: snapshot.ObjectName("c", 1, 5, now, false), Cluster: "c", ClusterID: "abc", Epoch: 1, Revision: 5, Kind: snapshot.KindFull,
-		Created: now, Codec: snapshot.Codec, Size: 1000, StoredSize: int64(z.Len()), SHA256: strings.Repeat("0", 64)}
+		Created: now, Codec: snapshot.CodecZstd, Size: 1000, StoredSize: int64(z.Len()), SHA256: strings.Repeat("0", 64)}
 	dir := t.TempDir()
 	store, _ := file.New(dir, "c")
 	ctx := context.Background()

@@ -56,7 +56,7 @@ func TestDecodeBoundsTheWindowAnObjectNames(t *testing.T) {
 	var m0, m1 runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
-	err := Decode(io.Discard, bytes.NewReader(hugeWindowFrame), Meta{Name: "x", Size: 1}, Encryption{})
+	err := Decode(io.Discard, bytes.NewReader(hugeWindowFrame), Meta{Name: "x", Size: 1, Codec: CodecZstd}, Encryption{})
 	runtime.ReadMemStats(&m1)
 	if err == nil || !strings.Contains(err.Error(), "read x") {
 		t.Fatalf("Decode of a frame naming a 512 MiB window: %v, want an error naming the object", err)
@@ -64,7 +64,7 @@ func TestDecodeBoundsTheWindowAnObjectNames(t *testing.T) {
 	if got := m1.TotalAlloc - m0.TotalAlloc; got > 2*MaxWindow {
 		t.Fatalf("Decode allocated %d MiB for a 10-byte object", got>>20)
 	}
-	// What Encode writes still decodes, with a window of its own size.
+	// What the zstd encoder writes still decodes, with a window of its own size.
 	plain := make([]byte, 20<<20)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := range plain {
@@ -73,11 +73,11 @@ func TestDecodeBoundsTheWindowAnObjectNames(t *testing.T) {
 	sum := sha256.Sum256(plain)
 	plain = append(plain, sum[:]...)
 	var obj bytes.Buffer
-	size, sha, err := Encode(&obj, bytes.NewReader(plain), Encryption{})
+	size, sha, err := EncodeWith(&obj, bytes.NewReader(plain), Encryption{}, CodecZstd)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Decode(io.Discard, &obj, Meta{Name: "big", Size: size, SHA256: sha}, Encryption{}); err != nil {
+	if err := Decode(io.Discard, &obj, Meta{Name: "big", Size: size, SHA256: sha, Codec: CodecZstd}, Encryption{}); err != nil {
 		t.Fatalf("Decode of what Encode wrote (20 MiB): %v", err)
 	}
 }

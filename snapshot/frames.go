@@ -34,6 +34,12 @@ type frameWriter struct {
 }
 
 func newFrameWriter(out io.Writer, workers int) (*frameWriter, error) {
+	// SpeedFastest with entropy coding of literals even in blocks without
+	// matches (`make bench`, 2 shared cores, 1.1 GiB snapshots): on values
+	// of random hex text, as small as SpeedDefault, and a save took 7-8 s
+	// instead of 15.5 s on a busy machine; on JSON-like objects, 7% larger
+	// and 12% faster. Without the literal coding SpeedFastest leaves
+	// hex-like values uncompressed.
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithAllLitEntropyCompression(true), zstd.WithEncoderConcurrency(workers))
 	if err != nil {
 		return nil, err

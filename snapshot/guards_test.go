@@ -32,7 +32,7 @@ func TestDecodeRefusesABadTrailingHashEvenWithAMatchingRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		err = Decode(&out, &enc, Meta{Name: c.name, Size: size, SHA256: sha}, Encryption{})
+		err = Decode(&out, &enc, Meta{Name: c.name, Size: size, SHA256: sha, Codec: Codec}, Encryption{})
 		if c.ok && err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

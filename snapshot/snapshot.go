@@ -1,8 +1,9 @@
 // Package snapshot moves etcd snapshots between a cluster and a store,
 // verified end to end: the plaintext's sha256 is recorded beside every
 // object and checked on the way back, etcd's own trailing hash is checked
-// before anything is restored, and encryption (age) and compression (zstd)
-// wrap the stream outside the stores, which only move opaque bytes. It
+// before anything is restored, and encryption (age) and compression (S2;
+// zstd for objects written before, Meta.Codec names which) wrap the
+// stream outside the stores, which only move opaque bytes. It
 // never holds a whole snapshot in memory and never deletes the newest
 // snapshot.
 package snapshot
@@ -75,7 +76,9 @@ type Store interface {
 }
 
 // ObjectName names a snapshot by cluster, epoch, revision and time, so
-// that names sort by age within a cluster.
+// that names sort by age within a cluster. The ".zst" in the name is the
+// first format's and stays for every codec (stores, listings and sweeps
+// match names by it); Meta.Codec says how an object is compressed.
 func ObjectName(cluster string, epoch uint64, revision int64, created time.Time, encrypted bool) string {
 	ext := ".snap.zst"
 	if encrypted {

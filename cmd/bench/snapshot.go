@@ -327,14 +327,14 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 	e.log.Info("snapshot stages alone", "stages", fmt.Sprintf("%+v", stg))
 	mib := float64(meta.Size) / (1 << 20)
 	rate := func(sec float64) string { return fmt.Sprintf("%.2f s (%.0f MiB/s)", sec, mib/sec) }
-	keyspace := fmt.Sprintf("%d values of 1 MiB of %s; snapshot %.0f MiB plaintext, stored %.0f MiB (zstd + age X25519)",
-		n, dataDesc, mib, float64(meta.StoredSize)/(1<<20))
+	keyspace := fmt.Sprintf("%d values of 1 MiB of %s; snapshot %.0f MiB plaintext, stored %.0f MiB (%s + age X25519)",
+		n, dataDesc, mib, float64(meta.StoredSize)/(1<<20), meta.Codec)
 	sec := func(d time.Duration) float64 { return d.Seconds() }
 	// Save: both sides need etcd to stream and a client to take it; ours
 	// compresses, encrypts and hashes on top. On 2 cores the best it can
 	// do is to spread all of that CPU over both.
 	saveFloor := (sec(cpuCtlSrv+cpuCtl) + stg.Compress + stg.Encrypt + stg.Hash) / 2
-	saveNote := fmt.Sprintf("Where the time goes (each stage alone on the same snapshot, in memory, CPU seconds, least of 3, `bench snapshot-stages`; MiB/s of plaintext per CPU second): zstd %s, age encryption of the compressed bytes %s, sha256 %s. "+
+	saveNote := fmt.Sprintf("Where the time goes (each stage alone on the same snapshot, in memory, CPU seconds, least of 3, `bench snapshot-stages`; MiB/s of plaintext per CPU second): S2 %s, age encryption of the compressed bytes %s, sha256 %s. "+
 		"etcdctl's save took %.2fs wall with %.2f CPU-s in etcdctl and %.2f CPU-s in the etcd server; ours %.2fs wall with %.2f CPU-s in the saver and %.2f CPU-s in the server. "+
 		"Arithmetic: ours needs at least etcdctl's CPU (%.2f) plus compression, encryption and hashing (%.2f) = %.2f CPU-s; spread perfectly over 2 cores that is ≥ %.2fs wall, a ratio of at most %.2f on an otherwise idle machine%s. "+
 		"On a busy machine each side gets a share of the cores and wall time follows CPU time: the ratio of CPU used (etcdctl's %.2f CPU-s ÷ ours %.2f) = %.2f is what to expect there.",
@@ -343,10 +343,11 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 		sec(cpuCtlSrv+cpuCtl), stg.Compress+stg.Encrypt+stg.Hash, sec(cpuCtlSrv+cpuCtl)+stg.Compress+stg.Encrypt+stg.Hash, saveFloor, sec(bestCtl)/saveFloor,
 		ifThen(sec(bestCtl) < saveFloor, " (the goal ≥ 1.0 is out of reach: etcdctl's wall time is below that floor)", ""),
 		sec(cpuCtlSrv+cpuCtl), sec(cpuOurs+cpuOursSrv), sec(cpuCtlSrv+cpuCtl)/sec(cpuOurs+cpuOursSrv))
-	s2Encrypt := stg.Encrypt * float64(stg.S2Bytes) / float64(max(stg.StoredBytes, 1))
-	s2Floor := (sec(cpuCtlSrv+cpuCtl) + stg.S2Compress + s2Encrypt + stg.Hash) / 2
-	saveNote += fmt.Sprintf(" For comparison, S2 (klauspost/compress, the same module as zstd; not a codec etcd-nomad stores with) compresses the same plaintext in %s to %.0f%% of it (zstd here: %.0f%%); with it the same floor would be %.2fs, a ratio of at most %.2f.",
-		rate(stg.S2Compress), 100*float64(stg.S2Bytes)/float64(stg.PlainBytes), 100*float64(stg.StoredBytes)/float64(stg.PlainBytes), s2Floor, sec(bestCtl)/s2Floor)
+	zstdEncrypt := stg.Encrypt * float64(stg.ZstdBytes) / float64(max(stg.StoredBytes, 1))
+	zstdFloor := (sec(cpuCtlSrv+cpuCtl) + stg.ZstdCompress + zstdEncrypt + stg.Hash) / 2
+	saveNote += fmt.Sprintf(" For comparison, zstd as the first stored format wrote it (SpeedFastest, frames on every core) compresses the same plaintext in %s to %.0f%% of it (S2 here: %.0f%%); with it the same floor would be %.2fs, a ratio of at most %.2f. BLAKE3 (zeebo/blake3) hashes it in %s where sha256 takes %s; sha256 stays the recorded hash because etcd's own hash at the end of the snapshot, which save and restore both check, is a sha256 of the whole database, and one pass gives both.",
+		rate(stg.ZstdCompress), 100*float64(stg.ZstdBytes)/float64(stg.PlainBytes), 100*float64(stg.StoredBytes)/float64(stg.PlainBytes), zstdFloor, sec(bestCtl)/zstdFloor,
+		rate(stg.BLAKE3), rate(stg.Hash))
 	// Restore: etcdutl reads the plaintext file for its hash, copies it
 	// into the data dir and completes it; ours decodes the stored object
 	// straight into the data dir (FetchInto) and completes it (Restore).
@@ -354,19 +355,19 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 	// copies, and decoding is CPU-bound across both cores at best.
 	decodeFloor := max(stg.Write, (stg.Decrypt+stg.Decompress+stg.Hash)/2)
 	restoreFloor := decodeFloor + bestSteps.Install
-	restoreNote := fmt.Sprintf("Stages alone (CPU seconds as for e.save): age decryption of the stored bytes %s, zstd decompression %s, sha256 %s; writing the plaintext and fsync %s wall. "+
+	restoreNote := fmt.Sprintf("Stages alone (CPU seconds as for e.save): age decryption of the stored bytes %s, %s decompression %s, sha256 %s; writing the plaintext and fsync %s wall. "+
 		"etcdutl's restore took %.2fs wall (%.2f CPU-s): it reads the file for its hash, then copies it into the data dir and completes it there. "+
 		"Ours decodes the stored object straight into the new data dir's database (`snapshot.FetchInto`: fetch, decrypt, decompress, sha256 and etcd's own hash on the way, every byte written once) in %.2fs, then completes the data dir as etcd's restore does (`snapshot.Restore`: membership, revision bump, WAL, consistent index, one commit) in %.2fs; %.2f CPU-s in all. "+
 		"Arithmetic: ours ≥ decode (≥ max(write, (decrypt + decompress + sha256) / 2 cores) = %.2fs) + the completion as measured (%.2fs) = %.2fs, a ratio of at most %.2f%s.",
-		rate(stg.Decrypt), rate(stg.Decompress), rate(stg.Hash), rate(stg.Write),
+		rate(stg.Decrypt), stg.Codec, rate(stg.Decompress), rate(stg.Hash), rate(stg.Write),
 		sec(bestUtl), sec(cpuUtl), bestSteps.Fetch, bestSteps.Install, sec(cpuRestore),
 		decodeFloor, bestSteps.Install, restoreFloor, sec(bestUtl)/restoreFloor,
 		ifThen(sec(bestUtl) < restoreFloor, " (the goal ≥ 1.0 is out of reach here: decoding on 2 cores takes longer than etcdutl's hash pass and copy)", ""))
 	res := []bench.Result{
 		{ID: "e.save", Name: "snapshot save throughput (plaintext MiB/s)", Unit: "MiB/s",
 			Value: mibps(meta.Size, bestOurs), Baseline: mibps(plainSize, bestCtl), GoalKind: bench.RatioAtLeast, Goal: 1.0,
-			Notes: fmt.Sprintf("etcd-nomad `snapshot.Save` (zstd + age + sha256 to a `snapshot/file` store, fsynced) %s vs `etcdctl snapshot save` (plaintext file) %s, best of %d, each a separate process reading from the same 1-member etcd (`bench snapshot-save -cpuprofile FILE` profiles ours). %s Keyspace: %s.",
-				bestOurs.Round(time.Millisecond), bestCtl.Round(time.Millisecond), e.opts.snapshotRound, saveNote, keyspace)},
+			Notes: fmt.Sprintf("etcd-nomad `snapshot.Save` (%s + age + sha256 to a `snapshot/file` store, fsynced) %s vs `etcdctl snapshot save` (plaintext file) %s, best of %d, each a separate process reading from the same 1-member etcd (`bench snapshot-save -cpuprofile FILE` profiles ours). %s Keyspace: %s.",
+				meta.Codec, bestOurs.Round(time.Millisecond), bestCtl.Round(time.Millisecond), e.opts.snapshotRound, saveNote, keyspace)},
 		{ID: "e.restore", Name: "snapshot restore throughput (plaintext MiB/s)", Unit: "MiB/s",
 			Value: mibps(meta.Size, bestRestore), Baseline: mibps(plainSize, bestUtl), GoalKind: bench.RatioAtLeast, Goal: 1.0,
 			Notes: fmt.Sprintf("etcd-nomad fetch + decrypt + decompress + sha256/etcd-hash verify straight into the data dir + `datadir.InstallSnapshot` (revision bump 1000000 + mark compacted) %s vs `etcdutl snapshot restore` of the plaintext file with the same bump %s, best of %d. %s",
