@@ -66,7 +66,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Promote:
 		return m.promote(ctx, d)
 	case planner.RemoveMember:
-		m.snapshotBeforeChange(o, "before removing a member")
+		m.backups.BeforeChange(o, "before removing a member")
 		if o.LeaderID == d.MemberID && d.MemberID != o.SelfID {
 			m.takeLeadershipFrom(ctx, o, d.MemberID)
 		}
@@ -590,16 +590,13 @@ func (m *Member) stopEtcd() {
 	e := m.etcd
 	m.etcd = nil
 	m.stopped = nil
-	cancelSave := m.snapCancel
 	m.mu.Unlock()
 	if e == nil {
 		return
 	}
-	if cancelSave != nil {
-		// A save streams from this server while it uploads: it cannot
-		// go on, and etcd's close would wait for the stream.
-		cancelSave()
-	}
+	// A save streams from this server while it uploads: it cannot go
+	// on, and etcd's close would wait for the stream.
+	m.backups.CancelSave()
 	select {
 	case <-e.Server.ReadyNotify():
 	default:
@@ -616,27 +613,6 @@ func (m *Member) stopEtcd() {
 // cluster, fatal error): the next loop observes the data dir afresh.
 func (m *Member) reapStopped() {
 	m.stopEtcd()
-}
-
-// preChangeSnapshotEvery: a membership change retried (etcd refuses
-// changes until peers have been connected for 5s) is backed up once.
-const preChangeSnapshotEvery = time.Minute
-
-// snapshotBeforeChange starts a backup before a member is removed, in the
-// background (startSnapshot): the removal does not wait for it, as
-// replacing a dead member must not wait for the snapshot store, nor hold
-// the lock through an upload. The stream starts at once from a running
-// member, and a removal changes no key. A save already running (scheduled,
-// or another member's holding the lease) stands in for it. Adding a
-// learner takes none: a learner does not vote, so adding one cannot cost
-// quorum, and the joiner would spool a third copy of the database beside
-// the one it receives.
-func (m *Member) snapshotBeforeChange(o planner.Observation, why string) {
-	if m.opts.Snapshots == nil || m.now().Sub(m.lastPreChange) < preChangeSnapshotEvery {
-		return // a retried change needs no second backup
-	}
-	m.lastPreChange = m.now()
-	m.startSnapshot(m.snapshotEndpoint(o), why, false)
 }
 
 // memberClientURL guesses a member's client URL from its peer URL via the

@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // recoverFromData is the decision a lone survivor of epoch 1 acts on.
@@ -185,7 +186,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := &faultyCoord{Coordinator: k.co}
-	m := k.memberWith("m0", fc, &Snapshots{Store: store})
+	m := k.memberWith("m0", fc, &backup.Snapshots{Store: store})
 	cli := k.seedForTest(m)
 	put(t, cli, "saved", "in-snapshot")
 	rec, _ := k.co.Record(context.Background())

@@ -110,7 +110,7 @@ func (m *Member) loop(ctx context.Context) bool {
 }
 
 func (m *Member) shutdown() {
-	m.stopDeltas(true)
+	m.backups.StopDeltas(true)
 	m.mu.Lock()
 	e := m.etcd
 	m.bgCancel() // a background upload stops now, not after the leave

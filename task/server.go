@@ -31,7 +31,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	e := m.etcd
 	starting := m.starting
 	st.CAMismatch = m.trust.Mismatch()
-	st.SnapshotError = m.snapshotErr
+	st.SnapshotError = m.backups.SnapshotErr()
 	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())

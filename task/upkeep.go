@@ -26,9 +26,9 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 		AccessDue:        !now.Before(m.access.next),
 		CACertDue:        m.trust.PublishDue(now),
 		Snapshots:        s != nil && s.Interval > 0,
-		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
+		SnapshotDue:      m.backups.CheckDue(now),
 		Deltas:           s != nil && s.DeltaEvery > 0,
-		WantFullSnapshot: m.wantFullSnapshot.Load(),
+		WantFullSnapshot: m.backups.WantFull(),
 		PruneDue:         !now.Before(m.nextAsidePrune),
 	}
 	return o, nil
@@ -76,9 +76,9 @@ func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Up
 		m.trust.PublishCACert(ctx)
 	}
 	if u.Snapshot {
-		m.scheduledSnapshot(o)
+		m.backups.Scheduled(o)
 	}
-	m.superviseDeltas(ctx, u.RecordDeltas)
+	m.backups.SuperviseDeltas(ctx, u.RecordDeltas)
 	if u.PruneAsides {
 		m.startPruneAsides(o)
 	}
