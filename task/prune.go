@@ -202,7 +202,7 @@ func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, 
 		}
 		sib := datadir.Dir{Root: filepath.Join(parent, name)}
 		meta, err := sib.ReadMeta()
-		if err != nil || meta.Cluster != run.cluster || walInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
+		if err != nil || meta.Cluster != run.cluster || datadir.WALInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
 			continue // not ours to judge, or in use
 		}
 		if (incarnationKey{meta.Cluster, meta.Token, meta.Epoch}) == run && (meta.MemberID == 0 || member(meta.MemberID)) {
