@@ -3,7 +3,6 @@ package task
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -73,26 +72,14 @@ func (m *Member) stopSnapshot() {
 	m.backups.BeforeStop(ctx, o, budget)
 }
 
-// backgroundStopWait bounds how long a stopping member waits for its
-// cancelled upload to clean up (abort the upload, delete the object,
-// release the lease) before it stops etcd anyway.
-const backgroundStopWait = 5 * time.Second
-
-// stopBackground cancels this member's background save and pruning and
-// waits for them to clean up, at most backgroundStopWait. Safe to call
-// more than once.
+// stopBackground cancels this member's background work (the backups'
+// saves and pruning, trust's renewal) and waits for the backups' to clean
+// up (backup.Stop). Safe to call more than once.
 func (m *Member) stopBackground() {
 	m.mu.Lock()
 	m.bgCancel()
 	m.mu.Unlock()
-	m.backups.Cancel()
-	done := make(chan struct{})
-	go func() { m.bg.Wait(); m.backups.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(backgroundStopWait):
-		m.log.Warn("a cancelled snapshot is still cleaning up; stopping anyway", "waited", backgroundStopWait)
-	}
+	m.backups.Stop()
 }
 
 // refusedObject is an object of the store the listing refused

@@ -116,7 +116,6 @@ type Member struct {
 	starting bool       // an act that starts etcd is in progress
 	client   *clientv3.Client
 	known    knownState   // knownhealthy.go
-	asides   asideCache   // asides.go
 	summary  summaryState // summary.go
 	access   accessState  // access.go
 
@@ -128,13 +127,10 @@ type Member struct {
 	metaDone *embed.Etcd
 	metaMu   sync.Mutex
 	metaErr  string
-	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
-	pruning        bool
-	nextAsidePrune time.Time
-	// bgCtx ends when the member stops; bg counts background pruning.
+	// bgCtx ends when the member stops: the background work (the
+	// backups', trust's renewal) ends with it.
 	bgCtx          context.Context
 	bgCancel       context.CancelFunc
-	bg             sync.WaitGroup
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
 	// refusedSnapshot: the newest object of the store the member refuses,

@@ -35,7 +35,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
-	st.Asides, st.AsidesMore = m.asides.list(m.dir.AsideDir(), m.log)
+	st.Asides, st.AsidesMore = m.backups.Asides()
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
 	if name, at := m.trust.Earliest(); name != "" {

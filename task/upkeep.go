@@ -29,7 +29,7 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 		SnapshotDue:      m.backups.CheckDue(now),
 		Deltas:           s != nil && s.DeltaEvery > 0,
 		WantFullSnapshot: m.backups.WantFull(),
-		PruneDue:         !now.Before(m.nextAsidePrune),
+		PruneDue:         m.backups.PruneDue(now),
 	}
 	return o, nil
 }
@@ -80,6 +80,6 @@ func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Up
 	}
 	m.backups.SuperviseDeltas(ctx, u.RecordDeltas)
 	if u.PruneAsides {
-		m.startPruneAsides(o)
+		m.backups.StartPruneAsides(o)
 	}
 }

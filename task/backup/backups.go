@@ -21,6 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
+	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Config is what the backups take from the member.
@@ -72,6 +73,10 @@ type Backups struct {
 	deltas           *deltaRun
 	nextDeltaStart   time.Time
 	lastPreChange    time.Time
+	// nextAsidePrune paces StartPruneAsides (loop only); asides is what
+	// /status reports of the set-aside copies (Asides).
+	nextAsidePrune time.Time
+	asides         asideCache
 
 	mu sync.Mutex
 	// snapRunning (under mu): a background save runs (Start); snapCancel
@@ -82,7 +87,10 @@ type Backups struct {
 	// was not taken, with its time ("" once one succeeds or is not due):
 	// /status's snapshot_error.
 	snapshotErr string
-	// bgCtx ends when the member stops; bg counts background saves.
+	// pruning (under mu): pruneAsides runs.
+	pruning bool
+	// bgCtx ends when the member stops; bg counts background saves and
+	// pruning.
 	bgCtx    context.Context
 	bgCancel context.CancelFunc
 	bg       sync.WaitGroup
@@ -129,16 +137,35 @@ func (b *Backups) CancelSave() {
 	}
 }
 
-// Cancel cancels the background saves; no new one starts. Wait waits
-// for them to clean up.
-func (b *Backups) Cancel() {
+// PruneDue reports whether pruning set-aside data is due.
+func (b *Backups) PruneDue(now time.Time) bool { return !now.Before(b.nextAsidePrune) }
+
+// Asides are this member's set-aside copies, newest first, at most
+// status.MaxAsides, and how many more there are (/status).
+func (b *Backups) Asides() ([]status.AsideCopy, int) {
+	return b.asides.list(b.dir.AsideDir(), b.log)
+}
+
+// backgroundStopWait bounds how long a stopping member waits for its
+// cancelled upload to clean up (abort the upload, delete the object,
+// release the lease) before it stops etcd anyway.
+const backgroundStopWait = 5 * time.Second
+
+// Stop cancels this member's background save and pruning and waits for
+// them to clean up, at most backgroundStopWait. Safe to call more than
+// once.
+func (b *Backups) Stop() {
 	b.mu.Lock()
 	b.bgCancel()
 	b.mu.Unlock()
+	done := make(chan struct{})
+	go func() { b.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(backgroundStopWait):
+		b.log.Warn("a cancelled snapshot is still cleaning up; stopping anyway", "waited", backgroundStopWait)
+	}
 }
-
-// Wait returns when the background saves ended (after Cancel).
-func (b *Backups) Wait() { b.bg.Wait() }
 
 // Recording is the base snapshot of the continuous backup running here
 // ("" when none).

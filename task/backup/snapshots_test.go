@@ -3,6 +3,7 @@ package backup
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -10,14 +11,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 )
 
-// newForTest is member name's backups on the coordinator co, with no
-// store: the lease alone.
+// newForTest is member name's backups on the coordinator co (none when
+// nil), with no store, in a data dir of its own.
 func newForTest(t *testing.T, name string, co *local.Coordinator) *Backups {
 	t.Helper()
-	return New(Config{Cluster: "kit", Name: name, Log: hclog.NewNullLogger(), Now: time.Now,
-		Metrics: prometheus.NewRegistry(), Coordinator: co, Context: context.Background()})
+	cfg := Config{Cluster: "kit", Name: name, Dir: datadir.Dir{Root: filepath.Join(t.TempDir(), name)}, Log: hclog.NewNullLogger(), Now: time.Now,
+		Metrics: prometheus.NewRegistry(), Context: context.Background()}
+	if co != nil {
+		cfg.Coordinator = co
+	}
+	return New(cfg)
 }
 
 // The snapshot lease (issue 18, item 7): while one member holds it, a
