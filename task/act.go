@@ -273,7 +273,7 @@ func (m *Member) clientEndpoints() []string { return m.clientEndpointsExcept("")
 // stop, neither loses the answer nor refuses with its stale view.
 func (m *Member) clientEndpointsExcept(except string) []string {
 	m.mu.Lock()
-	running := m.etcd != nil
+	running := m.proc.Server() != nil
 	m.mu.Unlock()
 	var eps, skipped []string
 	insts, _ := m.opts.Provider.Instances(context.Background())
@@ -494,25 +494,11 @@ func (m *Member) start(name, token, state, initial string) error {
 		return fmt.Errorf("clear the clean-stop mark before starting etcd: %w", err)
 	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
-	e, err := embed.StartEtcd(cfg)
+	e, err := m.proc.Start(cfg)
 	if err != nil {
-		m.startFailures++
-		return fmt.Errorf("start etcd (failure %d in a row): %w", m.startFailures, err)
+		return err
 	}
-	m.startFailures, m.startCorrupt = 0, ""
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-e.Server.StopNotify():
-		case err := <-e.Err():
-			m.log.Warn("etcd error", "error", err)
-		}
-		close(stopped)
-	}()
-	m.mu.Lock()
-	m.etcd = e
-	m.stopped = stopped
-	m.mu.Unlock()
+	m.startCorrupt = ""
 	go m.afterReady(e)
 	return nil
 }
@@ -537,7 +523,8 @@ func (m *Member) afterReady(e *embed.Etcd) {
 // stopped backups for good. Each new failure is logged once.
 func (m *Member) retryMeta() {
 	m.mu.Lock()
-	e, done := m.etcd, m.metaDone == m.etcd
+	e := m.proc.Server()
+	done := m.metaDone == e
 	m.mu.Unlock()
 	if e == nil || done {
 		return
@@ -585,29 +572,8 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	return nil
 }
 
-func (m *Member) stopEtcd() {
-	m.mu.Lock()
-	e := m.etcd
-	m.etcd = nil
-	m.stopped = nil
-	m.mu.Unlock()
-	if e == nil {
-		return
-	}
-	// A save streams from this server while it uploads: it cannot go
-	// on, and etcd's close would wait for the stream.
-	m.backups.CancelSave()
-	select {
-	case <-e.Server.ReadyNotify():
-	default:
-		// embed.Etcd.Close waits for client serving to begin, which only
-		// happens once the server is ready: a member restarted without
-		// quorum never is, and Close would hang (and with it a recovery).
-		// Stopping the server first makes serving give up.
-		e.Server.HardStop()
-	}
-	e.Close()
-}
+// stopEtcd stops the running etcd (etcdproc.Process.Stop).
+func (m *Member) stopEtcd() { m.proc.Stop() }
 
 // reapStopped forgets an etcd that stopped on its own (removed from the
 // cluster, fatal error): the next loop observes the data dir afresh.

@@ -31,10 +31,11 @@ func (m *Member) newBackups() *backup.Backups {
 		MemberID: func() string {
 			m.mu.Lock()
 			defer m.mu.Unlock()
-			if m.etcd == nil {
+			e := m.proc.Server()
+			if e == nil {
 				return ""
 			}
-			return fmt.Sprintf("%x", uint64(m.etcd.Server.MemberID()))
+			return fmt.Sprintf("%x", uint64(e.Server.MemberID()))
 		},
 		Context: m.bgCtx,
 	})

@@ -194,7 +194,7 @@ func (k *kit) client(m *Member) *clientv3.Client {
 func (m *Member) waitReady(t *testing.T) {
 	t.Helper()
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil {
 		t.Fatal("etcd is not running")
@@ -231,10 +231,10 @@ func (m *Member) reason() string {
 func (m *Member) running() (bool, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.etcd == nil {
+	if m.proc.Server() == nil {
 		return false, false
 	}
-	return true, m.etcd.Config().ForceNewCluster
+	return true, m.proc.Server().Config().ForceNewCluster
 }
 
 // put writes key=val through cli.

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task/backup"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 	"github.com/etcd-nomad/etcd-nomad/task/trust"
 	"github.com/hashicorp/go-hclog"
@@ -104,12 +105,12 @@ type Member struct {
 	self  provider.Instance
 	trust *trust.Trust
 
-	mu      sync.Mutex
-	etcd    *embed.Etcd
-	stopped chan struct{} // closed when the running etcd stops on its own
-	status  status.Member
-	lock    coord.Lock
-	record  *coord.Record
+	proc *etcdproc.Process
+
+	mu     sync.Mutex
+	status status.Member
+	lock   coord.Lock
+	record *coord.Record
 	// since: from when the timed conditions hold (loop only).
 	since    since
 	leaving  leaveState // leave.go
@@ -149,7 +150,6 @@ type Member struct {
 	// either (skipDeltas).
 	damagedDeltas map[string]bool
 	peerDamaged   map[string]bool
-	startFailures int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
@@ -233,6 +233,10 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	}
 	m.trust = tr
 	m.backups = m.newBackups()
+	// A save streams from this member's server while it uploads: it
+	// cannot go on once the server stops, and etcd's close would wait for
+	// the stream.
+	m.proc = etcdproc.New(etcdproc.Config{Log: m.log, BeforeStop: m.backups.CancelSave})
 	m.status = status.Member{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
 }
@@ -240,15 +244,6 @@ func New(ctx context.Context, o Options) (*Member, error) {
 func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.Scheme()) }
 func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.Scheme()) }
 func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.Scheme()) }
-
-func (m *Member) stoppedCh() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopped == nil {
-		return nil
-	}
-	return m.stopped
-}
 
 func (m *Member) releaseLock(ctx context.Context) {
 	m.mu.Lock()

@@ -445,7 +445,7 @@ func (m *Member) forceNewAllowed(meta datadir.Meta) bool {
 // loop, so a failed write in afterReady is retried until it sticks.
 func (m *Member) clearForceNew() {
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil {
 		return

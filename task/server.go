@@ -28,7 +28,7 @@ func (m *Member) setDecision(d planner.Decision) {
 func (m *Member) health(ctx context.Context) (status.Member, error) {
 	m.mu.Lock()
 	st := m.status
-	e := m.etcd
+	e := m.proc.Server()
 	starting := m.starting
 	st.CAMismatch = m.trust.Mismatch()
 	st.SnapshotError = m.backups.SnapshotErr()
