@@ -241,6 +241,32 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	return m, nil
 }
 
+// newBackups builds the member's backups part (after trust: it dials
+// etcd with trust's client TLS).
+func (m *Member) newBackups() *backup.Backups {
+	return backup.New(backup.Config{
+		Snapshots: m.opts.Snapshots, Cluster: m.opts.Cluster.Name, Name: m.opts.Name, Dir: m.dir,
+		Log: m.log, Now: m.now, Metrics: m.metrics.reg, Labels: prometheus.Labels{"cluster": m.opts.Cluster.Name, "member": m.opts.Name},
+		Coordinator: m.opts.Coordinator,
+		Record: func() *coord.Record {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.record
+		},
+		TLS: m.trust.PeerTLS(), Self: m.clientURL(m.self), Endpoint: m.snapshotEndpoint,
+		MemberID: func() string {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			e := m.proc.Server()
+			if e == nil {
+				return ""
+			}
+			return fmt.Sprintf("%x", uint64(e.Server.MemberID()))
+		},
+		Context: m.bgCtx,
+	})
+}
+
 func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.Scheme()) }
 func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.Scheme()) }
 func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.Scheme()) }
