@@ -254,7 +254,7 @@ func (w *World) takeSnapshot(g *group) string {
 	return s.name
 }
 
-// recordDeltas is the leader's recorder (task/deltas.go): for every
+// recordDeltas is the leader's recorder (task/backup/deltas.go): for every
 // cluster with a quorum it extends the chain of the newest full snapshot
 // of that incarnation with a segment holding the writes since the chain's
 // end.

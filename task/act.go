@@ -66,7 +66,7 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 	case planner.Promote:
 		return m.promote(ctx, d)
 	case planner.RemoveMember:
-		m.snapshotBeforeChange(o, "before removing a member")
+		m.backups.BeforeChange(o, "before removing a member")
 		if o.LeaderID == d.MemberID && d.MemberID != o.SelfID {
 			m.takeLeadershipFrom(ctx, o, d.MemberID)
 		}
@@ -273,7 +273,7 @@ func (m *Member) clientEndpoints() []string { return m.clientEndpointsExcept("")
 // stop, neither loses the answer nor refuses with its stale view.
 func (m *Member) clientEndpointsExcept(except string) []string {
 	m.mu.Lock()
-	running := m.etcd != nil
+	running := m.proc.Server() != nil
 	m.mu.Unlock()
 	var eps, skipped []string
 	insts, _ := m.opts.Provider.Instances(context.Background())
@@ -494,25 +494,11 @@ func (m *Member) start(name, token, state, initial string) error {
 		return fmt.Errorf("clear the clean-stop mark before starting etcd: %w", err)
 	}
 	m.log.Info("starting etcd", "state", state, "initial_cluster", initial)
-	e, err := embed.StartEtcd(cfg)
+	e, err := m.proc.Start(cfg)
 	if err != nil {
-		m.startFailures++
-		return fmt.Errorf("start etcd (failure %d in a row): %w", m.startFailures, err)
+		return err
 	}
-	m.startFailures, m.startCorrupt = 0, ""
-	stopped := make(chan struct{})
-	go func() {
-		select {
-		case <-e.Server.StopNotify():
-		case err := <-e.Err():
-			m.log.Warn("etcd error", "error", err)
-		}
-		close(stopped)
-	}()
-	m.mu.Lock()
-	m.etcd = e
-	m.stopped = stopped
-	m.mu.Unlock()
+	m.startCorrupt = ""
 	go m.afterReady(e)
 	return nil
 }
@@ -537,7 +523,8 @@ func (m *Member) afterReady(e *embed.Etcd) {
 // stopped backups for good. Each new failure is logged once.
 func (m *Member) retryMeta() {
 	m.mu.Lock()
-	e, done := m.etcd, m.metaDone == m.etcd
+	e := m.proc.Server()
+	done := m.metaDone == e
 	m.mu.Unlock()
 	if e == nil || done {
 		return
@@ -585,58 +572,13 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	return nil
 }
 
-func (m *Member) stopEtcd() {
-	m.mu.Lock()
-	e := m.etcd
-	m.etcd = nil
-	m.stopped = nil
-	cancelSave := m.snapCancel
-	m.mu.Unlock()
-	if e == nil {
-		return
-	}
-	if cancelSave != nil {
-		// A save streams from this server while it uploads: it cannot
-		// go on, and etcd's close would wait for the stream.
-		cancelSave()
-	}
-	select {
-	case <-e.Server.ReadyNotify():
-	default:
-		// embed.Etcd.Close waits for client serving to begin, which only
-		// happens once the server is ready: a member restarted without
-		// quorum never is, and Close would hang (and with it a recovery).
-		// Stopping the server first makes serving give up.
-		e.Server.HardStop()
-	}
-	e.Close()
-}
+// stopEtcd stops the running etcd (etcdproc.Process.Stop).
+func (m *Member) stopEtcd() { m.proc.Stop() }
 
 // reapStopped forgets an etcd that stopped on its own (removed from the
 // cluster, fatal error): the next loop observes the data dir afresh.
 func (m *Member) reapStopped() {
 	m.stopEtcd()
-}
-
-// preChangeSnapshotEvery: a membership change retried (etcd refuses
-// changes until peers have been connected for 5s) is backed up once.
-const preChangeSnapshotEvery = time.Minute
-
-// snapshotBeforeChange starts a backup before a member is removed, in the
-// background (startSnapshot): the removal does not wait for it, as
-// replacing a dead member must not wait for the snapshot store, nor hold
-// the lock through an upload. The stream starts at once from a running
-// member, and a removal changes no key. A save already running (scheduled,
-// or another member's holding the lease) stands in for it. Adding a
-// learner takes none: a learner does not vote, so adding one cannot cost
-// quorum, and the joiner would spool a third copy of the database beside
-// the one it receives.
-func (m *Member) snapshotBeforeChange(o planner.Observation, why string) {
-	if m.opts.Snapshots == nil || m.now().Sub(m.lastPreChange) < preChangeSnapshotEvery {
-		return // a retried change needs no second backup
-	}
-	m.lastPreChange = m.now()
-	m.startSnapshot(m.snapshotEndpoint(o), why, false)
 }
 
 // memberClientURL guesses a member's client URL from its peer URL via the

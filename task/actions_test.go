@@ -20,6 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // recoverFromData is the decision a lone survivor of epoch 1 acts on.
@@ -164,9 +165,7 @@ func runLoop(t *testing.T, m *Member) (stop func()) {
 				t.Errorf("Run: %v", err)
 			}
 			// Run's shutdown closed etcd; halt must not close it again.
-			m.mu.Lock()
-			m.etcd = nil
-			m.mu.Unlock()
+			m.proc.Take()
 		case <-time.After(15 * time.Second):
 			t.Errorf("member %s did not stop within 15s", m.opts.Name)
 		}
@@ -185,7 +184,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 		t.Fatal(err)
 	}
 	fc := &faultyCoord{Coordinator: k.co}
-	m := k.memberWith("m0", fc, &Snapshots{Store: store})
+	m := k.memberWith("m0", fc, &backup.Snapshots{Store: store})
 	cli := k.seedForTest(m)
 	put(t, cli, "saved", "in-snapshot")
 	rec, _ := k.co.Record(context.Background())
@@ -480,7 +479,7 @@ func TestRemoveMemberUnderTheLock(t *testing.T) {
 	k := newKit(t, "m0", "m1")
 	m0, m1, cli := joinLearner(t, k)
 	m1.waitReady(t)
-	id := uint64(m1.etcd.Server.MemberID())
+	id := uint64(m1.proc.Server().Server.MemberID())
 	d := planner.Decision{Kind: planner.RemoveMember, Name: "m0", MemberID: id, Reason: "member m1 absent"}
 	if err := m0.act(context.Background(), planner.Observation{}, d); !errors.Is(err, coord.ErrLockLost) {
 		t.Fatalf("removal without the lock: %v, want ErrLockLost", err)
@@ -499,7 +498,7 @@ func TestRemoveMemberUnderTheLock(t *testing.T) {
 	}
 	// The removed member's etcd notices and stops on its own.
 	select {
-	case <-m1.stoppedCh():
+	case <-m1.proc.Stopped():
 	case <-time.After(15 * time.Second):
 		t.Fatal("the removed member's etcd never stopped")
 	}
@@ -515,7 +514,7 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 	k := newKit(t, "m0", "m1")
 	m0, m1, cli := joinLearner(t, k)
 	m1.waitReady(t)
-	id0, id1 := uint64(m0.etcd.Server.MemberID()), uint64(m1.etcd.Server.MemberID())
+	id0, id1 := uint64(m0.proc.Server().Server.MemberID()), uint64(m1.proc.Server().Server.MemberID())
 	m0.lockForTest(t)
 	defer m0.releaseLock(context.Background())
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -528,7 +527,7 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 		}
 	}
 	// m1 leads (etcd's own transfer, sent to the leader m0).
-	for deadline := time.Now().Add(15 * time.Second); uint64(m1.etcd.Server.Leader()) != id1; time.Sleep(100 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); uint64(m1.proc.Server().Server.Leader()) != id1; time.Sleep(100 * time.Millisecond) {
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		_, err := cli.MoveLeader(ctx, id1)
 		cancel()
@@ -547,7 +546,7 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 	// (then there is nothing to hand over). A try applied whose answer was
 	// lost (m1 answered for itself and stopped) finds m1 gone on the next.
 	for deadline := time.Now().Add(40 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		o.LeaderID = uint64(m0.etcd.Server.Leader())
+		o.LeaderID = uint64(m0.proc.Server().Server.Leader())
 		err := m0.act(context.Background(), o, d)
 		if err == nil {
 			break
@@ -557,7 +556,7 @@ func TestStaleLeaderHandsOverBeforeRemoval(t *testing.T) {
 			t.Fatalf("remove the stale leader: %v", err)
 		}
 	}
-	if l := uint64(m0.etcd.Server.Leader()); l != id0 {
+	if l := uint64(m0.proc.Server().Server.Leader()); l != id0 {
 		t.Fatalf("right after removing the leader m1, m0 sees leader %x, want itself (%x): the removal did not hand leadership over first", l, id0)
 	}
 	if resp := memberList(t, cli); len(resp.Members) != 1 || resp.Members[0].ID != id0 {

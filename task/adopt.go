@@ -14,7 +14,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
 // adoptPrevious moves the data of a previous member of this cluster into
@@ -100,7 +99,7 @@ func adoptPreviousLogged(root, cluster, host string, owner func(name string) (li
 			continue
 		}
 		var meta datadir.Meta
-		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || walInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
+		if json.Unmarshal(b, &meta) != nil || meta.Cluster != cluster || datadir.WALInUse(filepath.Join(dir, "current", "etcd", "member", "wal")) {
 			continue
 		}
 		// Moved on this host after its owner ended (a crash, then
@@ -176,26 +175,4 @@ func unreadable(path string, err error) *UnreadableDataError {
 		}
 	}
 	return e
-}
-
-// walInUse reports whether an etcd process holds a lock on a WAL file in
-// dir, tried with etcd's own locking (a lock taken here is released at once).
-func walInUse(dir string) bool {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return false
-	}
-	for _, e := range ents {
-		if filepath.Ext(e.Name()) != ".wal" {
-			continue
-		}
-		l, err := fileutil.TryLockFile(filepath.Join(dir, e.Name()), os.O_RDWR, fileutil.PrivateFileMode)
-		if errors.Is(err, fileutil.ErrLocked) {
-			return true
-		}
-		if err == nil {
-			l.Close()
-		}
-	}
-	return false
 }

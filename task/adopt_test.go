@@ -146,7 +146,7 @@ func TestCleanStopIsMarkedAndClearedOnStart(t *testing.T) {
 	stop := runLoop(t, m)
 	running := func() (bool, string) {
 		m.mu.Lock()
-		e := m.etcd
+		e := m.proc.Server()
 		m.mu.Unlock()
 		meta, err := m.dir.ReadMeta()
 		return e != nil && err == nil && meta.MemberID != 0, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)
@@ -163,7 +163,7 @@ func TestCleanStopIsMarkedAndClearedOnStart(t *testing.T) {
 	runLoop(t, again)
 	waitUntil(t, 20*time.Second, "m0 running again", func() (bool, string) {
 		again.mu.Lock()
-		e := again.etcd
+		e := again.proc.Server()
 		again.mu.Unlock()
 		meta, err := again.dir.ReadMeta()
 		return e != nil && err == nil && !meta.Stopped && meta.Host == again.self.Address, fmt.Sprintf("etcd running %v, meta %+v %v", e != nil, meta, err)

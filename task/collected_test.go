@@ -23,6 +23,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // The probes before a recovery that the simulation's collected
@@ -69,7 +70,7 @@ func TestTheStoresWritersAreProbedUnderARecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m3 := k.memberWith("m3", nil, &Snapshots{Store: store})
+	m3 := k.memberWith("m3", nil, &backup.Snapshots{Store: store})
 	// An older record (another cluster id) and no summary.
 	o := planner.Observation{ClusterName: "kit", Self: planner.Self{Name: "m3"}, Local: planner.Local{Empty: true}, HoldsLock: true, NewToken: "n",
 		Record:    &planner.Record{ClusterID: 7, Token: "old", Epoch: 1, Seeder: "m0"},
@@ -329,7 +330,7 @@ func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
 	}
 	// A peer that never read the damaged segment.
 	k1 := newKit(t, "m1")
-	m1 := k1.memberWith("m1", nil, &Snapshots{Store: f.store})
+	m1 := k1.memberWith("m1", nil, &backup.Snapshots{Store: f.store})
 	var before planner.Observation
 	m1.observeLatestSnapshot(ctx, &before, time.Now())
 	if before.LatestSnapshot == nil || before.LatestSnapshot.Revision != f.second.Revision {

@@ -84,21 +84,3 @@ func plantCorruptAside(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 }
-
-// The same read in the background prune (review rev14b (data),
-// TestReviewACorruptAsideDoesNotCrashThePrune; startPruneAsides' goroutine
-// has no recover): a panic there ended the member's process, etcd with it,
-// at every prune.
-func TestACorruptAsideDoesNotCrashThePrune(t *testing.T) {
-	k := newKit(t, "m0")
-	m0 := k.member("m0", nil)
-	plantCorruptAside(t, m0.dir.AsideDir())
-	var panicked any
-	func() {
-		defer func() { panicked = recover() }()
-		_ = m0.pruneAsides(incarnationKey{"kit", "tok", 2}, func(string) bool { return true }, func(uint64) bool { return true })
-	}()
-	if panicked != nil {
-		t.Fatalf("the prune panics on a corrupt set-aside copy (its goroutine has no recover: the process ends): %v", panicked)
-	}
-}

@@ -31,13 +31,13 @@ func TestRev12ReplayedIncarnationStopsContinuousBackup(t *testing.T) {
 	f.m.record = &f.rec
 	f.m.mu.Unlock()
 	time.Sleep(1100 * time.Millisecond)
-	if err := f.m.saveSnapshot(ctx, f.m.clientURL(f.m.self), "scheduled"); err != nil {
+	if err := f.m.backups.Save(ctx, f.m.clientURL(f.m.self), "scheduled"); err != nil {
 		t.Fatal(err)
 	}
-	f.m.nextDeltaStart = time.Time{}
-	f.m.superviseDeltas(ctx, true)
-	defer f.m.stopDeltas(true)
-	if f.m.deltas == nil {
-		t.Fatalf("no delta chain started after a full snapshot of this incarnation was saved (wantFullSnapshot=%v): the replayed snapshot of epoch 7 is taken as the base", f.m.wantFullSnapshot.Load())
+	f.m.backups.RetryDeltasNow()
+	f.m.backups.SuperviseDeltas(ctx, true)
+	defer f.m.backups.StopDeltas(true)
+	if f.m.backups.Recording() == "" {
+		t.Fatalf("no delta chain started after a full snapshot of this incarnation was saved (wantFullSnapshot=%v): the replayed snapshot of epoch 7 is taken as the base", f.m.backups.WantFull())
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord: full
@@ -21,7 +22,7 @@ import (
 func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	m, store, enc := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, DeltaEvery: time.Second})
+	m, store, enc := k.memberWithMACedStore("m0", backup.Snapshots{RetainCount: 10, DeltaEvery: time.Second})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)
@@ -37,7 +38,7 @@ func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(1100 * time.Millisecond)
-	if err := m.saveSnapshot(ctx, m.clientURL(m.self), "own"); err != nil {
+	if err := m.backups.Save(ctx, m.clientURL(m.self), "own"); err != nil {
 		t.Fatal(err)
 	}
 	// The Consul key writer rewrites the record's cluster id and keeps the
@@ -54,18 +55,20 @@ func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 	}
 	m.readRecord(t)
 	// Control: a full save is refused (F4 fix).
-	if err := m.saveSnapshot(ctx, m.clientURL(m.self), "after rewrite"); err == nil {
+	if err := m.backups.Save(ctx, m.clientURL(m.self), "after rewrite"); err == nil {
 		t.Fatal("control: full save went ahead under the rewritten record")
 	}
-	m.wantFullSnapshot.Store(false)
-	m.nextDeltaStart = time.Time{}
-	m.superviseDeltas(ctx, true)
-	if m.deltas != nil {
+	if m.backups.WantFull() {
+		t.Fatal("control: a full snapshot is wanted first; no recorder would start")
+	}
+	m.backups.RetryDeltasNow()
+	m.backups.SuperviseDeltas(ctx, true)
+	if m.backups.Recording() != "" {
 		for i := 0; i < 5; i++ {
 			put(t, cli, "tenant/"+strconv.Itoa(i), "running cluster's write")
 		}
 		time.Sleep(2500 * time.Millisecond)
-		m.stopDeltas(true)
+		m.backups.StopDeltas(true)
 	}
 	all, err := store.List(ctx)
 	if err != nil {
@@ -87,17 +90,17 @@ func TestDeltasAreStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 func TestRunningDeltaRecorderStopsWhenTheRecordNamesAnotherIncarnation(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	m, _, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, DeltaEvery: time.Second})
+	m, _, _ := k.memberWithMACedStore("m0", backup.Snapshots{RetainCount: 10, DeltaEvery: time.Second})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)
-	if err := m.saveSnapshot(ctx, m.clientURL(m.self), "own"); err != nil {
+	if err := m.backups.Save(ctx, m.clientURL(m.self), "own"); err != nil {
 		t.Fatal(err)
 	}
-	m.nextDeltaStart = time.Time{}
-	m.superviseDeltas(ctx, true)
-	defer m.stopDeltas(true)
-	if m.deltas == nil {
+	m.backups.RetryDeltasNow()
+	m.backups.SuperviseDeltas(ctx, true)
+	defer m.backups.StopDeltas(true)
+	if m.backups.Recording() == "" {
 		t.Fatal("control: no recorder started while the record and the data agree")
 	}
 	rec, err := k.co.Record(ctx)
@@ -115,9 +118,9 @@ func TestRunningDeltaRecorderStopsWhenTheRecordNamesAnotherIncarnation(t *testin
 		t.Fatal(err)
 	}
 	m.readRecord(t)
-	m.superviseDeltas(ctx, true)
-	if m.deltas != nil {
-		t.Fatalf("record rewritten to cluster id %x: the recorder on %s kept running", rw.ClusterID, m.deltas.base)
+	m.backups.SuperviseDeltas(ctx, true)
+	if base := m.backups.Recording(); base != "" {
+		t.Fatalf("record rewritten to cluster id %x: the recorder on %s kept running", rw.ClusterID, base)
 	}
 	written.ClusterID = rec.ClusterID
 	if _, err := k.co.UpdateRecord(ctx, l, written); err != nil {
@@ -125,9 +128,9 @@ func TestRunningDeltaRecorderStopsWhenTheRecordNamesAnotherIncarnation(t *testin
 	}
 	l.Unlock(ctx)
 	m.readRecord(t)
-	m.nextDeltaStart = time.Time{}
-	m.superviseDeltas(ctx, true)
-	if m.deltas == nil {
+	m.backups.RetryDeltasNow()
+	m.backups.SuperviseDeltas(ctx, true)
+	if m.backups.Recording() == "" {
 		t.Fatal("the record agrees again: no recorder started")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // Sim seed 5 with CollectRunning: Nomad collected the allocations of a
@@ -66,7 +67,7 @@ func TestEmptyMemberFindsTheSummarysHealthyMajority(t *testing.T) {
 	m3s := config.StaticMember{Name: "m3", Address: "127.0.0.1", ClientPort: ports[0], PeerPort: ports[1], StatusPort: ports[2]}
 	k.cl.Provider.Static = append(k.cl.Provider.Static, m3s)
 	k.prov.Set([]config.StaticMember{m3s}) // Nomad lists the replacement only
-	m3 := k.memberWith("m3", nil, &Snapshots{Store: store})
+	m3 := k.memberWith("m3", nil, &backup.Snapshots{Store: store})
 	m3.lockForTest(t)
 	decide := func() planner.Decision {
 		t.Helper()

@@ -53,7 +53,7 @@ func TestStaleForceNewFlagIsNeverHonoured(t *testing.T) {
 	}
 	m1.waitReady(t)
 	m1.mu.Lock()
-	e := m1.etcd
+	e := m1.proc.Server()
 	m1.mu.Unlock()
 	if n := len(e.Server.Cluster().Members()); n != 2 {
 		t.Fatalf("m1 restarted with a stale ForceNew flag sees %d members, want 2: it forked itself off the cluster", n)

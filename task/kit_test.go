@@ -31,6 +31,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // kit is one test cluster: its definition, provider and coordinator.
@@ -78,7 +79,7 @@ func (k *kit) member(name string, co coord.Coordinator) *Member {
 }
 
 // memberWith is member with a snapshot store.
-func (k *kit) memberWith(name string, co coord.Coordinator, snaps *Snapshots) *Member {
+func (k *kit) memberWith(name string, co coord.Coordinator, snaps *backup.Snapshots) *Member {
 	k.t.Helper()
 	if co == nil {
 		co = k.co
@@ -137,7 +138,7 @@ func (m *Member) readRecord(t *testing.T) {
 
 // memberWithMACedStore is memberWith on a file store in the kit's dir
 // whose snapshots are MACed under a fixed KEK's key; snaps gives the rest.
-func (k *kit) memberWithMACedStore(name string, snaps Snapshots) (*Member, *file.Store, snapshot.Encryption) {
+func (k *kit) memberWithMACedStore(name string, snaps backup.Snapshots) (*Member, *file.Store, snapshot.Encryption) {
 	k.t.Helper()
 	key, err := snapshot.DeriveMACKey(bytes.Repeat([]byte{9}, 32), k.cl.Name)
 	if err != nil {
@@ -193,7 +194,7 @@ func (k *kit) client(m *Member) *clientv3.Client {
 func (m *Member) waitReady(t *testing.T) {
 	t.Helper()
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil {
 		t.Fatal("etcd is not running")
@@ -230,10 +231,10 @@ func (m *Member) reason() string {
 func (m *Member) running() (bool, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.etcd == nil {
+	if m.proc.Server() == nil {
 		return false, false
 	}
-	return true, m.etcd.Config().ForceNewCluster
+	return true, m.proc.Server().Config().ForceNewCluster
 }
 
 // put writes key=val through cli.

@@ -62,7 +62,7 @@ type knownState struct {
 // running server's, or, stopped, what its database holds.
 func (m *Member) lastKnownMembers() ([]knownMember, error) {
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e != nil {
 		var out []knownMember

@@ -188,7 +188,7 @@ func (m *Member) depart(ctx context.Context, o planner.Observation) {
 	}
 	m.log.Info("this instance is being taken away: leaving the cluster")
 	m.mu.Lock()
-	running := m.etcd != nil
+	running := m.proc.Server() != nil
 	m.mu.Unlock()
 	if running && !m.leave() {
 		return // try again next loop; the lifecycle hook waits for us

@@ -23,7 +23,7 @@ func (m *Member) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-timer.C:
-		case <-m.stoppedCh():
+		case <-m.proc.Stopped():
 			m.log.Warn("etcd stopped on its own")
 			m.reapStopped()
 		}
@@ -110,9 +110,9 @@ func (m *Member) loop(ctx context.Context) bool {
 }
 
 func (m *Member) shutdown() {
-	m.stopDeltas(true)
+	m.backups.StopDeltas(true)
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.bgCancel() // a background upload stops now, not after the leave
 	m.mu.Unlock()
 	if e != nil {

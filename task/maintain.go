@@ -119,7 +119,7 @@ func (m *Member) maintain(ctx context.Context, o planner.Observation, d planner.
 // etcdServerLeader is the running server's view of the leader, 0 if none.
 func (m *Member) etcdServerLeader() uint64 {
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil {
 		return 0

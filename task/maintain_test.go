@@ -257,7 +257,7 @@ func TestAlarmsOfAStoppedServer(t *testing.T) {
 	m := k.member("a", nil)
 	k.seed(m)
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if _, err := etcdproc.AlarmList(e); err != nil {
 		t.Fatalf("alarms of a running server: %v", err)

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
@@ -17,8 +16,9 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/identity"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
-	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
+	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 	"github.com/etcd-nomad/etcd-nomad/task/statusport"
 	"github.com/etcd-nomad/etcd-nomad/task/trust"
 	"github.com/hashicorp/go-hclog"
@@ -71,7 +71,7 @@ type Options struct {
 	EtcdLogLevel string
 	// Snapshots, optional, turns on scheduled snapshots and snapshots
 	// before a member is removed and when the last voter stops.
-	Snapshots *Snapshots
+	Snapshots *backup.Snapshots
 	// CAKEK is the cluster's key encryption key (TLS auto, certs.KEKSize
 	// bytes): the coordinator then holds the cluster CA's key sealed with
 	// it. Required with Consul coordination; optional with the local
@@ -105,53 +105,33 @@ type Member struct {
 	self  provider.Instance
 	trust *trust.Trust
 
-	mu      sync.Mutex
-	etcd    *embed.Etcd
-	stopped chan struct{} // closed when the running etcd stops on its own
-	status  status.Member
-	lock    coord.Lock
-	record  *coord.Record
+	proc *etcdproc.Process
+
+	mu     sync.Mutex
+	status status.Member
+	lock   coord.Lock
+	record *coord.Record
 	// since: from when the timed conditions hold (loop only).
 	since    since
 	leaving  leaveState // leave.go
 	starting bool       // an act that starts etcd is in progress
 	client   *clientv3.Client
 	known    knownState   // knownhealthy.go
-	asides   asideCache   // asides.go
 	summary  summaryState // summary.go
 	access   accessState  // access.go
 
-	metrics           *metrics
-	snapMetrics       *snapshotMetrics
-	nextSnapshotCheck time.Time
-	// wantFullSnapshot: a full snapshot is wanted now (a new delta
-	// chain; read by the background save); deltas is the continuous
-	// backup running here (superviseDeltas, loop only).
-	wantFullSnapshot atomic.Bool
-	deltas           *deltaRun
-	nextDeltaStart   time.Time
-	// snapRunning (under mu): a background save runs (startSnapshot);
-	// snapCancel cancels it (stopEtcd: it may stream from this server).
-	snapRunning bool
-	snapCancel  context.CancelFunc
-	// snapshotErr (under mu): why this member's last snapshot failed or
-	// was not taken, with its time ("" once one succeeds or is not due):
-	// /status's snapshot_error.
-	snapshotErr string
+	metrics *metrics
+	backups *backup.Backups
 	// metaDone (under mu): the etcd server whose member and cluster ids
 	// the data dir's metadata holds (completeMeta); metaMu serializes
 	// completeMeta, metaErr is the failure last logged (loop only).
 	metaDone *embed.Etcd
 	metaMu   sync.Mutex
 	metaErr  string
-	// pruning (under mu): pruneAsides runs; nextAsidePrune paces it.
-	pruning        bool
-	nextAsidePrune time.Time
-	// bgCtx ends when the member stops; bg counts background saves.
+	// bgCtx ends when the member stops: the background work (the
+	// backups', trust's renewal) ends with it.
 	bgCtx          context.Context
 	bgCancel       context.CancelFunc
-	bg             sync.WaitGroup
-	lastPreChange  time.Time
 	snapshotListed time.Time
 	latestSnapshot *planner.SnapshotInfo
 	// refusedSnapshot: the newest object of the store the member refuses,
@@ -170,11 +150,6 @@ type Member struct {
 	// either (skipDeltas).
 	damagedDeltas map[string]bool
 	peerDamaged   map[string]bool
-	// refusedSnapshots: objects whose metadata failed authentication
-	// (listAuthentic), each logged once; guarded by refusedMu.
-	refusedMu        sync.Mutex
-	refusedSnapshots map[string]bool
-	startFailures    int // consecutive failed etcd starts
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
@@ -216,7 +191,6 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	}
 	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
 	m.metrics.staleAfter.Set(o.Cluster.Provider.StaleAfter.Seconds())
-	m.snapMetrics = newSnapshotMetrics(m.metrics.reg, prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name}, o.Snapshots)
 	if o.Self != nil {
 		m.self = *o.Self
 	} else {
@@ -258,22 +232,44 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		return nil, fmt.Errorf("tls: %w", err)
 	}
 	m.trust = tr
+	m.backups = m.newBackups()
+	// A save streams from this member's server while it uploads: it
+	// cannot go on once the server stops, and etcd's close would wait for
+	// the stream.
+	m.proc = etcdproc.New(etcdproc.Config{Log: m.log, BeforeStop: m.backups.CancelSave})
 	m.status = status.Member{PID: os.Getpid(), Name: o.Name, Cluster: o.Cluster.Name, PeerURL: m.peerURL(m.self), ClientURL: m.clientURL(m.self)}
 	return m, nil
+}
+
+// newBackups builds the member's backups part (after trust: it dials
+// etcd with trust's client TLS).
+func (m *Member) newBackups() *backup.Backups {
+	return backup.New(backup.Config{
+		Snapshots: m.opts.Snapshots, Cluster: m.opts.Cluster.Name, Name: m.opts.Name, Dir: m.dir,
+		Log: m.log, Now: m.now, Metrics: m.metrics.reg, Labels: prometheus.Labels{"cluster": m.opts.Cluster.Name, "member": m.opts.Name},
+		Coordinator: m.opts.Coordinator,
+		Record: func() *coord.Record {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			return m.record
+		},
+		TLS: m.trust.PeerTLS(), Self: m.clientURL(m.self), Endpoint: m.snapshotEndpoint,
+		MemberID: func() string {
+			m.mu.Lock()
+			defer m.mu.Unlock()
+			e := m.proc.Server()
+			if e == nil {
+				return ""
+			}
+			return fmt.Sprintf("%x", uint64(e.Server.MemberID()))
+		},
+		Context: m.bgCtx,
+	})
 }
 
 func (m *Member) peerURL(in provider.Instance) string   { return in.PeerURL(m.trust.Scheme()) }
 func (m *Member) clientURL(in provider.Instance) string { return in.ClientURL(m.trust.Scheme()) }
 func (m *Member) statusURL(in provider.Instance) string { return in.StatusURL(m.trust.Scheme()) }
-
-func (m *Member) stoppedCh() <-chan struct{} {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.stopped == nil {
-		return nil
-	}
-	return m.stopped
-}
 
 func (m *Member) releaseLock(ctx context.Context) {
 	m.mu.Lock()
@@ -292,61 +288,6 @@ func findMember(ms []planner.Member, id uint64) int {
 		}
 	}
 	return -1
-}
-
-// preStopSnapshotFresh: a voter that stops while others run (a rolling
-// update of the job, which is how etcd-nomad and its embedded etcd are
-// upgraded, a drain, a restart) saves a full snapshot first unless the
-// store holds one this recent: the first member a rolling update stops
-// saves it, the next ones find it.
-const preStopSnapshotFresh = 10 * time.Minute
-
-// stopSnapshot saves a snapshot as this member stops: always when it is the
-// only voter left; before an update or any other stop of a voter of a
-// cluster with a quorum unless the store's newest full snapshot is under
-// preStopSnapshotFresh old. Bounded by the stop budget (LeaveTimeout fits
-// the job's kill_timeout): a save cut short is logged, and the stop goes on.
-func (m *Member) stopSnapshot() {
-	s := m.opts.Snapshots
-	if s == nil || m.leaving.left {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), max(m.opts.StopTimeout, m.opts.LeaveTimeout))
-	defer cancel()
-	o, err := m.observe(ctx)
-	if err != nil || !o.Running || !o.MembersKnown {
-		return
-	}
-	voters := 0
-	for _, mem := range o.Members {
-		if !mem.Learner {
-			voters++
-		}
-	}
-	if voters == 1 {
-		if err := m.saveSnapshot(ctx, m.snapshotEndpoint(o), "last voter stopping"); err != nil {
-			m.log.Warn("snapshot of the last voter failed", "error", err)
-		}
-		return
-	}
-	if o.Local.Learner || o.LeaderID == 0 {
-		return // a learner's data may lag; without a quorum a save fails
-	}
-	list, err := m.listLineage(ctx)
-	if err != nil {
-		m.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
-		return
-	}
-	if full, _, _, ok := snapshot.Newest(list); ok && m.now().Sub(full.Created) < preStopSnapshotFresh {
-		m.log.Info("no snapshot before stopping: the store's newest is recent", "snapshot", full.Name, "age", m.now().Sub(full.Created).Round(time.Second))
-		return
-	}
-	m.log.Info("saving a snapshot before stopping (the first stop of a rolling update saves one)", "budget", max(m.opts.StopTimeout, m.opts.LeaveTimeout))
-	// Under the snapshot lease: while another member uploads one (a
-	// scheduled save), that one is the snapshot before this stop.
-	if err := m.leasedSnapshot(ctx, m.snapshotEndpoint(o), "before this member stops", false); err != nil {
-		m.log.Warn("snapshot before stopping failed; stopping anyway", "error", err)
-	}
 }
 
 // now is the loop's time (Options.Clock).

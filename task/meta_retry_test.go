@@ -10,6 +10,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // TestBackupsResumeAfterAFailedMetadataWrite: afterReady wrote the member
@@ -24,7 +25,7 @@ import (
 func TestBackupsResumeAfterAFailedMetadataWrite(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	m, store, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10, Interval: time.Hour})
+	m, store, _ := k.memberWithMACedStore("m0", backup.Snapshots{RetainCount: 10, Interval: time.Hour})
 	cli := k.seedForTest(m)
 	put(t, cli, "k", "v")
 	m.readRecord(t)
@@ -58,14 +59,11 @@ func TestBackupsResumeAfterAFailedMetadataWrite(t *testing.T) {
 	}
 	save := func() {
 		t.Helper()
-		if !m.startSnapshot(m.clientURL(m.self), "scheduled", true) {
+		if !m.backups.Start(m.clientURL(m.self), "scheduled", true) {
 			t.Fatal("no save started")
 		}
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			m.mu.Lock()
-			running := m.snapRunning
-			m.mu.Unlock()
-			if !running {
+			if !m.backups.Saving() {
 				return
 			}
 			if time.Now().After(deadline) {

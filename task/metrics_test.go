@@ -98,20 +98,3 @@ func TestObservationGaugesMove(t *testing.T) {
 		t.Errorf("%d peer series without a member list, want the last 2", n)
 	}
 }
-
-func TestSnapshotIntervalsAreExported(t *testing.T) {
-	labels := prometheus.Labels{"cluster": "c", "member": "m1"}
-	reg := prometheus.NewRegistry()
-	newSnapshotMetrics(reg, labels, &Snapshots{Interval: time.Hour, DeltaEvery: 5 * time.Second})
-	if v := gauge(t, reg, "etcd_nomad_snapshot_interval_seconds"); v != 3600 {
-		t.Errorf("etcd_nomad_snapshot_interval_seconds = %v, want 3600", v)
-	}
-	if v := gauge(t, reg, "etcd_nomad_delta_interval_seconds"); v != 5 {
-		t.Errorf("etcd_nomad_delta_interval_seconds = %v, want 5", v)
-	}
-	off := prometheus.NewRegistry()
-	newSnapshotMetrics(off, labels, nil)
-	if gauge(t, off, "etcd_nomad_snapshot_interval_seconds") != 0 || gauge(t, off, "etcd_nomad_delta_interval_seconds") != 0 {
-		t.Error("snapshots off: the intervals are not 0")
-	}
-}

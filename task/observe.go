@@ -71,7 +71,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		return planner.Observation{}, fmt.Errorf("desired size: %w", err)
 	}
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	holds := m.lock != nil
 	m.mu.Unlock()
 	running := e != nil
@@ -96,7 +96,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		HoldsLock:     holds,
 		StaleAfter:    m.opts.Cluster.Provider.StaleAfter,
 		NewToken:      coord.NewToken(),
-		StartFailures: m.startFailures,
+		StartFailures: m.proc.Failures(),
 		NoSpace:       running && etcdproc.NoSpace(e),
 		Quota:         c.Etcd.QuotaBackendBytes,
 		DefragRatio:   c.Etcd.DefragRatio,
@@ -319,7 +319,7 @@ func (m *Member) memberList(ctx context.Context, endpoints []string) (*clientv3.
 func (m *Member) memberListEndpoints(insts []provider.Instance, o *planner.Observation) (endpoints []string, ownCluster uint64) {
 	learner, moved := false, false
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e != nil { // never call into etcd while holding m.mu
 		ownCluster = uint64(e.Server.Cluster().ID())

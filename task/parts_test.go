@@ -27,7 +27,7 @@ func TestPartsImportNoOtherPart(t *testing.T) {
 			parts = append(parts, e.Name())
 		}
 	}
-	for _, want := range []string{"statusport", "trust"} {
+	for _, want := range []string{"backup", "etcdproc", "statusport", "trust"} {
 		if !slices.Contains(parts, want) {
 			t.Fatalf("parts %v: %s is missing, the check would look at nothing", parts, want)
 		}

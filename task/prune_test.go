@@ -69,7 +69,7 @@ func ls(t *testing.T, dir string) []string {
 
 // Issue 18, item 1's tail: asides and data carried from earlier
 // allocations grow without bound. A member that runs as a healthy voter of
-// the confirmed record prunes them by the documented rule (task/prune.go),
+// the confirmed record prunes them by the documented rule (task/backup/prune.go),
 // from its loop: the newest two asides, the newest copy of every
 // incarnation (by revision), unreadable ones and any of an epoch newer
 // than the record stay; an earlier allocation's directory of this cluster

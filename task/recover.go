@@ -213,13 +213,7 @@ func (m *Member) lineageSnapshot(rec *planner.Record, list []snapshot.Meta, s *p
 // by name (with listAuthentic's refusals): the store is listed every
 // snapshotListEvery while quorum is lost.
 func (m *Member) warnForeignOnce(name, why string) {
-	m.refusedMu.Lock()
-	defer m.refusedMu.Unlock()
-	if m.refusedSnapshots == nil {
-		m.refusedSnapshots = map[string]bool{}
-	}
-	if !m.refusedSnapshots[name] {
-		m.refusedSnapshots[name] = true
+	if m.backups.Refuse(name) {
 		m.log.Warn("snapshot store: newest snapshot refused, never restored automatically", "snapshot", name, "why", why)
 	}
 }
@@ -378,7 +372,7 @@ func (m *Member) recoverFromSnapshot(ctx context.Context, l coord.Lock, cur *coo
 		}
 		m.stopEtcd()
 		return datadir.Incarnation{Cluster: m.opts.Cluster.Name, Name: m.opts.Name, PeerURL: m.peerURL(m.self),
-			Token: next.Token, Epoch: next.Epoch, RevisionBump: m.revisionBump(ctx, meta)}, nil
+			Token: next.Token, Epoch: next.Epoch, RevisionBump: m.backups.RevisionBump(ctx, meta)}, nil
 	}, "recovered-over")
 	if got.Gap {
 		m.log.Warn("the delta chain after the snapshot has a gap: changes after it are not replayed", "snapshot", name, "deltas", len(got.Chain))
@@ -451,7 +445,7 @@ func (m *Member) forceNewAllowed(meta datadir.Meta) bool {
 // loop, so a failed write in afterReady is retried until it sticks.
 func (m *Member) clearForceNew() {
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil {
 		return

@@ -16,6 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // authFixture is a one-member cluster m whose snapshots are authenticated
@@ -36,7 +37,7 @@ func newAuthFixture(t *testing.T, saveWith func(snapshot.Encryption) snapshot.En
 	if f.store, err = file.New(f.dir, f.k.cl.Name); err != nil {
 		t.Fatal(err)
 	}
-	f.m = f.k.memberWith("m0", f.k.co, &Snapshots{Store: f.store, Encryption: f.enc})
+	f.m = f.k.memberWith("m0", f.k.co, &backup.Snapshots{Store: f.store, Encryption: f.enc})
 	cli := f.k.seedForTest(f.m)
 	put(t, cli, "saved", "genuine")
 	f.rec, _ = f.k.co.Record(context.Background())

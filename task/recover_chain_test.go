@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // storeDelta writes the puts of revisions first.. (one key each) as a
@@ -178,7 +179,7 @@ func newChainFixture(t *testing.T) chainFixture {
 		t.Fatal(err)
 	}
 	f.store = store
-	f.m = f.k.memberWith("m0", f.k.co, &Snapshots{Store: store})
+	f.m = f.k.memberWith("m0", f.k.co, &backup.Snapshots{Store: store})
 	cli := f.k.seedForTest(f.m)
 	put(t, cli, "saved", "in-snapshot")
 	f.rec, _ = f.k.co.Record(context.Background())

@@ -31,9 +31,7 @@ func TestRefusedNamesAreForgottenOnceGone(t *testing.T) {
 		if _, _, err := f.m.listSplit(ctx); err != nil {
 			t.Fatal(err)
 		}
-		f.m.refusedMu.Lock()
-		defer f.m.refusedMu.Unlock()
-		return len(f.m.refusedSnapshots)
+		return f.m.backups.RefusedNames()
 	}
 	if n := count(); n < len(planted) {
 		t.Fatalf("%d refused names remembered with %d planted objects listed", n, len(planted))

@@ -17,6 +17,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // After an upgrade the store holds only snapshots without a MAC (or, after
@@ -52,7 +53,7 @@ func TestNoEmptySeedBesideRefusedSnapshots(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := f.k.memberWith("m0", co, &Snapshots{Store: f.store, Encryption: f.enc})
+			m := f.k.memberWith("m0", co, &backup.Snapshots{Store: f.store, Encryption: f.enc})
 			m.lockForTest(t)
 			defer m.releaseLock(ctx)
 			m.snapshotListed = time.Time{}

@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 	"github.com/etcd-nomad/etcd-nomad/status"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // Review rev14b (data), F1, the D4 narrowing (the reviewer's
@@ -45,7 +46,7 @@ func TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter(t *testing
 	if err := store.PutMeta(ctx, full); err != nil {
 		t.Fatal(err)
 	}
-	m3 := k.memberWith("m3", nil, &Snapshots{Store: store})
+	m3 := k.memberWith("m3", nil, &backup.Snapshots{Store: store})
 	m3.opts.Cluster.RecoveryGrace = time.Minute
 	now := time.Now()
 	// The peer's honest word: B's voter, found 2 s ago, with a leader.

@@ -28,14 +28,14 @@ func (m *Member) setDecision(d planner.Decision) {
 func (m *Member) health(ctx context.Context) (status.Member, error) {
 	m.mu.Lock()
 	st := m.status
-	e := m.etcd
+	e := m.proc.Server()
 	starting := m.starting
 	st.CAMismatch = m.trust.Mismatch()
-	st.SnapshotError = m.snapshotErr
+	st.SnapshotError = m.backups.SnapshotErr()
 	found := m.known.found
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
-	st.Asides, st.AsidesMore = m.asides.list(m.dir.AsideDir(), m.log)
+	st.Asides, st.AsidesMore = m.backups.Asides()
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
 	if name, at := m.trust.Earliest(); name != "" {

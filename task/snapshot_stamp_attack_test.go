@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strconv"
 	"testing"
+
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // TestSnapshotIsStampedWithTheDataItRunsNotARewrittenRecord (rev12-sec
@@ -20,14 +22,14 @@ import (
 func TestSnapshotIsStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 	ctx := context.Background()
 	k := newKit(t, "m0")
-	m, store, _ := k.memberWithMACedStore("m0", Snapshots{RetainCount: 10})
+	m, store, _ := k.memberWithMACedStore("m0", backup.Snapshots{RetainCount: 10})
 	put(t, k.seedForTest(m), "k", "v")
 	m.readRecord(t)
 	rec, err := k.co.Record(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.saveSnapshot(ctx, m.clientURL(m.self), "control"); err != nil {
+	if err := m.backups.Save(ctx, m.clientURL(m.self), "control"); err != nil {
 		t.Fatalf("control save: %v", err)
 	}
 	list, err := store.List(ctx)
@@ -56,15 +58,15 @@ func TestSnapshotIsStampedWithTheDataItRunsNotARewrittenRecord(t *testing.T) {
 		}
 		l.Unlock(ctx)
 		m.readRecord(t)
-		err = m.saveSnapshot(ctx, m.clientURL(m.self), "after the record was rewritten")
+		err = m.backups.Save(ctx, m.clientURL(m.self), "after the record was rewritten")
 		list, _ = store.List(ctx)
 		for _, s := range list {
 			if s.Epoch != rec.Epoch || s.ClusterID != strconv.FormatUint(rec.ClusterID, 16) {
 				t.Fatalf("record rewritten to epoch %d cluster id %x: the member MACed a genuine snapshot as of that incarnation: %s (epoch %d, cluster id %s)", rw.epoch, rw.clusterID, s.Name, s.Epoch, s.ClusterID)
 			}
 		}
-		if !errors.Is(err, errRecordDisagrees) {
-			t.Fatalf("record rewritten to epoch %d cluster id %x: save: %v; want it skipped (errRecordDisagrees)", rw.epoch, rw.clusterID, err)
+		if !errors.Is(err, backup.ErrRecordDisagrees) {
+			t.Fatalf("record rewritten to epoch %d cluster id %x: save: %v; want it skipped (backup.ErrRecordDisagrees)", rw.epoch, rw.clusterID, err)
 		}
 		t.Logf("skipped: %v", err)
 	}

@@ -3,7 +3,6 @@ package task
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // slowStore is a real file store whose writes are throttled to rate bytes
@@ -120,7 +120,7 @@ func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
 	}
 	k := newKit(t, "m0", "m1", "m2")
 	store := newSlowStore(t, k, rate)
-	snaps := &Snapshots{Store: store, Interval: 2 * time.Second, RetainCount: 5, RetainAge: time.Hour}
+	snaps := &backup.Snapshots{Store: store, Interval: 2 * time.Second, RetainCount: 5, RetainAge: time.Hour}
 	all := k.cl.Provider.Static
 	k.prov.Set(all[:1])
 	m0 := k.memberWith("m0", nil, snaps)
@@ -201,45 +201,8 @@ func TestSnapshotUploadDoesNotStallTheLoop(t *testing.T) {
 	for _, e := range ents {
 		t.Errorf("left in the store after a cancelled upload: %s", e.Name())
 	}
-	if l, err := m0.loadSnapshotLease(context.Background()); err != nil || l.Holder != "" {
-		t.Fatalf("snapshot lease after the uploader stopped: %+v %v, want free", l, err)
-	}
-}
-
-// The snapshot lease (issue 18, item 7): while one member holds it, a
-// leader that takes over does not start a second upload; the holder's
-// release frees it; a lease past its end (its holder was killed mid-upload)
-// is taken over. On the real local coordinator.
-func TestSnapshotLeaseExcludesASecondUploader(t *testing.T) {
-	k := newKit(t, "m0", "m1")
-	m0, m1 := k.member("m0", nil), k.member("m1", nil)
-	ctx := context.Background()
-	release0, err := m0.takeSnapshotLease(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m1.takeSnapshotLease(ctx); !errors.Is(err, errSnapshotLeaseHeld) {
-		t.Fatalf("second uploader: %v, want errSnapshotLeaseHeld", err)
-	}
-	if _, err := m0.takeSnapshotLease(ctx); err != nil { // a restarted holder takes its own back
-		t.Fatalf("holder retaking its lease: %v", err)
-	}
-	release0()
-	if _, err := m1.takeSnapshotLease(ctx); err != nil {
-		t.Fatalf("after the holder released it: %v", err)
-	}
-	// m1 is killed (never releases): its lease blocks m0 until it ends.
-	if _, err := m0.takeSnapshotLease(ctx); !errors.Is(err, errSnapshotLeaseHeld) {
-		t.Fatalf("lease of a killed holder taken before its end: %v", err)
-	}
-	if err := m1.storeSnapshotLease(ctx, k.co, snapshotLease{Holder: "m1", Until: time.Now().Add(-time.Second)}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := m0.takeSnapshotLease(ctx); err != nil {
-		t.Fatalf("an expired lease was not taken over: %v", err)
-	}
-	if l, err := m0.loadSnapshotLease(ctx); err != nil || l.Holder != "m0" || time.Until(l.Until) < snapshotTimeout {
-		t.Fatalf("lease after the takeover: %+v %v, want m0's, valid longer than a save", l, err)
+	if h, err := m0.backups.LeaseHolder(context.Background()); err != nil || h != "" {
+		t.Fatalf("snapshot lease after the uploader stopped: held by %q %v, want free", h, err)
 	}
 }
 
@@ -249,7 +212,7 @@ func TestSnapshotLeaseExcludesASecondUploader(t *testing.T) {
 func TestRemovalDoesNotWaitForItsBackup(t *testing.T) {
 	k := newKit(t, "m0")
 	store := newSlowStore(t, k, 64<<10)
-	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
+	m0 := k.memberWith("m0", nil, &backup.Snapshots{Store: store, RetainCount: 5})
 	cli := k.seedForTest(m0)
 	putRandom(t, cli, 2<<20)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -293,13 +256,13 @@ func TestRemovalDoesNotWaitForItsBackup(t *testing.T) {
 func TestStoppingEtcdCancelsItsUpload(t *testing.T) {
 	k := newKit(t, "m0")
 	store := newSlowStore(t, k, 64<<10)
-	m0 := k.memberWith("m0", nil, &Snapshots{Store: store, RetainCount: 5})
+	m0 := k.memberWith("m0", nil, &backup.Snapshots{Store: store, RetainCount: 5})
 	cli := k.seedForTest(m0)
 	// The confirmed record, as a running member's loop reads it: a member
 	// saves only data of the record's incarnation (snapshotSource).
 	m0.readRecord(t)
 	putRandom(t, cli, 2<<20)
-	if !m0.startSnapshot(m0.clientURL(m0.self), "test", false) {
+	if !m0.backups.Start(m0.clientURL(m0.self), "test", false) {
 		t.Fatal("no save started")
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -336,7 +299,7 @@ func TestRollingStopSnapshotsFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snaps := &Snapshots{Store: fs, RetainCount: 5}
+	snaps := &backup.Snapshots{Store: fs, RetainCount: 5}
 	ms := map[string]*Member{}
 	for _, n := range []string{"m0", "m1", "m2"} {
 		ms[n] = k.memberWith(n, nil, snaps)

@@ -114,7 +114,7 @@ func TestStatusAndMetricsOnlyForTheStatusCAOrRoot(t *testing.T) {
 			t.Errorf("/health %q lacks %s (the Consul check's output)", body, want)
 		}
 	}
-	srv := m.etcd.Server
+	srv := m.proc.Server().Server
 	for what, id := range map[string]uint64{"member id": uint64(srv.MemberID()), "cluster id": uint64(srv.Cluster().ID())} {
 		if strings.Contains(body, fmt.Sprintf("%x", id)) {
 			t.Errorf("/health without a certificate names the %s %x: %q", what, id, body)

@@ -12,6 +12,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 // failingListStore: the store does not answer a listing (S3 503, a
@@ -41,7 +42,7 @@ func TestRev12NoEmptySeedWhileTheStoreDoesNotAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := f.k.memberWith("m0", co, &Snapshots{Store: failingListStore{f.store}, Encryption: f.enc})
+	m := f.k.memberWith("m0", co, &backup.Snapshots{Store: failingListStore{f.store}, Encryption: f.enc})
 	m.lockForTest(t)
 	defer m.releaseLock(ctx)
 	o, err := m.observe(ctx)

@@ -124,7 +124,7 @@ func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) 
 func (m *Member) publishSummaryUnobserved(ctx context.Context) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
 	m.mu.Lock()
-	e, rec := m.etcd, m.record
+	e, rec := m.proc.Server(), m.record
 	m.mu.Unlock()
 	if !ok || e == nil || rec == nil {
 		return

@@ -87,7 +87,7 @@ func TestTenantCertificateIsRefusedEveryAdminAndCrossTenantPath(t *testing.T) {
 	put(t, root, "/billing-archive/x", "outside /billing/ by one byte")
 	old := getRev(t, root, "/shipping/secret")
 	put(t, victim, "/shipping/secret", "s2")
-	self := uint64(m.etcd.Server.MemberID())
+	self := uint64(m.proc.Server().Server.MemberID())
 	raw := pb.NewMaintenanceClient(app.ActiveConnection())
 	url := m.clientURL(m.self)
 
@@ -522,7 +522,7 @@ func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing
 	runLoop(t, m)
 	waitUntil(t, 30*time.Second, "the member leads", func() (bool, string) { return m.etcdServerLeader() != 0, m.reason() })
 	m.mu.Lock()
-	e := m.etcd
+	e := m.proc.Server()
 	m.mu.Unlock()
 	root := rootClient(t, m)
 	waitUntil(t, 30*time.Second, "the access rules applied", func() (bool, string) {
@@ -586,7 +586,7 @@ func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing
 	}
 	// The member: the same etcd, answering, healthy, saying NOSPACE.
 	m.mu.Lock()
-	same := m.etcd == e
+	same := m.proc.Server() == e
 	m.mu.Unlock()
 	if !same {
 		t.Errorf("the member restarted etcd while full: %s", m.reason())
@@ -640,7 +640,7 @@ func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing
 		t.Errorf("/shipping/before is %q after the maintenance", v)
 	}
 	m.mu.Lock()
-	same = m.etcd == e
+	same = m.proc.Server() == e
 	m.mu.Unlock()
 	if !same {
 		t.Errorf("the member restarted etcd during the maintenance: %s", m.reason())

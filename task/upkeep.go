@@ -26,10 +26,10 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 		AccessDue:        !now.Before(m.access.next),
 		CACertDue:        m.trust.PublishDue(now),
 		Snapshots:        s != nil && s.Interval > 0,
-		SnapshotDue:      !now.Before(m.nextSnapshotCheck),
+		SnapshotDue:      m.backups.CheckDue(now),
 		Deltas:           s != nil && s.DeltaEvery > 0,
-		WantFullSnapshot: m.wantFullSnapshot.Load(),
-		PruneDue:         !now.Before(m.nextAsidePrune),
+		WantFullSnapshot: m.backups.WantFull(),
+		PruneDue:         m.backups.PruneDue(now),
 	}
 	return o, nil
 }
@@ -76,10 +76,10 @@ func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Up
 		m.trust.PublishCACert(ctx)
 	}
 	if u.Snapshot {
-		m.scheduledSnapshot(o)
+		m.backups.Scheduled(o)
 	}
-	m.superviseDeltas(ctx, u.RecordDeltas)
+	m.backups.SuperviseDeltas(ctx, u.RecordDeltas)
 	if u.PruneAsides {
-		m.startPruneAsides(o)
+		m.backups.StartPruneAsides(o)
 	}
 }

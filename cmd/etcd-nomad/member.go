@@ -25,6 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/task"
+	"github.com/etcd-nomad/etcd-nomad/task/backup"
 )
 
 type memberCommand struct{ ui cli.Ui }
@@ -122,7 +123,7 @@ func (c *memberCommand) Run(args []string) int {
 // 'nomad job run' path, where backends.OpenMember, which reads the
 // environment alone, derived no MAC key. Without this such members wrote
 // every snapshot and delta without a MAC and refused the MAC'd ones.
-func memberSnapshots(cl *config.Cluster, parts *backends.Member, kek []byte) (*task.Snapshots, error) {
+func memberSnapshots(cl *config.Cluster, parts *backends.Member, kek []byte) (*backup.Snapshots, error) {
 	if parts.Store == nil {
 		return nil, nil
 	}
@@ -134,7 +135,7 @@ func memberSnapshots(cl *config.Cluster, parts *backends.Member, kek []byte) (*t
 		}
 		enc.MACKey = key
 	}
-	return &task.Snapshots{Store: parts.Store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}, nil
+	return &backup.Snapshots{Store: parts.Store, Encryption: enc, Interval: cl.Snapshot.Interval, RetainCount: cl.Snapshot.RetainCount, RetainAge: cl.Snapshot.RetainAge, DeltaEvery: cl.Snapshot.DeltaInterval}, nil
 }
 
 // kekInJobVariable: the member runs in a Nomad allocation of a cluster

@@ -1,9 +1,11 @@
-// Package etcdproc is the member's embedded etcd: its server's alarms and
-// role, the corruption checks' settings, the data hash of a stopped
-// member, and the gRPC interceptors of its client port. It is one part of
-// the member supervisor (docs/redesign.md): the loop in package task calls
-// down into it; it imports no other package of task. (The Process that
-// starts and stops the server is the next step of the carve.)
+// Package etcdproc is the member's embedded etcd: the Process that starts,
+// watches and stops its server, the server's alarms and role, the
+// corruption checks' settings, the data hash of a stopped member, and the
+// gRPC interceptors of its client port. It is one part of the member
+// supervisor (docs/redesign.md): the loop in package task calls down into
+// it; it imports no other package of task. (The loop still builds the
+// server's configuration and keeps the start's bookkeeping: step 4's
+// remainder.)
 package etcdproc
 
 import (

@@ -1,4 +1,4 @@
-package task
+package backup
 
 import (
 	"encoding/json"
@@ -127,21 +127,21 @@ func readAsides(dir string) ([]aside, error) {
 	return out, nil
 }
 
-// startPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
+// StartPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
 // healthy voter of the confirmed incarnation) in the background, at most
 // every asidePruneEvery: deleting a large directory must not hold the
 // loop.
-func (m *Member) startPruneAsides(o planner.Observation) {
-	m.mu.Lock()
-	if m.pruning || m.bgCtx.Err() != nil {
-		m.mu.Unlock()
+func (b *Backups) StartPruneAsides(o planner.Observation) {
+	b.mu.Lock()
+	if b.pruning || b.bgCtx.Err() != nil {
+		b.mu.Unlock()
 		return
 	}
-	m.pruning = true
-	m.bg.Add(1)
-	m.mu.Unlock()
-	m.nextAsidePrune = m.now().Add(asidePruneEvery)
-	run := incarnationKey{m.opts.Cluster.Name, o.Record.Token, o.Record.Epoch}
+	b.pruning = true
+	b.bg.Add(1)
+	b.mu.Unlock()
+	b.nextAsidePrune = b.now().Add(asidePruneEvery)
+	run := incarnationKey{b.cfg.Cluster, o.Record.Token, o.Record.Epoch}
 	members, live := map[uint64]bool{}, map[string]bool{}
 	for _, mem := range o.Members {
 		members[mem.ID] = true
@@ -150,14 +150,14 @@ func (m *Member) startPruneAsides(o planner.Observation) {
 		live[in.Name] = true // unknown allocations too: they may come back
 	}
 	go func() {
-		defer m.bg.Done()
+		defer b.bg.Done()
 		defer func() {
-			m.mu.Lock()
-			m.pruning = false
-			m.mu.Unlock()
+			b.mu.Lock()
+			b.pruning = false
+			b.mu.Unlock()
 		}()
-		if err := m.pruneAsides(run, func(n string) bool { return live[n] }, func(id uint64) bool { return members[id] }); err != nil {
-			m.log.Warn("pruning set-aside data incomplete", "error", err)
+		if err := b.pruneAsides(run, func(n string) bool { return live[n] }, func(id uint64) bool { return members[id] }); err != nil {
+			b.log.Warn("pruning set-aside data incomplete", "error", err)
 		}
 	}()
 }
@@ -165,21 +165,21 @@ func (m *Member) startPruneAsides(o planner.Observation) {
 // pruneAsides applies rules 1 and 2 for the running incarnation run; the
 // planner has allowed it (Upkeep.PruneAsides). live reports the provider's live instances
 // by name, member whether a member id is in the membership.
-func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
-	m.carrySiblingsAside(run, live, member)
-	asides, err := readAsides(m.dir.AsideDir())
+func (b *Backups) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
+	b.carrySiblingsAside(run, live, member)
+	asides, err := readAsides(b.dir.AsideDir())
 	if err != nil {
-		return fmt.Errorf("list %s: %w", m.dir.AsideDir(), err)
+		return fmt.Errorf("list %s: %w", b.dir.AsideDir(), err)
 	}
-	m.asides.warnUnreadable(m.log, asides)
+	b.asides.warnUnreadable(b.log, asides)
 	var errs []error
 	for _, name := range expendableAsides(asides, run) {
-		p := filepath.Join(m.dir.AsideDir(), name)
+		p := filepath.Join(b.dir.AsideDir(), name)
 		if err := os.RemoveAll(p); err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		m.log.Info("set-aside data deleted: a newer copy of its incarnation is kept", "dir", p)
+		b.log.Info("set-aside data deleted: a newer copy of its incarnation is kept", "dir", p)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%d of the asides not deleted: %v", len(errs), errs)
@@ -189,43 +189,43 @@ func (m *Member) pruneAsides(run incarnationKey, live func(string) bool, member 
 
 // carrySiblingsAside is rule 1: the data of earlier members of this
 // cluster, carried along beside this member's directory, goes into aside/.
-func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, member func(uint64) bool) {
-	parent := filepath.Dir(m.dir.Root)
+func (b *Backups) carrySiblingsAside(run incarnationKey, live func(string) bool, member func(uint64) bool) {
+	parent := filepath.Dir(b.dir.Root)
 	ents, err := os.ReadDir(parent)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
 		name := e.Name()
-		if !e.IsDir() || name == filepath.Base(m.dir.Root) || live(name) {
+		if !e.IsDir() || name == filepath.Base(b.dir.Root) || live(name) {
 			continue
 		}
 		sib := datadir.Dir{Root: filepath.Join(parent, name)}
 		meta, err := sib.ReadMeta()
-		if err != nil || meta.Cluster != run.cluster || walInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
+		if err != nil || meta.Cluster != run.cluster || datadir.WALInUse(filepath.Join(sib.EtcdDir(), "member", "wal")) {
 			continue // not ours to judge, or in use
 		}
 		if (incarnationKey{meta.Cluster, meta.Token, meta.Epoch}) == run && (meta.MemberID == 0 || member(meta.MemberID)) {
 			continue // a member of the running cluster: the leader removes it first
 		}
-		if err := os.MkdirAll(m.dir.AsideDir(), 0o700); err != nil {
+		if err := os.MkdirAll(b.dir.AsideDir(), 0o700); err != nil {
 			return
 		}
-		dst := filepath.Join(m.dir.AsideDir(), time.Now().UTC().Format("20060102T150405.000000000Z")+"-carried-"+name)
+		dst := filepath.Join(b.dir.AsideDir(), time.Now().UTC().Format("20060102T150405.000000000Z")+"-carried-"+name)
 		if err := os.Rename(sib.Current(), dst); err != nil {
-			m.log.Warn("carried data not set aside", "dir", sib.Current(), "error", err)
+			b.log.Warn("carried data not set aside", "dir", sib.Current(), "error", err)
 			continue
 		}
-		m.log.Info("data carried from an earlier allocation set aside", "from", sib.Root, "to", dst)
+		b.log.Info("data carried from an earlier allocation set aside", "from", sib.Root, "to", dst)
 		// Its own asides join this member's, under the same rule.
 		olds, _ := os.ReadDir(sib.AsideDir())
 		for _, old := range olds {
-			if err := os.Rename(filepath.Join(sib.AsideDir(), old.Name()), filepath.Join(m.dir.AsideDir(), old.Name())); err != nil {
-				m.log.Warn("carried aside not moved", "dir", old.Name(), "error", err)
+			if err := os.Rename(filepath.Join(sib.AsideDir(), old.Name()), filepath.Join(b.dir.AsideDir(), old.Name())); err != nil {
+				b.log.Warn("carried aside not moved", "dir", old.Name(), "error", err)
 			}
 		}
 		_ = os.Remove(sib.AsideDir())
-		m.dropCarriedTLS(sib)
+		b.dropCarriedTLS(sib)
 	}
 }
 
@@ -233,17 +233,17 @@ func (m *Member) carrySiblingsAside(run incarnationKey, live func(string) bool, 
 // went aside: its tls/, whose member certificate is re-issued at every
 // start, when its saved cluster CA is absent or the same as this member's.
 // A directory still holding anything else (another CA) stays.
-func (m *Member) dropCarriedTLS(sib datadir.Dir) {
+func (b *Backups) dropCarriedTLS(sib datadir.Dir) {
 	theirs, err := os.ReadFile(sib.CAFile())
-	ours, oerr := os.ReadFile(m.dir.CAFile())
+	ours, oerr := os.ReadFile(b.dir.CAFile())
 	if err == nil && (oerr != nil || string(theirs) != string(ours)) {
-		m.log.Warn("carried directory kept: it holds another cluster CA", "dir", sib.Root)
+		b.log.Warn("carried directory kept: it holds another cluster CA", "dir", sib.Root)
 		return
 	}
 	if err := os.RemoveAll(sib.TLSDir()); err != nil {
 		return
 	}
 	if err := os.Remove(sib.Root); err != nil {
-		m.log.Warn("carried directory not removed", "dir", sib.Root, "error", err)
+		b.log.Warn("carried directory not removed", "dir", sib.Root, "error", err)
 	}
 }

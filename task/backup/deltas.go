@@ -1,9 +1,8 @@
-package task
+package backup
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -26,7 +25,7 @@ type deltaRun struct {
 	done   chan error
 }
 
-// superviseDeltas keeps the continuous backup running on the etcd leader
+// SuperviseDeltas keeps the continuous backup running on the etcd leader
 // (one recorder per cluster, where the writes are ordered): it starts a
 // snapshot.Recorder after the chain of the newest full snapshot of the
 // running incarnation (among the record's lineage's, ofLineage), stops it
@@ -45,50 +44,50 @@ type deltaRun struct {
 // running cluster's writes MACed as deltas of it. A running recorder is
 // stopped, logged, as soon as the two disagree (a record rewritten, a
 // recovery under way).
-func (m *Member) superviseDeltas(ctx context.Context, record bool) {
-	s := m.opts.Snapshots
+func (b *Backups) SuperviseDeltas(ctx context.Context, record bool) {
+	s := b.cfg.Snapshots
 	if s == nil || s.DeltaEvery <= 0 {
 		return
 	}
-	if r := m.deltas; r != nil {
+	if r := b.deltas; r != nil {
 		select {
 		case err := <-r.done:
-			m.deltas = nil
-			m.nextDeltaStart = m.now().Add(deltaRetry)
+			b.deltas = nil
+			b.nextDeltaStart = b.now().Add(deltaRetry)
 			if errors.Is(err, snapshot.ErrChainGap) {
-				m.wantFullSnapshot.Store(true)
-				m.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
+				b.wantFullSnapshot.Store(true)
+				b.log.Warn("continuous backup: the delta chain broke; a full snapshot starts a new one", "base", r.base, "error", err)
 			} else {
-				m.log.Warn("continuous backup stopped", "base", r.base, "error", err)
+				b.log.Warn("continuous backup stopped", "base", r.base, "error", err)
 			}
 		default:
 		}
 	}
-	if r := m.deltas; r != nil {
-		if !record || m.wantFullSnapshot.Load() {
-			m.stopDeltas(false)
+	if r := b.deltas; r != nil {
+		if !record || b.wantFullSnapshot.Load() {
+			b.StopDeltas(false)
 			return
 		}
-		if src, _, err := m.snapshotSource(); err != nil || src != r.source {
-			m.log.Warn("continuous backup: stopping: its segments are stamped as of another incarnation than the one this member's data runs and the record names",
+		if src, _, err := b.snapshotSource(); err != nil || src != r.source {
+			b.log.Warn("continuous backup: stopping: its segments are stamped as of another incarnation than the one this member's data runs and the record names",
 				"base", r.base, "stamp_epoch", r.source.Epoch, "stamp_cluster_id", r.source.ClusterID, "now", src, "error", err)
-			m.stopDeltas(false)
-			m.nextDeltaStart = m.now().Add(deltaRetry)
+			b.StopDeltas(false)
+			b.nextDeltaStart = b.now().Add(deltaRetry)
 		}
 		return
 	}
-	if !record || m.wantFullSnapshot.Load() || m.now().Before(m.nextDeltaStart) {
+	if !record || b.wantFullSnapshot.Load() || b.now().Before(b.nextDeltaStart) {
 		return
 	}
-	m.nextDeltaStart = m.now().Add(deltaRetry)
-	src, of, err := m.snapshotSource()
+	b.nextDeltaStart = b.now().Add(deltaRetry)
+	src, of, err := b.snapshotSource()
 	if err != nil {
-		m.log.Debug("continuous backup: not starting", "reason", err)
+		b.log.Debug("continuous backup: not starting", "reason", err)
 		return
 	}
-	list, err := m.listLineage(ctx)
+	list, err := b.listLineage(ctx)
 	if err != nil {
-		m.log.Warn("continuous backup: snapshot store unavailable", "error", err)
+		b.log.Warn("continuous backup: snapshot store unavailable", "error", err)
 		return
 	}
 	// The base is the newest snapshot of the lineage this member's data
@@ -105,26 +104,21 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 	if !ok || full.Epoch != src.Epoch || full.ClusterID != src.ClusterID {
 		// No full snapshot of this incarnation yet: the scheduled one
 		// comes first (at once when the store has none), then the chain.
-		m.wantFullSnapshot.Store(len(snapshot.Full(list)) > 0)
+		b.wantFullSnapshot.Store(len(snapshot.Full(list)) > 0)
 		return
 	}
 	if _, gap := snapshot.Chain(list, full); gap {
-		m.wantFullSnapshot.Store(true)
+		b.wantFullSnapshot.Store(true)
 		return
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{m.clientURL(m.self)}, TLS: m.trust.PeerTLS(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: []string{b.cfg.Self}, TLS: b.cfg.TLS, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
 	if err != nil {
-		m.log.Warn("continuous backup: client", "error", err)
+		b.log.Warn("continuous backup: client", "error", err)
 		return
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	run := &deltaRun{base: full.Name, source: src, cancel: cancel, done: make(chan error, 1)}
-	m.mu.Lock()
-	var memberID string
-	if m.etcd != nil {
-		memberID = fmt.Sprintf("%x", uint64(m.etcd.Server.MemberID()))
-	}
-	m.mu.Unlock()
+	memberID := b.cfg.MemberID()
 	r := &snapshot.Recorder{
 		Client: cli, Store: s.Store, Encryption: s.Encryption,
 		Source: src,
@@ -132,35 +126,35 @@ func (m *Member) superviseDeltas(ctx context.Context, record bool) {
 		// Each segment names this member, which leads: a member about
 		// to recover asks it whether it still serves (sim seeds 71 and
 		// 172 with CollectRunning).
-		Endpoint: m.clientURL(m.self), MemberID: memberID,
+		Endpoint: b.cfg.Self, MemberID: memberID,
 		OnFlush: func(d snapshot.Meta) {
-			m.snapMetrics.deltaRevision.Set(float64(d.Revision))
-			m.snapMetrics.deltaLast.Set(float64(d.Created.Unix()))
+			b.snapMetrics.deltaRevision.Set(float64(d.Revision))
+			b.snapMetrics.deltaLast.Set(float64(d.Created.Unix()))
 		},
-		OnCaughtUp: func(at time.Time) { m.snapMetrics.deltaCaughtUp.Set(float64(at.Unix())) },
+		OnCaughtUp: func(at time.Time) { b.snapMetrics.deltaCaughtUp.Set(float64(at.Unix())) },
 	}
 	go func() {
 		err := r.Run(rctx)
 		cli.Close()
 		run.done <- err
 	}()
-	m.deltas = run
-	m.log.Info("continuous backup started", "base", full.Name, "from_revision", end+1, "flush_every", s.DeltaEvery)
+	b.deltas = run
+	b.log.Info("continuous backup started", "base", full.Name, "from_revision", end+1, "flush_every", s.DeltaEvery)
 }
 
-// stopDeltas stops the recorder, which flushes what it holds on its own
+// StopDeltas stops the recorder, which flushes what it holds on its own
 // bounded context (at most 30 s): waited for on shutdown, not by the loop
 // (a former leader's last segment overlaps the next one's, harmlessly).
-func (m *Member) stopDeltas(wait bool) {
-	r := m.deltas
+func (b *Backups) StopDeltas(wait bool) {
+	r := b.deltas
 	if r == nil {
 		return
 	}
-	m.deltas = nil
+	b.deltas = nil
 	r.cancel()
 	if !wait {
-		go func() { m.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done) }()
+		go func() { b.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done) }()
 		return
 	}
-	m.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done)
+	b.log.Info("continuous backup stopped", "base", r.base, "error", <-r.done)
 }

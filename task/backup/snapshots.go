@@ -1,4 +1,4 @@
-package task
+package backup
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 // Snapshots configure the member's backups. Every member carries them;
 // the leader decides when the scheduled one is due, and the save runs in
 // the background, holding the snapshot lease, never the coordination lock
-// (see startSnapshot), so the cluster uploads once per interval and the
+// (see Start), so the cluster uploads once per interval and the
 // loop keeps supervising while it does.
 type Snapshots struct {
 	Store       snapshot.Store
@@ -28,7 +28,7 @@ type Snapshots struct {
 	RetainAge   time.Duration
 	// DeltaEvery, when positive, turns continuous backup on: the leader
 	// records every change after the newest full snapshot into delta
-	// segments flushed this often (superviseDeltas).
+	// segments flushed this often (SuperviseDeltas).
 	DeltaEvery time.Duration
 }
 
@@ -48,10 +48,6 @@ const (
 	// the lease of a member killed mid-upload blocks scheduled snapshots
 	// that long at most.
 	snapshotLeaseFor = snapshotTimeout + pruneTimeout + time.Minute
-	// backgroundStopWait bounds how long a stopping member waits for its
-	// cancelled upload to clean up (abort the upload, delete the object,
-	// release the lease) before it stops etcd anyway.
-	backgroundStopWait = 5 * time.Second
 )
 
 type snapshotMetrics struct {
@@ -74,7 +70,7 @@ type snapshotMetrics struct {
 	deltaInterval prometheus.Gauge
 }
 
-func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels, s *Snapshots) *snapshotMetrics {
+func newSnapshotMetrics(reg prometheus.Registerer, labels prometheus.Labels, s *Snapshots) *snapshotMetrics {
 	g := func(name, help string) prometheus.Gauge {
 		return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help, ConstLabels: labels})
 	}
@@ -102,35 +98,21 @@ func newSnapshotMetrics(reg *prometheus.Registry, labels prometheus.Labels, s *S
 	return sm
 }
 
-// snapshotEndpoint is the client URL a snapshot of o's cluster is streamed
-// from: this member's own server when it runs, else a healthy voter's.
-func (m *Member) snapshotEndpoint(o planner.Observation) string {
-	if o.Running {
-		return m.clientURL(m.self)
-	}
-	for _, mem := range o.Members {
-		if mem.Healthy && !mem.Learner && len(mem.PeerURLs) > 0 {
-			return m.memberClientURL(mem)
-		}
-	}
-	return ""
-}
-
-// saveSnapshot saves one snapshot streamed from ep and applies retention.
+// Save saves one snapshot streamed from ep and applies retention.
 // It holds no lock: the background saves hold the snapshot lease.
-func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
-	s := m.opts.Snapshots
+func (b *Backups) Save(ctx context.Context, ep, why string) error {
+	s := b.cfg.Snapshots
 	if s == nil {
 		return nil
 	}
 	if ep == "" {
 		return fmt.Errorf("snapshot (%s): no healthy member to read from", why)
 	}
-	src, lineage, err := m.snapshotSource()
+	src, lineage, err := b.snapshotSource()
 	if err != nil {
 		return fmt.Errorf("snapshot (%s): %w", why, err)
 	}
-	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
+	if err := os.MkdirAll(b.dir.Root, 0o700); err != nil {
 		return fmt.Errorf("snapshot (%s): spool dir: %w", why, err)
 	}
 	start := time.Now()
@@ -138,34 +120,34 @@ func (m *Member) saveSnapshot(ctx context.Context, ep, why string) error {
 	defer cancel()
 	// Streamed from ep alone (not the shared client, which balances over
 	// every member) and spooled beside the member's data.
-	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: m.trust.PeerTLS(), SpoolDir: m.dir.Root}, s.Store, src, s.Encryption, nil)
+	meta, err := snapshot.Save(sctx, snapshot.From{Endpoint: ep, TLS: b.cfg.TLS, SpoolDir: b.dir.Root}, s.Store, src, s.Encryption, nil)
 	if err != nil {
-		m.snapMetrics.failures.Inc()
+		b.snapMetrics.failures.Inc()
 		return fmt.Errorf("snapshot (%s): %w", why, err)
 	}
 	took := time.Since(start)
-	m.snapMetrics.last.Set(float64(meta.Created.Unix()))
-	m.snapMetrics.revision.Set(float64(meta.Revision))
-	m.snapMetrics.size.Set(float64(meta.Size))
-	m.snapMetrics.duration.Set(took.Seconds())
-	m.snapMetrics.newest.Set(float64(meta.Created.Unix()))
-	m.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
-	m.wantFullSnapshot.Store(false) // a base for a new delta chain
+	b.snapMetrics.last.Set(float64(meta.Created.Unix()))
+	b.snapMetrics.revision.Set(float64(meta.Revision))
+	b.snapMetrics.size.Set(float64(meta.Size))
+	b.snapMetrics.duration.Set(took.Seconds())
+	b.snapMetrics.newest.Set(float64(meta.Created.Unix()))
+	b.log.Info("snapshot saved", "why", why, "name", meta.Name, "revision", meta.Revision, "bytes", meta.Size, "took", took)
+	b.wantFullSnapshot.Store(false) // a base for a new delta chain
 	pctx, pcancel := context.WithTimeout(ctx, pruneTimeout)
 	defer pcancel()
 	removed, err := snapshot.Prune(pctx, s.Store, s.Encryption, lineage, s.RetainCount, s.RetainAge, time.Now())
 	for _, name := range removed {
-		m.log.Info("retention: removed", "name", name)
+		b.log.Info("retention: removed", "name", name)
 	}
 	if err != nil {
-		m.log.Warn("retention incomplete", "error", err)
+		b.log.Warn("retention incomplete", "error", err)
 	}
 	return nil
 }
 
-// errRecordDisagrees: the cluster record names another incarnation than
+// ErrRecordDisagrees: the cluster record names another incarnation than
 // the one this member's data runs, so no snapshot is stamped and saved.
-var errRecordDisagrees = errors.New("the cluster record and this member's data disagree")
+var ErrRecordDisagrees = errors.New("the cluster record and this member's data disagree")
 
 // snapshotSource is what a snapshot this member saves is of, and the
 // lineage its retention ranks: the epoch and cluster id this member's own
@@ -177,23 +159,21 @@ var errRecordDisagrees = errors.New("the cluster record and this member's data d
 // incarnation than the local data (a recovery or restore under way, a
 // record rewritten), the save is skipped with the reason: a member whose
 // data is of the record's incarnation saves it.
-func (m *Member) snapshotSource() (snapshot.Source, snapshot.Lineage, error) {
-	m.mu.Lock()
-	rec := m.record
-	m.mu.Unlock()
-	src := snapshot.Source{Cluster: m.opts.Cluster.Name}
-	meta, err := m.dir.ReadMeta()
+func (b *Backups) snapshotSource() (snapshot.Source, snapshot.Lineage, error) {
+	rec := b.cfg.Record()
+	src := snapshot.Source{Cluster: b.cfg.Cluster}
+	meta, err := b.dir.ReadMeta()
 	if err != nil {
 		return src, snapshot.Lineage{}, fmt.Errorf("read this member's metadata: %w", err)
 	}
 	switch {
 	case rec == nil:
-		return src, snapshot.Lineage{}, fmt.Errorf("%w: no cluster record", errRecordDisagrees)
+		return src, snapshot.Lineage{}, fmt.Errorf("%w: no cluster record", ErrRecordDisagrees)
 	case rec.ClusterID == 0 || meta.ClusterID == 0:
-		return src, snapshot.Lineage{}, fmt.Errorf("%w: not confirmed yet (record cluster id %x, data's %x)", errRecordDisagrees, rec.ClusterID, meta.ClusterID)
+		return src, snapshot.Lineage{}, fmt.Errorf("%w: not confirmed yet (record cluster id %x, data's %x)", ErrRecordDisagrees, rec.ClusterID, meta.ClusterID)
 	case rec.Token != meta.Token || rec.Epoch != meta.Epoch || rec.ClusterID != meta.ClusterID:
 		return src, snapshot.Lineage{}, fmt.Errorf("%w: the record names token %.8s epoch %d cluster id %x, this member's data token %.8s epoch %d cluster id %x",
-			errRecordDisagrees, rec.Token, rec.Epoch, rec.ClusterID, meta.Token, meta.Epoch, meta.ClusterID)
+			ErrRecordDisagrees, rec.Token, rec.Epoch, rec.ClusterID, meta.Token, meta.Epoch, meta.ClusterID)
 	}
 	src.Epoch, src.ClusterID = meta.Epoch, fmt.Sprintf("%x", meta.ClusterID)
 	return src, snapshot.Lineage{ClusterID: meta.ClusterID, Epoch: meta.Epoch}, nil
@@ -206,14 +186,12 @@ func (m *Member) snapshotSource() (snapshot.Source, snapshot.Lineage, error) {
 // put back (a higher epoch, ranked first by snapshot.Later) is never
 // "the newest" there, so it neither makes every check due nor stands as
 // the base the chain waits for.
-func (m *Member) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
-	list, err := m.listAuthentic(ctx)
+func (b *Backups) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
+	list, err := b.listAuthentic(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m.mu.Lock()
-	rec := m.record
-	m.mu.Unlock()
+	rec := b.cfg.Record()
 	if rec == nil {
 		return list, nil
 	}
@@ -221,22 +199,22 @@ func (m *Member) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
 	return of, nil
 }
 
-// scheduledSnapshot carries out Upkeep.Snapshot (this member leads, the
+// Scheduled carries out Upkeep.Snapshot (this member leads, the
 // check is due): it starts the scheduled snapshot unless a save of this
 // member runs. The listing, the lease and the upload run in the background
-// (startSnapshot), so the loop keeps its pace during an upload of any
+// (Start), so the loop keeps its pace during an upload of any
 // length.
-func (m *Member) scheduledSnapshot(o planner.Observation) {
-	s := m.opts.Snapshots
+func (b *Backups) Scheduled(o planner.Observation) {
+	s := b.cfg.Snapshots
 	if s == nil {
 		return
 	}
-	if m.startSnapshot(m.snapshotEndpoint(o), "scheduled", true) {
-		m.nextSnapshotCheck = m.now().Add(min(snapshotCheckEvery, s.Interval/4))
+	if b.Start(b.cfg.Endpoint(o), "scheduled", true) {
+		b.nextSnapshotCheck = b.now().Add(min(snapshotCheckEvery, s.Interval/4))
 	}
 }
 
-// startSnapshot starts a save from ep in the background unless one of this
+// Start starts a save from ep in the background unless one of this
 // member's runs already; it reports whether it started one. A scheduled
 // save first checks that the store's newest snapshot is older than the
 // interval, and again once it holds the lease (another member's upload may
@@ -251,48 +229,48 @@ func (m *Member) scheduledSnapshot(o planner.Observation) {
 // context) and releases the lease, which otherwise expires after
 // snapshotLeaseFor. Two uploads at once would only waste work: snapshots
 // are named by revision and time and each is complete or absent.
-func (m *Member) startSnapshot(ep, why string, scheduled bool) bool {
-	m.mu.Lock()
-	if m.snapRunning || m.bgCtx.Err() != nil {
-		m.mu.Unlock()
+func (b *Backups) Start(ep, why string, scheduled bool) bool {
+	b.mu.Lock()
+	if b.snapRunning || b.bgCtx.Err() != nil {
+		b.mu.Unlock()
 		return false
 	}
-	m.snapRunning = true
-	ctx, cancel := context.WithCancel(m.bgCtx)
-	m.snapCancel = cancel
-	m.bg.Add(1)
-	m.mu.Unlock()
+	b.snapRunning = true
+	ctx, cancel := context.WithCancel(b.bgCtx)
+	b.snapCancel = cancel
+	b.bg.Add(1)
+	b.mu.Unlock()
 	go func() {
-		defer m.bg.Done()
+		defer b.bg.Done()
 		defer func() {
 			cancel()
-			m.mu.Lock()
-			m.snapRunning, m.snapCancel = false, nil
-			m.mu.Unlock()
+			b.mu.Lock()
+			b.snapRunning, b.snapCancel = false, nil
+			b.mu.Unlock()
 		}()
-		err := m.leasedSnapshot(ctx, ep, why, scheduled)
+		err := b.leasedSnapshot(ctx, ep, why, scheduled)
 		if err != nil {
-			m.log.Warn("snapshot failed", "why", why, "error", err)
+			b.log.Warn("snapshot failed", "why", why, "error", err)
 		}
-		m.mu.Lock()
-		m.snapshotErr = ""
+		b.mu.Lock()
+		b.snapshotErr = ""
 		if err != nil {
-			m.snapshotErr = fmt.Sprintf("%s: %v", m.now().UTC().Format(time.RFC3339), err)
+			b.snapshotErr = fmt.Sprintf("%s: %v", b.now().UTC().Format(time.RFC3339), err)
 		}
-		m.mu.Unlock()
+		b.mu.Unlock()
 	}()
 	return true
 }
 
-func (m *Member) leasedSnapshot(ctx context.Context, ep, why string, scheduled bool) error {
+func (b *Backups) leasedSnapshot(ctx context.Context, ep, why string, scheduled bool) error {
 	if scheduled {
-		if due, err := m.snapshotDue(ctx); err != nil || !due {
+		if due, err := b.snapshotDue(ctx); err != nil || !due {
 			return err
 		}
 	}
-	release, err := m.takeSnapshotLease(ctx)
+	release, err := b.takeSnapshotLease(ctx)
 	if errors.Is(err, errSnapshotLeaseHeld) {
-		m.log.Debug("snapshot skipped", "why", why, "reason", err)
+		b.log.Debug("snapshot skipped", "why", why, "reason", err)
 		return nil
 	}
 	if err != nil {
@@ -300,33 +278,33 @@ func (m *Member) leasedSnapshot(ctx context.Context, ep, why string, scheduled b
 	}
 	defer release()
 	if scheduled {
-		if due, err := m.snapshotDue(ctx); err != nil || !due {
+		if due, err := b.snapshotDue(ctx); err != nil || !due {
 			return err
 		}
 	}
-	return m.saveSnapshot(ctx, ep, why)
+	return b.Save(ctx, ep, why)
 }
 
 // snapshotDue reports whether the store's newest snapshot is older than
 // the interval.
-func (m *Member) snapshotDue(ctx context.Context) (bool, error) {
-	s := m.opts.Snapshots
+func (b *Backups) snapshotDue(ctx context.Context) (bool, error) {
+	s := b.cfg.Snapshots
 	lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
 	defer cancel()
-	list, err := m.listLineage(lctx)
+	list, err := b.listLineage(lctx)
 	if err != nil {
-		m.snapMetrics.failures.Inc()
+		b.snapMetrics.failures.Inc()
 		return false, fmt.Errorf("snapshot store unavailable: %w", err)
 	}
 	full, _, _, ok := snapshot.Newest(list)
 	if ok {
-		m.snapMetrics.newest.Set(float64(full.Created.Unix()))
+		b.snapMetrics.newest.Set(float64(full.Created.Unix()))
 	}
-	if m.wantFullSnapshot.Load() {
+	if b.wantFullSnapshot.Load() {
 		return true, nil // a new delta chain needs a full snapshot of this incarnation now
 	}
 	if msg := snapshot.ClockDisagrees(list); msg != "" {
-		m.log.Warn("a member's clock is off: snapshots are ordered by their epoch and revision, never by the time their takers wrote on them", "detail", msg)
+		b.log.Warn("a member's clock is off: snapshots are ordered by their epoch and revision, never by the time their takers wrote on them", "detail", msg)
 	}
 	return !ok || time.Since(full.Created) >= s.Interval, nil
 }
@@ -355,87 +333,72 @@ type valueStore interface {
 // coordination lock only while it reads and writes the lease. The returned
 // release frees it. A coordinator that cannot store values gives no
 // lease: the save goes ahead (at worst one duplicate upload).
-func (m *Member) takeSnapshotLease(ctx context.Context) (release func(), err error) {
-	vs, ok := m.opts.Coordinator.(valueStore)
+func (b *Backups) takeSnapshotLease(ctx context.Context) (release func(), err error) {
+	vs, ok := b.cfg.Coordinator.(valueStore)
 	if !ok {
 		return func() {}, nil
 	}
 	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	l, err := m.opts.Coordinator.Lock(lctx, m.opts.Name)
+	l, err := b.cfg.Coordinator.Lock(lctx, b.cfg.Name)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot lease: lock: %w", err)
 	}
 	defer l.Unlock(context.WithoutCancel(ctx))
-	held, err := m.loadSnapshotLease(lctx)
+	held, err := b.loadSnapshotLease(lctx)
 	if err != nil {
 		return nil, err
 	}
-	if held.Holder != "" && held.Holder != m.opts.Name && time.Now().Before(held.Until) {
+	if held.Holder != "" && held.Holder != b.cfg.Name && time.Now().Before(held.Until) {
 		return nil, fmt.Errorf("%w: %s, until %s", errSnapshotLeaseHeld, held.Holder, held.Until.Format(time.RFC3339))
 	}
-	if err := m.storeSnapshotLease(lctx, vs, snapshotLease{Holder: m.opts.Name, Until: time.Now().Add(snapshotLeaseFor)}); err != nil {
+	if err := b.storeSnapshotLease(lctx, vs, snapshotLease{Holder: b.cfg.Name, Until: time.Now().Add(snapshotLeaseFor)}); err != nil {
 		return nil, err
 	}
-	return func() { m.releaseSnapshotLease(ctx, vs) }, nil
+	return func() { b.releaseSnapshotLease(ctx, vs) }, nil
 }
 
 // releaseSnapshotLease frees this member's lease, on a fresh short
 // context (ctx may be the cancelled upload's). It takes no lock: the lease
 // cannot have passed to another member while this one's was valid.
-func (m *Member) releaseSnapshotLease(ctx context.Context, vs valueStore) {
+func (b *Backups) releaseSnapshotLease(ctx context.Context, vs valueStore) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	held, err := m.loadSnapshotLease(rctx)
-	if err == nil && held.Holder == m.opts.Name {
-		err = m.storeSnapshotLease(rctx, vs, snapshotLease{})
+	held, err := b.loadSnapshotLease(rctx)
+	if err == nil && held.Holder == b.cfg.Name {
+		err = b.storeSnapshotLease(rctx, vs, snapshotLease{})
 	}
 	if err != nil {
-		m.log.Warn("snapshot lease not released; it expires on its own", "error", err, "after", snapshotLeaseFor)
+		b.log.Warn("snapshot lease not released; it expires on its own", "error", err, "after", snapshotLeaseFor)
 	}
 }
 
-func (m *Member) loadSnapshotLease(ctx context.Context) (snapshotLease, error) {
+func (b *Backups) loadSnapshotLease(ctx context.Context) (snapshotLease, error) {
 	var l snapshotLease
-	b, err := m.opts.Coordinator.Load(ctx, snapshotLeaseKey)
+	raw, err := b.cfg.Coordinator.Load(ctx, snapshotLeaseKey)
 	if errors.Is(err, coord.ErrNotStored) {
 		return l, nil
 	}
 	if err != nil {
 		return l, fmt.Errorf("snapshot lease: %w", err)
 	}
-	if err := json.Unmarshal(b, &l); err != nil {
+	if err := json.Unmarshal(raw, &l); err != nil {
 		// A damaged lease is overwritten rather than blocking backups.
-		m.log.Warn("snapshot lease unreadable; taking it", "error", err)
+		b.log.Warn("snapshot lease unreadable; taking it", "error", err)
 		return snapshotLease{}, nil
 	}
 	return l, nil
 }
 
-func (m *Member) storeSnapshotLease(ctx context.Context, vs valueStore, l snapshotLease) error {
-	b, err := json.Marshal(l)
+func (b *Backups) storeSnapshotLease(ctx context.Context, vs valueStore, l snapshotLease) error {
+	raw, err := json.Marshal(l)
 	if err != nil {
 		return err
 	}
-	if err := vs.Store(ctx, snapshotLeaseKey, b); err != nil {
+	if err := vs.Store(ctx, snapshotLeaseKey, raw); err != nil {
 		return fmt.Errorf("snapshot lease: %w", err)
 	}
 	return nil
-}
-
-// stopBackground cancels this member's background save and waits for it
-// to clean up, at most backgroundStopWait. Safe to call more than once.
-func (m *Member) stopBackground() {
-	m.mu.Lock()
-	m.bgCancel()
-	m.mu.Unlock()
-	done := make(chan struct{})
-	go func() { m.bg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(backgroundStopWait):
-		m.log.Warn("a cancelled snapshot is still cleaning up; stopping anyway", "waited", backgroundStopWait)
-	}
 }
 
 // listAuthentic lists the snapshot store and keeps the objects whose
@@ -449,73 +412,163 @@ func (m *Member) stopBackground() {
 // restored by an operator, by name: etcd-nomad recover -from
 // snapshot:NAME -accept-unauthenticated (its deltas with
 // -accept-unauthenticated-deltas).
-func (m *Member) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
-	kept, _, err := m.listSplit(ctx)
+func (b *Backups) listAuthentic(ctx context.Context) ([]snapshot.Meta, error) {
+	kept, _, err := b.ListSplit(ctx)
 	return kept, err
 }
 
-// refusedObject is an object of the store listAuthentic refused: its
+// Refused is an object of the store listAuthentic refused: its
 // metadata as listed (unauthenticated: nothing in it is vouched for) and
 // why.
-type refusedObject struct {
-	meta snapshot.Meta
-	why  error
+type Refused struct {
+	Meta snapshot.Meta
+	Why  error
 }
 
-// listSplit is listAuthentic with the objects it refused.
-func (m *Member) listSplit(ctx context.Context) ([]snapshot.Meta, []refusedObject, error) {
-	s := m.opts.Snapshots
+// ListSplit is listAuthentic with the objects it refused.
+func (b *Backups) ListSplit(ctx context.Context) ([]snapshot.Meta, []Refused, error) {
+	s := b.cfg.Snapshots
 	list, err := s.Store.List(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	kept, refused := s.Encryption.Authentic(list)
-	m.refusedMu.Lock()
-	defer m.refusedMu.Unlock()
+	b.refusedMu.Lock()
+	defer b.refusedMu.Unlock()
 	// Rebuilt from each listing, not only added to: names a store writer
 	// planted and removed again would otherwise stay for the life of the
 	// process. A name still listed keeps its entry (warnForeignOnce's
 	// too), so each is logged once while it stays.
 	next := make(map[string]bool, len(refused))
 	for _, meta := range list {
-		if m.refusedSnapshots[meta.Name] {
+		if b.refusedSnapshots[meta.Name] {
 			next[meta.Name] = true
 		}
 	}
-	var out []refusedObject
+	var out []Refused
 	for _, meta := range list {
 		err, ok := refused[meta.Name]
 		if !ok {
 			continue
 		}
-		out = append(out, refusedObject{meta: meta, why: err})
+		out = append(out, Refused{Meta: meta, Why: err})
 		if !next[meta.Name] {
 			next[meta.Name] = true
 			if meta.Corrupt != "" {
-				m.log.Warn("snapshot store: object with corrupt metadata refused, never restored automatically nor deleted by retention: nothing restores it without its metadata; an operator puts its metadata back or deletes it", "snapshot", meta.Name, "error", err)
+				b.log.Warn("snapshot store: object with corrupt metadata refused, never restored automatically nor deleted by retention: nothing restores it without its metadata; an operator puts its metadata back or deletes it", "snapshot", meta.Name, "error", err)
 				continue
 			}
-			m.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", meta.Name, "error", err)
+			b.log.Warn("snapshot store: object refused, never restored automatically nor deleted by retention: an operator restores it by name (recover -from snapshot:NAME -accept-unauthenticated; a delta with -accept-unauthenticated-deltas) or deletes it", "snapshot", meta.Name, "error", err)
 		}
 	}
-	m.refusedSnapshots = next
+	b.refusedSnapshots = next
 	return kept, out, nil
 }
 
-// revisionBump is how far a recovery from meta bumps revisions: derived
+// RevisionBump is how far a recovery from meta bumps revisions: derived
 // from the write rate the store's listing shows and the snapshot's age
 // (snapshot.RevisionBump). Without a listing the assumed rate stands in.
-func (m *Member) revisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
+func (b *Backups) RevisionBump(ctx context.Context, meta snapshot.Meta) uint64 {
 	var history []snapshot.Meta
-	if s := m.opts.Snapshots; s != nil {
-		list, err := m.listAuthentic(ctx)
+	if s := b.cfg.Snapshots; s != nil {
+		list, err := b.listAuthentic(ctx)
 		if err != nil {
-			m.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
+			b.log.Warn("revision bump: snapshot store unavailable; assuming the default write rate", "error", err, "rate", snapshot.AssumedWriteRate)
 		}
 		history = list
 	}
 	bump := snapshot.RevisionBump(meta, history, time.Now())
 	rate, measured := snapshot.WriteRate(history)
-	m.log.Info("revision bump", "snapshot", meta.Name, "revision", meta.Revision, "age", time.Since(meta.Created).Round(time.Second), "rate", rate, "measured", measured, "bump", bump)
+	b.log.Info("revision bump", "snapshot", meta.Name, "revision", meta.Revision, "age", time.Since(meta.Created).Round(time.Second), "rate", rate, "measured", measured, "bump", bump)
 	return bump
+}
+
+// Refuse marks name refused (a snapshot of no incarnation of the record)
+// and reports whether it was not yet: each is logged once while the
+// store lists it (ListSplit forgets the names no longer listed).
+func (b *Backups) Refuse(name string) bool {
+	b.refusedMu.Lock()
+	defer b.refusedMu.Unlock()
+	if b.refusedSnapshots == nil {
+		b.refusedSnapshots = map[string]bool{}
+	}
+	if b.refusedSnapshots[name] {
+		return false
+	}
+	b.refusedSnapshots[name] = true
+	return true
+}
+
+// LeaseHolder is the member the snapshot lease names ("" when free).
+func (b *Backups) LeaseHolder(ctx context.Context) (string, error) {
+	l, err := b.loadSnapshotLease(ctx)
+	return l.Holder, err
+}
+
+// preChangeSnapshotEvery: a membership change retried (etcd refuses
+// changes until peers have been connected for 5s) is backed up once.
+const preChangeSnapshotEvery = time.Minute
+
+// BeforeChange starts a backup before a member is removed, in the
+// background (Start): the removal does not wait for it, as
+// replacing a dead member must not wait for the snapshot store, nor hold
+// the lock through an upload. The stream starts at once from a running
+// member, and a removal changes no key. A save already running (scheduled,
+// or another member's holding the lease) stands in for it. Adding a
+// learner takes none: a learner does not vote, so adding one cannot cost
+// quorum, and the joiner would spool a third copy of the database beside
+// the one it receives.
+func (b *Backups) BeforeChange(o planner.Observation, why string) {
+	if b.cfg.Snapshots == nil || b.now().Sub(b.lastPreChange) < preChangeSnapshotEvery {
+		return // a retried change needs no second backup
+	}
+	b.lastPreChange = b.now()
+	b.Start(b.cfg.Endpoint(o), why, false)
+}
+
+// preStopSnapshotFresh: a voter that stops while others run (a rolling
+// update of the job, which is how etcd-nomad and its embedded etcd are
+// upgraded, a drain, a restart) saves a full snapshot first unless the
+// store holds one this recent: the first member a rolling update stops
+// saves it, the next ones find it.
+const preStopSnapshotFresh = 10 * time.Minute
+
+// BeforeStop saves a snapshot as this member stops (o: its running
+// server's observation, its members known): always when it is the
+// only voter left; before an update or any other stop of a voter of a
+// cluster with a quorum unless the store's newest full snapshot is under
+// preStopSnapshotFresh old. Bounded by ctx, the stop budget (budget: the
+// loop's LeaveTimeout fits the job's kill_timeout): a save cut short is
+// logged, and the stop goes on.
+func (b *Backups) BeforeStop(ctx context.Context, o planner.Observation, budget time.Duration) {
+	voters := 0
+	for _, mem := range o.Members {
+		if !mem.Learner {
+			voters++
+		}
+	}
+	if voters == 1 {
+		if err := b.Save(ctx, b.cfg.Endpoint(o), "last voter stopping"); err != nil {
+			b.log.Warn("snapshot of the last voter failed", "error", err)
+		}
+		return
+	}
+	if o.Local.Learner || o.LeaderID == 0 {
+		return // a learner's data may lag; without a quorum a save fails
+	}
+	list, err := b.listLineage(ctx)
+	if err != nil {
+		b.log.Warn("no snapshot before stopping: snapshot store unavailable", "error", err)
+		return
+	}
+	if full, _, _, ok := snapshot.Newest(list); ok && b.now().Sub(full.Created) < preStopSnapshotFresh {
+		b.log.Info("no snapshot before stopping: the store's newest is recent", "snapshot", full.Name, "age", b.now().Sub(full.Created).Round(time.Second))
+		return
+	}
+	b.log.Info("saving a snapshot before stopping (the first stop of a rolling update saves one)", "budget", budget)
+	// Under the snapshot lease: while another member uploads one (a
+	// scheduled save), that one is the snapshot before this stop.
+	if err := b.leasedSnapshot(ctx, b.cfg.Endpoint(o), "before this member stops", false); err != nil {
+		b.log.Warn("snapshot before stopping failed; stopping anyway", "error", err)
+	}
 }

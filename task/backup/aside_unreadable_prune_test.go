@@ -1,4 +1,4 @@
-package task
+package backup
 
 import (
 	"encoding/binary"
@@ -72,8 +72,7 @@ func plantAside(t *testing.T, dir, name, token string, epoch uint64, revs int, t
 // every page that still reads). Before fix14b the read panicked and
 // nothing was pruned.
 func TestAnUnreadableAsideIsNotPrunedForAnOlderReadableCopy(t *testing.T) {
-	k := newKit(t, "m0")
-	m0 := k.member("m0", nil)
+	m0 := newForTest(t, "m0", nil)
 	dir := m0.dir.AsideDir()
 	plantAside(t, dir, "20261127T090000.000000000Z-removed", "tokA", 1, 500, false)
 	plantAside(t, dir, "20261127T100000.000000000Z-corrupt", "tokA", 1, 2000, true)
@@ -84,5 +83,22 @@ func TestAnUnreadableAsideIsNotPrunedForAnOlderReadableCopy(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "20261127T100000.000000000Z-corrupt")); err != nil {
 		t.Fatalf("the unreadable copy of tokA epoch 1 (writes up to revision 2000) was pruned; the readable copy at revision 500 was kept: %v", err)
+	}
+}
+
+// A corrupt set-aside copy's backend read in the background prune (review rev14b (data),
+// TestReviewACorruptAsideDoesNotCrashThePrune; startPruneAsides' goroutine
+// has no recover): a panic there ended the member's process, etcd with it,
+// at every prune.
+func TestACorruptAsideDoesNotCrashThePrune(t *testing.T) {
+	m0 := newForTest(t, "m0", nil)
+	plantAside(t, m0.dir.AsideDir(), "20261127T101010.000000000Z-corrupt", "tok", 2, 2000, true)
+	var panicked any
+	func() {
+		defer func() { panicked = recover() }()
+		_ = m0.pruneAsides(incarnationKey{"kit", "tok", 2}, func(string) bool { return true }, func(uint64) bool { return true })
+	}()
+	if panicked != nil {
+		t.Fatalf("the prune panics on a corrupt set-aside copy (its goroutine has no recover: the process ends): %v", panicked)
 	}
 }
