@@ -74,9 +74,12 @@ func FreePorts(n int) ([]int, error) {
 // connection takes its source port, so that a port found free and closed
 // again is not taken by a connection before its user binds it ("bind:
 // address already in use" in CI under load: a seeder's start retried 17
-// times, a test's listener failed); and below Nomad's dynamic port range
-// (20000-32000), which the test agents' allocations use.
-const portLow, portHigh = 10000, 20000
+// times, a test's listener failed); and below the Nomad agents' dynamic
+// port ranges, which hand ports to allocations without asking the kernel:
+// 20000-32000 (a -dev agent's), 15000-19999 (devagents' server-mode
+// agent: a chaos run's Consul, restarted on its ports, found one taken
+// by a member's allocation and exited).
+const portLow, portHigh = 10000, 15000
 
 // MemberPorts are one member's ports.
 type MemberPorts struct{ Client, Peer, Status int }
