@@ -36,18 +36,24 @@ func TestRestoredRecordsLoneRunnerDoesNotRegainAQuorumBelowNewerData(t *testing.
 // 3 snapshot; now it resumes from epoch 1 data and sets epoch 3's writes
 // 301..400 aside, starting an epoch below one that ran.
 func TestOwnRecoveryDoesNotResumeBelowALaterEpochsSnapshotAtALowerRevision(t *testing.T) {
-	o := Observation{
-		ClusterName: "kit", Self: Self{Name: "m1", PeerURL: "https://m1:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second,
-		Local:          Local{Cluster: "kit", Name: "m1", MemberID: 0x20, ClusterID: 0x17, Token: "tok19", Epoch: 1, Revision: 500},
-		Record:         &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1},
-		Instances:      []Instance{{Name: "m0b"}, {Name: "m1"}, {Name: "m2b"}},
-		Peers:          []PeerStatus{{Name: "m0b"}, {Name: "m2b"}},
-		LatestSnapshot: &SnapshotInfo{Name: "snap-e3", Epoch: 3, Revision: 400},
-		SnapshotEpoch:  3,
-	}
+	o := ownResumeView(500)
+	o.LatestSnapshot, o.SnapshotEpoch = &SnapshotInfo{Name: "snap-e3", Epoch: 3, Revision: 400}, 3
 	d := Plan(o)
 	t.Logf("%s (operator %v): %s", d.Kind, d.AwaitsOperator, d.Reason)
 	if d.Kind != Wait {
 		t.Errorf("resumed epoch 2 from epoch 1 data at revision 500 while the store holds epoch 3 (ran after the record) at revision 400: %s: %s", d.Kind, d.Reason)
+	}
+}
+
+// ownResumeView is m1 under its own recorded recovery of epoch 2 from its
+// epoch 1 data at revision rev, never started (the metadata not yet
+// rewritten), its peers empty replacements: what resumeRecovery decides.
+func ownResumeView(rev int64) Observation {
+	return Observation{
+		ClusterName: "kit", Self: Self{Name: "m1", PeerURL: "https://m1:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second,
+		Local:     Local{Cluster: "kit", Name: "m1", MemberID: 0x20, ClusterID: 0x17, Token: "tok19", Epoch: 1, Revision: rev},
+		Record:    &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1},
+		Instances: []Instance{{Name: "m0b"}, {Name: "m1"}, {Name: "m2b"}},
+		Peers:     []PeerStatus{{Name: "m0b"}, {Name: "m2b"}},
 	}
 }

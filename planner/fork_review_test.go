@@ -138,14 +138,8 @@ func TestOwnRecoveryResumesOverTheSnapshotItPassedOver(t *testing.T) {
 // refuses to decide without the listing (notWithoutListing); the resume
 // must too.
 func TestResumedRecoveryWaitsWhileTheStoreDoesNotAnswer(t *testing.T) {
-	o := Observation{
-		ClusterName: "kit", Self: Self{Name: "m1", PeerURL: "https://m1:2380"}, HoldsLock: true, NewToken: "n", RecoveryGrace: time.Second,
-		Local:             Local{Cluster: "kit", Name: "m1", MemberID: 0x20, ClusterID: 0x17, Token: "tok19", Epoch: 1, Revision: 42},
-		Record:            &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1},
-		Instances:         []Instance{{Name: "m0b"}, {Name: "m1"}, {Name: "m2b"}},
-		Peers:             []PeerStatus{{Name: "m0b"}, {Name: "m2b"}},
-		ListingUnanswered: "list snapshots: context deadline exceeded",
-	}
+	o := ownResumeView(42)
+	o.ListingUnanswered = "list snapshots: context deadline exceeded"
 	d := Plan(o)
 	t.Logf("%s: %s", d.Kind, d.Reason)
 	if d.Kind == RecoverQuorum {

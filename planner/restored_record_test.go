@@ -44,13 +44,7 @@ func TestVoterWaitsBesideNewerStartedDataUnderARestoredRecord(t *testing.T) {
 // data (700 > 500: writes acknowledged while its start ran) aside
 // without any operator accepting the loss.
 func TestStartedForceNewIsNotSetAsideUnderARestoredRecord(t *testing.T) {
-	o := rev15ConsulRestoredView("m0")
-	voter := func(name string, id uint64) PeerStatus {
-		return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 510}
-	}
-	o.Peers = []PeerStatus{voter("m1", 2), voter("m2", 3)}
-	o.MembersKnown, o.MembersClusterID = true, 0xc2
-	o.Members = []Member{{ID: 1, Name: "m0"}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}
+	o := withC2Quorum(rev15ConsulRestoredView("m0"))
 	d := Plan(o)
 	t.Logf("m0: %s: %s", d.Kind, d.Reason)
 	if err := Check(o, d); err != nil {
@@ -66,18 +60,12 @@ func TestStartedForceNewIsNotSetAsideUnderARestoredRecord(t *testing.T) {
 // naming m0, without the flag), under which m0 sets its data aside; and
 // while c2 does not run, 'recover -from m0' recovers from m0's data.
 func TestStartedForceNewUnderARestoredRecordHasBothWaysOut(t *testing.T) {
-	o := rev15ConsulRestoredView("m0")
-	voter := func(name string, id uint64) PeerStatus {
-		return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 510}
-	}
-	o.Peers = []PeerStatus{voter("m1", 2), voter("m2", 3)}
-	o.MembersKnown, o.MembersClusterID = true, 0xc2
-	o.Members = []Member{{ID: 1, Name: "m0"}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}
+	o := withC2Quorum(rev15ConsulRestoredView("m0"))
 	if d := Plan(o); d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "-accept-data-loss") || !strings.Contains(d.Reason, "recover -from m0") {
 		t.Fatalf("m0: %s: %s, want a wait naming both ways out", d.Kind, d.Reason)
 	}
 	m0 := PeerStatus{Name: "m0", MemberID: 1, Token: "tok3", Epoch: 3, Revision: 700, ForceNewPending: true}
-	v := OperatorView{Record: o.Record, NewToken: "tok4", Answered: []PeerStatus{m0, voter("m1", 2), voter("m2", 3)}}
+	v := OperatorView{Record: o.Record, NewToken: "tok4", Answered: []PeerStatus{m0, c2Voter("m1", 2), c2Voter("m2", 3)}}
 	if _, err := OperatorKeepRunning(v); err == nil || !strings.Contains(err.Error(), "m0") {
 		t.Fatalf("keep-running without -accept-data-loss: %v, want a refusal naming m0", err)
 	}
@@ -116,4 +104,19 @@ func TestStartedForceNewUnderARestoredRecordHasBothWaysOut(t *testing.T) {
 	if rec.Epoch <= 3 || rec.Seeder != "m0" {
 		t.Fatalf("recover -from m0 recorded %+v, want m0 seeding an epoch above 3", rec)
 	}
+}
+
+// c2Voter is m1 or m2 running the restored record's c2 as a healthy
+// voter at revision 510 (writes after m0's epoch 3 forked at 500).
+func c2Voter(name string, id uint64) PeerStatus {
+	return PeerStatus{Name: name, MemberID: id, Token: "tok2", Epoch: 2, ClusterID: 0xc2, Running: true, Healthy: true, Revision: 510}
+}
+
+// withC2Quorum is o once m1 and m2 run c2 with a quorum whose member list
+// still names m0.
+func withC2Quorum(o Observation) Observation {
+	o.Peers = []PeerStatus{c2Voter("m1", 2), c2Voter("m2", 3)}
+	o.MembersKnown, o.MembersClusterID = true, 0xc2
+	o.Members = []Member{{ID: 1, Name: "m0"}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2", Healthy: true}}
+	return o
 }
