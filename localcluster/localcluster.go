@@ -9,12 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -44,42 +41,6 @@ func (l Layout) PIDFile() string   { return filepath.Join(l.Dir, "local.pid") }
 
 // MemberName is the name of the i-th member.
 func MemberName(i int) string { return fmt.Sprintf("m%d", i) }
-
-// FreePorts returns n distinct free TCP ports on 127.0.0.1.
-func FreePorts(n int) ([]int, error) {
-	var lns []net.Listener
-	defer func() {
-		for _, l := range lns {
-			l.Close()
-		}
-	}()
-	var out []int
-	for tries := 0; len(out) < n; tries++ {
-		if tries > 4*(portHigh-portLow) {
-			return nil, fmt.Errorf("find a free port: %d of %d found in %d..%d", len(out), n, portLow, portHigh-1)
-		}
-		p := portLow + rand.IntN(portHigh-portLow)
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue // taken (or held above for this call)
-		}
-		lns = append(lns, l)
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-// Ports are chosen at random in [portLow, portHigh): below the kernel's
-// ephemeral range (32768-60999 by default), where every outgoing
-// connection takes its source port, so that a port found free and closed
-// again is not taken by a connection before its user binds it ("bind:
-// address already in use" in CI under load: a seeder's start retried 17
-// times, a test's listener failed); and below the Nomad agents' dynamic
-// port ranges, which hand ports to allocations without asking the kernel:
-// 20000-32000 (a -dev agent's), 15000-19999 (devagents' server-mode
-// agent: a chaos run's Consul, restarted on its ports, found one taken
-// by a member's allocation and exited).
-const portLow, portHigh = 10000, 15000
 
 // MemberPorts are one member's ports.
 type MemberPorts struct{ Client, Peer, Status int }
