@@ -454,7 +454,7 @@ func TestHostVolumePinsThePeerPort(t *testing.T) {
 				static[blk.Labels[0]] = string(a.Expr.Range().SliceBytes(j.src))
 			}
 		}
-		want := map[string]string{nomad.PortClient: "", nomad.PortPeer: c.want, nomad.PortStatus: ""}
+		want := map[string]string{nomadglue.PortClient: "", nomadglue.PortPeer: c.want, nomadglue.PortStatus: ""}
 		if fmt.Sprint(static) != fmt.Sprint(want) {
 			t.Errorf("%q: ports' static %v, want %v", c.nomad, static, want)
 		}

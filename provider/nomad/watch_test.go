@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
