@@ -9,8 +9,8 @@ import (
 
 // Observation is everything one supervisor loop saw.
 type Observation struct {
-	// Upkeep is what the loop observed of its upkeep jobs (PlanUpkeep).
-	Upkeep UpkeepState
+	// SideJobs is what the loop observed of its side jobs (PlanSideJobs).
+	SideJobs SideJobState
 	// ClusterName is the name of the cluster definition.
 	ClusterName string
 	// Self is this member's configured identity and URLs.
@@ -134,9 +134,9 @@ type Observation struct {
 	Quota         int64
 	DefragRatio   float64
 	DefragMinSize int64
-	// MaintainFailed, when not empty, says why this member's last
-	// maintenance failed a short while ago: not again yet.
-	MaintainFailed string
+	// ReclaimFailed, when not empty, says why this member's last
+	// ReclaimSpace (its maintenance) failed a short while ago: not again yet.
+	ReclaimFailed string
 	// Corrupt, when not empty, says why this member's data is found
 	// corrupt: etcd's CORRUPT alarm names it (running), or its last
 	// start failed etcd's initial check of its data against its peers'
@@ -509,11 +509,11 @@ const (
 	// one-member cluster from its own data (From "data", ForceNewCluster)
 	// or from the snapshot Target (From "snapshot").
 	RecoverQuorum Kind = "recover-quorum"
-	// Maintain: under the lock, compact to the current revision (Compact),
+	// ReclaimSpace: under the lock, compact to the current revision (Compact),
 	// defragment the members Defrag names one at a time in that order
 	// (the leader, last, after handing leadership away), then disarm
 	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
-	Maintain Kind = "maintain"
+	ReclaimSpace Kind = "reclaim-space"
 	// DisarmCorrupt: disarm the CORRUPT alarms of the members Alarms
 	// names, which have left the membership (their data set aside): while
 	// any CORRUPT alarm is raised etcd refuses reads and writes.
@@ -539,7 +539,7 @@ type Decision struct {
 	Target string
 	// From is the source of a recovery: "data" or "snapshot".
 	From string
-	// Maintain: see the kind.
+	// ReclaimSpace: see the kind.
 	Compact     bool
 	Defrag      []uint64
 	Disarm      bool

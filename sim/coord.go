@@ -54,9 +54,9 @@ type summaryMember struct {
 	peerURL string
 }
 
-// publishSummary is task's publishSummary (planner.PlanUpkeep's
-// PublishSummary: the confirmed leader, a record read): the members it
-// observed, written when they changed.
+// publishSummary is task's publishSummary (the side job PublishSummary
+// of planner.PlanSideJobs: the confirmed leader, a record read): the
+// members it observed, written when they changed.
 func (w *World) publishSummary(n *node, o planner.Observation) {
 	s := &clusterSummary{clusterID: o.Record.ClusterID, leader: n.name}
 	for _, m := range o.Members {

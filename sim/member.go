@@ -59,13 +59,13 @@ func (w *World) loop(n *node) {
 	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
-	u := planner.PlanUpkeep(o)
+	u := planner.PlanSideJobs(o)
 	if u.CheckCA {
 		n.caChecked = w.now
 		w.restoreCA(n)
 	}
 	if u.PublishSummary {
-		w.publishSummary(n, o) // task's upkeep runs before the decision's acts
+		w.publishSummary(n, o) // task's side jobs run before the decision's acts
 	}
 	if d.NeedsLock {
 		err := w.lock(n)

@@ -29,7 +29,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		StaleAfter:    staleAfter,
 		NewToken:      "tok" + itoa(int(w.nextID)),
 		StartFailures: n.startFailures,
-		Upkeep:        planner.UpkeepState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
+		SideJobs:      planner.SideJobState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
 	}
 	o.Local = w.local(n)
 	if n.etcd != nil {

@@ -79,8 +79,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.recover(ctx, o, d)
 	case planner.UpdatePeerURL:
 		return m.updatePeerURL(ctx, d)
-	case planner.Maintain:
-		return m.maintain(ctx, o, d)
+	case planner.ReclaimSpace:
+		return m.reclaimSpace(ctx, o, d)
 	case planner.DisarmCorrupt:
 		return m.disarmCorrupt(ctx, d)
 	case planner.ReplaceInstance:

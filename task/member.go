@@ -153,10 +153,10 @@ type Member struct {
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
-	// maintainFailed: why the last maintenance failed, and when.
-	maintainFailed   string
-	maintainFailedAt time.Time
-	port             *statusport.Server
+	// reclaimFailed: why the last ReclaimSpace failed, and when.
+	reclaimFailed   string
+	reclaimFailedAt time.Time
+	port            *statusport.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.

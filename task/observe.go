@@ -103,8 +103,8 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		DefragMinSize: c.Etcd.DefragMinSize,
 	}
 	m.observeCorrupt(e, &o)
-	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
-		o.MaintainFailed = m.maintainFailed
+	if m.reclaimFailed != "" && now.Sub(m.reclaimFailedAt) < reclaimBackoff {
+		o.ReclaimFailed = m.reclaimFailed
 	}
 	rec, err := reads.Record(ctx)
 	switch {

@@ -124,8 +124,8 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	mayPrune := func(o planner.Observation) bool {
-		o.Upkeep.PruneDue = true
-		return planner.PlanUpkeep(o).PruneAsides
+		o.SideJobs.PruneDue = true
+		return planner.PlanSideJobs(o).PruneAsides
 	}
 	if !mayPrune(o) {
 		t.Fatalf("a healthy voter of the confirmed record may not prune: %+v", o)

@@ -57,7 +57,7 @@ type SummaryMember struct {
 	ClientURLs []string `json:"client_urls,omitempty"`
 }
 
-// publishSummary writes the summary (Upkeep.PublishSummary: this member
+// publishSummary writes the summary (SideJobs.PublishSummary: this member
 // leads) when it changed, and every summaryBeat unchanged.
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)

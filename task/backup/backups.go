@@ -4,7 +4,7 @@
 // listing, authenticated, with the objects it refuses.
 //
 // It is one part of the member supervisor (docs/redesign.md): the loop in
-// package task decides when (planner.Upkeep) and calls down into it; it
+// package task decides when (planner.SideJobs) and calls down into it; it
 // never calls back into the loop and imports no other part.
 package backup
 
@@ -58,7 +58,7 @@ type Config struct {
 }
 
 // Backups carries out the member's backups: the loop says when (its
-// Upkeep), Backups does the work, the long part in the background.
+// SideJobs), Backups does the work, the long part in the background.
 type Backups struct {
 	cfg Config
 	log hclog.Logger

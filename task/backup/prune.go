@@ -127,7 +127,7 @@ func readAsides(dir string) ([]aside, error) {
 	return out, nil
 }
 
-// StartPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
+// StartPruneAsides applies the rule (SideJobs.PruneAsides: this member is a
 // healthy voter of the confirmed incarnation) in the background, at most
 // every asidePruneEvery: deleting a large directory must not hold the
 // loop.
@@ -163,7 +163,7 @@ func (b *Backups) StartPruneAsides(o planner.Observation) {
 }
 
 // pruneAsides applies rules 1 and 2 for the running incarnation run; the
-// planner has allowed it (Upkeep.PruneAsides). live reports the provider's live instances
+// planner has allowed it (SideJobs.PruneAsides). live reports the provider's live instances
 // by name, member whether a member id is in the membership.
 func (b *Backups) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
 	b.carrySiblingsAside(run, live, member)

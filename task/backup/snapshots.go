@@ -199,7 +199,7 @@ func (b *Backups) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
 	return of, nil
 }
 
-// Scheduled carries out Upkeep.Snapshot (this member leads, the
+// Scheduled carries out SideJobs.Snapshot (this member leads, the
 // check is due): it starts the scheduled snapshot unless a save of this
 // member runs. The listing, the lease and the upload run in the background
 // (Start), so the loop keeps its pace during an upload of any
