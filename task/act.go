@@ -524,7 +524,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 func (m *Member) retryMeta() {
 	m.mu.Lock()
 	e := m.proc.Server()
-	done := m.metaDone == e
+	done := m.metaCompletedFor == e
 	m.mu.Unlock()
 	if e == nil || done {
 		return
@@ -537,9 +537,9 @@ func (m *Member) retryMeta() {
 	err := m.completeMeta(e)
 	switch {
 	case err == nil:
-		m.metaErr = ""
-	case err.Error() != m.metaErr:
-		m.metaErr = err.Error()
+		m.metaErrLogged = ""
+	case err.Error() != m.metaErrLogged:
+		m.metaErrLogged = err.Error()
 		m.log.Warn("write the member and cluster ids into the data dir's metadata (tried again at each loop; until then no snapshot is saved)", "error", err)
 	}
 }
@@ -550,7 +550,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	m.metaMu.Lock()
 	defer m.metaMu.Unlock()
 	m.mu.Lock()
-	done := m.metaDone == e
+	done := m.metaCompletedFor == e
 	m.mu.Unlock()
 	if done {
 		return nil
@@ -566,7 +566,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	m.mu.Lock()
-	m.metaDone = e
+	m.metaCompletedFor = e
 	m.mu.Unlock()
 	m.log.Info("etcd ready", "member_id", e.Server.MemberID().String(), "cluster_id", e.Server.Cluster().ID().String())
 	return nil

@@ -14,7 +14,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
-	go m.trust.RenewLoop(m.bgCtx)
+	go m.trust.RenewLoop(m.backgroundCtx)
 	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -113,7 +113,7 @@ func (m *Member) shutdown() {
 	m.backups.StopDeltas(true)
 	m.mu.Lock()
 	e := m.proc.Server()
-	m.bgCancel() // a background upload stops now, not after the leave
+	m.cancelBackground() // a background upload stops now, not after the leave
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()

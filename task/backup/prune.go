@@ -133,12 +133,12 @@ func readAsides(dir string) ([]aside, error) {
 // loop.
 func (b *Backups) StartPruneAsides(o planner.Observation) {
 	b.mu.Lock()
-	if b.pruning || b.bgCtx.Err() != nil {
+	if b.pruning || b.backgroundCtx.Err() != nil {
 		b.mu.Unlock()
 		return
 	}
 	b.pruning = true
-	b.bg.Add(1)
+	b.background.Add(1)
 	b.mu.Unlock()
 	b.nextAsidePrune = b.now().Add(asidePruneEvery)
 	run := incarnationKey{b.cfg.Cluster, o.Record.Token, o.Record.Epoch}
@@ -150,7 +150,7 @@ func (b *Backups) StartPruneAsides(o planner.Observation) {
 		live[in.Name] = true // unknown allocations too: they may come back
 	}
 	go func() {
-		defer b.bg.Done()
+		defer b.background.Done()
 		defer func() {
 			b.mu.Lock()
 			b.pruning = false
