@@ -266,7 +266,7 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 		}
 	}
 	// The peer ports followed: each serves a peer certificate of the
-	// third CA's peer CA (issue 29), not one of the cluster CA.
+	// third CA's peer CA (certs/peer.go), not one of the cluster CA.
 	thirdPeer, err := certs.PeerCACert(third)
 	if err != nil {
 		t.Fatal(err)

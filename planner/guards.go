@@ -18,24 +18,25 @@ type Faults struct {
 	TakeoverEarly        bool // take over a recovery whose seeder may return
 	RecoverFromLowest    bool // recover from the lowest revision instead of the highest
 
-	// The safety review's defects (issue 10), each switch restoring the
-	// behaviour before its fix.
+	// The safety review's defects, each switch restoring the
+	// behaviour before its fix; each names the invariant it breaks
+	// (docs/design.md).
 
-	// SeedWhileSilent (defect 1): with no record, seed although some
+	// SeedWhileSilent (invariant 8): with no record, seed although some
 	// instances do not answer (they may hold the cluster's data).
 	SeedWhileSilent bool
-	// SetAsideOnUnconfirmed (defect 1): set data aside because of an
+	// SetAsideOnUnconfirmed (invariant 9): set data aside because of an
 	// unconfirmed record, or one of the same epoch with another token.
 	SetAsideOnUnconfirmed bool
-	// ObeyOlderRecord (defect 3): obey a record older than this member's
+	// ObeyOlderRecord (invariant 9): obey a record older than this member's
 	// own epoch (set the newer data aside, or re-record the older epoch).
 	ObeyOlderRecord bool
-	// LearnerSource (defect 4): a learner's data may seed a recovery.
+	// LearnerSource (invariant 4): a learner's data may seed a recovery.
 	LearnerSource bool
-	// TakeoverFromPrevEpoch (defect 7): a takeover recovers from data of
+	// TakeoverFromPrevEpoch (invariant 4): a takeover recovers from data of
 	// the record's epoch-1, not the last confirmed incarnation.
 	TakeoverFromPrevEpoch bool
-	// JoinUnconfirmed (defect 9): join a cluster whose record is not
+	// JoinUnconfirmed (invariant 5): join a cluster whose record is not
 	// confirmed yet.
 	JoinUnconfirmed bool
 	// ResumeWhileSilent: resume this member's own unconfirmed seed or
@@ -51,7 +52,7 @@ type Faults struct {
 	// (empty) or restore (of its recorded snapshot) although the store
 	// holds a newer snapshot.
 	ResumeOverNewerSnapshot bool
-	// RecoverBesideKnownHealthy (issue 24 item 4): recover, take over or
+	// RecoverBesideKnownHealthy (invariant 10): recover, take over or
 	// resume a recovery although a member of the last known membership
 	// answers as a healthy voter, because the provider no longer lists it.
 	RecoverBesideKnownHealthy bool
@@ -126,7 +127,7 @@ type Faults struct {
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
 
-	// The operator's commands (issue 24: the simulation's operator).
+	// The operator's commands (the simulation's operator).
 
 	// OperatorBelowStore: 'recover -from MEMBER' or '-from
 	// snapshot:NAME' goes ahead without -accept-data-loss although the

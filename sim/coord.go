@@ -197,7 +197,7 @@ func (w *World) setRecord(r planner.Record) {
 }
 
 // listed is the provider's current instance list: allocations that run,
-// and (unless defect 2) those that might still run, which provider/nomad
+// and (unless ProviderDropsUnknown) those that might still run, which provider/nomad
 // lists as Unknown: a disconnected client's, and a stopping one's (desired
 // status stop) until its client reports the task exited (here: until the
 // member's process has left, runLeave's exit). A replaced slot's stopping

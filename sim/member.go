@@ -516,7 +516,7 @@ func (w *World) setAside(n *node, why string) {
 
 // runLeave is task's graceful stop of a member whose allocation is being
 // stopped: hand leadership away and retry the removal under the lock until
-// the deadline (the fix of defect 13), or try once (LeaveOnce).
+// the deadline (invariant 12), or try once (LeaveOnce).
 func (w *World) runLeave(n *node) {
 	l := n.leave
 	exit := func(why string) {

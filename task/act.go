@@ -206,7 +206,7 @@ func (m *Member) changeMembership(ctx context.Context, endpoints []string, chang
 func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
 	var resp *clientv3.MemberAddResponse
 	err := m.changeMembership(ctx, m.clientEndpoints(), func(actx context.Context, cli *clientv3.Client) error {
-		// Join only the recorded cluster (defect 9): the endpoints are the
+		// Join only the recorded cluster (invariant 5): the endpoints are the
 		// provider's instances, and any of them may serve another cluster (a
 		// recovery or restore in progress). Check before the add, and check
 		// the add's own answer.
@@ -480,7 +480,7 @@ func (m *Member) start(name, token, state, initial string) error {
 			// applications', the exchange's, `env`'s root. Only members
 			// derive the peer CA. A member dials its peers with the
 			// same trust and certificate, and both sides also require
-			// the peer certificates' CN (issue 29).
+			// the peer certificates' CN (certs/peer.go).
 			pf := m.trust.PeerFiles()
 			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
 		}

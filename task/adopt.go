@@ -17,7 +17,7 @@ import (
 )
 
 // adoptPrevious moves the data of a previous member of this cluster into
-// root when root does not exist yet (safety issue, defect 8). Nomad moves a
+// root when root does not exist yet (invariant 6). Nomad moves a
 // replaced allocation's whole alloc/data into its replacement (sticky +
 // migrate ephemeral disk: destructive job updates, rescheduled failures),
 // and a host volume keeps it on the host; the directory is named after the

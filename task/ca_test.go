@@ -28,7 +28,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
-// Defect 6: the cluster CA could be replaced after the coordinator lost
+// The cluster CA is never replaced (docs/design.md, the safety
+// invariants' table). It could be replaced after the coordinator lost
 // its state. These tests run task.New (which settles the member's CA)
 // against a real local coordinator, and a real embedded etcd member where
 // /status and /health are read.

@@ -429,7 +429,7 @@ func (m *Member) setRecord(r coord.Record) {
 }
 
 // forceNewAllowed reports whether a ForceNew flag left in meta may still
-// be honoured (defect 11): only for the recovery this member recorded from
+// be honoured (invariant 10; TestStaleForceNewFlagIsNeverHonoured): only for the recovery this member recorded from
 // its own data and that is not confirmed yet. Once the record is confirmed
 // (or names another incarnation) a ForceNewCluster start would cut this
 // member out of a cluster that has other members: it is refused.

@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// Pruning what was set aside (issue 18, item 1): data is renamed into
+// Pruning what was set aside: data is renamed into
 // aside/, never deleted on the spot (invariant 7), and Nomad's sticky,
 // migrating disk carries a member's directory, and any sibling left by an
 // earlier allocation, to every replacement. Without a bound the disk fills.
