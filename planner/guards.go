@@ -101,24 +101,24 @@ type Faults struct {
 	// fewer than a quorum (the cluster would lose its quorum, or the
 	// last good copy).
 	SetAsideLastGood bool
-	// SeedBesideRefused (review data11 F1): seed empty, or restore the
+	// SeedBesideRefused (invariant 8): seed empty, or restore the
 	// newest authentic snapshot, with no record or over a gone seeder's
 	// empty seed, although the store holds a newer object members refuse
 	// (unauthenticated or forged): it may hold the cluster's data.
 	SeedBesideRefused bool
-	// RecoverBelowRefused (review data11 F3): recover from data or a
+	// RecoverBelowRefused (invariant 4): recover from data or a
 	// snapshot older than an object of the store members refuse.
 	RecoverBelowRefused bool
-	// SeedWithoutListing (review rev12-data F4): seed empty, restore,
+	// SeedWithoutListing (invariant 8): seed empty, restore,
 	// or take over a gone seeder's seed, with no record or over this
 	// member's own unconfirmed one, on what the store holds (nothing, as
 	// far as the member knows) while its listing does not answer.
 	SeedWithoutListing bool
-	// RecoverWithoutListing (review rev12-data F4): recover from data
+	// RecoverWithoutListing (invariant 4): recover from data
 	// or a snapshot while the store's listing does not answer (it may
 	// hold a newer chain, or an object members refuse).
 	RecoverWithoutListing bool
-	// ResumeOperatorWithoutListing (review rev13-data 1): resume an
+	// ResumeOperatorWithoutListing (invariant 10): resume an
 	// operator's restore this member recorded, holding no data of it,
 	// while the store's listing does not answer (it may hold a snapshot
 	// of an incarnation that ran after the record was written).
@@ -153,7 +153,7 @@ type Faults struct {
 	// after the record's although the newest snapshot is of that epoch or
 	// a later one (Consul restored an older record).
 	RecoverBelowSnapshotEpoch bool
-	// RecoverBelowForeignSnapshotEpoch (review rev13-data 3): a recovery
+	// RecoverBelowForeignSnapshotEpoch (invariant 9): a recovery
 	// records an epoch above the lineage's newest snapshot but not above
 	// a genuine one of the store the lineage calls foreign (an
 	// incarnation that ran after a record Consul restored): two
@@ -176,23 +176,23 @@ type Faults struct {
 	// chain now verifies below the revision its command verified (the
 	// install refuses every time: a silent wedge).
 	ResumeBelowVerified bool
-	// AcceptAcrossLines (review of the operator model, session 13, F2):
+	// AcceptAcrossLines (RestoreOverLaterWrites's rule, across lines):
 	// an operator's restore compares every line's data with one accepted
 	// revision, the highest the command saw on any line, so a member of
 	// an older line at a higher revision accepts the live line's writes
 	// acknowledged after the record.
 	AcceptAcrossLines bool
-	// StartPendingForceNew (review rev13b): start this member's own
+	// StartPendingForceNew (invariant 10): start this member's own
 	// recorded recovery from data whose ForceNewCluster start is pending
 	// (the metadata already names the new epoch, etcd never started)
 	// although a quorum answers, an instance is silent, or a peer holds
 	// the source incarnation at a higher revision.
 	StartPendingForceNew bool
-	// StartInstalledRestore (review rv14-data RV14-1): start this
+	// StartInstalledRestore (invariant 10): start this
 	// member's own installed restore, never completed, although a quorum
 	// answers, an instance is silent, or a known voter answers.
 	StartInstalledRestore bool
-	// RerecordUnranEpoch (review rv14-data RV14-4): a running member
+	// RerecordUnranEpoch (invariant 9): a running member
 	// re-records the epoch its metadata names although voters of its own
 	// cluster run that cluster as an older epoch (its recovery's
 	// ForceNewCluster start never happened; the start rejoined).

@@ -475,9 +475,10 @@ type seenMember struct {
 // not know of its own cluster (the record's, the summary's, the store's
 // newest snapshot's, its data's, its peers' data's) is still asked, but
 // marked unknown: its answers do not refresh its time, so it lapses one
-// recovery grace after a peer last named it, unless n knows no id (review
-// rev13b D4: a forged /status naming another cluster's voter held
-// recoveries back while that cluster served; review rev14b F1: dropping
+// recovery grace after a peer last named it, unless n knows no id (task
+// TestAPeersFoundVoterOfAnotherClusterIsNotTaken: a forged /status naming
+// another cluster's voter held recoveries back while that cluster served;
+// TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter: dropping
 // the word at once dropped a restored cluster's real voter). The model
 // forges no /status: it runs the narrowing to show that it costs no
 // safety.

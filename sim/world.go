@@ -54,7 +54,7 @@ type Defects struct {
 	// writes the metadata that its /status names, so a peer may see
 	// the record gone (Consul lost its state) and no seed here.
 	SeedRecordBeforeMetadata bool
-	// ForceNewDropKeepsEpoch (review rv14-data RV14-4): a start that
+	// ForceNewDropKeepsEpoch (invariant 9): a start that
 	// refuses a pending ForceNew flag (no record names the recovery any
 	// more) drops the flag only: the metadata keeps naming the recovery's
 	// epoch, never run, while the data rejoins its old cluster, as task's

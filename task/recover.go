@@ -49,8 +49,8 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		m.heldSince.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
 			// A recovery of its own data it may resume: not beside a
-			// voter it knows, nor below a newer snapshot (review
-			// rev15-sim R1).
+			// voter it knows, nor below a newer snapshot
+			// (invariant 10).
 			m.observeKnownHealthy(ctx, o, now)
 			if !o.Local.Empty {
 				m.observeLatestSnapshot(ctx, o, now)

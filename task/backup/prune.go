@@ -89,7 +89,7 @@ func expendableAsides(asides []aside, run incarnationKey) []string {
 		case i < asideKeepNewest, !a.MetaOK, a.RevisionErr != nil:
 			// A copy whose backend does not read (revision unknown) may
 			// be the newest of its incarnation's writes: kept, as one
-			// whose metadata does not read (review rev14c-data R2).
+			// whose metadata does not read (invariant 7).
 		case a.Meta.Cluster == run.cluster && a.Meta.Epoch > run.epoch:
 			// Data of an epoch the record has not reached: never.
 		case a.key() == run:
