@@ -7,7 +7,7 @@ DEMO_DIR ?= .demo
 # process against a real agent or server (the Consul coordinator, the S3
 # store), which -short skips. integration is not among them: its members are
 # separate processes built without -race.
-RACE_PKGS = ./task/... ./backends/... ./coord/... ./localcluster/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/... ./identity/...
+RACE_PKGS = ./task/... ./backends/... ./coord/... ./localmode/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/... ./identity/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
 .PHONY: build tools browser test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts image

@@ -8,7 +8,7 @@ import (
 	nomadapi "github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/config"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"

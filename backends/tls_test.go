@@ -22,7 +22,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
-// Defect 6: `etcd-nomad status` created a new cluster CA when none was in
+// The cluster CA is never replaced: the CLI only reads it (docs/design.md,
+// the safety invariants' table). `etcd-nomad status` created a new cluster CA when none was in
 // the coordinator (after Consul lost its state), which members starting
 // next adopted. Read-only commands must only read.
 

@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// The peer CA: the only CA etcd's peer port trusts (issue 29). Every
+// The peer CA: the only CA etcd's peer port trusts (docs/security.md, threat model). Every
 // certificate the cluster CA signs (members' client-port certificates,
 // root clients of the members and of `env`, `status`, `snapshot`, and the
 // applications' certificates from the exchange) would otherwise be

@@ -462,7 +462,7 @@ func (d *decoder) validateNomadImage(c *Cluster) {
 }
 
 // validateDockerUser refuses user = "root" (or uid 0) with driver docker
-// (review of the Docker work, session 12, F3): the image runs the member as
+// (docs/install.md, With Docker): the image runs the member as
 // its unprivileged user nonroot (uid 65532), and nothing the member does
 // needs more.
 func (d *decoder) validateDockerUser(c *Cluster) {
@@ -483,8 +483,8 @@ func (d *decoder) validateDockerUser(c *Cluster) {
 var DockerDataDirs = []string{"${NOMAD_ALLOC_DIR}", "/alloc", "${NOMAD_TASK_DIR}", "/local"}
 
 // validateDockerDataDir refuses, under driver docker, a data_dir in the
-// container's writable layer, lost at every restart (review of the Docker
-// work, session 12, F1), and one in the secrets directory, a tmpfs.
+// container's writable layer, lost at every restart, and one in the
+// secrets directory, a tmpfs.
 func (d *decoder) validateDockerDataDir(c *Cluster) {
 	p := filepath.Clean(c.DataDir)
 	under := func(dirs ...string) bool {

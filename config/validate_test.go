@@ -179,7 +179,7 @@ func TestNomadConsulAddressIsASetting(t *testing.T) {
 	}
 }
 
-// Issue 18, item 5: the binary defaulted to the renderer's own path (a
+// What the clients run: the binary defaulted to the renderer's own path (a
 // path on the operator's machine, whose replacement never changes the
 // job). What the clients run is now named on purpose: a binary, or a
 // release archive with its checksum. Each problem is reported at its
@@ -244,7 +244,7 @@ func TestNomadBinaryOrArtifact(t *testing.T) {
 	}
 }
 
-// Issue 11: distinct_hosts = false is for a demo on one Nomad client; on a
+// One member per host: distinct_hosts = false is for a demo on one Nomad client; on a
 // cluster of several members validate says what it costs, at the setting.
 func TestDistinctHostsOffWarns(t *testing.T) {
 	load := func(size int, nomad string) (*Cluster, string) {
@@ -282,7 +282,7 @@ func TestDistinctHostsOffWarns(t *testing.T) {
 	}
 }
 
-// peer_port (issue 14): a static peer port is a port, and members sharing
+// peer_port (data follows allocations on host volumes): a static peer port is a port, and members sharing
 // a Nomad client cannot all have it. user is a user name or a uid.
 func TestNomadPortAndUserRefusals(t *testing.T) {
 	src := func(nomad string) []byte {
@@ -362,7 +362,7 @@ func TestValidateWarnsUnprotectedSnapshotStore(t *testing.T) {
 	}
 }
 
-// Issue 28: driver "docker" runs an image, its own field. The renderer
+// Members in Docker: driver "docker" runs an image, its own field. The renderer
 // used to put binary's path in the job's config.image, which Nomad then
 // tried to pull. A path, a saved image file or a binary is refused at its
 // field's line, saying which field; an image without a version tag warns

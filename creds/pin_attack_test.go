@@ -108,7 +108,7 @@ func identityFile(t *testing.T) string {
 	return p
 }
 
-// Issue 29 item 5, as the attacker does it: a writer of Consul's keys and
+// The CA pin (docs/clients.md), as the attacker does it: a writer of Consul's keys and
 // catalog replaces the published CA with its own and registers its own
 // server as the cluster's member. creds with the pin refuses, naming both
 // fingerprints, and the attacker's server never gets a request (so never

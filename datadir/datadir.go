@@ -47,13 +47,13 @@ type Meta struct {
 	// Token differs never started as the incarnation its metadata names
 	// (Unstarted). The cluster id alone cannot tell: it is written only
 	// once the server is ready, and a start that became ready and took
-	// writes may die before (review rv14-data, RV14-3).
+	// writes may die before (invariant 10).
 	StartedToken string `json:"started_token,omitempty"`
 	// SourceToken, SourceEpoch and SourceClusterID name the incarnation
 	// the data held before a recovery from it rewrote the metadata for
 	// its ForceNewCluster start (ForceNewFrom): if that start never
 	// happens, the data is still the source's, and DropForceNew names it
-	// again (review rv14-data RV14-4).
+	// again (invariant 9).
 	SourceToken     string `json:"source_token,omitempty"`
 	SourceEpoch     uint64 `json:"source_epoch,omitempty"`
 	SourceClusterID uint64 `json:"source_cluster_id,omitempty"`
@@ -75,14 +75,13 @@ func (m *Meta) ForceNewFrom(token string, epoch uint64) {
 // names the data's source incarnation again: kept, the rewritten epoch
 // (never confirmed) would be re-recorded once the data runs in its old
 // cluster, and that cluster's other members would set their data aside
-// for it (review rv14-data RV14-4). A start that began keeps the
-// recovery's token and epoch, even one that failed (review rev14c-data
-// R4): etcd's ForceNewCluster bootstrap commits the removal of every
+// for it (invariant 9). A start that began keeps the recovery's token
+// and epoch, even one that failed (invariant 10): etcd's ForceNewCluster bootstrap commits the removal of every
 // other member to the WAL before the server is ready, so the data may
 // already be a one-member cluster with the source's cluster id; named
 // as the source again, it would run as a second cluster of the source's
-// token, epoch and cluster id beside the source's members (review
-// rev15-data F2). Under another epoch, its peers tell it apart.
+// token, epoch and cluster id beside the source's members (invariant
+// 9). Under another epoch, its peers tell it apart.
 func (m *Meta) DropForceNew() {
 	if m.ForceNewPending() && m.Unstarted() && m.SourceToken != "" {
 		m.Token, m.Epoch, m.ClusterID = m.SourceToken, m.SourceEpoch, m.SourceClusterID
@@ -96,7 +95,7 @@ func (m *Meta) DropForceNew() {
 // recovery's rewrite for its ForceNewCluster start, or an installed
 // restore, before their start. It decides only what 'recover
 // -keep-running' sets aside at no loss; the fence of an incomplete start
-// is ForceNewPending (review rev14c-data R1, R3).
+// is ForceNewPending (invariant 10).
 func (m Meta) Unstarted() bool {
 	return m.Token != "" && m.Token != m.StartedToken && m.ClusterID == 0
 }
@@ -104,7 +103,7 @@ func (m Meta) Unstarted() bool {
 // ForceNewPending reports whether the metadata asks for a ForceNewCluster
 // start that never completed (planner.Local.ForceNewPending), whatever
 // StartedToken says: a start that failed after MarkStarted, or died
-// before completeMeta, is still fenced (review rev14c-data R3).
+// before completeMeta, is still fenced (invariant 10).
 func (m Meta) ForceNewPending() bool { return m.ForceNew && m.ClusterID == 0 }
 
 // Dir is one member's directory (Root): current/ holds the data in use,

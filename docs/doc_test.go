@@ -188,7 +188,7 @@ func TestLinkCheckerRules(t *testing.T) {
 	}
 }
 
-// The README is the page a newcomer reads in five minutes (issue 26): at
+// The README is the page a newcomer reads in five minutes: at
 // most 250 lines, no prose line over 300 characters, and the two commands
 // CI and reviewers look for there.
 func TestReadmeStaysShort(t *testing.T) {

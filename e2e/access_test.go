@@ -132,14 +132,14 @@ func certSerial(path string) (string, time.Time, error) {
 	return c.SerialNumber.String() + " CN=" + c.Subject.CommonName, c.NotAfter, nil
 }
 
-// Issue 13's application proof: an app job on the same Nomad cluster gets
+// The application proof (docs/clients.md): an app job on the same Nomad cluster gets
 // a client certificate without the CA key (its workload identity, traded
 // at a member), writes under its prefix, is refused outside it, and keeps
 // writing across renewals of a 15-second certificate, past the first
 // certificate's expiry. The app runs in its own namespace with the
 // cluster's audience (etcd-nomad:<cluster>), and its certificate, first
 // and renewed, is refused on every member's peer port (the handshake) and
-// on /status and /metrics (403) of the status port (issue 29).
+// on /status and /metrics (403) of the status port (docs/security.md, threat model).
 func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")
 	etcdctl, err := devagents.Bin("etcdctl", devagents.EtcdctlVersion)
@@ -162,7 +162,7 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	c.nomadRun("")
 	c.waitPassing(1, 2*time.Minute)
 
-	// The app pins the cluster CA (issue 29 item 5) as docs/clients.md says:
+	// The app pins the cluster CA as docs/clients.md says:
 	// the fingerprint an operator reads with tls fingerprint and the KEK
 	// of the job's variable. A wrong pin makes creds refuse, and the app
 	// never writes.
@@ -256,7 +256,7 @@ func TestAppJobGetsCredentialsFromItsIdentity(t *testing.T) {
 	}
 }
 
-// appRefusedBeyondItsRole checks issue 29's boundaries with the app's
+// appRefusedBeyondItsRole checks the threat model's boundaries with the app's
 // own certificate files in dir (as creds wrote them): every member's peer
 // port refuses the handshake (no /members, no raft), and every member's
 // status port answers /status and /metrics with 403 (they name member

@@ -110,7 +110,7 @@ func (r releases) deploy(t *testing.T, c *cluster, orig []byte, settings, versio
 	c.submit(path)
 }
 
-// Issue 18, item 5 on real agents: the clients download the release named
+// A release artifact on real agents: the clients download the release named
 // by nomad { artifact }, check its checksum and run the binary from the
 // task directory (no -binary, no path on the clients); a new release is a
 // change of the job that Nomad rolls out one member at a time, each
@@ -159,7 +159,7 @@ func TestArtifactReleaseRollsOneMemberAtATime(t *testing.T) {
 	w.CheckLeases(t, c.client())
 }
 
-// Issue 18, item 5: the exec driver runs the member in a chroot (the
+// The exec driver runs the member in a chroot (the
 // client's chroot_env); the artifact, unpacked into the task directory,
 // is inside it. Three members start, find Nomad through the task API
 // socket and Consul, and pass their checks.

@@ -77,7 +77,7 @@ func containerOf(t *testing.T, alloc string) (c container, ok bool) {
 	return container{ID: f[0], Image: f[1], User: f[2], Network: f[3], PID: pid}, pid > 0
 }
 
-// TestMembersInDockerContainers (issue 28): the rendered job with driver
+// TestMembersInDockerContainers: the rendered job with driver
 // "docker" on a real Docker engine (the kit's own), from the image `make
 // image` builds (tools/image.sh, no registry), shipped as a client without
 // a registry gets it (docker save, docker load): docs/install.md's commands run

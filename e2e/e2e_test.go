@@ -284,7 +284,7 @@ func TestRollingUpdateKeepsQuorum(t *testing.T) {
 		t.Errorf("the consumer's session ended during the rolling update: %s; %d leases expired", rep, rep.LeasesExpired)
 	}
 
-	// Defect 8: Nomad moved each old allocation's disk into its
+	// Invariant 6: Nomad moved each old allocation's disk into its
 	// replacement; the replacement adopts that data and runs as the same
 	// member (no learner joins from empty), and no old directory is
 	// carried along.

@@ -90,7 +90,7 @@ func TestInstallDocHoldsTheCommandsTheAgentTestsRun(t *testing.T) {
 // cluster CA's key encryption key first (not `etcd-nomad job run`, not the
 // test): the members create it in the job's variable. The cluster must
 // come up healthy, answer etcdctl over TLS with the credentials `env`
-// gives, and keep its CA in Consul sealed. Before issue 29 item 9 every
+// gives, and keep its CA in Consul sealed. Before members created the KEK themselves every
 // member exited with "set ETCD_NOMAD_CA_KEK" until Nomad failed it.
 func TestReadmeNomadPathComesUpWithTheCASealed(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents")

@@ -33,7 +33,7 @@ func (c *cluster) jobVersion() uint64 {
 	return *j.Version
 }
 
-// The developers' note of issue 13: `etcd-nomad job run` after a plain
+// Once, `etcd-nomad job run` after a plain
 // `nomad job run` of the same rendered job rolled every allocation. The
 // job used to carry the renderer's NOMAD_ADDR and CONSUL_HTTP_ADDR, so a
 // file rendered in one shell and a `job run` from another (which needs

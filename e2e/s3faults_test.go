@@ -110,7 +110,7 @@ func leasedKeys(t *testing.T, cli *clientv3.Client) (map[clientv3.LeaseID][]stri
 	return byLease, resp.Header.Revision
 }
 
-// Issue 24: every member loses its data while a consumer keeps a 10 s
+// Every member loses its data while a consumer keeps a 10 s
 // lease alive (leased keys, a lock, an election, beside an acknowledged
 // writer), and S3 fails intermittently: toxiproxy, in this process between
 // the members and the S3 server, resets about one connection in five from

@@ -22,7 +22,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 

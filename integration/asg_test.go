@@ -16,7 +16,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/provider/asg/asgtest"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -37,12 +37,12 @@ func TestASGProviderLifecycle(t *testing.T) {
 	}
 	defer fake.Close()
 
-	ports, err := localcluster.AllocatePorts(1)
+	ports, err := localmode.AllocatePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	lay := localcluster.Layout{Dir: dir}
+	lay := localmode.Layout{Dir: dir}
 	def := fmt.Sprintf(`cluster "asgtest" {
   data_dir = %q
   ports {
@@ -70,7 +70,7 @@ func TestASGProviderLifecycle(t *testing.T) {
 	if err := os.WriteFile(lay.Config(), []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sup := &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: false, Log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})}
+	sup := &localmode.Supervisor{Bin: binary, Layout: lay, Restart: false, Log: hclog.New(&hclog.LoggerOptions{Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
 		if t.Failed() {
 			quitForStacks(sup, lay)

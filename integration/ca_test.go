@@ -21,7 +21,8 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
-// Defect 6: the cluster CA could be replaced after the coordinator lost
+// The cluster CA is never replaced (docs/design.md, the safety
+// invariants' table). It could be replaced after the coordinator lost
 // its state, and restarted members adopted the new one (overwriting their
 // saved ca.bundle) and were no longer trusted by their peers.
 

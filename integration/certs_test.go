@@ -22,7 +22,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 // certWriter puts keys from two clients until stopped: one connection kept
@@ -266,7 +266,7 @@ func TestCertificatesRenewAndCARotatesUnderWrites(t *testing.T) {
 		}
 	}
 	// The peer ports followed: each serves a peer certificate of the
-	// third CA's peer CA (issue 29), not one of the cluster CA.
+	// third CA's peer CA (certs/peer.go), not one of the cluster CA.
 	thirdPeer, err := certs.PeerCACert(third)
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +289,7 @@ func ctx2(t *testing.T) context.Context {
 	return ctx
 }
 
-func memberName(i int) string { return localcluster.MemberName(i) }
+func memberName(i int) string { return localmode.MemberName(i) }
 
 func mustRead(t *testing.T, path string) []byte {
 	t.Helper()

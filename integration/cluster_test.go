@@ -11,7 +11,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 // (a) Three members started at the same moment bootstrap exactly one
@@ -34,7 +34,7 @@ func TestSimultaneousStartSeedsOnce(t *testing.T) {
 		// use", 17 retries in one CI run) and logs each try.
 		seeds := 0
 		for i := 0; i < 3; i++ {
-			if strings.Contains(logOf(t, tc.lay, localcluster.MemberName(i)), "state=new") {
+			if strings.Contains(logOf(t, tc.lay, localmode.MemberName(i)), "state=new") {
 				seeds++
 			}
 		}
@@ -137,7 +137,7 @@ func TestScaleUpAndDown(t *testing.T) {
 	// Watch the membership throughout.
 	watch := clustertest.WatchMembership(cli)
 
-	more, err := localcluster.AllocatePorts(2)
+	more, err := localmode.AllocatePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -60,24 +60,24 @@ func run(m *testing.M) int {
 // testCluster is a local cluster of member processes owned by one test.
 type testCluster struct {
 	t     *testing.T
-	lay   localcluster.Layout
-	sup   *localcluster.Supervisor
-	ports []localcluster.MemberPorts
-	opts  localcluster.Options
+	lay   localmode.Layout
+	sup   *localmode.Supervisor
+	ports []localmode.MemberPorts
+	opts  localmode.Options
 }
 
 func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCluster {
 	t.Helper()
-	ports, err := localcluster.AllocatePorts(size)
+	ports, err := localmode.AllocatePorts(size)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lay := localcluster.Layout{Dir: dir}
-	tc := &testCluster{t: t, lay: lay, ports: ports, opts: localcluster.Options{Name: "test", StaleAfter: stale}}
+	lay := localmode.Layout{Dir: dir}
+	tc := &testCluster{t: t, lay: lay, ports: ports, opts: localmode.Options{Name: "test", StaleAfter: stale}}
 	if err := lay.WriteConfig(tc.opts, ports); err != nil {
 		t.Fatal(err)
 	}
-	tc.sup = &localcluster.Supervisor{Bin: binary, Layout: lay, Restart: true,
+	tc.sup = &localmode.Supervisor{Bin: binary, Layout: lay, Restart: true,
 		Log: hclog.New(&hclog.LoggerOptions{Name: "supervisor", Output: os.Stderr, Level: hclog.Warn})}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -97,7 +97,7 @@ func newCluster(t *testing.T, dir string, size int, stale time.Duration) *testCl
 // goroutines land in its log (Go prints them and exits) for dumpLogs: a
 // member that went silent (CI once saw one log nothing for 60 s, then not
 // even its stop) shows where it waits.
-func quitForStacks(sup *localcluster.Supervisor, lay localcluster.Layout) {
+func quitForStacks(sup *localmode.Supervisor, lay localmode.Layout) {
 	files, _ := filepath.Glob(filepath.Join(lay.LogDir(), "*.log"))
 	var quit []int
 	for _, f := range files {
@@ -147,7 +147,7 @@ func (tc *testCluster) dumpLogs() {
 
 func (tc *testCluster) startAll() {
 	for i := range tc.ports {
-		if err := tc.sup.Start(localcluster.MemberName(i)); err != nil {
+		if err := tc.sup.Start(localmode.MemberName(i)); err != nil {
 			tc.t.Fatal(err)
 		}
 	}
@@ -248,7 +248,7 @@ func memberList(cli *clientv3.Client) (voters, learners int, names map[string]ui
 	return m.Voters, m.Learners, m.Names, err
 }
 
-func logOf(t *testing.T, lay localcluster.Layout, name string) string {
+func logOf(t *testing.T, lay localmode.Layout, name string) string {
 	b, err := os.ReadFile(filepath.Join(lay.LogDir(), name+".log"))
 	if err != nil {
 		t.Fatal(err)
@@ -304,10 +304,10 @@ func (tc *testCluster) replaceEmpty() {
 	for _, p := range tc.ports {
 		used[p.Client], used[p.Peer], used[p.Status] = true, true, true
 	}
-	var fresh []localcluster.MemberPorts
+	var fresh []localmode.MemberPorts
 	for attempt := 0; ; attempt++ {
 		var err error
-		if fresh, err = localcluster.AllocatePorts(2); err != nil {
+		if fresh, err = localmode.AllocatePorts(2); err != nil {
 			t.Fatal(err)
 		}
 		clash := false
@@ -321,7 +321,7 @@ func (tc *testCluster) replaceEmpty() {
 			t.Fatal("no free ports apart from the cluster's own")
 		}
 	}
-	tc.ports = []localcluster.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
+	tc.ports = []localmode.MemberPorts{tc.ports[0], fresh[0], fresh[1]}
 	if err := tc.lay.WriteConfig(tc.opts, tc.ports); err != nil {
 		t.Fatal(err)
 	}

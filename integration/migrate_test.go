@@ -17,7 +17,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -35,7 +35,7 @@ func startOutside(t *testing.T, version string, n int) *outsideCluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ports, err := localcluster.AllocatePorts(n)
+	ports, err := localmode.AllocatePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 func cli(t *testing.T, args ...string) string {
@@ -151,7 +151,7 @@ func TestScheduledSnapshots(t *testing.T) {
 func logs(t *testing.T, tc *testCluster) []string {
 	var out []string
 	for i := range tc.ports {
-		out = append(out, logOf(t, tc.lay, localcluster.MemberName(i)))
+		out = append(out, logOf(t, tc.lay, localmode.MemberName(i)))
 	}
 	return out
 }

@@ -44,7 +44,7 @@ func Grant(ctx context.Context, cli *api.Client, job, namespace, consulToken str
 		fmt.Fprintf(out, "attached ACL policy %q (read-job) to job %q\n", pol.Name, job)
 	case strings.Contains(err.Error(), "ACL support disabled"):
 		// No Nomad ACLs: nothing to grant.
-	case errors.Is(nomad.Denied(cli, "", "", err), nomad.ErrDenied):
+	case errors.Is(nomadglue.Denied(cli, "", "", err), nomadglue.ErrDenied):
 		// Submitting jobs does not need acl:write: the operator may have
 		// attached the policy already. Say what the members need.
 		fmt.Fprintf(out, "warning: this NOMAD_TOKEN cannot attach ACL policy %q to job %q; unless it is attached, the members cannot list their allocations. With a management token: nomad acl policy apply -namespace %s -job %s %s FILE, FILE holding:\n%s",
@@ -97,7 +97,7 @@ var _ varStore = (*api.Variables)(nil)
 // ACLs refuse it.
 func writeDenied(cli *api.Client, path string) func(error) error {
 	return func(err error) error {
-		return nomad.Denied(cli, "write variable "+path, `variables write on path "`+path+`"`, err)
+		return nomadglue.Denied(cli, "write variable "+path, `variables write on path "`+path+`"`, err)
 	}
 }
 
@@ -143,7 +143,7 @@ func ReadCAKEK(ctx context.Context, cli *api.Client, job, namespace string) (str
 	path := TokenVariable(job)
 	v, _, err := cli.Variables().Peek(path, (&api.QueryOptions{Namespace: namespace}).WithContext(ctx))
 	if err != nil {
-		return "", nomad.Denied(cli, "read variable "+path, `variables read on path "`+path+`"`, err)
+		return "", nomadglue.Denied(cli, "read variable "+path, `variables read on path "`+path+`"`, err)
 	}
 	if v == nil {
 		return "", nil

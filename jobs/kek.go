@@ -118,8 +118,8 @@ func readItem(ctx context.Context, vars varStore, denied func(error) error, name
 func memberDenied(cli *api.Client, job, namespace string) func(error) error {
 	path := TokenVariable(job)
 	return func(err error) error {
-		err = nomad.Denied(cli, "write variable "+path+" with the member's workload identity", `variables write on path "`+path+`"`, err)
-		if !errors.Is(err, nomad.ErrDenied) {
+		err = nomadglue.Denied(cli, "write variable "+path+" with the member's workload identity", `variables write on path "`+path+`"`, err)
+		if !errors.Is(err, nomadglue.ErrDenied) {
 			return err
 		}
 		return fmt.Errorf("%w. Under Nomad ACLs a workload identity may read its job's variable, not write it: "+

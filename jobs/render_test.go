@@ -364,7 +364,7 @@ func TestJoinDeadlinesFollowTheQuota(t *testing.T) {
 	}
 }
 
-// Issue 11: Nomad's default binpack scheduler may put every member on one
+// One member per host: Nomad's default binpack scheduler may put every member on one
 // client, and that host's failure then takes the quorum. The group carries a
 // distinct_hosts constraint unless the definition turns it off (a demo on a
 // single client, which could not place a second member otherwise).
@@ -393,7 +393,7 @@ func TestOneMemberPerHostByDefault(t *testing.T) {
 	}
 }
 
-// Issue 11: a node drain moves the member of the drained host by the
+// A node drain moves the member of the drained host by the
 // group's migrate block: one at a time, the next only once the replacement
 // passes its Consul check, so a drain of several hosts never takes two
 // members (and the quorum of a 3-member cluster) at once.
@@ -415,7 +415,7 @@ func TestNodeDrainMovesOneMemberAtATime(t *testing.T) {
 	}
 }
 
-// Issue 14, data follows allocations: with a host volume (and one member
+// Data follows allocations (invariant 12): with a host volume (and one member
 // per host) the peer port is static, etcd's 2380 unless peer_port says
 // otherwise, so a member that comes back after 'nomad job stop' and
 // 'nomad job run' has the peer URL its peers dial. Without a host volume
@@ -454,7 +454,7 @@ func TestHostVolumePinsThePeerPort(t *testing.T) {
 				static[blk.Labels[0]] = string(a.Expr.Range().SliceBytes(j.src))
 			}
 		}
-		want := map[string]string{nomad.PortClient: "", nomad.PortPeer: c.want, nomad.PortStatus: ""}
+		want := map[string]string{nomadglue.PortClient: "", nomadglue.PortPeer: c.want, nomadglue.PortStatus: ""}
 		if fmt.Sprint(static) != fmt.Sprint(want) {
 			t.Errorf("%q: ports' static %v, want %v", c.nomad, static, want)
 		}
@@ -478,7 +478,7 @@ func TestTaskUser(t *testing.T) {
 	}
 }
 
-// Issue 28: driver "docker" got the binary's path as its image
+// Members in Docker: driver "docker" got the binary's path as its image
 // (image = "/usr/local/bin/etcd-nomad"), no network mode and a port
 // mapping nothing agreed with. The job now runs the definition's image
 // (or -image) with host networking, so that the addresses a member

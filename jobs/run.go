@@ -31,7 +31,7 @@ type RunOptions struct {
 func RunWith(ctx context.Context, cli *api.Client, jobspec string, out io.Writer, o RunOptions) error {
 	job, err := cli.Jobs().ParseHCLOpts(&api.JobsParseRequest{JobHCL: jobspec, Canonicalize: true})
 	if err != nil {
-		return fmt.Errorf("nomad refused the rendered job: %w", nomad.Denied(cli, "parse the job", nomad.NeedSubmit, err))
+		return fmt.Errorf("nomad refused the rendered job: %w", nomadglue.Denied(cli, "parse the job", nomadglue.NeedSubmit, err))
 	}
 	if o.Grant {
 		if err := Grant(ctx, cli, deref(job.ID), deref(job.Namespace), o.ConsulToken, out); err != nil {
@@ -47,13 +47,13 @@ func RunWith(ctx context.Context, cli *api.Client, jobspec string, out io.Writer
 	q := (&api.WriteOptions{Namespace: deref(job.Namespace)}).WithContext(ctx)
 	resp, _, err := cli.Jobs().Register(job, q)
 	if err != nil {
-		return fmt.Errorf("register job %s: %w", deref(job.ID), nomad.Denied(cli, "register job "+deref(job.ID), nomad.NeedSubmit, err))
+		return fmt.Errorf("register job %s: %w", deref(job.ID), nomadglue.Denied(cli, "register job "+deref(job.ID), nomadglue.NeedSubmit, err))
 	}
 	if resp.Warnings != "" {
 		fmt.Fprintf(out, "nomad warnings: %s\n", resp.Warnings)
 	}
 	fmt.Fprintf(out, "registered job %q (evaluation %s)\n", deref(job.ID), short(resp.EvalID))
-	return nomad.Follow(ctx, cli, deref(job.ID), deref(job.Namespace), out)
+	return nomadglue.Follow(ctx, cli, deref(job.ID), deref(job.Namespace), out)
 }
 
 func short(id string) string {

@@ -1,4 +1,4 @@
-package nomad
+package nomadglue
 
 import (
 	"context"

@@ -18,24 +18,25 @@ type Faults struct {
 	TakeoverEarly        bool // take over a recovery whose seeder may return
 	RecoverFromLowest    bool // recover from the lowest revision instead of the highest
 
-	// The safety review's defects (issue 10), each switch restoring the
-	// behaviour before its fix.
+	// The safety review's defects, each switch restoring the
+	// behaviour before its fix; each names the invariant it breaks
+	// (docs/design.md).
 
-	// SeedWhileSilent (defect 1): with no record, seed although some
+	// SeedWhileSilent (invariant 8): with no record, seed although some
 	// instances do not answer (they may hold the cluster's data).
 	SeedWhileSilent bool
-	// SetAsideOnUnconfirmed (defect 1): set data aside because of an
+	// SetAsideOnUnconfirmed (invariant 9): set data aside because of an
 	// unconfirmed record, or one of the same epoch with another token.
 	SetAsideOnUnconfirmed bool
-	// ObeyOlderRecord (defect 3): obey a record older than this member's
+	// ObeyOlderRecord (invariant 9): obey a record older than this member's
 	// own epoch (set the newer data aside, or re-record the older epoch).
 	ObeyOlderRecord bool
-	// LearnerSource (defect 4): a learner's data may seed a recovery.
+	// LearnerSource (invariant 4): a learner's data may seed a recovery.
 	LearnerSource bool
-	// TakeoverFromPrevEpoch (defect 7): a takeover recovers from data of
+	// TakeoverFromPrevEpoch (invariant 4): a takeover recovers from data of
 	// the record's epoch-1, not the last confirmed incarnation.
 	TakeoverFromPrevEpoch bool
-	// JoinUnconfirmed (defect 9): join a cluster whose record is not
+	// JoinUnconfirmed (invariant 5): join a cluster whose record is not
 	// confirmed yet.
 	JoinUnconfirmed bool
 	// ResumeWhileSilent: resume this member's own unconfirmed seed or
@@ -51,7 +52,7 @@ type Faults struct {
 	// (empty) or restore (of its recorded snapshot) although the store
 	// holds a newer snapshot.
 	ResumeOverNewerSnapshot bool
-	// RecoverBesideKnownHealthy (issue 24 item 4): recover, take over or
+	// RecoverBesideKnownHealthy (invariant 10): recover, take over or
 	// resume a recovery although a member of the last known membership
 	// answers as a healthy voter, because the provider no longer lists it.
 	RecoverBesideKnownHealthy bool
@@ -100,24 +101,24 @@ type Faults struct {
 	// fewer than a quorum (the cluster would lose its quorum, or the
 	// last good copy).
 	SetAsideLastGood bool
-	// SeedBesideRefused (review data11 F1): seed empty, or restore the
+	// SeedBesideRefused (invariant 8): seed empty, or restore the
 	// newest authentic snapshot, with no record or over a gone seeder's
 	// empty seed, although the store holds a newer object members refuse
 	// (unauthenticated or forged): it may hold the cluster's data.
 	SeedBesideRefused bool
-	// RecoverBelowRefused (review data11 F3): recover from data or a
+	// RecoverBelowRefused (invariant 4): recover from data or a
 	// snapshot older than an object of the store members refuse.
 	RecoverBelowRefused bool
-	// SeedWithoutListing (review rev12-data F4): seed empty, restore,
+	// SeedWithoutListing (invariant 8): seed empty, restore,
 	// or take over a gone seeder's seed, with no record or over this
 	// member's own unconfirmed one, on what the store holds (nothing, as
 	// far as the member knows) while its listing does not answer.
 	SeedWithoutListing bool
-	// RecoverWithoutListing (review rev12-data F4): recover from data
+	// RecoverWithoutListing (invariant 4): recover from data
 	// or a snapshot while the store's listing does not answer (it may
 	// hold a newer chain, or an object members refuse).
 	RecoverWithoutListing bool
-	// ResumeOperatorWithoutListing (review rev13-data 1): resume an
+	// ResumeOperatorWithoutListing (invariant 10): resume an
 	// operator's restore this member recorded, holding no data of it,
 	// while the store's listing does not answer (it may hold a snapshot
 	// of an incarnation that ran after the record was written).
@@ -126,7 +127,7 @@ type Faults struct {
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
 
-	// The operator's commands (issue 24: the simulation's operator).
+	// The operator's commands (the simulation's operator).
 
 	// OperatorBelowStore: 'recover -from MEMBER' or '-from
 	// snapshot:NAME' goes ahead without -accept-data-loss although the
@@ -152,7 +153,7 @@ type Faults struct {
 	// after the record's although the newest snapshot is of that epoch or
 	// a later one (Consul restored an older record).
 	RecoverBelowSnapshotEpoch bool
-	// RecoverBelowForeignSnapshotEpoch (review rev13-data 3): a recovery
+	// RecoverBelowForeignSnapshotEpoch (invariant 9): a recovery
 	// records an epoch above the lineage's newest snapshot but not above
 	// a genuine one of the store the lineage calls foreign (an
 	// incarnation that ran after a record Consul restored): two
@@ -175,23 +176,23 @@ type Faults struct {
 	// chain now verifies below the revision its command verified (the
 	// install refuses every time: a silent wedge).
 	ResumeBelowVerified bool
-	// AcceptAcrossLines (review of the operator model, session 13, F2):
+	// AcceptAcrossLines (RestoreOverLaterWrites's rule, across lines):
 	// an operator's restore compares every line's data with one accepted
 	// revision, the highest the command saw on any line, so a member of
 	// an older line at a higher revision accepts the live line's writes
 	// acknowledged after the record.
 	AcceptAcrossLines bool
-	// StartPendingForceNew (review rev13b): start this member's own
+	// StartPendingForceNew (invariant 10): start this member's own
 	// recorded recovery from data whose ForceNewCluster start is pending
 	// (the metadata already names the new epoch, etcd never started)
 	// although a quorum answers, an instance is silent, or a peer holds
 	// the source incarnation at a higher revision.
 	StartPendingForceNew bool
-	// StartInstalledRestore (review rv14-data RV14-1): start this
+	// StartInstalledRestore (invariant 10): start this
 	// member's own installed restore, never completed, although a quorum
 	// answers, an instance is silent, or a known voter answers.
 	StartInstalledRestore bool
-	// RerecordUnranEpoch (review rv14-data RV14-4): a running member
+	// RerecordUnranEpoch (invariant 9): a running member
 	// re-records the epoch its metadata names although voters of its own
 	// cluster run that cluster as an older epoch (its recovery's
 	// ForceNewCluster start never happened; the start rejoined).

@@ -62,7 +62,7 @@ func Check(o Observation, d Decision) error {
 		return fmt.Errorf("invariant 6: runs as %q but the data dir says %q", d.Name, o.Local.Name)
 	}
 	// Every decision that acts under the lock must hold it.
-	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster || d.Kind == Maintain) && !o.HoldsLock {
+	if (d.Kind == Seed || d.ChangesMembership() || d.Kind == RecordCluster || d.Kind == ReclaimSpace) && !o.HoldsLock {
 		return fmt.Errorf("%s without holding the lock", d.Kind)
 	}
 	if err := checkOperatorAccepted(o, d); err != nil {

@@ -35,7 +35,7 @@ type OperatorView struct {
 	// SnapshotEpoch is the highest epoch of any snapshot of the store
 	// that authenticates, of the record's lineage or not (Latest is the
 	// lineage's): the new epoch is recorded above it, as nextEpoch does
-	// (review rev13-data 3).
+	// (invariant 9).
 	SnapshotEpoch uint64
 }
 
@@ -77,7 +77,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	case src.Learner:
 		return Record{}, fmt.Errorf("member %s holds a learner's data (revision %d): a learner may lack committed writes; choose a voter", v.From, src.Revision)
 	}
-	epoch := v.Record.plausibleTop() // never above a planted highest_epoch (review rev14b D3)
+	epoch := v.Record.plausibleTop() // never above a planted highest_epoch (invariant 9)
 	var aside, names []string
 	for _, p := range v.Answered {
 		if p.Token == "" || p.Name == v.From {
@@ -95,7 +95,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// Data whose recovery start began and never completed forked
 		// from its source line at a revision it does not record: that
 		// line may have run on (a record Consul restored), so any other
-		// line's data may hold writes it lacks (review rev15b A2).
+		// line's data may hold writes it lacks (invariant 10).
 		forked := src.ForceNewPending && !src.Unstarted
 		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision || forked) {
 			aside = append(aside, fmt.Sprintf("%s (token %s epoch %d, revision %d)", p.Name, short(p.Token), p.Epoch, p.Revision))
@@ -131,8 +131,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// Above the store's newest snapshot too, as nextEpoch is: the
 		// snapshots are ordered by epoch first, so one of a higher epoch
 		// would stay "newest" over every write of the new line and a
-		// later recovery would restore it over them (review of the
-		// operator model, session 12, finding 1).
+		// later recovery would restore it over them (invariant 9).
 		epoch = max(epoch, v.Latest.Epoch)
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
@@ -143,8 +142,8 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	// it: the source (and snapshots of its epoch) up to its revision,
 	// each other member's line, the store's newest snapshot. Data or a
 	// snapshot beyond it when the recovery resumes was written after the
-	// record, by a cluster the command did not see (review rev15-sim R1,
-	// sim seed 1018653: laterWrites).
+	// record, by a cluster the command did not see (sim seed 1018653:
+	// laterWrites).
 	accepted := []AcceptedLine{{Token: src.Token, Epoch: src.Epoch, Revision: src.Revision}, {Epoch: src.Epoch, Revision: src.Revision}}
 	for _, p := range v.Answered {
 		if p.Token != "" {
@@ -169,7 +168,7 @@ func roomAbove(epoch uint64) error {
 
 // NextEpochAbove is the epoch a restore by hand (`snapshot restore`)
 // records over r beside a snapshot of epoch e: above r's plausible top
-// and e, never wrapping (review rev14c-data S3: it took a planted
+// and e, never wrapping (invariant 9: it took a planted
 // highest_epoch as it was).
 func (r *Record) NextEpochAbove(e uint64) (uint64, error) {
 	top := max(r.plausibleTop(), e)
@@ -376,12 +375,12 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 			// The seeder of a recovery from data rewrote its metadata
 			// and stopped before its ForceNewCluster start: its data is
 			// a prefix of the running source line, set aside under the
-			// rewritten record at no loss (review rev13b). Or the
+			// rewritten record at no loss (invariant 10). Or the
 			// restorer installed the snapshot and never started it: a
-			// copy of what the store keeps (review rv14-data RV14-1).
+			// copy of what the store keeps (invariant 10).
 		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch) && v.AcceptLoss:
-			// Its start began and never completed (review rev14c-data
-			// R1): the operator accepts losing what it may hold; the
+			// Its start began and never completed (invariant 10): the
+			// operator accepts losing what it may hold; the
 			// record carries its epoch (HighestEpoch), and its member
 			// sets it aside.
 		case p.Token == rec.Token && startedIncomplete(rec, p, run.token, run.epoch):
@@ -395,7 +394,7 @@ func (f Faults) OperatorKeepRunning(v OperatorView) (Record, error) {
 	seeder := sorted(healthy[run])[0]
 	// The replaced record's epoch (or a higher one it carried) stays the
 	// floor of every later epoch: whatever it left behind is of that epoch
-	// (review rev13b D3).
+	// (invariant 9).
 	return Record{ClusterID: run.id, Token: run.token, Epoch: run.epoch, Seeder: seeder, HighestEpoch: rec.carried(run.epoch)}, nil
 }
 
@@ -427,7 +426,7 @@ func neverStarted(rec *Record, p PeerStatus, token string, epoch uint64, voters 
 // names the running cluster: a member that holds data of a newer epoch
 // whose ForceNewCluster start began and never completed waits under it
 // (the record is an older one Consul restored; the data may hold writes
-// acknowledged while it ran: review rev15-data F1). With -accept-data-loss
+// acknowledged while it ran: invariant 10). With -accept-data-loss
 // the record is written again carrying that epoch as HighestEpoch, under
 // which the member sets its data aside; without, the command names it.
 func keepOverStartedNewer(rec *Record, id uint64, v OperatorView) (Record, error) {

@@ -73,7 +73,7 @@ func TestOperatorRecoveryRefusals(t *testing.T) {
 		{"learner source", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{{Name: "m1", Token: "tokA", Epoch: 2, Learner: true}}}, "learner"},
 		{"newer epoch elsewhere", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), {Name: "m2", Token: "tokB", Epoch: 3}}}, "m2 holds epoch 3"},
 		{"same incarnation newer elsewhere", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), a("m2", 10)}}, "m2 holds the same incarnation at revision 10"},
-		// Issue 24 item 5: data the new epoch would set aside silently.
+		// Data the new epoch would set aside silently.
 		{"older epoch at a higher revision elsewhere", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), {Name: "m2", Token: "tokO", Epoch: 1, Revision: 50}}},
 			"would set aside the data of m2 (token tokO epoch 1, revision 50)"},
 		{"another incarnation of the same epoch", OperatorView{Record: rec, From: "m1", Answered: []PeerStatus{a("m1", 9), {Name: "m2", Token: "tokX", Epoch: 2, Revision: 3}}},

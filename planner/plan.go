@@ -1046,7 +1046,7 @@ func (r rules) planRunning(o Observation, name string) Decision {
 		if d, ok := r.replacement(o, name); ok {
 			return d
 		}
-		if d, ok := r.maintenance(o, name); ok {
+		if d, ok := r.reclaimSpace(o, name); ok {
 			return d
 		}
 		return Decision{Kind: Wait, Name: name, Reason: "healthy; nothing to do"}

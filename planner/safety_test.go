@@ -6,7 +6,7 @@ import (
 )
 
 // TestSafetyReviewDefects pins each planner defect of the safety review
-// (issue 10) with the observation that exposed it: the fixed planner
+// with the observation that exposed it: the fixed planner
 // decides safely, and the planner with the fix switched off (Faults)
 // decides what the review saw, so each case fails if its fix is reverted.
 func TestSafetyReviewDefects(t *testing.T) {

@@ -9,8 +9,8 @@ import (
 
 // Observation is everything one supervisor loop saw.
 type Observation struct {
-	// Upkeep is what the loop observed of its upkeep jobs (PlanUpkeep).
-	Upkeep UpkeepState
+	// SideJobs is what the loop observed of its side jobs (PlanSideJobs).
+	SideJobs SideJobState
 	// ClusterName is the name of the cluster definition.
 	ClusterName string
 	// Self is this member's configured identity and URLs.
@@ -70,7 +70,7 @@ type Observation struct {
 	// its epoch above every snapshot all the same (invariant 9), or a
 	// genuine one the lineage calls foreign (of an incarnation that ran
 	// after a record Consul restored) would share the new epoch: two
-	// incarnations of one epoch (review rev13-data 3).
+	// incarnations of one epoch (invariant 9).
 	SnapshotEpoch uint64
 	// RefusedSnapshot is the newest object (snapshot or delta) of this
 	// cluster in the store that members refuse (no MAC: written before
@@ -134,9 +134,9 @@ type Observation struct {
 	Quota         int64
 	DefragRatio   float64
 	DefragMinSize int64
-	// MaintainFailed, when not empty, says why this member's last
-	// maintenance failed a short while ago: not again yet.
-	MaintainFailed string
+	// ReclaimFailed, when not empty, says why this member's last
+	// ReclaimSpace (its maintenance) failed a short while ago: not again yet.
+	ReclaimFailed string
 	// Corrupt, when not empty, says why this member's data is found
 	// corrupt: etcd's CORRUPT alarm names it (running), or its last
 	// start failed etcd's initial check of its data against its peers'
@@ -208,7 +208,7 @@ type Local struct {
 	// ForceNewPending is true when the metadata asks the next start for
 	// ForceNewCluster and no start completed it (the cluster id was never
 	// written), whatever Unstarted says: the fence of pendingForceNew
-	// (review rev14c-data R3). A recovery
+	// (invariant 10). A recovery
 	// from this data recorded the next epoch and rewrote the metadata
 	// (Token and Epoch are the new epoch's), then the member stopped
 	// before its start. The data is still the source incarnation's, at
@@ -217,7 +217,7 @@ type Local struct {
 	// Unstarted is true when no etcd start ever ran on this data as the
 	// incarnation its metadata names (the start marks it durably before
 	// etcd starts): an installed restore, or a ForceNewPending rewrite.
-	// Set aside, it loses nothing that ever ran (review rv14-data RV14-1:
+	// Set aside, it loses nothing that ever ran (invariant 10:
 	// the restored copy is the snapshot's, which stays in the store). It
 	// decides only what 'recover -keep-running' sets aside without
 	// -accept-data-loss, never whether a start is fenced.
@@ -271,8 +271,8 @@ type Record struct {
 	// acknowledged after the recovery was recorded (that line got its
 	// quorum back meanwhile), which the restore must not set aside. Lines'
 	// revisions are never compared: a member of an older line at revision
-	// 1000 accepts nothing of the live line at 300 (review of the operator
-	// model, session 13, F2). A line no entry names accepted nothing.
+	// 1000 accepts nothing of the live line at 300 (AcceptAcrossLines
+	// breaks it). A line no entry names accepted nothing.
 	Accepted []AcceptedLine `json:"accepted,omitempty"`
 	// AcceptedRevision is the one bound over every line that records
 	// written before Accepted carry (0: no bound), used only when Accepted
@@ -288,7 +288,7 @@ type Record struct {
 	// behind (its seeder's set-aside copy, a snapshot) carries epoch 3.
 	// Every new epoch is recorded above it (Record.top), so that no two
 	// incarnations share an epoch; a record that replaces this one carries
-	// it (review rev13b D3). A member of an older release drops it when it
+	// it (invariant 9). A member of an older release drops it when it
 	// writes the record back (docs/operations.md, Day-2 operations: every member upgraded).
 	HighestEpoch uint64 `json:"highest_epoch,omitempty"`
 	// ByHand is true for a restore an operator wrote with 'etcd-nomad
@@ -320,7 +320,7 @@ func (r *Record) top() uint64 { return max(r.Epoch, r.HighestEpoch) }
 // may lie: each record 'recover -keep-running' replaced named one epoch
 // more than the record before it, so a field further ahead was not
 // written by etcd-nomad (Consul's writers are in docs/security.md's threat model)
-// and the epochs left above the top before it wraps (review rev14b D3: a
+// and the epochs left above the top before it wraps (invariant 9: a
 // planted highest_epoch of 2^64-1 made the next epoch 0).
 const maxEpochAhead = 1 << 20
 
@@ -509,11 +509,11 @@ const (
 	// one-member cluster from its own data (From "data", ForceNewCluster)
 	// or from the snapshot Target (From "snapshot").
 	RecoverQuorum Kind = "recover-quorum"
-	// Maintain: under the lock, compact to the current revision (Compact),
+	// ReclaimSpace: under the lock, compact to the current revision (Compact),
 	// defragment the members Defrag names one at a time in that order
 	// (the leader, last, after handing leadership away), then disarm
 	// NOSPACE once every member is below DisarmBelow bytes (Disarm).
-	Maintain Kind = "maintain"
+	ReclaimSpace Kind = "reclaim-space"
 	// DisarmCorrupt: disarm the CORRUPT alarms of the members Alarms
 	// names, which have left the membership (their data set aside): while
 	// any CORRUPT alarm is raised etcd refuses reads and writes.
@@ -539,7 +539,7 @@ type Decision struct {
 	Target string
 	// From is the source of a recovery: "data" or "snapshot".
 	From string
-	// Maintain: see the kind.
+	// ReclaimSpace: see the kind.
 	Compact     bool
 	Defrag      []uint64
 	Disarm      bool

@@ -8,7 +8,8 @@ import (
 // An installed restore waits beside a quorum (review rv14-data,
 // TestRV14InstalledRestoreDoesNotStartBesideAQuorum, RV14-1), and
 // 'recover -keep-running' frees it only if it never started.
-// RV14-1 (known gap, issue 24): a member-decided recovery from a snapshot
+// The known gap of invariant 10 it closed: a member-decided recovery from
+// a snapshot
 // recorded epoch 3 (tok3, unconfirmed) and installed the restored data
 // (meta: tok3, epoch 3, no member id, no cluster id), then its next loop
 // (or a restart after a crash) finds the old cluster tok2 back with a

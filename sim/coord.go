@@ -54,9 +54,9 @@ type summaryMember struct {
 	peerURL string
 }
 
-// publishSummary is task's publishSummary (planner.PlanUpkeep's
-// PublishSummary: the confirmed leader, a record read): the members it
-// observed, written when they changed.
+// publishSummary is task's publishSummary (the side job PublishSummary
+// of planner.PlanSideJobs: the confirmed leader, a record read): the
+// members it observed, written when they changed.
 func (w *World) publishSummary(n *node, o planner.Observation) {
 	s := &clusterSummary{clusterID: o.Record.ClusterID, leader: n.name}
 	for _, m := range o.Members {
@@ -197,7 +197,7 @@ func (w *World) setRecord(r planner.Record) {
 }
 
 // listed is the provider's current instance list: allocations that run,
-// and (unless defect 2) those that might still run, which provider/nomad
+// and (unless ProviderDropsUnknown) those that might still run, which provider/nomad
 // lists as Unknown: a disconnected client's, and a stopping one's (desired
 // status stop) until its client reports the task exited (here: until the
 // member's process has left, runLeave's exit). A replaced slot's stopping

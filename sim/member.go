@@ -59,13 +59,13 @@ func (w *World) loop(n *node) {
 	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
-	u := planner.PlanUpkeep(o)
+	u := planner.PlanSideJobs(o)
 	if u.CheckCA {
 		n.caChecked = w.now
 		w.restoreCA(n)
 	}
 	if u.PublishSummary {
-		w.publishSummary(n, o) // task's upkeep runs before the decision's acts
+		w.publishSummary(n, o) // task's side jobs run before the decision's acts
 	}
 	if d.NeedsLock {
 		err := w.lock(n)
@@ -516,7 +516,7 @@ func (w *World) setAside(n *node, why string) {
 
 // runLeave is task's graceful stop of a member whose allocation is being
 // stopped: hand leadership away and retry the removal under the lock until
-// the deadline (the fix of defect 13), or try once (LeaveOnce).
+// the deadline (invariant 12), or try once (LeaveOnce).
 func (w *World) runLeave(n *node) {
 	l := n.leave
 	exit := func(why string) {

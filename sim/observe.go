@@ -29,7 +29,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		StaleAfter:    staleAfter,
 		NewToken:      "tok" + itoa(int(w.nextID)),
 		StartFailures: n.startFailures,
-		Upkeep:        planner.UpkeepState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
+		SideJobs:      planner.SideJobState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
 	}
 	o.Local = w.local(n)
 	if n.etcd != nil {
@@ -475,9 +475,10 @@ type seenMember struct {
 // not know of its own cluster (the record's, the summary's, the store's
 // newest snapshot's, its data's, its peers' data's) is still asked, but
 // marked unknown: its answers do not refresh its time, so it lapses one
-// recovery grace after a peer last named it, unless n knows no id (review
-// rev13b D4: a forged /status naming another cluster's voter held
-// recoveries back while that cluster served; review rev14b F1: dropping
+// recovery grace after a peer last named it, unless n knows no id (task
+// TestAPeersFoundVoterOfAnotherClusterIsNotTaken: a forged /status naming
+// another cluster's voter held recoveries back while that cluster served;
+// TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter: dropping
 // the word at once dropped a restored cluster's real voter). The model
 // forges no /status: it runs the narrowing to show that it costs no
 // safety.

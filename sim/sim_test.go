@@ -49,7 +49,7 @@ var defects = []struct {
 	{"NewestByCreated", Defects{NewestByCreated: true}, 0, false, ""},
 	{"RecoverBesideKnownHealthy", Defects{Planner: planner.Faults{RecoverBesideKnownHealthy: true}}, 240, true, ""},
 	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
-	// Found with the collectRunning fault (issue 24 item 4).
+	// Found with the collectRunning fault (invariant 10).
 	{"RecoverBesideUnlistedVoter", Defects{Planner: planner.Faults{RecoverBesideUnlistedVoter: true}}, 1051, true, ""},
 	// RestoreWithoutGrace was found on seed 1667; since members share the
 	// voters they found (NoFoundVotersShared) a restorer there waits for
@@ -66,7 +66,7 @@ var defects = []struct {
 	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
 	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
 	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
-	// Found by 100 M steps (issue 24, session 14).
+	// Found by 100 M steps.
 	{"ForgetListedVoter", Defects{ForgetListedVoter: true}, 8920, true, ""},
 	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true}, 13315, true, ""},
 	// Found by the operator (operator.go).

@@ -43,18 +43,18 @@ const (
 // planner's own (Planner) and the two that live outside it.
 type Defects struct {
 	Planner planner.Faults
-	// ProviderDropsUnknown (defect 2): the Nomad provider drops
+	// ProviderDropsUnknown (invariant 10): the Nomad provider drops
 	// allocations whose client is disconnected (unknown) from the
 	// instance list, so they never count as unreachable.
 	ProviderDropsUnknown bool
-	// LeaveOnce (defect 13): a member whose allocation is stopped
+	// LeaveOnce (invariant 12): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool
 	// SeedRecordBeforeMetadata: a seed creates the record before it
 	// writes the metadata that its /status names, so a peer may see
 	// the record gone (Consul lost its state) and no seed here.
 	SeedRecordBeforeMetadata bool
-	// ForceNewDropKeepsEpoch (review rv14-data RV14-4): a start that
+	// ForceNewDropKeepsEpoch (invariant 9): a start that
 	// refuses a pending ForceNew flag (no record names the recovery any
 	// more) drops the flag only: the metadata keeps naming the recovery's
 	// epoch, never run, while the data rejoins its old cluster, as task's
@@ -164,7 +164,7 @@ type Config struct {
 	// NoCollectRunning turns off the fault collectRunning, on by default:
 	// Nomad makes the allocations of hosts cut off from its servers (not
 	// from their peers) terminal and places replacements while their
-	// processes still serve (issue 24 item 4). doc.go names the fixes of
+	// processes still serve (invariant 10). doc.go names the fixes of
 	// the runs it broke. The defects found before it was on are searched
 	// without it (their catching seeds' schedules).
 	NoCollectRunning bool

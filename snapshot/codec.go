@@ -286,7 +286,7 @@ func Decode(w io.Writer, r io.Reader, meta Meta, enc Encryption) error {
 		// object that does not end (skippable frames or chunks without
 		// end produce no plaintext, so the plaintext bound never trips)
 		// is cut one byte past it and fails, as a delta segment's read
-		// is (review rev15-sec).
+		// is.
 		r = io.LimitReader(r, meta.StoredSize+1)
 	}
 	src := bufio.NewReaderSize(r, 1<<20)

@@ -38,7 +38,7 @@ type Lineage struct {
 // recorded above every snapshot its writer saw, and no incarnation of it
 // has run at a higher epoch unless a later record replaced it, which only
 // an operator can tell from a put-back snapshot of another incarnation
-// (review rev13-sec 4: "latest" under an unconfirmed record of epoch 3
+// (a put-back attack: "latest" under an unconfirmed record of epoch 3
 // was a put-back snapshot of epoch 7).
 func (l Lineage) Of(meta Meta) bool {
 	if l.ClusterID == 0 {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Issue 24 item 3: a member whose clock runs an hour ahead took the older
+// The newest snapshot is chosen by its data: a member whose clock runs an hour ahead took the older
 // snapshot. The newest is the one with the later data (epoch, revision),
 // whatever the takers' clocks say: a recovery restores it, a delta chain
 // extends it, retention keeps it, and the disagreement is named.

@@ -252,7 +252,7 @@ func applyAccess(ctx context.Context, cli *clientv3.Client, op accessOp) error {
 	return nil
 }
 
-// applyAccess carries out Upkeep.ReconcileAccess: the leader of a running
+// applyAccess carries out SideJobs.ReconcileAccess: the leader of a running
 // cluster compares etcd's authorization with the access rules (when due).
 func (m *Member) applyAccess(ctx context.Context) {
 	n, err := m.reconcileAccess(ctx)

@@ -79,8 +79,8 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 		return m.recover(ctx, o, d)
 	case planner.UpdatePeerURL:
 		return m.updatePeerURL(ctx, d)
-	case planner.Maintain:
-		return m.maintain(ctx, o, d)
+	case planner.ReclaimSpace:
+		return m.reclaimSpace(ctx, o, d)
 	case planner.DisarmCorrupt:
 		return m.disarmCorrupt(ctx, d)
 	case planner.ReplaceInstance:
@@ -206,7 +206,7 @@ func (m *Member) changeMembership(ctx context.Context, endpoints []string, chang
 func (m *Member) joinAsLearner(ctx context.Context, o planner.Observation, d planner.Decision) error {
 	var resp *clientv3.MemberAddResponse
 	err := m.changeMembership(ctx, m.clientEndpoints(), func(actx context.Context, cli *clientv3.Client) error {
-		// Join only the recorded cluster (defect 9): the endpoints are the
+		// Join only the recorded cluster (invariant 5): the endpoints are the
 		// provider's instances, and any of them may serve another cluster (a
 		// recovery or restore in progress). Check before the add, and check
 		// the add's own answer.
@@ -480,7 +480,7 @@ func (m *Member) start(name, token, state, initial string) error {
 			// applications', the exchange's, `env`'s root. Only members
 			// derive the peer CA. A member dials its peers with the
 			// same trust and certificate, and both sides also require
-			// the peer certificates' CN (issue 29).
+			// the peer certificates' CN (certs/peer.go).
 			pf := m.trust.PeerFiles()
 			cfg.PeerTLSInfo = transport.TLSInfo{CertFile: pf.Cert, KeyFile: pf.Key, TrustedCAFile: pf.CA, ClientCertAuth: true, AllowedCNs: []string{certs.PeerCN}}
 		}
@@ -524,7 +524,7 @@ func (m *Member) afterReady(e *embed.Etcd) {
 func (m *Member) retryMeta() {
 	m.mu.Lock()
 	e := m.proc.Server()
-	done := m.metaDone == e
+	done := m.metaCompletedFor == e
 	m.mu.Unlock()
 	if e == nil || done {
 		return
@@ -537,9 +537,9 @@ func (m *Member) retryMeta() {
 	err := m.completeMeta(e)
 	switch {
 	case err == nil:
-		m.metaErr = ""
-	case err.Error() != m.metaErr:
-		m.metaErr = err.Error()
+		m.metaErrLogged = ""
+	case err.Error() != m.metaErrLogged:
+		m.metaErrLogged = err.Error()
 		m.log.Warn("write the member and cluster ids into the data dir's metadata (tried again at each loop; until then no snapshot is saved)", "error", err)
 	}
 }
@@ -550,7 +550,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 	m.metaMu.Lock()
 	defer m.metaMu.Unlock()
 	m.mu.Lock()
-	done := m.metaDone == e
+	done := m.metaCompletedFor == e
 	m.mu.Unlock()
 	if done {
 		return nil
@@ -566,7 +566,7 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 		return fmt.Errorf("write metadata: %w", err)
 	}
 	m.mu.Lock()
-	m.metaDone = e
+	m.metaCompletedFor = e
 	m.mu.Unlock()
 	m.log.Info("etcd ready", "member_id", e.Server.MemberID().String(), "cluster_id", e.Server.Cluster().ID().String())
 	return nil

@@ -17,7 +17,7 @@ import (
 )
 
 // adoptPrevious moves the data of a previous member of this cluster into
-// root when root does not exist yet (safety issue, defect 8). Nomad moves a
+// root when root does not exist yet (invariant 6). Nomad moves a
 // replaced allocation's whole alloc/data into its replacement (sticky +
 // migrate ephemeral disk: destructive job updates, rescheduled failures),
 // and a host volume keeps it on the host; the directory is named after the
@@ -45,13 +45,12 @@ import (
 // members ran as root with 0700 directories, to the docker image's uid
 // 65532) is an *UnreadableDataError, never skipped: a member that started
 // empty beside it would leave every member's data behind, one replacement
-// at a time (review of the Docker work, session 12, F2). Only names no
+// at a time (invariant 6). Only names no
 // provider gives a member are skipped, logged (mayBeMember: a host volume's
 // lost+found, root's 0700 on a filesystem of its own, which stopped every
-// docker member for good: review of the Docker fixes, session 13). A name
+// docker member for good). A name
 // says nothing else: a predecessor may be named after a group renamed in
-// the same update, or be a static member of another length (review 14,
-// RV14-5); an operator's own directory there stops the member, naming it,
+// the same update, or be a static member of another length (TestUnreadablePredecessorOfAnyNameStopsTheMember); an operator's own directory there stops the member, naming it,
 // and costs a move.
 func adoptPrevious(root, cluster, host string, owner func(name string) (listed, live bool)) (string, error) {
 	return adoptPreviousLogged(root, cluster, host, owner, hclog.NewNullLogger())

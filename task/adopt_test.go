@@ -12,7 +12,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/fileutil"
 )
 
-// TestDataCarriedToNewAllocationIsAdopted (safety issue, defect 8): Nomad
+// TestDataCarriedToNewAllocationIsAdopted (invariant 6): Nomad
 // moves the previous allocation's alloc/data into its replacement, under
 // the old member's directory name. The new member adopts exactly one such
 // directory of its cluster whose owner is not live, never two, never

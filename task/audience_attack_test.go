@@ -3,7 +3,7 @@ package task
 // The exchange as the member of another cluster, or whoever holds a token
 // an application sent there, uses it: a workload identity minted for
 // cluster "other" replayed at this cluster's exchange (docs/security.md,
-// threat model; issue 29's low items).
+// threat model).
 
 import (
 	"bytes"

@@ -47,7 +47,7 @@ func (m *Member) stopSnapshot() {
 // up (backup.Stop). Safe to call more than once.
 func (m *Member) stopBackground() {
 	m.mu.Lock()
-	m.bgCancel()
+	m.cancelBackground()
 	m.mu.Unlock()
 	m.backups.Stop()
 }

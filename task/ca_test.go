@@ -22,13 +22,14 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
-	localmode "github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/provider/static"
 	"github.com/etcd-nomad/etcd-nomad/status"
 	"github.com/etcd-nomad/etcd-nomad/task"
 )
 
-// Defect 6: the cluster CA could be replaced after the coordinator lost
+// The cluster CA is never replaced (docs/design.md, the safety
+// invariants' table). It could be replaced after the coordinator lost
 // its state. These tests run task.New (which settles the member's CA)
 // against a real local coordinator, and a real embedded etcd member where
 // /status and /health are read.

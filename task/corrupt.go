@@ -13,7 +13,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/task/etcdproc"
 )
 
-// Corruption checks (issue 14). etcd offers three:
+// Corruption checks (invariant 7). etcd offers three:
 //   - the initial check: a restarting member compares its data's hash with
 //     its peers' before it serves, and refuses to start on any mismatch.
 //     Not used: it cannot tell whose data is wrong (a corrupt peer fails

@@ -20,7 +20,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
-// Issue 29 item 6: a member that migrates the plaintext cluster CA of an
+// Migration of a plaintext CA (docs/security.md): a member that migrates the plaintext cluster CA of an
 // earlier version to the sealed form marks the CA's key exposed in the
 // coordinator (clusterca.ExposedKey, kept across restarts) before it
 // deletes the plaintext copy, and warns in /health, /status and `status`

@@ -10,7 +10,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// TestStaleForceNewFlagIsNeverHonoured (safety issue, defect 11): a
+// TestStaleForceNewFlagIsNeverHonoured (invariant 10): a
 // ForceNew flag left in a member's metadata after its recovery (the write
 // that clears it failed, or the process died first) must not make a later
 // start fork the member off its cluster once the record is confirmed with

@@ -269,7 +269,7 @@ func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
 	// answers: a healthy cluster never runs that, and every allocation a
 	// rolling deploy replaced would stay here, crowding the found voters
 	// /status shares (maxFoundShared) until a voter found a moment ago is
-	// no longer among them (review rev15-sim R3). Otherwise
+	// no longer among them (invariant 10). Otherwise
 	// observeKnownHealthy asks each again first and prunes after
 	// (emptyprobe_test's member, which lost the summary, still names the
 	// majority that answered it).
@@ -379,14 +379,16 @@ type knownProbe struct {
 // several clusters, a forged /status could name another cluster's serving
 // voter with that cluster's id: this member found it answering, probed it
 // again at every loop and held its own recovery back for as long as that
-// other cluster served, long after the forged answer (review rev13b D4).
+// other cluster served, long after the forged answer
+// (TestAPeersFoundVoterOfAnotherClusterIsNotTaken).
 // Now a forged word holds recoveries back only while the forger keeps
 // naming it, as claiming to be a healthy voter itself always could. The
 // word is never dropped at once: after a restore the new cluster has a
 // new id, and a fresh replacement may know only the old incarnation's
 // (the store's writers', an older record Consul restored); dropping the
 // peer's word for the restored cluster's serving voter restored the old
-// snapshot beside it as a second cluster (review rev14b F1). A real voter
+// snapshot beside it as a second cluster
+// (TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter). A real voter
 // a peer keeps finding is named for as long as it keeps finding it.
 func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 	if !o.Local.Empty && o.Local.ClusterID != 0 {
@@ -526,7 +528,7 @@ func (m *Member) answersWithLeader(ctx context.Context, urls []string, clusterID
 // a voter (the first that does wins). A learner's leader never counts: it
 // never campaigns, so after its voters are gone it names its last leader
 // forever, and a summary listing one wedged every recovery as a serving
-// quorum (data review, session 11). But it answers, as a voter without a
+// quorum (invariant 10). But it answers, as a voter without a
 // leader does: running, unlisted (Nomad collected it while it runs), it
 // may be the only copy of its incarnation and hold acknowledged writes no
 // snapshot does, and a seed or restore beside it started its epoch a

@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// Issue 24 item 4: before a recovery a member asks every member of its
+// Invariant 10: before a recovery a member asks every member of its
 // own last known membership, whatever the provider lists; a majority that
 // answers with a leader blocks the recovery. Here the provider lists only
 // m0 (Nomad garbage-collected m1's and m2's allocations while their

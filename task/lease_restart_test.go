@@ -18,7 +18,7 @@ import (
 // every real consumer stores) restarts beside the running quorum exactly
 // like one without: the check before its start reads its database with
 // the leases in it, and it comes back as the same member with its data.
-// Issue 24 item 0: etcd's store panicked "no lessor to attach lease" in
+// Before the fix, etcd's store panicked "no lessor to attach lease" in
 // that check, at every start, and the member crash-looped.
 func TestRestartWithLeasedDataRejoinsAsTheSameMember(t *testing.T) {
 	if testing.Short() {

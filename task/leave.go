@@ -179,7 +179,7 @@ func voterCount(ms []planner.Member) int {
 	return n
 }
 
-// depart carries out Upkeep.Depart for provider.Departer providers: the member
+// depart carries out SideJobs.Depart for provider.Departer providers: the member
 // leaves the cluster, then tells the provider it may proceed.
 func (m *Member) depart(ctx context.Context, o planner.Observation) {
 	dp, ok := m.opts.Provider.(provider.Departer)

@@ -14,7 +14,7 @@ func (m *Member) Run(ctx context.Context) error {
 		return err
 	}
 	defer m.shutdown()
-	go m.trust.RenewLoop(m.bgCtx)
+	go m.trust.RenewLoop(m.backgroundCtx)
 	m.log.Info("supervising member", "data_dir", m.dir.Root, "peer_url", m.status.PeerURL, "client_url", m.status.ClientURL)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -47,7 +47,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.releaseLock(ctx)
 		return false
 	}
-	if planner.PlanUpkeep(o).Depart {
+	if planner.PlanSideJobs(o).Depart {
 		// Leaving changes the membership: the rest of the loop works
 		// from what the cluster looks like afterwards.
 		m.depart(ctx, o)
@@ -71,7 +71,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		d = planner.Plan(o)
 	}
 	m.retryMeta()
-	m.upkeep(ctx, o, planner.PlanUpkeep(o))
+	m.runSideJobs(ctx, o, planner.PlanSideJobs(o))
 	m.metrics.observed(o)
 	m.metrics.decision(d)
 	m.setDecision(d)
@@ -95,10 +95,10 @@ func (m *Member) loop(ctx context.Context) bool {
 	}
 	err = m.act(ctx, o, d)
 	m.releaseLock(ctx)
-	if d.Kind == planner.Maintain {
-		m.maintainFailed, m.maintainFailedAt = "", time.Time{}
+	if d.Kind == planner.ReclaimSpace {
+		m.reclaimFailed, m.reclaimFailedAt = "", time.Time{}
 		if err != nil {
-			m.maintainFailed, m.maintainFailedAt = err.Error(), m.now()
+			m.reclaimFailed, m.reclaimFailedAt = err.Error(), m.now()
 		}
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func (m *Member) shutdown() {
 	m.backups.StopDeltas(true)
 	m.mu.Lock()
 	e := m.proc.Server()
-	m.bgCancel() // a background upload stops now, not after the leave
+	m.cancelBackground() // a background upload stops now, not after the leave
 	m.mu.Unlock()
 	if e != nil {
 		m.leave()

@@ -25,7 +25,7 @@ func TestBootstrapJoinsOneLearnerAtATime(t *testing.T) {
 	}
 	// m0 seeds alone first, so that the others can only join: the
 	// provider lists only m0 until it runs (a member never seeds while a
-	// listed peer is silent, defect 1).
+	// listed peer is silent, invariant 8).
 	all := k.cl.Provider.Static
 	k.prov.Set(all[:1])
 	stop0 := runLoop(t, ms["m0"])

@@ -111,29 +111,30 @@ type Member struct {
 	status status.Member
 	lock   coord.Lock
 	record *coord.Record
-	// since: from when the timed conditions hold (loop only).
-	since    since
-	leaving  leaveState // leave.go
-	starting bool       // an act that starts etcd is in progress
-	client   *clientv3.Client
-	known    knownState   // knownhealthy.go
-	summary  summaryState // summary.go
-	access   accessState  // access.go
+	// heldSince: from when each timed condition has held (loop only).
+	heldSince heldSince
+	leaving   leaveState // leave.go
+	starting  bool       // an act that starts etcd is in progress
+	client    *clientv3.Client
+	known     knownState   // knownhealthy.go
+	summary   summaryState // summary.go
+	access    accessState  // access.go
 
 	metrics *metrics
 	backups *backup.Backups
-	// metaDone (under mu): the etcd server whose member and cluster ids
-	// the data dir's metadata holds (completeMeta); metaMu serializes
-	// completeMeta, metaErr is the failure last logged (loop only).
-	metaDone *embed.Etcd
-	metaMu   sync.Mutex
-	metaErr  string
-	// bgCtx ends when the member stops: the background work (the
+	// metaCompletedFor (under mu): the etcd server whose member and
+	// cluster ids the data dir's metadata holds (completeMeta); metaMu
+	// serializes completeMeta, metaErrLogged is the failure last logged
+	// (loop only).
+	metaCompletedFor *embed.Etcd
+	metaMu           sync.Mutex
+	metaErrLogged    string
+	// backgroundCtx ends when the member stops: the background work (the
 	// backups', trust's renewal) ends with it.
-	bgCtx          context.Context
-	bgCancel       context.CancelFunc
-	snapshotListed time.Time
-	latestSnapshot *planner.SnapshotInfo
+	backgroundCtx    context.Context
+	cancelBackground context.CancelFunc
+	snapshotListed   time.Time
+	latestSnapshot   *planner.SnapshotInfo
 	// refusedSnapshot: the newest object of the store the member refuses,
 	// from the same listing (observeLatestSnapshot).
 	refusedSnapshot *planner.RefusedSnapshot
@@ -153,10 +154,10 @@ type Member struct {
 	// startCorrupt: why the last start failed etcd's initial corruption
 	// check ("" otherwise); cleared by a start or a set-aside.
 	startCorrupt string
-	// maintainFailed: why the last maintenance failed, and when.
-	maintainFailed   string
-	maintainFailedAt time.Time
-	port             *statusport.Server
+	// reclaimFailed: why the last ReclaimSpace failed, and when.
+	reclaimFailed   string
+	reclaimFailedAt time.Time
+	port            *statusport.Server
 }
 
 // New checks the options and prepares TLS material. It starts nothing.
@@ -183,13 +184,13 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		o.Clock = systemClock{}
 	}
 	m := &Member{
-		opts:    o,
-		log:     o.Logger.Named("member").With("member", o.Name),
-		dir:     datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)},
-		since:   since{},
-		metrics: newMetrics(o.Cluster.Name, o.Name),
+		opts:      o,
+		log:       o.Logger.Named("member").With("member", o.Name),
+		dir:       datadir.Dir{Root: filepath.Join(o.Cluster.DataDir, o.Name)},
+		heldSince: heldSince{},
+		metrics:   newMetrics(o.Cluster.Name, o.Name),
 	}
-	m.bgCtx, m.bgCancel = context.WithCancel(context.Background())
+	m.backgroundCtx, m.cancelBackground = context.WithCancel(context.Background())
 	m.metrics.staleAfter.Set(o.Cluster.Provider.StaleAfter.Seconds())
 	if o.Self != nil {
 		m.self = *o.Self
@@ -263,7 +264,7 @@ func (m *Member) newBackups() *backup.Backups {
 			}
 			return fmt.Sprintf("%x", uint64(e.Server.MemberID()))
 		},
-		Context: m.bgCtx,
+		Context: m.backgroundCtx,
 	})
 }
 

@@ -43,7 +43,7 @@ func TestBackupsResumeAfterAFailedMetadataWrite(t *testing.T) {
 	}
 	// The write after etcd became ready failed: the ids are 0.
 	m.mu.Lock()
-	m.metaDone = nil
+	m.metaCompletedFor = nil
 	m.mu.Unlock()
 	meta, err := m.dir.ReadMeta()
 	if err != nil {

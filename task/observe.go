@@ -103,8 +103,8 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		DefragMinSize: c.Etcd.DefragMinSize,
 	}
 	m.observeCorrupt(e, &o)
-	if m.maintainFailed != "" && now.Sub(m.maintainFailedAt) < maintainBackoff {
-		o.MaintainFailed = m.maintainFailed
+	if m.reclaimFailed != "" && now.Sub(m.reclaimFailedAt) < reclaimBackoff {
+		o.ReclaimFailed = m.reclaimFailed
 	}
 	rec, err := reads.Record(ctx)
 	switch {
@@ -281,14 +281,14 @@ func (m *Member) observeMembers(ctx context.Context, insts []provider.Instance, 
 	for i, pm := range resp.Members {
 		seen[pm.ID] = true
 		o.Members[i] = planner.Member{ID: pm.ID, Name: pm.Name, PeerURLs: pm.PeerURLs, ClientURLs: pm.ClientURLs, Learner: pm.IsLearner,
-			AbsentFor: m.since.hold(condition{condAbsent, pm.ID}, !present(pm.Name, pm.PeerURLs), now)}
+			AbsentFor: m.heldSince.hold(condition{condAbsent, pm.ID}, !present(pm.Name, pm.PeerURLs), now)}
 	}
 	m.probeHealth(ctx, cli, resp.Members, o)
 	for i, mem := range o.Members {
-		o.Members[i].UnhealthyFor = m.since.hold(condition{condUnhealthy, mem.ID}, !mem.Healthy, now)
+		o.Members[i].UnhealthyFor = m.heldSince.hold(condition{condUnhealthy, mem.ID}, !mem.Healthy, now)
 	}
-	m.since.keepOnly(condAbsent, seen)
-	m.since.keepOnly(condUnhealthy, seen)
+	m.heldSince.keepOnly(condAbsent, seen)
+	m.heldSince.keepOnly(condUnhealthy, seen)
 }
 
 // memberList asks endpoints for the member list.

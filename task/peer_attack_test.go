@@ -37,7 +37,7 @@ func peerGet(url string, kp tls.Certificate) (int, error) {
 	return resp.StatusCode, nil
 }
 
-// Issue 29 item 1, in the attack's own form: an application holding only
+// The peer CA (certs/peer.go), in the attack's own form: an application holding only
 // the certificate the exchange gave it (CN billing-api, role limited to
 // /billing/) reached /members on the peer port, and from there raft
 // itself (POST /raft with a forged MsgApp was committed). Neither that

@@ -67,7 +67,7 @@ func ls(t *testing.T, dir string) []string {
 	return out
 }
 
-// Issue 18, item 1's tail: asides and data carried from earlier
+// Pruning what was set aside (invariant 7): asides and data carried from earlier
 // allocations grow without bound. A member that runs as a healthy voter of
 // the confirmed record prunes them by the documented rule (task/backup/prune.go),
 // from its loop: the newest two asides, the newest copy of every
@@ -124,8 +124,8 @@ func TestAsidesPrunedByTheRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	mayPrune := func(o planner.Observation) bool {
-		o.Upkeep.PruneDue = true
-		return planner.PlanUpkeep(o).PruneAsides
+		o.SideJobs.PruneDue = true
+		return planner.PlanSideJobs(o).PruneAsides
 	}
 	if !mayPrune(o) {
 		t.Fatalf("a healthy voter of the confirmed record may not prune: %+v", o)

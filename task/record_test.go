@@ -11,7 +11,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// Issue 24 item 6: every RecordCluster a member writes while an outside
+// Every RecordCluster a member writes while an outside
 // cluster is migrated in ('etcd-nomad migrate'), shaped as the planner
 // shapes it from the record it read (confirm the cluster id, correct it)
 // or from this member's data (re-record the same incarnation: no join

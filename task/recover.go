@@ -26,12 +26,12 @@ const snapshotListEvery = 15 * time.Second
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
 	o.RecoveryGrace = m.opts.Cluster.RecoveryGrace
-	o.RecordMissingFor = m.since.hold(condition{what: condRecordMissing}, o.Record == nil, now)
+	o.RecordMissingFor = m.heldSince.hold(condition{what: condRecordMissing}, o.Record == nil, now)
 	m.observeSeeder(o, now)
 	if o.Record == nil && !o.Running && o.Local.Empty {
 		// No record and no data here: the store may hold the cluster's
 		// snapshots, which a seed must not abandon (planner.seedFromSnapshot).
-		m.since.hold(quorumLost, false, now)
+		m.heldSince.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		m.observeKnownHealthy(ctx, o, now) // the summary's members, the store's writers: Consul lost its state, a majority may serve
 		return
@@ -40,17 +40,17 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		// This member's own unconfirmed seed or restore, with no data of
 		// it: a newer snapshot means the incarnation ran and every copy
 		// was lost since (planner.restoreOverOwnRecord).
-		m.since.hold(quorumLost, false, now)
+		m.heldSince.hold(quorumLost, false, now)
 		m.observeLatestSnapshot(ctx, o, now)
 		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
-		m.since.hold(quorumLost, false, now)
+		m.heldSince.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
 			// A recovery of its own data it may resume: not beside a
-			// voter it knows, nor below a newer snapshot (review
-			// rev15-sim R1).
+			// voter it knows, nor below a newer snapshot
+			// (invariant 10).
 			m.observeKnownHealthy(ctx, o, now)
 			if !o.Local.Empty {
 				m.observeLatestSnapshot(ctx, o, now)
@@ -59,7 +59,7 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		return
 	}
 	if o.Record.ClusterID != 0 {
-		o.QuorumLostFor = m.since.hold(quorumLost, true, now)
+		o.QuorumLostFor = m.heldSince.hold(quorumLost, true, now)
 	}
 	m.observeLatestSnapshot(ctx, o, now)
 	m.observeKnownHealthy(ctx, o, now)
@@ -288,7 +288,7 @@ func (m *Member) observeSeeder(o *planner.Observation, now time.Time) {
 			listed = listed || in.Name == rec.Seeder
 		}
 	}
-	o.SeederGoneFor = m.since.hold(condition{what: condSeederGone}, rec != nil && rec.ClusterID == 0 && !listed, now)
+	o.SeederGoneFor = m.heldSince.hold(condition{what: condSeederGone}, rec != nil && rec.ClusterID == 0 && !listed, now)
 }
 
 // recover carries out RecoverQuorum: the next epoch is recorded (fenced by
@@ -429,7 +429,7 @@ func (m *Member) setRecord(r coord.Record) {
 }
 
 // forceNewAllowed reports whether a ForceNew flag left in meta may still
-// be honoured (defect 11): only for the recovery this member recorded from
+// be honoured (invariant 10; TestStaleForceNewFlagIsNeverHonoured): only for the recovery this member recorded from
 // its own data and that is not confirmed yet. Once the record is confirmed
 // (or names another incarnation) a ForceNewCluster start would cut this
 // member out of a cluster that has other members: it is refused.

@@ -117,7 +117,8 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 	}
 }
 
-// Issue 24: an operator's recovery from a snapshot was verified by its
+// A restore is all or refuse (docs/design.md, the safety invariants'
+// table): an operator's recovery from a snapshot was verified by its
 // command to reach the chain's end, and the record says so
 // (SourceRevision). A segment damaged between the command and the
 // seeder's install makes the install refuse, before anything is moved,

@@ -28,7 +28,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/task/trust"
 )
 
-// Issue 29: a coordinator writer plants a CA rotation or a plaintext CA.
+// docs/security.md's threat model, a Consul key writer: it plants a CA rotation or a plaintext CA.
 // The attacker of these tests has key write on the coordinator (Consul KV,
 // here the local coordinator's directory) and key read: it reads the
 // cluster CA's certificate and its sealed blob, never the KEK or the CA's

@@ -34,14 +34,14 @@ const (
 	condRecordMissing = "record missing"
 )
 
-// since remembers from when each condition has held: the "since when"
+// heldSince remembers from when each condition has held: the "since when"
 // behind the planner's durations (AbsentFor, UnhealthyFor, QuorumLostFor,
 // SeederGoneFor). Loop only.
-type since map[condition]time.Time
+type heldSince map[condition]time.Time
 
 // hold records whether c holds at now and returns for how long it has
 // held: 0 when it does not (it is then forgotten) or has just begun.
-func (s since) hold(c condition, holds bool, now time.Time) time.Duration {
+func (s heldSince) hold(c condition, holds bool, now time.Time) time.Duration {
 	if !holds {
 		delete(s, c)
 		return 0
@@ -55,7 +55,7 @@ func (s since) hold(c condition, holds bool, now time.Time) time.Duration {
 }
 
 // keepOnly forgets the conditions named what of members not in ids.
-func (s since) keepOnly(what string, ids map[uint64]bool) {
+func (s heldSince) keepOnly(what string, ids map[uint64]bool) {
 	for c := range s {
 		if c.what == what && !ids[c.id] {
 			delete(s, c)

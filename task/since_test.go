@@ -28,7 +28,7 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 func TestSinceCountsFromTheFirstSightAndForgetsWhenItStops(t *testing.T) {
-	s := since{}
+	s := heldSince{}
 	t0 := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 	a, b := condition{condAbsent, 1}, condition{condAbsent, 2}
 	if d := s.hold(a, true, t0); d != 0 {

@@ -97,7 +97,7 @@ func (m *Member) lastDecisionAt(t *testing.T) float64 {
 	return 0
 }
 
-// Issue 18, item 7: a scheduled snapshot uploading to a slow store neither
+// A scheduled snapshot uploading to a slow store neither
 // stalls the leader's loop nor holds the coordination lock. While the
 // leader's upload runs (about a minute at 64 KiB/s), two members join as
 // learners and are promoted, the leader keeps deciding at its pace, and no

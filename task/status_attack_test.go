@@ -280,7 +280,7 @@ func TestHungJWKSReadBlocksNoOtherRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, cfg := statusTarget(t, true, nomad.JWKS{Client: nc})
+	m, cfg := statusTarget(t, true, nomadglue.JWKS{Client: nc})
 	post := func(timeout time.Duration) (int, error) {
 		hc := &http.Client{Timeout: timeout, Transport: &http.Transport{TLSClientConfig: cfg}}
 		defer hc.CloseIdleConnections()

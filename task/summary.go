@@ -57,7 +57,7 @@ type SummaryMember struct {
 	ClientURLs []string `json:"client_urls,omitempty"`
 }
 
-// publishSummary writes the summary (Upkeep.PublishSummary: this member
+// publishSummary writes the summary (SideJobs.PublishSummary: this member
 // leads) when it changed, and every summaryBeat unchanged.
 func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
@@ -90,7 +90,7 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 // collected majority, and a recovery started a second cluster beside
 // it), and within the recovery grace: it must be well below it. A member
 // without data probes the summary's members, and Consul may have lost it
-// or restored an older one meanwhile (data review, session 11: an idle
+// or restored an older one meanwhile (invariant 10: an idle
 // leader never wrote it again). One small write every few seconds.
 const summaryBeat = 5 * time.Second
 

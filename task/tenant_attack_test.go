@@ -507,7 +507,7 @@ func TestTenantCanTakeAnotherTenantsKeylessLease(t *testing.T) {
 // maintenance compacts and defragments but keeps the alarm while the live
 // data is above 90% of the quota, and loses no acknowledged key. Once
 // root deletes the tenant's keys, the next maintenance (within
-// maintainBackoff of the one that failed) disarms the alarm and everyone
+// reclaimBackoff of the one that failed) disarms the alarm and everyone
 // writes again.
 func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing.T) {
 	if testing.Short() {
@@ -627,7 +627,7 @@ func TestTenantFillingTheQuotaStopsEveryTenantUntilRootDeletesItsKeys(t *testing
 		t.Errorf("root deleted %d keys, the tenant had %d acknowledged", dr.Deleted, len(acked))
 	}
 	deleted := time.Now()
-	waitUntil(t, maintainBackoff+time.Minute, "every tenant writes again", func() (bool, string) {
+	waitUntil(t, reclaimBackoff+time.Minute, "every tenant writes again", func() (bool, string) {
 		for _, cli := range []*clientv3.Client{victim, root} {
 			if err := putErr(cli, "/shipping/after"); err != nil {
 				return false, fmt.Sprintf("%v; %s", err, m.reason())

@@ -20,7 +20,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
@@ -53,13 +53,13 @@ func (e *runEnv) backupFigures(ctx context.Context, costRPO bool) ([]bench.Resul
 // with it off: put throughput alternating between them, then the RPO on
 // the first.
 func (e *runEnv) deltaCostAndRPO(ctx context.Context) ([]bench.Result, []string, error) {
-	ports, err := localcluster.AllocatePorts(6)
+	ports, err := localmode.AllocatePorts(6)
 	if err != nil {
 		return nil, nil, err
 	}
 	storeOn, storeOff := filepath.Join(e.opts.work, "backup-store-on"), filepath.Join(e.opts.work, "backup-store-off")
-	opts := func(name, store, deltas string) localcluster.Options {
-		return localcluster.Options{Name: name, TLSMode: config.TLSOff, StaleAfter: time.Minute, SnapshotDir: store, SnapshotInterval: 30 * time.Minute, DeltaInterval: deltas}
+	opts := func(name, store, deltas string) localmode.Options {
+		return localmode.Options{Name: name, TLSMode: config.TLSOff, StaleAfter: time.Minute, SnapshotDir: store, SnapshotInterval: 30 * time.Minute, DeltaInterval: deltas}
 	}
 	on, err := e.managedClusterIn(ctx, ports[:3], "deltas on", "backup-on", opts("bench-on", storeOn, e.opts.deltaInterval.String()))
 	if err != nil {
@@ -195,7 +195,7 @@ func (e *runEnv) rpoFigure(ctx context.Context, c *cluster, store snapshot.Store
 		return bench.Result{}, "", ctx.Err()
 	case <-time.After(e.opts.rpoWrite):
 	}
-	names := []string{localcluster.MemberName(0), localcluster.MemberName(1), localcluster.MemberName(2)}
+	names := []string{localmode.MemberName(0), localmode.MemberName(1), localmode.MemberName(2)}
 	for _, n := range names {
 		if err := c.sup.Kill(n, syscall.SIGKILL); err != nil {
 			stopWriting()
@@ -282,7 +282,7 @@ func (e *runEnv) restoreFromStore(ctx context.Context, store snapshot.Store, enc
 	if _, err := snapshot.FetchInto(ctx, store, full.Name, dataDir, enc, nil); err != nil {
 		return nil, nil, nil, rr, err
 	}
-	ports, err := localcluster.AllocatePorts(1)
+	ports, err := localmode.AllocatePorts(1)
 	if err != nil {
 		return nil, nil, nil, rr, err
 	}
@@ -350,7 +350,7 @@ const (
 func (e *runEnv) replayFigure(ctx context.Context) (bench.Result, string, error) {
 	dir := filepath.Join(e.opts.work, "replay")
 	defer os.RemoveAll(dir)
-	ports, err := localcluster.AllocatePorts(1)
+	ports, err := localmode.AllocatePorts(1)
 	if err != nil {
 		return bench.Result{}, "", err
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/etcd-nomad/etcd-nomad/backends"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"net"
 	"net/url"
 	"os"

@@ -21,7 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 // KV workload shape.
@@ -40,15 +40,15 @@ type cluster struct {
 	pids func() []int
 	stop func()
 	// sup and lay, for an etcd-nomad cluster: its members and files.
-	sup *localcluster.Supervisor
-	lay localcluster.Layout
+	sup *localmode.Supervisor
+	lay localmode.Layout
 }
 
 // plainCluster starts 3 plain embedded etcd member processes.
-func (e *runEnv) plainCluster(ctx context.Context, ports []localcluster.MemberPorts) (*cluster, error) {
+func (e *runEnv) plainCluster(ctx context.Context, ports []localmode.MemberPorts) (*cluster, error) {
 	var peers []string
 	for i, p := range ports {
-		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", localcluster.MemberName(i), p.Peer))
+		peers = append(peers, fmt.Sprintf("%s=http://127.0.0.1:%d", localmode.MemberName(i), p.Peer))
 	}
 	var children []*child
 	c := &cluster{name: "plain etcd"}
@@ -66,7 +66,7 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []localcluster.MemberPo
 	}
 	for i, p := range ports {
 		f := defaultEtcdFlags()
-		f.Name = localcluster.MemberName(i)
+		f.Name = localmode.MemberName(i)
 		f.Dir = filepath.Join(e.opts.work, "kv-plain", f.Name)
 		f.ClientURL = fmt.Sprintf("http://127.0.0.1:%d", p.Client)
 		f.PeerURL = fmt.Sprintf("http://127.0.0.1:%d", p.Peer)
@@ -84,22 +84,22 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []localcluster.MemberPo
 
 // managedCluster starts 3 etcd-nomad member processes (local package:
 // static provider, file-lock coordinator), TLS off like the plain side.
-func (e *runEnv) managedCluster(ctx context.Context, ports []localcluster.MemberPorts) (*cluster, error) {
-	return e.managedClusterIn(ctx, ports, "etcd-nomad", "kv-managed", localcluster.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute})
+func (e *runEnv) managedCluster(ctx context.Context, ports []localmode.MemberPorts) (*cluster, error) {
+	return e.managedClusterIn(ctx, ports, "etcd-nomad", "kv-managed", localmode.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute})
 }
 
 // managedClusterIn is managedCluster with its own name, directory (under
 // the scratch directory) and cluster options.
-func (e *runEnv) managedClusterIn(ctx context.Context, ports []localcluster.MemberPorts, name, dir string, o localcluster.Options) (*cluster, error) {
+func (e *runEnv) managedClusterIn(ctx context.Context, ports []localmode.MemberPorts, name, dir string, o localmode.Options) (*cluster, error) {
 	bin, err := e.etcdNomad(ctx)
 	if err != nil {
 		return nil, err
 	}
-	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, dir)}
+	lay := localmode.Layout{Dir: filepath.Join(e.opts.work, dir)}
 	if err := lay.WriteConfig(o, ports); err != nil {
 		return nil, err
 	}
-	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
+	sup := &localmode.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
 	c := &cluster{name: name, sup: sup, lay: lay}
 	c.stop = func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
@@ -109,12 +109,12 @@ func (e *runEnv) managedClusterIn(ctx context.Context, ports []localcluster.Memb
 	c.pids = func() []int {
 		var out []int
 		for i := range ports {
-			out = append(out, sup.PID(localcluster.MemberName(i)))
+			out = append(out, sup.PID(localmode.MemberName(i)))
 		}
 		return out
 	}
 	for i, p := range ports {
-		if err := sup.Start(localcluster.MemberName(i)); err != nil {
+		if err := sup.Start(localmode.MemberName(i)); err != nil {
 			c.stop()
 			return nil, err
 		}
@@ -258,7 +258,7 @@ func middle[T ~float64 | ~int64](vs []T) T {
 // one, both up at the same time, with the workloads alternating between
 // them so that the machine's other load falls on both alike.
 func (e *runEnv) kvFigures(ctx context.Context, kv, overhead bool) ([]bench.Result, []string, error) {
-	ports, err := localcluster.AllocatePorts(6)
+	ports, err := localmode.AllocatePorts(6)
 	if err != nil {
 		return nil, nil, err
 	}

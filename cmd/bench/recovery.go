@@ -13,7 +13,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 // recoveryGrace is the recovery_grace of the quorum-loss figure: the
@@ -29,27 +29,27 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	if err != nil {
 		return nil, nil, err
 	}
-	ports, err := localcluster.AllocatePorts(3)
+	ports, err := localmode.AllocatePorts(3)
 	if err != nil {
 		return nil, nil, err
 	}
-	lay := localcluster.Layout{Dir: filepath.Join(e.opts.work, "recovery")}
-	opts := localcluster.Options{Name: "bench-recovery", TLSMode: config.TLSOff, StaleAfter: 2 * time.Second, RecoveryGrace: recoveryGrace}
+	lay := localmode.Layout{Dir: filepath.Join(e.opts.work, "recovery")}
+	opts := localmode.Options{Name: "bench-recovery", TLSMode: config.TLSOff, StaleAfter: 2 * time.Second, RecoveryGrace: recoveryGrace}
 	if err := lay.WriteConfig(opts, ports); err != nil {
 		return nil, nil, err
 	}
-	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Restart: true, Log: e.log.Named("supervisor")}
+	sup := &localmode.Supervisor{Bin: bin, Layout: lay, Restart: true, Log: e.log.Named("supervisor")}
 	defer func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
 			e.log.Warn("stop recovery members", "error", err)
 		}
 	}()
 	for i := range ports {
-		if err := sup.Start(localcluster.MemberName(i)); err != nil {
+		if err := sup.Start(localmode.MemberName(i)); err != nil {
 			return nil, nil, err
 		}
 	}
-	eps := func(ps []localcluster.MemberPorts) []string {
+	eps := func(ps []localmode.MemberPorts) []string {
 		var out []string
 		for _, p := range ps {
 			out = append(out, fmt.Sprintf("http://127.0.0.1:%d", p.Client))
@@ -100,11 +100,11 @@ func (e *runEnv) recoveryFigure(ctx context.Context) ([]bench.Result, []string, 
 	}
 	// The lost slots come back as new, empty members on new ports, as
 	// replacements on other hosts would.
-	fresh, err := localcluster.AllocatePorts(2)
+	fresh, err := localmode.AllocatePorts(2)
 	if err != nil {
 		return nil, nil, err
 	}
-	ports = []localcluster.MemberPorts{ports[0], fresh[0], fresh[1]}
+	ports = []localmode.MemberPorts{ports[0], fresh[0], fresh[1]}
 	if err := lay.WriteConfig(opts, ports); err != nil {
 		return nil, nil, err
 	}

@@ -25,7 +25,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
 	"github.com/etcd-nomad/etcd-nomad/internal/procstat"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/snapshot"
 	"github.com/etcd-nomad/etcd-nomad/snapshot/file"
 )
@@ -173,7 +173,7 @@ func (e *runEnv) snapshotFigures(ctx context.Context) ([]bench.Result, []string,
 	if !e.opts.keep {
 		defer os.RemoveAll(dir)
 	}
-	ports, err := localcluster.AllocatePorts(2)
+	ports, err := localmode.AllocatePorts(2)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -21,7 +21,8 @@ import (
 // a lock, an election, a watch: clustertest.Consumer), kills one member's
 // process with SIGKILL, and requires the member back (Nomad restarts the
 // task on its data) with every acknowledged leased key on its lease and
-// the consumer's session alive throughout. Issue 24 item 0: a member whose
+// the consumer's session alive throughout. Before task's
+// TestRestartWithLeasedDataRejoinsAsTheSameMember, a member whose
 // data held one leased key panicked at every start, forever; no workload of
 // the demo's test held a lease.
 func checkConsumerSurvivesARestart(t *testing.T, dir string, cli *clientv3.Client) {

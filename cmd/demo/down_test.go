@@ -97,7 +97,7 @@ func requireAgents(t *testing.T) {
 	}
 }
 
-// Defect 14: `make demo-down` stopped the Nomad agent while the job's
+// demo-down waits for the job's allocations: `make demo-down` stopped the Nomad agent while the job's
 // allocations were still stopping (the purged job's allocations vanished
 // from the list at once, so the wait for them returned at once); the dev
 // agent then stopped its allocations itself, was killed when that took

@@ -21,7 +21,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
-// checkConsulUI is the Consul UI health view of issue 30, in a real
+// checkConsulUI is the Consul UI health view (docs/consul-ui-service.png), in a real
 // browser: the demo's service page (consulUI, the address up printed)
 // lists the 3 members' instances with their checks passing; each
 // instance's page shows its member check passing with the member's name,

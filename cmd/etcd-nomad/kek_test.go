@@ -9,7 +9,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/config"
 )
 
-// Issue 29 item 9: docs/install.md's path is validate, job render, then a plain
+// docs/install.md's path is validate, job render, then a plain
 // `nomad job run`. Where the members cannot create the key that seals the
 // cluster CA themselves (Nomad ACLs: workload identities only read their
 // variable), validate and job render say up front the one command to run

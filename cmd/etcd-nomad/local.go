@@ -17,7 +17,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
@@ -72,7 +72,7 @@ func (c *localUpCommand) Run(args []string) int {
 		c.ui.Error(err.Error())
 		return 1
 	}
-	lay := localcluster.Layout{Dir: abs}
+	lay := localmode.Layout{Dir: abs}
 	if pid := readPID(lay); pid > 0 && syscall.Kill(pid, 0) == nil {
 		c.ui.Error(fmt.Sprintf("a local cluster already runs in %s (pid %d); stop it with: etcd-nomad local down -dir %s", abs, pid, *dir))
 		return 1
@@ -87,7 +87,7 @@ func (c *localUpCommand) Run(args []string) int {
 		return 1
 	}
 	log := hclog.New(&hclog.LoggerOptions{Name: "local", Output: os.Stderr, Level: hclog.Info})
-	sup := &localcluster.Supervisor{Bin: bin, Layout: lay, Log: log, Restart: true}
+	sup := &localmode.Supervisor{Bin: bin, Layout: lay, Log: log, Restart: true}
 	if err := os.WriteFile(lay.PIDFile(), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
 		c.ui.Error(err.Error())
 		return 1
@@ -118,7 +118,7 @@ func (c *localUpCommand) Run(args []string) int {
 }
 
 // prepare writes the definition on first use and returns the cluster name.
-func (c *localUpCommand) prepare(lay localcluster.Layout, size int) string {
+func (c *localUpCommand) prepare(lay localmode.Layout, size int) string {
 	if _, err := os.Stat(lay.Config()); err == nil {
 		cl := loadConfig(c.ui, lay.Config())
 		if cl == nil {
@@ -129,12 +129,12 @@ func (c *localUpCommand) prepare(lay localcluster.Layout, size int) string {
 		}
 		return cl.Name
 	}
-	ports, err := localcluster.AllocatePorts(size)
+	ports, err := localmode.AllocatePorts(size)
 	if err != nil {
 		c.ui.Error(err.Error())
 		return ""
 	}
-	if err := lay.WriteConfig(localcluster.Options{Name: "local"}, ports); err != nil {
+	if err := lay.WriteConfig(localmode.Options{Name: "local"}, ports); err != nil {
 		c.ui.Error(fmt.Sprintf("write %s: %v", lay.Config(), err))
 		return ""
 	}
@@ -142,7 +142,7 @@ func (c *localUpCommand) prepare(lay localcluster.Layout, size int) string {
 	return "local"
 }
 
-func memberNames(lay localcluster.Layout) []string {
+func memberNames(lay localmode.Layout) []string {
 	cl, _, diags := loadConfigQuiet(lay.Config())
 	if diags != nil {
 		return nil
@@ -154,7 +154,7 @@ func memberNames(lay localcluster.Layout) []string {
 	return out
 }
 
-func (c *localUpCommand) waitHealthy(ctx context.Context, lay localcluster.Layout, cluster string, timeout time.Duration) int {
+func (c *localUpCommand) waitHealthy(ctx context.Context, lay localmode.Layout, cluster string, timeout time.Duration) int {
 	cl := loadConfig(c.ui, lay.Config())
 	if cl == nil {
 		return 1
@@ -240,7 +240,7 @@ func (c *localDownCommand) Run(args []string) int {
 		return 1
 	}
 	abs, _ := filepath.Abs(*dir)
-	lay := localcluster.Layout{Dir: abs}
+	lay := localmode.Layout{Dir: abs}
 	pid := readPID(lay)
 	if pid <= 0 || syscall.Kill(pid, 0) != nil {
 		c.ui.Output("no local cluster runs in " + abs)
@@ -262,7 +262,7 @@ func (c *localDownCommand) Run(args []string) int {
 	return 0
 }
 
-func readPID(lay localcluster.Layout) int {
+func readPID(lay localmode.Layout) int {
 	b, err := os.ReadFile(lay.PIDFile())
 	if err != nil {
 		return 0

@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/coord/local"
 )
 
-// Issue 29 item 3, on the path `etcd-nomad env` takes (operatorCert, KEK
+// A plaintext CA planted by a coordinator writer (docs/security.md), on the path `etcd-nomad env` takes (operatorCert, KEK
 // from ETCD_NOMAD_CA_KEK): a writer of the coordinator deletes ca-sealed
 // and stores its own CA in the clear at ca. The operator with the KEK is
 // refused, with both keys named, and gets no certificate; on 6d70c97 env

@@ -197,7 +197,7 @@ func (c *recoverCommand) Run(args []string) int {
 // -accept-data-loss; so does an object members refuse (no MAC, a MAC that
 // does not verify, or a genuine snapshot of no incarnation of the
 // record's lineage) whose chain reaches past from's revision, beside
-// which the automatic path waits (review rev13-data 2). The new epoch is
+// which the automatic path waits (invariant 8). The new epoch is
 // above every snapshot's that authenticates, of the lineage or not.
 func operatorRecover(ctx context.Context, ui cli.Ui, cl *config.Cluster, from string, acceptLoss bool) (planner.Record, error) {
 	all, kept, err := storeObjects(ctx, cl)
@@ -265,8 +265,8 @@ func storeObjects(ctx context.Context, cl *config.Cluster) (all, kept []snapshot
 // the newest snapshot among them with its chain end (nil if none), which
 // a source older than it needs -accept-data-loss beside and the
 // operator is advised to restore; and the highest epoch of any of kept,
-// of the lineage or not, which the new epoch is recorded above (review
-// rev13-data 3: a genuine snapshot the lineage calls foreign, of an
+// of the lineage or not, which the new epoch is recorded above (invariant
+// 9: a genuine snapshot the lineage calls foreign, of an
 // incarnation that ran after a record Consul restored, would otherwise
 // share the new epoch, and stay the newest by epoch over its writes).
 func storeView(rec *planner.Record, kept []snapshot.Meta) (*planner.SnapshotInfo, uint64, []snapshot.Meta) {
@@ -442,8 +442,8 @@ func operatorRestore(ctx context.Context, ui cli.Ui, cl *config.Cluster, name, m
 // learner holding newer data than any source). It is verified for end
 // first, then for that shorter end: a verification for "whatever
 // verifies" never went around a damaged delta an overlapping one bridges,
-// and lost the writes after it although the store held them (review of
-// the operator model, session 13, F3).
+// and lost the writes after it although the store held them (a restore
+// is all or refuse).
 func verifyRestore(ctx context.Context, ui cli.Ui, store snapshot.Store, enc snapshot.Encryption, full snapshot.Meta, end int64, acceptLoss bool) (datadir.Installed, error) {
 	scratch, err := os.MkdirTemp("", "etcd-nomad-recover-")
 	if err != nil {

@@ -202,7 +202,7 @@ func TestRecoverFromAVerifiedSnapshotIsRecorded(t *testing.T) {
 	}
 }
 
-// Issue 24: the snapshot an operator's recovery names fails its checksum:
+// A restore is all or refuse: the snapshot an operator's recovery names fails its checksum:
 // the command refuses, naming it, and records nothing (before, it
 // recorded the next epoch and m0 waited on a restore that cannot
 // complete).
@@ -248,7 +248,7 @@ func TestRecoverRefusesASnapshotThatDoesNotDecrypt(t *testing.T) {
 	f.unchanged(t)
 }
 
-// Issue 24: a delta segment of the snapshot's chain fails its checksum,
+// A restore is all or refuse: a delta segment of the snapshot's chain fails its checksum,
 // or is listed but cannot be read: the restore would stop short of the
 // chain end the recovery was compared at (or never complete). The
 // command refuses, naming the segment, and records nothing.

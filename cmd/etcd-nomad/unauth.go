@@ -158,7 +158,7 @@ func chooseRestore(ui cli.Ui, all []snapshot.Meta, enc *snapshot.Encryption, lin
 		// incarnation of the record's lineage: put back by a store
 		// writer, or taken of an incarnation that ran after the record
 		// (Consul restored an older one), whose writes this restore would
-		// set aside; the members wait beside it (review rev13-data 3).
+		// set aside; the members wait beside it (invariant 8).
 		what := fmt.Sprintf("the store holds snapshot %s (cluster id %s, epoch %d, its chain reaching revision %d), newer than %s (epoch %d, revision %d) and of no incarnation of the cluster record's lineage: "+
 			"put back by someone who can write the store, or taken of an incarnation that ran after the record (Consul restored an older one); only you can tell",
 			f.Name, f.ClusterID, f.Epoch, fend, full.Name, full.Epoch, end)

@@ -24,7 +24,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 var (
@@ -276,7 +276,7 @@ func allocLogs(t *testing.T, job string) string {
 func TestMemberWithoutTokenSaysSo(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	dir := t.TempDir()
-	ports, err := localcluster.FreePorts(3)
+	ports, err := localmode.FreePorts(3)
 	if err != nil {
 		t.Fatal(err)
 	}

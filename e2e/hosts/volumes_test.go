@@ -15,7 +15,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 )
 
-// TestDataFollowsAllocationsOnHostVolumes (issue 14, "data follows
+// TestDataFollowsAllocationsOnHostVolumes (invariant 12, "data follows
 // allocations"): members run with driver "exec" on the host volume "etcd"
 // of three client hosts, one per host. `nomad job stop` (every member
 // stops) then `nomad job run` of the same job brings the cluster back from

@@ -4,16 +4,16 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
 // FreePorts returns n distinct free TCP ports on 127.0.0.1, failing t when
-// there are none. The ports come from localcluster.FreePorts, the one
+// there are none. The ports come from localmode.FreePorts, the one
 // place that finds free ports (local mode allocates its members' with it).
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
-	ps, err := localcluster.FreePorts(n)
+	ps, err := localmode.FreePorts(n)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/etcd-nomad/etcd-nomad/localcluster"
+	"github.com/etcd-nomad/etcd-nomad/localmode"
 )
 
 // Pinned versions, matching tools/build.sh.
@@ -64,7 +64,7 @@ func binAndPorts(name, version string, n int) (string, []int, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	p, err := localcluster.FreePorts(n)
+	p, err := localmode.FreePorts(n)
 	return bin, p, err
 }
 

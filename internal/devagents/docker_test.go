@@ -288,7 +288,7 @@ func TestDockerEngineOfADeadTestIsSwept(t *testing.T) {
 	}
 }
 
-// Issue 28 item 5: a default dockerd turns bridge netfilter on and sets
+// A default dockerd turns bridge netfilter on and sets
 // the iptables FORWARD policy to DROP; the testbed's bridge then forwards
 // nothing and StartHosts timed out ("consul agent c1 is not an alive
 // member"). It now says what blocks forwarding, at once.

@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
 
@@ -27,7 +27,8 @@ func groupJob(group string, count int) *api.Job {
 	return &api.Job{TaskGroups: []*api.TaskGroup{{Name: &group, Count: &count}}}
 }
 
-// Defect 2: allocations whose client is disconnected (unknown) or lost were
+// Invariant 10 (an allocation Nomad marks unknown or lost counts as
+// possibly alive): allocations whose client is disconnected (unknown) or lost were
 // dropped from Instances, so a survivor could think they were gone and
 // recover (ForceNewCluster) while they still held a quorum behind a
 // partition, and the leader removed a healthy disconnected voter after

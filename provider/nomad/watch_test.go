@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
-	nomadglue "github.com/etcd-nomad/etcd-nomad/nomad"
+	"github.com/etcd-nomad/etcd-nomad/nomad"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 	"github.com/etcd-nomad/etcd-nomad/provider/nomad"
 )
@@ -188,9 +188,9 @@ func describe(insts []provider.Instance, err error) string {
 	return b.String()
 }
 
-// Defect 10: the watch advanced its allocation index before the job read
-// succeeded, so the allocation change that came with a failed job read was
-// dropped until the next change (up to the 5-minute blocking query). Here
+// The watch's allocation index moves only after a job read succeeds: it
+// advanced before the job read succeeded, so the allocation change that
+// came with a failed job read was dropped until the next change (up to the 5-minute blocking query). Here
 // the only allocation fails and nothing changes after it, and the first
 // job read after the failure is failed on purpose (the job has its own
 // watch now, which may not read it again at all): the provider must stop

@@ -243,8 +243,8 @@ func namesCannotEscape(t *testing.T, s snapshot.Store) {
 // copy) neither fails the listing nor hides its object: it is listed by
 // what its name encodes (snapshot.NameMeta), and authentication refuses
 // it, as it refuses a forged MAC. A failed listing holds every seed,
-// recovery and save of the members (the file store failed it until
-// session 13); a hidden object let a writer who overwrote the newest
+// recovery and save of the members (the file store failed it once);
+// a hidden object let a writer who overwrote the newest
 // segment's metadata with garbage make members recover from older data
 // (third security review).
 func corruptMetadataIsListedRefused(t *testing.T, s snapshot.Store, raw Raw) {
@@ -288,8 +288,7 @@ func listedRefused(t *testing.T, m snapshot.Meta, name string, revision int64) {
 // A metadata object larger than snapshot.MaxMetaSize (valid JSON, one
 // huge field) is corrupt, listed refused by its name, and the listing
 // reads no more of it than that: read whole, a store writer's object of a
-// few GiB was an OOM of every member in turn (session-13 security
-// review).
+// few GiB was an OOM of every member in turn.
 func oversizeMetadataIsListedRefusedUnread(t *testing.T, s snapshot.Store, raw Raw) {
 	ctx := timeout(t)
 	good := put(t, ctx, s, 400, []byte("good"))

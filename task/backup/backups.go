@@ -4,7 +4,7 @@
 // listing, authenticated, with the objects it refuses.
 //
 // It is one part of the member supervisor (docs/redesign.md): the loop in
-// package task decides when (planner.Upkeep) and calls down into it; it
+// package task decides when (planner.SideJobs) and calls down into it; it
 // never calls back into the loop and imports no other part.
 package backup
 
@@ -58,7 +58,7 @@ type Config struct {
 }
 
 // Backups carries out the member's backups: the loop says when (its
-// Upkeep), Backups does the work, the long part in the background.
+// SideJobs), Backups does the work, the long part in the background.
 type Backups struct {
 	cfg Config
 	log hclog.Logger
@@ -89,11 +89,11 @@ type Backups struct {
 	snapshotErr string
 	// pruning (under mu): pruneAsides runs.
 	pruning bool
-	// bgCtx ends when the member stops; bg counts background saves and
-	// pruning.
-	bgCtx    context.Context
-	bgCancel context.CancelFunc
-	bg       sync.WaitGroup
+	// backgroundCtx ends when the member stops; background counts the
+	// background saves and pruning runs.
+	backgroundCtx    context.Context
+	cancelBackground context.CancelFunc
+	background       sync.WaitGroup
 
 	// refusedSnapshots: objects whose metadata failed authentication
 	// (listAuthentic), each logged once; guarded by refusedMu.
@@ -104,7 +104,7 @@ type Backups struct {
 // New builds the backups. It starts nothing.
 func New(cfg Config) *Backups {
 	b := &Backups{cfg: cfg, log: cfg.Log, dir: cfg.Dir}
-	b.bgCtx, b.bgCancel = context.WithCancel(cfg.Context)
+	b.backgroundCtx, b.cancelBackground = context.WithCancel(cfg.Context)
 	b.snapMetrics = newSnapshotMetrics(cfg.Metrics, cfg.Labels, cfg.Snapshots)
 	return b
 }
@@ -156,10 +156,10 @@ const backgroundStopWait = 5 * time.Second
 // once.
 func (b *Backups) Stop() {
 	b.mu.Lock()
-	b.bgCancel()
+	b.cancelBackground()
 	b.mu.Unlock()
 	done := make(chan struct{})
-	go func() { b.bg.Wait(); close(done) }()
+	go func() { b.background.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(backgroundStopWait):

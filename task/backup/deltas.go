@@ -34,7 +34,7 @@ type deltaRun struct {
 // which starts a new chain. A recorder still running on a former leader
 // for a moment writes segments that overlap the new leader's; a chain
 // skips what it already covers (snapshot.Chain). record
-// (Upkeep.RecordDeltas) says whether it runs here.
+// (SideJobs.RecordDeltas) says whether it runs here.
 //
 // Segments are MACed with the base's stamp, so a recorder runs only while
 // that stamp is what this member's own data runs and the record names too

@@ -12,7 +12,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
-// Pruning what was set aside (issue 18, item 1): data is renamed into
+// Pruning what was set aside: data is renamed into
 // aside/, never deleted on the spot (invariant 7), and Nomad's sticky,
 // migrating disk carries a member's directory, and any sibling left by an
 // earlier allocation, to every replacement. Without a bound the disk fills.
@@ -89,7 +89,7 @@ func expendableAsides(asides []aside, run incarnationKey) []string {
 		case i < asideKeepNewest, !a.MetaOK, a.RevisionErr != nil:
 			// A copy whose backend does not read (revision unknown) may
 			// be the newest of its incarnation's writes: kept, as one
-			// whose metadata does not read (review rev14c-data R2).
+			// whose metadata does not read (invariant 7).
 		case a.Meta.Cluster == run.cluster && a.Meta.Epoch > run.epoch:
 			// Data of an epoch the record has not reached: never.
 		case a.key() == run:
@@ -127,18 +127,18 @@ func readAsides(dir string) ([]aside, error) {
 	return out, nil
 }
 
-// StartPruneAsides applies the rule (Upkeep.PruneAsides: this member is a
+// StartPruneAsides applies the rule (SideJobs.PruneAsides: this member is a
 // healthy voter of the confirmed incarnation) in the background, at most
 // every asidePruneEvery: deleting a large directory must not hold the
 // loop.
 func (b *Backups) StartPruneAsides(o planner.Observation) {
 	b.mu.Lock()
-	if b.pruning || b.bgCtx.Err() != nil {
+	if b.pruning || b.backgroundCtx.Err() != nil {
 		b.mu.Unlock()
 		return
 	}
 	b.pruning = true
-	b.bg.Add(1)
+	b.background.Add(1)
 	b.mu.Unlock()
 	b.nextAsidePrune = b.now().Add(asidePruneEvery)
 	run := incarnationKey{b.cfg.Cluster, o.Record.Token, o.Record.Epoch}
@@ -150,7 +150,7 @@ func (b *Backups) StartPruneAsides(o planner.Observation) {
 		live[in.Name] = true // unknown allocations too: they may come back
 	}
 	go func() {
-		defer b.bg.Done()
+		defer b.background.Done()
 		defer func() {
 			b.mu.Lock()
 			b.pruning = false
@@ -163,7 +163,7 @@ func (b *Backups) StartPruneAsides(o planner.Observation) {
 }
 
 // pruneAsides applies rules 1 and 2 for the running incarnation run; the
-// planner has allowed it (Upkeep.PruneAsides). live reports the provider's live instances
+// planner has allowed it (SideJobs.PruneAsides). live reports the provider's live instances
 // by name, member whether a member id is in the membership.
 func (b *Backups) pruneAsides(run incarnationKey, live func(string) bool, member func(uint64) bool) error {
 	b.carrySiblingsAside(run, live, member)

@@ -199,7 +199,7 @@ func (b *Backups) listLineage(ctx context.Context) ([]snapshot.Meta, error) {
 	return of, nil
 }
 
-// Scheduled carries out Upkeep.Snapshot (this member leads, the
+// Scheduled carries out SideJobs.Snapshot (this member leads, the
 // check is due): it starts the scheduled snapshot unless a save of this
 // member runs. The listing, the lease and the upload run in the background
 // (Start), so the loop keeps its pace during an upload of any
@@ -231,17 +231,17 @@ func (b *Backups) Scheduled(o planner.Observation) {
 // are named by revision and time and each is complete or absent.
 func (b *Backups) Start(ep, why string, scheduled bool) bool {
 	b.mu.Lock()
-	if b.snapRunning || b.bgCtx.Err() != nil {
+	if b.snapRunning || b.backgroundCtx.Err() != nil {
 		b.mu.Unlock()
 		return false
 	}
 	b.snapRunning = true
-	ctx, cancel := context.WithCancel(b.bgCtx)
+	ctx, cancel := context.WithCancel(b.backgroundCtx)
 	b.snapCancel = cancel
-	b.bg.Add(1)
+	b.background.Add(1)
 	b.mu.Unlock()
 	go func() {
-		defer b.bg.Done()
+		defer b.background.Done()
 		defer func() {
 			cancel()
 			b.mu.Lock()

@@ -26,7 +26,7 @@ func newForTest(t *testing.T, name string, co *local.Coordinator) *Backups {
 	return New(cfg)
 }
 
-// The snapshot lease (issue 18, item 7): while one member holds it, a
+// The snapshot lease: while one member holds it, a
 // leader that takes over does not start a second upload; the holder's
 // release frees it; a lease past its end (its holder was killed mid-upload)
 // is taken over. On the real local coordinator.

@@ -143,7 +143,7 @@ type putter interface {
 // lost its state meanwhile; one small write).
 const caCertRepublish = 5 * time.Minute
 
-// PublishCACert carries out Upkeep.PublishCACert: the leader writes the CA
+// PublishCACert carries out SideJobs.PublishCACert: the leader writes the CA
 // certificate to the coordinator when the definition lets workloads
 // exchange identities for certificates.
 func (t *Trust) PublishCACert(ctx context.Context) {

@@ -211,7 +211,7 @@ type rotationState struct {
 // rotationCovers reports whether ca is the old or the new CA of the
 // rotation this member follows.
 func (t *Trust) rotationCovers(ca certs.Pair) bool {
-	p := t.rot.cas.Load()
+	p := t.rotation.cas.Load()
 	fp := certs.Fingerprint(ca.Cert)
 	return p != nil && (fp == p[0] || fp == p[1])
 }
@@ -222,7 +222,7 @@ func pemCert(der []byte) []byte {
 
 // currentCA is the CA this member issues from.
 func (t *Trust) currentCA() *certs.Pair {
-	if p := t.rot.issuer.Load(); p != nil {
+	if p := t.rotation.issuer.Load(); p != nil {
 		return p
 	}
 	return t.ca
@@ -230,7 +230,7 @@ func (t *Trust) currentCA() *certs.Pair {
 
 // chain is what this member presents after its certificates.
 func (t *Trust) chain() []byte {
-	if c := t.rot.chain.Load(); c != nil {
+	if c := t.rotation.chain.Load(); c != nil {
 		return *c
 	}
 	return nil
@@ -238,7 +238,7 @@ func (t *Trust) chain() []byte {
 
 // peerChain is what this member presents after its peer certificates.
 func (t *Trust) peerChain() []byte {
-	if c := t.rot.peerChain.Load(); c != nil {
+	if c := t.rotation.peerChain.Load(); c != nil {
 		return *c
 	}
 	return nil
@@ -247,7 +247,7 @@ func (t *Trust) peerChain() []byte {
 // peerTrust is the peer CAs the peer port trusts: those of the CAs a
 // rotation trusts when this member follows one, else the current CA's.
 func (t *Trust) peerTrust() ([]byte, error) {
-	if tr := t.rot.peerTrust.Load(); tr != nil {
+	if tr := t.rotation.peerTrust.Load(); tr != nil {
 		return *tr, nil
 	}
 	return certs.PeerCACert(*t.currentCA())
@@ -263,7 +263,7 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 	// request while it is current.
 	r, err := LoadRotation(ctx, t.cfg.Reads)
 	if errors.Is(err, coord.ErrNotStored) {
-		t.rot.refused.Store(nil)
+		t.rotation.refused.Store(nil)
 		return false
 	}
 	if err != nil {
@@ -271,7 +271,7 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 		return false
 	}
 	step := r.Started.UTC().Format(time.RFC3339Nano) + " " + r.Phase
-	if p := t.rot.step.Load(); p != nil && *p == step {
+	if p := t.rotation.step.Load(); p != nil && *p == step {
 		return false
 	}
 	// Nothing of the record is used before it proves itself: a writer of
@@ -300,7 +300,7 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 	if trustsOld {
 		trust = append(certs.Certificates(r.OldCert), trust...)
 	}
-	t.rot.cas.Store(&[2]string{oldFP, newFP})
+	t.rotation.cas.Store(&[2]string{oldFP, newFP})
 	peerOld, peerCross, peerChain, peerNew, err := t.rotationPeerCAs(r, oldFP, next)
 	if err != nil {
 		t.warnRotation("peer CAs: " + err.Error())
@@ -310,15 +310,15 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 	if !trustsOld {
 		peerTrust = peerNew
 	}
-	t.rot.trust.Store(&trust)
-	t.rot.peerTrust.Store(&peerTrust)
+	t.rotation.trust.Store(&trust)
+	t.rotation.peerTrust.Store(&peerTrust)
 	var st []byte
 	for _, ca := range []certs.Pair{*cur, next} {
 		if s, err := certs.StatusCA(ca); err == nil {
 			st = append(st, s.Cert...)
 		}
 	}
-	t.rot.statusCAs.Store(&st)
+	t.rotation.statusCAs.Store(&st)
 	reissue := false
 	issuingNew := f.Cross
 	if f.IssueNew {
@@ -327,7 +327,7 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 			t.warnRotation("save the new CA: " + err.Error())
 			return false
 		}
-		t.rot.issuer.Store(&next)
+		t.rotation.issuer.Store(&next)
 		reissue = true
 	}
 	// Certificates of the new CA are presented with the whole chain;
@@ -338,7 +338,7 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 		want = bytes.TrimPrefix(want, certs.Certificates(r.Cross))
 	}
 	if have := t.chain(); !bytes.Equal(have, want) {
-		t.rot.chain.Store(&want)
+		t.rotation.chain.Store(&want)
 		reissue = true
 	}
 	// The same on the peer port, with the peer CAs' cross certificates.
@@ -347,17 +347,17 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 		wantPeer = bytes.TrimPrefix(wantPeer, peerCross)
 	}
 	if have := t.peerChain(); !bytes.Equal(have, wantPeer) {
-		t.rot.peerChain.Store(&wantPeer)
+		t.rotation.peerChain.Store(&wantPeer)
 		reissue = true
 	}
 	if r.Phase == PhaseTrust || !bytes.Equal(t.trustedCAs(), trust) || !bytes.Equal(t.trustedPeerCAs(), peerTrust) {
 		reissue = true // writes ca.crt and peer-ca.crt with the trust
 	}
 	phase := r.Phase
-	t.rot.phase.Store(&phase)
-	t.rot.step.Store(&step)
-	t.rot.warned = ""
-	t.rot.refused.Store(nil)
+	t.rotation.phase.Store(&phase)
+	t.rotation.step.Store(&step)
+	t.rotation.warned = ""
+	t.rotation.refused.Store(nil)
 	t.log.Info("following the CA rotation", "phase", r.Phase, "old_ca", oldFP, "new_ca", newFP, "issuer", certs.Fingerprint(t.currentCA().Cert))
 	return reissue
 }
@@ -368,11 +368,11 @@ func (t *Trust) followRotation(ctx context.Context) bool {
 func (t *Trust) refuseRotation(r Rotation, why string) {
 	msg := fmt.Sprintf("the CA rotation record %s (phase %s, started %s) is refused: %s; an operator's `tls rotate-ca` writes a new CA sealed with the cluster's key encryption key and certified by the current CA; if none started this one, delete the record and find who wrote it",
 		clusterca.Location(t.cfg.Cluster, rotationKey), r.Phase, r.Started.UTC().Format(time.RFC3339), why)
-	t.rot.refused.Store(&msg)
-	if t.rot.warned == msg {
+	t.rotation.refused.Store(&msg)
+	if t.rotation.warned == msg {
 		return
 	}
-	t.rot.warned = msg
+	t.rotation.warned = msg
 	t.log.Error("CA rotation refused", "reason", msg)
 }
 
@@ -381,7 +381,7 @@ func (t *Trust) refuseRotation(r Rotation, why string) {
 func (t *Trust) alreadyTrusts(caCert []byte) bool {
 	fp := certs.Fingerprint(caCert)
 	var have []byte
-	if tr := t.rot.trust.Load(); tr != nil {
+	if tr := t.rotation.trust.Load(); tr != nil {
 		have = append(have, *tr...)
 	}
 	if b, err := os.ReadFile(memberFiles(t.cfg.Dir).CA); err == nil {
@@ -435,7 +435,7 @@ func (t *Trust) rotationPeerCAs(r Rotation, oldFP string, next certs.Pair) (old,
 // adds no peer CA of its own.
 func (t *Trust) trustedAmong(peerCA []byte) []byte {
 	var have []byte
-	if tr := t.rot.peerTrust.Load(); tr != nil {
+	if tr := t.rotation.peerTrust.Load(); tr != nil {
 		have = append(have, *tr...)
 	}
 	if b, err := os.ReadFile(peerFiles(t.cfg.Dir).CA); err == nil {
@@ -455,17 +455,17 @@ func (t *Trust) trustedAmong(peerCA []byte) []byte {
 }
 
 func (t *Trust) warnRotation(msg string) {
-	if t.rot.warned == msg {
+	if t.rotation.warned == msg {
 		return
 	}
-	t.rot.warned = msg
+	t.rotation.warned = msg
 	t.log.Warn("CA rotation not followed", "reason", msg)
 }
 
 // rotationTrust is the CA certificates to trust: the rotation's when
 // this member follows one, else the current CA's.
 func (t *Trust) rotationTrust() []byte {
-	if tr := t.rot.trust.Load(); tr != nil {
+	if tr := t.rotation.trust.Load(); tr != nil {
 		return *tr
 	}
 	return t.currentCA().Cert
@@ -482,10 +482,10 @@ func (t *Trust) RotationView() *status.RotationView {
 			v.Trusted = append(v.Trusted, certs.Fingerprint(pemCert(c.Raw)))
 		}
 	}
-	if p := t.rot.phase.Load(); p != nil {
+	if p := t.rotation.phase.Load(); p != nil {
 		v.Phase = *p
 	}
-	if p := t.rot.refused.Load(); p != nil {
+	if p := t.rotation.refused.Load(); p != nil {
 		v.Refused = *p
 	}
 	return v
@@ -495,7 +495,7 @@ func (t *Trust) RotationView() *status.RotationView {
 // every CA this member trusts now and of their status CAs (a CA rotation
 // adds and removes them while the member runs).
 func (t *Trust) statusServerConfig(base *tls.Config) *tls.Config {
-	tr := t.rot.trust.Load()
+	tr := t.rotation.trust.Load()
 	if tr == nil {
 		return base
 	}
@@ -503,7 +503,7 @@ func (t *Trust) statusServerConfig(base *tls.Config) *tls.Config {
 	cfg.GetConfigForClient = nil
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(*tr)
-	if s := t.rot.statusCAs.Load(); s != nil {
+	if s := t.rotation.statusCAs.Load(); s != nil {
 		pool.AppendCertsFromPEM(*s)
 	}
 	cfg.ClientCAs = pool

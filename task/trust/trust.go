@@ -67,9 +67,10 @@ type Trust struct {
 	scheme   string
 	tlsFiles certs.Files
 	peerTLS  *tls.Config // client side, for peers' /status and etcd clients
-	hcOnce   sync.Once
-	hc       *http.Client // peers' /status (HTTPClient)
-	ca       *certs.Pair  // tls auto: the cluster CA this member's certificates come from
+	// statusClient reads peers' /status (HTTPClient), made once.
+	statusClientOnce sync.Once
+	statusClient     *http.Client
+	ca               *certs.Pair // tls auto: the cluster CA this member's certificates come from
 	// mu guards caMismatch: the coordinator holds another CA than ca.
 	mu         sync.Mutex
 	caMismatch *status.CAMismatch
@@ -77,7 +78,7 @@ type Trust struct {
 	// clear (clusterca.ExposedKey), read at every CA check; nil: none.
 	caExposed atomic.Pointer[clusterca.Exposure]
 	renew     *renewal      // certificates renewed while running (renew.go)
-	rot       rotationState // the CA rotation this member follows (rotate.go)
+	rotation  rotationState // the CA rotation this member follows (rotate.go)
 	caChecked time.Time
 	// caCertPublished: the leader's last write of the CA certificate
 	// (publishCACert).
@@ -215,7 +216,7 @@ func (t *Trust) Earliest() (string, time.Time) { return t.renew.earliest() }
 // StatusCAs are the status CAs a rotation adds to those /status accepts
 // (PEM); nil while this member follows none.
 func (t *Trust) StatusCAs() []byte {
-	if s := t.rot.statusCAs.Load(); s != nil {
+	if s := t.rotation.statusCAs.Load(); s != nil {
 		return *s
 	}
 	return nil
@@ -228,14 +229,14 @@ func (t *Trust) Handler() http.Handler { return http.HandlerFunc(t.serveExchange
 // keep-alive connections are reused from loop to loop. (A client made per
 // loop left two connections open every second, for good.)
 func (t *Trust) HTTPClient() *http.Client {
-	t.hcOnce.Do(func() {
-		t.hc = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{
+	t.statusClientOnce.Do(func() {
+		t.statusClient = &http.Client{Timeout: requestTimeout, Transport: &http.Transport{
 			TLSClientConfig:     t.peerTLS,
 			MaxIdleConnsPerHost: 2,
 			IdleConnTimeout:     90 * time.Second,
 		}}
 	})
-	return t.hc
+	return t.statusClient
 }
 
 // StatusServerTLS is the status port's server side of TLS, nil with TLS

@@ -1,9 +1,9 @@
 package planner
 
-// UpkeepState is what the loop observed of its upkeep jobs: which are
+// SideJobState is what the loop observed of its side jobs: which are
 // configured for this member, and which are due by their own pacing (the
 // loop paces them; the planner decides whether they run).
-type UpkeepState struct {
+type SideJobState struct {
 	// Leaving: the provider is taking this instance away while it runs
 	// (an ASG lifecycle hook) and has not been told yet that it left.
 	Leaving bool
@@ -28,10 +28,10 @@ type UpkeepState struct {
 	PruneDue bool
 }
 
-// Upkeep is what the loop does beside the decision. Each job is carried
+// SideJobs is what the loop does beside the decision. Each job is carried
 // out by the loop as told (publishing only what changed, pacing the next
 // run); none of them decides on its own whether it runs.
-type Upkeep struct {
+type SideJobs struct {
 	// Depart: leave the cluster, then tell the provider the instance may
 	// go (PlanLeave decides whether the removal is safe).
 	Depart bool
@@ -58,12 +58,12 @@ type Upkeep struct {
 	PruneAsides bool
 }
 
-// PlanUpkeep decides the loop's upkeep from o and o.Upkeep.
-func PlanUpkeep(o Observation) Upkeep {
-	u := o.Upkeep
+// PlanSideJobs decides the loop's side jobs from o and o.SideJobs.
+func PlanSideJobs(o Observation) SideJobs {
+	u := o.SideJobs
 	leads := o.Running && o.LeaderID == o.SelfID
 	confirmedLeader := leads && o.MembersKnown
-	return Upkeep{
+	return SideJobs{
 		Depart: u.Leaving,
 		// At once when the record is gone (Consul lost its state), and
 		// when due otherwise: the CA alone may be lost, or replaced,

@@ -8,7 +8,7 @@ import (
 )
 
 // observeLoop is the loop's observation: the member's (observe) with the
-// state of its upkeep jobs, for planner.PlanUpkeep.
+// state of its side jobs, for planner.PlanSideJobs.
 func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observation, error) {
 	o, err := m.observeFrom(ctx, reads)
 	if err != nil {
@@ -17,7 +17,7 @@ func (m *Member) observeLoop(ctx context.Context, reads Reads) (planner.Observat
 	now := m.now()
 	s := m.opts.Snapshots
 	_, summary := m.opts.Coordinator.(summaryWriter)
-	o.Upkeep = planner.UpkeepState{
+	o.SideJobs = planner.SideJobState{
 		Leaving:          m.observeLeaving(ctx),
 		CA:               m.trust.CA() != nil,
 		CACheckDue:       m.trust.CheckDue(now),
@@ -57,9 +57,9 @@ func (m *Member) observeLeaving(ctx context.Context) bool {
 	return leaving
 }
 
-// upkeep carries out the upkeep the planner decided (planner.PlanUpkeep),
+// runSideJobs carries out the side jobs the planner decided (planner.PlanSideJobs),
 // in this order; Depart is carried out by the loop before it.
-func (m *Member) upkeep(ctx context.Context, o planner.Observation, u planner.Upkeep) {
+func (m *Member) runSideJobs(ctx context.Context, o planner.Observation, u planner.SideJobs) {
 	if u.CheckCA {
 		m.trust.Check(ctx)
 	}

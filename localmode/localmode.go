@@ -1,9 +1,9 @@
-// Package localcluster runs a cluster on one machine without Nomad: it writes a
+// Package localmode runs a cluster on one machine without Nomad: it writes a
 // cluster definition with free loopback ports, the static provider and the
 // local coordinator, and supervises one `etcd-nomad member` child process
 // per member, restarting a child that dies as Nomad would. It is what
 // `etcd-nomad local up` and the integration tests use.
-package localcluster
+package localmode
 
 import (
 	"context"

@@ -17,17 +17,17 @@ import (
 // whole database file (about a second per 100 MiB on a slow disk).
 const defragTimeout = 5 * time.Minute
 
-// maintainBackoff is how long a member waits after a failed maintenance
+// reclaimBackoff is how long a member waits after a failed ReclaimSpace
 // before trying again: a database whose live data is above the disarm
 // mark would otherwise be defragmented over and over.
-const maintainBackoff = time.Minute
+const reclaimBackoff = time.Minute
 
-// maintain carries out planner.Maintain under the lock: compact to the
-// current revision, defragment the members in the planner's order (the
+// reclaimSpace carries out planner.ReclaimSpace under the lock: compact
+// to the current revision, defragment the members in the planner's order (the
 // leader, last, hands leadership to a healthy voter first), then disarm
 // NOSPACE once every member is below d.DisarmBelow. The lock is checked
 // before each step: a holder that lost it stops.
-func (m *Member) maintain(ctx context.Context, o planner.Observation, d planner.Decision) error {
+func (m *Member) reclaimSpace(ctx context.Context, o planner.Observation, d planner.Decision) error {
 	if _, err := m.heldLock(); err != nil {
 		return err
 	}

@@ -26,7 +26,7 @@ func TestMaintenance(t *testing.T) {
 		check  func(Decision) bool
 	}{
 		{"nothing to do", func(o *Observation) {}, Wait, "nothing to do", nil},
-		{"NOSPACE: compact, followers first, leader last, disarm", func(o *Observation) { o.NoSpace = true }, Maintain, "NOSPACE",
+		{"NOSPACE: compact, followers first, leader last, disarm", func(o *Observation) { o.NoSpace = true }, ReclaimSpace, "NOSPACE",
 			func(d Decision) bool {
 				return d.Compact && d.Disarm && reflect.DeepEqual(d.Defrag, []uint64{1, 3, 2}) && d.DisarmBelow == 15099494
 			}},
@@ -35,13 +35,13 @@ func TestMaintenance(t *testing.T) {
 			for i := range o.Members {
 				o.Members[i].DBSize = 4 * mib
 			}
-		}, Maintain, "disarming", func(d Decision) bool { return d.Disarm && !d.Compact && len(d.Defrag) == 0 }},
+		}, ReclaimSpace, "disarming", func(d Decision) bool { return d.Disarm && !d.Compact && len(d.Defrag) == 0 }},
 		{"NOSPACE without the lock", func(o *Observation) { o.NoSpace, o.HoldsLock = true, false }, Wait, "taking the lock", func(d Decision) bool { return d.NeedsLock }},
 		{"NOSPACE, a member unhealthy", func(o *Observation) { o.NoSpace = true; o.Members[0].Healthy = false }, Wait, "m0 is unhealthy", func(d Decision) bool { return !d.NeedsLock }},
 		{"NOSPACE, one voter short", func(o *Observation) { o.NoSpace = true; o.DesiredSize = 4 }, Wait, "3 of 4 voters", nil},
 		{"NOSPACE on a follower", func(o *Observation) { o.NoSpace = true; o.LeaderID = 1 }, Wait, "nothing to do", nil},
 		{"NOSPACE paused", func(o *Observation) { o.NoSpace = true; o.Paused = "paused by ops" }, Wait, "paused (", nil},
-		{"fragmented follower", func(o *Observation) { o.Members[2] = sized(o.Members[2], 16*mib, 4*mib) }, Maintain, "fragmented: m2",
+		{"fragmented follower", func(o *Observation) { o.Members[2] = sized(o.Members[2], 16*mib, 4*mib) }, ReclaimSpace, "fragmented: m2",
 			func(d Decision) bool { return !d.Compact && !d.Disarm && reflect.DeepEqual(d.Defrag, []uint64{3}) }},
 		{"fragmented but small", func(o *Observation) {
 			o.Members[2] = sized(o.Members[2], 16*mib, 4*mib)

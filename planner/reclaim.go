@@ -10,7 +10,8 @@ import (
 // next writes would raise it again at once.
 const DisarmShare = 0.9
 
-// maintenance decides the leader's housekeeping of the database, taken
+// reclaimSpace decides the leader's maintenance of the database (reclaiming
+// its space: compaction, defragmentation, the NOSPACE alarm), taken
 // only on a healthy, complete cluster (every voter healthy, the desired
 // size, no learner): a member defragmenting stops serving while it runs,
 // so with one already down a defragmentation would cost the quorum.
@@ -19,8 +20,8 @@ const DisarmShare = 0.9
 // DisarmShare of the quota. Otherwise the members whose database is
 // fragmented beyond DefragRatio are defragmented. Followers go first and
 // the leader last; the action hands leadership away before it. ok is false
-// when there is nothing to maintain.
-func (r rules) maintenance(o Observation, name string) (Decision, bool) {
+// when there is nothing to reclaim.
+func (r rules) reclaimSpace(o Observation, name string) (Decision, bool) {
 	if o.LeaderID != o.SelfID || (!o.NoSpace && o.DefragRatio <= 0) {
 		return Decision{}, false
 	}
@@ -53,8 +54,8 @@ func (r rules) maintenance(o Observation, name string) (Decision, bool) {
 	if !o.NoSpace {
 		what = "fragmented: " + strings.Join(frag, ", ")
 	}
-	if o.MaintainFailed != "" {
-		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member's last maintenance failed (%s): not again yet", what, o.MaintainFailed)}, true
+	if o.ReclaimFailed != "" {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but this member's last maintenance failed (%s): not again yet", what, o.ReclaimFailed)}, true
 	}
 	if why := degraded(o); why != "" {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but %s: not defragmenting (a member stops serving while it defragments)", what, why)}, true
@@ -62,7 +63,7 @@ func (r rules) maintenance(o Observation, name string) (Decision, bool) {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: what + ": taking the lock to maintain the database"}, true
 	}
-	d := Decision{Kind: Maintain, Name: name, Defrag: order}
+	d := Decision{Kind: ReclaimSpace, Name: name, Defrag: order}
 	if o.NoSpace {
 		d.Compact, d.Disarm, d.DisarmBelow = true, true, int64(DisarmShare*float64(o.Quota))
 		if allBelow {
