@@ -118,6 +118,11 @@ func (m *Member) shutdown() {
 	if e != nil {
 		m.leave()
 		m.stopSnapshot()
+		// From here this shutdown closes the server: forgotten by the
+		// process, it is never closed a second time (embed.Etcd.Close
+		// panics "close of closed channel"; CI saw it when a Close that
+		// outlasted StopTimeout was followed by the test kit's Stop).
+		m.proc.Take()
 		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
 		done := make(chan struct{})
 		go func() { e.Close(); close(done) }()
