@@ -316,6 +316,9 @@ func Check(o Observation, d Decision) error {
 				if r := o.Record; r.LastConfirmedEpoch != 0 && (o.Local.Token != r.LastConfirmedToken || o.Local.Epoch != r.LastConfirmedEpoch) {
 					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of token %s epoch %d with data of token %s epoch %d", r.Epoch, r.LastConfirmedToken, r.LastConfirmedEpoch, o.Local.Token, o.Local.Epoch)
 				}
+				if s := o.LatestSnapshot; s != nil && s.Epoch >= o.Record.Epoch {
+					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of epoch %d while the store holds snapshot %s of epoch %d, taken after the record", o.Record.Epoch, o.Local.Epoch, s.Name, s.Epoch)
+				}
 			}
 			if d.From == FromSnapshot {
 				// An operator's restore of the snapshot they chose
