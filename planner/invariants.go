@@ -484,6 +484,20 @@ func Check(o Observation, d Decision) error {
 		if src < best || (o.LatestSnapshot != nil && o.LatestSnapshot.Epoch >= dataEpoch && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
+		// Nor below a learner's data of the incarnation, nor beside it
+		// from a snapshot of an older epoch (another line: revisions do
+		// not compare; the learner may be its incarnation's only copy).
+		learnerAhead := func(learner bool, token string, epoch uint64, rev int64) bool {
+			return learner && holds(token, epoch) && (rev > src || d.From == FromSnapshot && o.LatestSnapshot.Epoch < dataEpoch)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && learnerAhead(o.Local.Learner, o.Local.Token, o.Local.Epoch, o.Local.Revision) {
+			return fmt.Errorf("invariant 4: recovery from revision %d while this member, a learner, holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
+		}
+		for _, p := range o.Peers {
+			if learnerAhead(p.Learner, p.Token, p.Epoch, p.Revision) {
+				return fmt.Errorf("invariant 4: recovery from revision %d while learner %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
+			}
+		}
 		// Nor below data of another epoch older than the record's (older
 		// than the source's: its later incarnations lost every copy but
 		// an older snapshot; newer: an incarnation the restored record
