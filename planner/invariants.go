@@ -319,6 +319,9 @@ func Check(o Observation, d Decision) error {
 				if s := o.LatestSnapshot; s != nil && s.Epoch >= o.Record.Epoch {
 					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of epoch %d while the store holds snapshot %s of epoch %d, taken after the record", o.Record.Epoch, o.Local.Epoch, s.Name, s.Epoch)
 				}
+				if o.SnapshotEpoch >= o.Record.Epoch {
+					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of epoch %d while the store holds a snapshot of epoch %d, taken after the record", o.Record.Epoch, o.Local.Epoch, o.SnapshotEpoch)
+				}
 			}
 			if d.From == FromSnapshot {
 				// An operator's restore of the snapshot they chose

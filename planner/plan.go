@@ -614,6 +614,18 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		if s := o.LatestSnapshot; s != nil && (s.Epoch >= rec.Epoch || !bounded && s.Epoch >= l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
 		}
+		// The member lists a snapshot of an epoch above an unconfirmed
+		// record's outside its lineage (snapshot.Lineage), so such a
+		// snapshot is never LatestSnapshot: SnapshotEpoch, the highest
+		// epoch of any snapshot that authenticates, names it (review
+		// rev16a A1: the resume went ahead below epoch 3's snapshot).
+		if o.SnapshotEpoch >= rec.Epoch && r.resumeGuard(resumeNotOverLaterSnapshot) {
+			which := fmt.Sprintf("a snapshot of epoch %d", o.SnapshotEpoch)
+			if rs := o.RefusedSnapshot; rs != nil && rs.Epoch == o.SnapshotEpoch {
+				which = fmt.Sprintf("snapshot %s of epoch %d", rs.Name, rs.Epoch)
+			}
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds %s, taken after the recovery was recorded (of another incarnation: it may hold writes acknowledged since); not resuming from older data: %s", why, l.Revision, which, adoptHint)}, true
+		}
 	}
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to resume it"}, true

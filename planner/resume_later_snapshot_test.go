@@ -130,3 +130,27 @@ func TestOperatorKeepsTheRestoredRecordsLineOverNewerStartedData(t *testing.T) {
 		t.Errorf("m0 starts its epoch 3 data under the operator's recovery from m1: %s: %s", d.Kind, d.Reason)
 	}
 }
+
+// The same as the member sees it: under an unconfirmed record of epoch 2
+// the task's lineage (snapshot.Lineage) does not take a snapshot of epoch
+// 3, so LatestSnapshot is nil and the snapshot is only refused and counted
+// in SnapshotEpoch; the resume still waits, for an operator's record and
+// a member's own (review rev16a A1, red before: the rule read only
+// LatestSnapshot).
+func TestResumeWaitsBelowALaterEpochsSnapshotOutsideTheLineage(t *testing.T) {
+	op := &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1,
+		Operator: true, Accepted: []AcceptedLine{{Token: "tok19", Epoch: 1, Revision: 500}, {Epoch: 1, Revision: 500}}, AcceptedRevision: 500}
+	own := &Record{Token: "tok100", Epoch: 2, Seeder: "m1", Source: FromData, LastConfirmedToken: "tok19", LastConfirmedEpoch: 1}
+	for _, rec := range []*Record{op, own} {
+		o := resumeBelowSnapshotView(rec, &SnapshotInfo{Name: "snap-e3", Epoch: 3, Revision: 400})
+		o.LatestSnapshot = nil
+		o.RefusedSnapshot = &RefusedSnapshot{Name: "snap-e3", Epoch: 3, Revision: 400, BaseRevision: 400, Why: "of another incarnation"}
+		d := Plan(o)
+		if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "epoch 3") {
+			t.Errorf("operator %v: resumed epoch 2 from epoch 1 data beside a snapshot of epoch 3 outside the lineage: %s: %s", rec.Operator, d.Kind, d.Reason)
+		}
+		if err := Check(o, Decision{Kind: RecoverQuorum, Name: "m1", From: FromData, Record: rec}); err == nil {
+			t.Errorf("operator %v: the checker lets the resume through", rec.Operator)
+		}
+	}
+}
