@@ -505,12 +505,21 @@ func Check(o Observation, d Decision) error {
 		// than the source's: its later incarnations lost every copy but
 		// an older snapshot; newer: an incarnation the restored record
 		// does not know of).
-		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && o.Local.Token != "" && o.Local.Epoch < o.Record.Epoch && o.Local.Epoch != dataEpoch && o.Local.Revision > src {
-			return fmt.Errorf("invariant 4: recovery from revision %d while this member holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
+		// Data of an epoch above a snapshot source's is another line:
+		// its revisions do not compare with the snapshot's.
+		srcEpoch := dataEpoch
+		if d.From == FromSnapshot {
+			srcEpoch = o.LatestSnapshot.Epoch
+		}
+		skipped := func(token string, epoch uint64, rev int64) bool {
+			return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && (rev > src || epoch > srcEpoch)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && skipped(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
+			return fmt.Errorf("invariant 4: recovery from revision %d (epoch %d) while this member holds epoch %d at revision %d", src, srcEpoch, o.Local.Epoch, o.Local.Revision)
 		}
 		for _, p := range o.Peers {
-			if p.Token != "" && p.Epoch < o.Record.Epoch && p.Epoch != dataEpoch && p.Revision > src {
-				return fmt.Errorf("invariant 4: recovery from revision %d while peer %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
+			if skipped(p.Token, p.Epoch, p.Revision) {
+				return fmt.Errorf("invariant 4: recovery from revision %d (epoch %d) while peer %s holds epoch %d at revision %d", src, srcEpoch, p.Name, p.Epoch, p.Revision)
 			}
 		}
 	case SetAside:
