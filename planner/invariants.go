@@ -316,6 +316,12 @@ func Check(o Observation, d Decision) error {
 				if r := o.Record; r.LastConfirmedEpoch != 0 && (o.Local.Token != r.LastConfirmedToken || o.Local.Epoch != r.LastConfirmedEpoch) {
 					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of token %s epoch %d with data of token %s epoch %d", r.Epoch, r.LastConfirmedToken, r.LastConfirmedEpoch, o.Local.Token, o.Local.Epoch)
 				}
+				if s := o.LatestSnapshot; s != nil && s.Epoch >= o.Record.Epoch {
+					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of epoch %d while the store holds snapshot %s of epoch %d, taken after the record", o.Record.Epoch, o.Local.Epoch, s.Name, s.Epoch)
+				}
+				if o.SnapshotEpoch >= o.Record.Epoch {
+					return fmt.Errorf("invariant 4: resumed the recovery of epoch %d from data of epoch %d while the store holds a snapshot of epoch %d, taken after the record", o.Record.Epoch, o.Local.Epoch, o.SnapshotEpoch)
+				}
 			}
 			if d.From == FromSnapshot {
 				// An operator's restore of the snapshot they chose
@@ -481,16 +487,39 @@ func Check(o Observation, d Decision) error {
 		if src < best || (o.LatestSnapshot != nil && o.LatestSnapshot.Epoch >= dataEpoch && src < o.LatestSnapshot.Revision) {
 			return fmt.Errorf("invariant 4: recovery from revision %d while %d is known (snapshot %v)", src, best, o.LatestSnapshot)
 		}
+		// Nor below a learner's data of the incarnation, nor beside it
+		// from a snapshot of an older epoch (another line: revisions do
+		// not compare; the learner may be its incarnation's only copy).
+		learnerAhead := func(learner bool, token string, epoch uint64, rev int64) bool {
+			return learner && holds(token, epoch) && (rev > src || d.From == FromSnapshot && o.LatestSnapshot.Epoch < dataEpoch)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && learnerAhead(o.Local.Learner, o.Local.Token, o.Local.Epoch, o.Local.Revision) {
+			return fmt.Errorf("invariant 4: recovery from revision %d while this member, a learner, holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
+		}
+		for _, p := range o.Peers {
+			if learnerAhead(p.Learner, p.Token, p.Epoch, p.Revision) {
+				return fmt.Errorf("invariant 4: recovery from revision %d while learner %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
+			}
+		}
 		// Nor below data of another epoch older than the record's (older
 		// than the source's: its later incarnations lost every copy but
 		// an older snapshot; newer: an incarnation the restored record
 		// does not know of).
-		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && o.Local.Token != "" && o.Local.Epoch < o.Record.Epoch && o.Local.Epoch != dataEpoch && o.Local.Revision > src {
-			return fmt.Errorf("invariant 4: recovery from revision %d while this member holds epoch %d at revision %d", src, o.Local.Epoch, o.Local.Revision)
+		// Data of an epoch above a snapshot source's is another line:
+		// its revisions do not compare with the snapshot's.
+		srcEpoch := dataEpoch
+		if d.From == FromSnapshot {
+			srcEpoch = o.LatestSnapshot.Epoch
+		}
+		skipped := func(token string, epoch uint64, rev int64) bool {
+			return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && (rev > src || epoch > srcEpoch)
+		}
+		if !o.Local.Empty && o.Local.Cluster == o.ClusterName && skipped(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
+			return fmt.Errorf("invariant 4: recovery from revision %d (epoch %d) while this member holds epoch %d at revision %d", src, srcEpoch, o.Local.Epoch, o.Local.Revision)
 		}
 		for _, p := range o.Peers {
-			if p.Token != "" && p.Epoch < o.Record.Epoch && p.Epoch != dataEpoch && p.Revision > src {
-				return fmt.Errorf("invariant 4: recovery from revision %d while peer %s holds epoch %d at revision %d", src, p.Name, p.Epoch, p.Revision)
+			if skipped(p.Token, p.Epoch, p.Revision) {
+				return fmt.Errorf("invariant 4: recovery from revision %d (epoch %d) while peer %s holds epoch %d at revision %d", src, srcEpoch, p.Name, p.Epoch, p.Revision)
 			}
 		}
 	case SetAside:

@@ -600,12 +600,31 @@ func (r rules) resumeRecovery(o Observation, name string) (Decision, bool) {
 		// command saw: laterWrites): a newer one now was taken of a
 		// cluster that went on after the record (review rev15-sim R1).
 		_, bounded := rec.acceptedUpTo("", 0, r)
-		// A snapshot of an epoch above the record's is later than the
-		// record (a recovery's epoch is above every snapshot it saw:
-		// review rev15c C4); one of an epoch from this data's to the
-		// record's is compared by revision (rev15b R1b).
-		if s := o.LatestSnapshot; !bounded && s != nil && (s.Epoch > rec.Epoch || s.Epoch >= l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
+		// A snapshot of the record's epoch or above is later than the
+		// record, whoever wrote it: a recovery's epoch is above every
+		// snapshot its command or its member saw (review rev15c C4, and
+		// rev15d F1 for an operator's), and this data never ran as the
+		// record's epoch (its token is not the record's), so a snapshot
+		// of that epoch is another line's, taken after Consul lost the
+		// record and a second recovery chose the same epoch number
+		// (rev15d F2): revisions of two lines do not compare. Below the
+		// record's epoch, a member's own recovery compares by revision
+		// from this data's epoch (rev15b R1b); an operator's compares
+		// with what its command accepted (laterWrites).
+		if s := o.LatestSnapshot; s != nil && (s.Epoch >= rec.Epoch || !bounded && s.Epoch >= l.Epoch && s.Revision > l.Revision) && r.resumeGuard(resumeNotOverLaterSnapshot) {
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds snapshot %s (epoch %d, revision %d with its deltas), newer: writes acknowledged after the recovery was recorded; not resuming from older data: %s", why, l.Revision, s.Name, s.Epoch, s.Revision, adoptHint)}, true
+		}
+		// The member lists a snapshot of an epoch above an unconfirmed
+		// record's outside its lineage (snapshot.Lineage), so such a
+		// snapshot is never LatestSnapshot: SnapshotEpoch, the highest
+		// epoch of any snapshot that authenticates, names it (review
+		// rev16a A1: the resume went ahead below epoch 3's snapshot).
+		if o.SnapshotEpoch >= rec.Epoch && r.resumeGuard(resumeNotOverLaterSnapshot) {
+			which := fmt.Sprintf("a snapshot of epoch %d", o.SnapshotEpoch)
+			if rs := o.RefusedSnapshot; rs != nil && rs.Epoch == o.SnapshotEpoch {
+				which = fmt.Sprintf("snapshot %s of epoch %d", rs.Name, rs.Epoch)
+			}
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s at revision %d, but the store holds %s, taken after the recovery was recorded (of another incarnation: it may hold writes acknowledged since); not resuming from older data: %s", why, l.Revision, which, adoptHint)}, true
 		}
 	}
 	if !o.HoldsLock {
