@@ -113,11 +113,11 @@ func checkLeaderRemovedLast(o Observation, m Member) error {
 // quorum of the voters.
 func checkReplaceInstance(o Observation, d Decision) error {
 	if o.ReplacementInFlight {
-		return fmt.Errorf("replacement of %s while another replacement is in flight", d.Target)
+		return fmt.Errorf("replacement of %s while another replacement is in flight", d.Instance)
 	}
 	for _, x := range o.Members {
 		if x.Learner || x.Name == "" {
-			return fmt.Errorf("replacement of %s while member %x is in flight", d.Target, x.ID)
+			return fmt.Errorf("replacement of %s while member %x is in flight", d.Instance, x.ID)
 		}
 	}
 	found := false
@@ -132,12 +132,12 @@ func checkReplaceInstance(o Observation, d Decision) error {
 		if x.ID == d.MemberID {
 			found = true
 			if x.Healthy || o.ReplaceAfter <= 0 || x.UnhealthyFor < o.ReplaceAfter {
-				return fmt.Errorf("replacement of %s, which is healthy or not unhealthy long enough", d.Target)
+				return fmt.Errorf("replacement of %s, which is healthy or not unhealthy long enough", d.Instance)
 			}
 		}
 	}
-	if !found || !inInstances(o.Instances, d.Target) || healthy < all/2+1 {
-		return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Target, healthy, all)
+	if !found || !inInstances(o.Instances, d.Instance) || healthy < all/2+1 {
+		return fmt.Errorf("invariant 2: replacement of %s with %d healthy of %d voters", d.Instance, healthy, all)
 	}
 	return nil
 }

@@ -143,7 +143,7 @@ func checkResumedRestore(o Observation) error {
 // unlisted and every instance answering, nothing here or at any peer.
 func checkSeedTakeoverByRestore(o Observation, d Decision) error {
 	r, s := o.Record, o.LatestSnapshot
-	if d.From != FromSnapshot || s == nil || d.Target != s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) ||
+	if d.From != FromSnapshot || s == nil || d.Snapshot != s.Name || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch) ||
 		o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || !o.Local.Empty || o.Running {
 		return fmt.Errorf("invariant 4: took over the seed of %s other than by a restore of the newest snapshot as a newer epoch, after grace, with every instance answering", r.Seeder)
 	}
@@ -163,7 +163,7 @@ func checkSeedTakeoverByRestore(o Observation, d Decision) error {
 // every instance answering).
 func checkOwnRecordAbandoned(o Observation, d Decision) error {
 	r, s := o.Record, o.LatestSnapshot
-	if d.From != FromSnapshot || s == nil || d.Target != s.Name || r.Source == SnapshotSource(s.Name) || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch, o.SnapshotEpoch) {
+	if d.From != FromSnapshot || s == nil || d.Snapshot != s.Name || r.Source == SnapshotSource(s.Name) || d.Record == nil || d.Record.Epoch <= max(r.Epoch, s.Epoch, o.SnapshotEpoch) {
 		return fmt.Errorf("invariant 4: recovery over this member's own unconfirmed record %+v other than a restore of the newest snapshot as a newer epoch", *r)
 	}
 	if !o.Local.Empty || o.Running || o.Unreachable > 0 {
@@ -194,7 +194,7 @@ func checkRecoveryEveryInstanceAnswers(o Observation) error {
 // restore of the newest snapshot waits the recovery grace" (a majority
 // the provider no longer lists may still serve).
 func checkRestoreWithoutRecord(o Observation, d Decision) error {
-	if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
+	if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Snapshot != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
 		return fmt.Errorf("invariant 8: recovery with no record other than a restore of the newest snapshot as a newer epoch")
 	}
 	if o.RecoveryGrace <= 0 || o.RecordMissingFor < o.RecoveryGrace {
@@ -330,7 +330,7 @@ func checkRecoveryFromHighest(o Observation, d Decision, dataEpoch uint64, dataT
 		}
 		src = o.Local.Revision
 	case FromSnapshot:
-		if o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name {
+		if o.LatestSnapshot == nil || d.Snapshot != o.LatestSnapshot.Name {
 			return 0, fmt.Errorf("invariant 4: recovery from a snapshot that is not the newest")
 		}
 		src = o.LatestSnapshot.Revision

@@ -124,7 +124,7 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 		checkSeedTakeoverByRestore, "a gone seeder's seed taken over while an instance is silent",
 		func() view {
 			return view{Observation{Record: &Record{Token: "a", Epoch: 1, Seeder: "m2"}, LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 1}, RecoveryGrace: 5 * time.Minute, SeederGoneFor: 10 * time.Minute, Local: Local{Empty: true}},
-				Decision{Kind: RecoverQuorum, From: FromSnapshot, Target: "s", Record: &Record{Token: "b", Epoch: 2}}}
+				Decision{Kind: RecoverQuorum, From: FromSnapshot, Snapshot: "s", Record: &Record{Token: "b", Epoch: 2}}}
 		},
 		func(v *view) { v.o.Unreachable = 1 },
 		"invariant 4: took over the seed of m2 other than by a restore of the newest snapshot",
@@ -165,7 +165,7 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 		checkReplaceInstance, "a replacement of a member not unhealthy long enough",
 		func() view {
 			return view{Observation{Members: []Member{{ID: 1, Name: "a", Healthy: true}, {ID: 2, Name: "b", Healthy: true}, {ID: 3, Name: "c", UnhealthyFor: 10 * time.Minute}}, ReplaceAfter: 5 * time.Minute, Instances: []Instance{{Name: "c"}}},
-				Decision{Kind: ReplaceInstance, MemberID: 3, Target: "c"}}
+				Decision{Kind: ReplaceInstance, MemberID: 3, Instance: "c"}}
 		},
 		func(v *view) { v.o.Members[2].UnhealthyFor = time.Minute },
 		"replacement of c, which is healthy or not unhealthy long enough",
@@ -222,14 +222,14 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 		checkSeedTakeoverByRestore, "a gone seeder's seed taken over while a peer holds data",
 		func() view {
 			return view{Observation{Record: &Record{Token: "a", Epoch: 1, Seeder: "m2"}, LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 1}, RecoveryGrace: 5 * time.Minute, SeederGoneFor: 10 * time.Minute, Local: Local{Empty: true}, Peers: []PeerStatus{{Name: "m3"}}},
-				Decision{Kind: RecoverQuorum, From: FromSnapshot, Target: "s", Record: &Record{Token: "b", Epoch: 2}}}
+				Decision{Kind: RecoverQuorum, From: FromSnapshot, Snapshot: "s", Record: &Record{Token: "b", Epoch: 2}}}
 		},
 		func(v *view) { v.o.Peers[0].Token = "z" },
 		"invariant 4: took over a seed while peer m3 holds data",
 	}, {
 		checkOwnRecordAbandoned, "the own seed abandoned for a snapshot not the newest",
 		func() view { return ownAbandoned() },
-		func(v *view) { v.d.Target = "t" },
+		func(v *view) { v.d.Snapshot = "t" },
 		"invariant 4: recovery over this member's own unconfirmed record",
 	}, {
 		checkOwnRecordAbandoned, "the own seed abandoned while a peer holds data",
@@ -271,7 +271,7 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 	}, {
 		fromHighestCheck, "a recovery from a snapshot not the newest",
 		func() view { return fromData() },
-		func(v *view) { v.d.From, v.d.Target = FromSnapshot, "s" },
+		func(v *view) { v.d.From, v.d.Snapshot = FromSnapshot, "s" },
 		"invariant 4: recovery from a snapshot that is not the newest",
 	}, {
 		fromHighestCheck, "a recovery from no known source",
@@ -347,17 +347,17 @@ func resumedFromData() checkView {
 
 func resumedRestore() checkView {
 	return checkView{Observation{Record: &Record{Token: "b", Epoch: 3, Seeder: "m1", Source: SnapshotSource("s")}, LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 2}, Peers: []PeerStatus{{Name: "m2"}}},
-		Decision{Kind: RecoverQuorum, From: FromSnapshot, Target: "s", Record: &Record{Token: "b", Epoch: 3}}}
+		Decision{Kind: RecoverQuorum, From: FromSnapshot, Snapshot: "s", Record: &Record{Token: "b", Epoch: 3}}}
 }
 
 func ownAbandoned() checkView {
 	return checkView{Observation{Record: &Record{Token: "a", Epoch: 2, Seeder: "m1"}, LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 1}, Local: Local{Empty: true}, Peers: []PeerStatus{{Name: "m2"}}},
-		Decision{Kind: RecoverQuorum, From: FromSnapshot, Target: "s", Record: &Record{Token: "b", Epoch: 3}}}
+		Decision{Kind: RecoverQuorum, From: FromSnapshot, Snapshot: "s", Record: &Record{Token: "b", Epoch: 3}}}
 }
 
 func noRecordRestore() checkView {
 	return checkView{Observation{LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 1}, RecoveryGrace: 5 * time.Minute, RecordMissingFor: 10 * time.Minute, Local: Local{Empty: true}, Peers: []PeerStatus{{Name: "m2"}}},
-		Decision{Kind: RecoverQuorum, From: FromSnapshot, Target: "s", Record: &Record{Token: "b", Epoch: 2}}}
+		Decision{Kind: RecoverQuorum, From: FromSnapshot, Snapshot: "s", Record: &Record{Token: "b", Epoch: 2}}}
 }
 
 func takeover() checkView {

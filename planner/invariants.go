@@ -203,7 +203,7 @@ func checkRefused(o Observation, d Decision) error {
 		}
 		src := o.Local.Revision
 		if d.From == FromSnapshot {
-			if o.LatestSnapshot == nil || d.Target != o.LatestSnapshot.Name {
+			if o.LatestSnapshot == nil || d.Snapshot != o.LatestSnapshot.Name {
 				return nil // not the newest: the rules below refuse it
 			}
 			src = o.LatestSnapshot.Revision
@@ -233,7 +233,7 @@ func checkListing(o Observation, d Decision) error {
 	case RecoverQuorum:
 		if o.Record != nil && d.Record.Token == o.Record.Token {
 			if d.From == FromSnapshot {
-				return fmt.Errorf("invariant 4: resumed the restore of %s as epoch %d while the snapshot store's listing does not answer (%s)", d.Target, d.Record.Epoch, o.ListingUnanswered)
+				return fmt.Errorf("invariant 4: resumed the restore of %s as epoch %d while the snapshot store's listing does not answer (%s)", d.Snapshot, d.Record.Epoch, o.ListingUnanswered)
 			}
 			return nil
 		}

@@ -27,13 +27,13 @@ func TestNoRecoveryFromAnOlderEpochsSnapshotBesideALearnersNewerEpoch(t *testing
 		t.Fatalf("beside a learner's epoch 4 data, from an epoch 3 snapshot: %s (%s), want a wait for an operator naming the learner", d.Kind, d.Reason)
 	}
 	rec := &Record{Token: "n", Epoch: 5, Seeder: "m0-4", Source: SnapshotSource("snap-1228")}
-	if err := Check(o, Decision{Kind: RecoverQuorum, Name: "m0-4", From: FromSnapshot, Target: "snap-1228", Record: rec}); err == nil || !strings.Contains(err.Error(), "learner m2-4") {
+	if err := Check(o, Decision{Kind: RecoverQuorum, Name: "m0-4", From: FromSnapshot, Snapshot: "snap-1228", Record: rec}); err == nil || !strings.Contains(err.Error(), "learner m2-4") {
 		t.Fatalf("the checker on the restore beside the learner: %v, want invariant 4 naming m2-4", err)
 	}
 	// A snapshot of the learner's own epoch is compared by revision.
 	o.LatestSnapshot = &SnapshotInfo{Name: "snap-e4", Revision: 2000470, Epoch: 4}
 	o.SnapshotEpoch = 4
-	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "snap-e4" {
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Snapshot != "snap-e4" {
 		t.Fatalf("beside a learner below a snapshot of its own epoch: %s (%s), want the restore", d.Kind, d.Reason)
 	}
 }
@@ -59,7 +59,7 @@ func TestNoRecoveryFromAnOlderEpochsSnapshotBesideASkippedEpochsData(t *testing.
 			t.Errorf("learner %v: restore of an epoch 3 snapshot beside epoch 4 data: %s (%s), want a wait for an operator naming m2", learner, d.Kind, d.Reason)
 		}
 		rec := &Record{Token: "n", Epoch: 6, Seeder: "m0", Source: SnapshotSource("snap-e3")}
-		if err := Check(o, Decision{Kind: RecoverQuorum, Name: "m0", From: FromSnapshot, Target: "snap-e3", Record: rec}); err == nil || !strings.Contains(err.Error(), "peer m2") {
+		if err := Check(o, Decision{Kind: RecoverQuorum, Name: "m0", From: FromSnapshot, Snapshot: "snap-e3", Record: rec}); err == nil || !strings.Contains(err.Error(), "peer m2") {
 			t.Errorf("learner %v: the checker on the restore: %v, want invariant 4 naming m2", learner, err)
 		}
 	}

@@ -131,7 +131,7 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "resuming the recovery this member recorded: taking the lock"}
 			}
 			rc := *rec
-			return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: snap, Record: &rc,
+			return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: snap, Record: &rc,
 				Reason: fmt.Sprintf("resuming the recovery of epoch %d from snapshot %s", rec.Epoch, snap)}
 		}
 		if rec.Seeder == name && rec.Source == FromData {
@@ -246,7 +246,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("no cluster record and no member holds data: taking the lock to restore snapshot %s", s.Name)}
 	}
-	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: SnapshotSource(s.Name)},
 		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
 }
@@ -311,7 +311,7 @@ func (r rules) restoreOverOwnRecord(o Observation, name string) (Decision, bool)
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to restore it"}, true
 	}
 	next := r.aboveSnapshots(o, max(rec.top(), s.Epoch)+1)
-	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
 		Reason: fmt.Sprintf("%s: restoring it as epoch %d instead", why, next)}, true
 }
@@ -364,7 +364,7 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
 	}
 	if s := o.LatestSnapshot; s != nil {
-		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Target: s.Name,
+		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 			Record: &Record{Token: o.NewToken, Epoch: max(rec.top(), s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
 			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.top(), s.Epoch)+1)}, true
 	}

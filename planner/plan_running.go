@@ -252,7 +252,7 @@ func (r rules) replacement(o Observation, name string) (Decision, bool) {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to replace its instance"}, true
 	}
-	return Decision{Kind: ReplaceInstance, Name: name, Target: target.Name, MemberID: target.ID, Reason: why + ": asking the provider to replace its instance"}, true
+	return Decision{Kind: ReplaceInstance, Name: name, Instance: target.Name, MemberID: target.ID, Reason: why + ": asking the provider to replace its instance"}, true
 }
 
 // staleMembers lists the members that may be removed, best choice first:

@@ -6,7 +6,12 @@ import (
 	"strings"
 )
 
-// Recovery sources.
+// RecoverFrom is where a RecoverQuorum decision recovers from: FromData
+// or FromSnapshot.
+type RecoverFrom string
+
+// Recovery sources. They stay untyped constants: a record's Source uses
+// them too (FromData, and FromSnapshot as SnapshotSource's prefix).
 const (
 	FromData     = "data"
 	FromSnapshot = "snapshot"
@@ -231,7 +236,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		}
 	}
 	best := cands[0]
-	from, target := FromData, ""
+	from, target := RecoverFrom(FromData), ""
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer) &&
 		(o.LatestSnapshot.Epoch >= dataEpoch || !r.recoveryGuard(snapshotNotOfOlderEpoch))) {
@@ -281,7 +286,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	}
 	lastToken, lastEpoch := rec.lastConfirmed()
 	next := r.nextEpoch(o)
-	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
+	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Snapshot: target,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
 		d.Record.Source = SnapshotSource(target)
@@ -416,7 +421,7 @@ func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src 
 // verified the chain to reach (SourceRevision; 0 in records written
 // before the bound existed: what verifies).
 func InstallWant(o Observation, d Decision, cur *Record) int64 {
-	if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != d.Record.Token) {
+	if s := o.LatestSnapshot; s != nil && s.Name == d.Snapshot && (cur == nil || cur.Token != d.Record.Token) {
 		return s.Revision
 	}
 	if cur != nil && !cur.Operator {
