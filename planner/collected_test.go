@@ -76,12 +76,12 @@ func TestAnOperatorsRestoreWaitsBesideALaterSnapshot(t *testing.T) {
 	if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "snap-203") {
 		t.Fatalf("the operator's restore of snap-126 (67) beside snap-203 (93): %s (%s), want a wait for the operator naming snap-203", d.Kind, d.Reason)
 	}
-	if b := (Faults{RestoreOverLaterSnapshot: true}).Plan(o); b.Kind != RecoverQuorum || b.Target != "snap-126" {
+	if b := (Faults{RestoreOverLaterSnapshot: true}).Plan(o); b.Kind != RecoverQuorum || b.Snapshot != "snap-126" {
 		t.Fatalf("with RestoreOverLaterSnapshot: %s (%s), want the restore that loses revisions 68..93", b.Kind, b.Reason)
 	}
 	// What the command saw and accepted is no reason to wait.
 	o.Record.AcceptedRevision = 93
-	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "snap-126" {
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Snapshot != "snap-126" {
 		t.Fatalf("snap-203 accepted by the command: %s (%s), want the restore", d.Kind, d.Reason)
 	}
 }

@@ -8,5 +8,5 @@
 // computed by the caller, randomness (a new cluster token) as a value the
 // caller generated. This keeps every safety invariant (docs/design.md,
 // "Safety invariants and where they are tested") testable with plain values; see
-// invariants.go for the checker.
+// invariants.go (Check) and check_*.go for the checker.
 package planner

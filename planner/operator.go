@@ -83,7 +83,15 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		if p.Token == "" || p.Name == v.From {
 			continue
 		}
-		if p.Epoch > src.Epoch {
+		// Data of a newer epoch whose ForceNewCluster start began and
+		// never completed is a recovery that may have been overtaken (a
+		// record Consul restored, the older line running on beside it):
+		// the operator may keep the older line over it, setting it aside
+		// like any other line's data, with -accept-data-loss (review
+		// rev15d F3: no command freed the older line's voters, which wait
+		// beside it). Any other newer epoch ran as a cluster: recover from it.
+		startedNewer := p.ForceNewPending && !p.Unstarted && !p.Running
+		if p.Epoch > src.Epoch && !startedNewer {
 			return Record{}, fmt.Errorf("member %s holds epoch %d, newer than %s's epoch %d: recover from %s, or set its data aside first", p.Name, p.Epoch, v.From, src.Epoch, p.Name)
 		}
 		if p.Token == src.Token && p.Epoch == src.Epoch && p.Revision > src.Revision {
@@ -97,7 +105,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// line may have run on (a record Consul restored), so any other
 		// line's data may hold writes it lacks (invariant 10).
 		forked := src.ForceNewPending && !src.Unstarted
-		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision || forked) {
+		if p.Token != src.Token && (p.Epoch == src.Epoch || p.Revision > src.Revision || forked || p.Epoch > src.Epoch) {
 			aside = append(aside, fmt.Sprintf("%s (token %s epoch %d, revision %d)", p.Name, short(p.Token), p.Epoch, p.Revision))
 			names = append(names, p.Name)
 		}

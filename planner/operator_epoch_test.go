@@ -31,12 +31,12 @@ func TestOperatorRecoveryFromAMemberRecordsAnEpochAboveTheNewestSnapshot(t *test
 		LatestSnapshot: latest,
 		Peers:          []PeerStatus{{Name: "m0"}, {Name: "m2"}}}
 	d := Plan(o)
-	t.Logf("later quorum loss: %s from %s %s (%s)", d.Kind, d.From, d.Target, d.Reason)
+	t.Logf("later quorum loss: %s from %s %s (%s)", d.Kind, d.From, d.Snapshot, d.Reason)
 	o0 := o
 	o0.Self, o0.Running, o0.SelfID, o0.Local = Self{Name: "m0"}, false, 0, Local{Empty: true}
 	o0.Peers = []PeerStatus{{Name: "m1", Token: "tokN", Epoch: got.Epoch, MemberID: 0x11, Running: true, Revision: 450}, {Name: "m2"}}
 	d = Plan(o0)
-	t.Logf("m0 (lock holder): %s from %s %s (%s); Check: %v", d.Kind, d.From, d.Target, d.Reason, Check(o0, d))
+	t.Logf("m0 (lock holder): %s from %s %s (%s); Check: %v", d.Kind, d.From, d.Snapshot, d.Reason, Check(o0, d))
 	if got.Epoch <= latest.Epoch {
 		t.Errorf("operator's recovery recorded epoch %d, not above the newest snapshot's epoch %d", got.Epoch, latest.Epoch)
 	}
@@ -63,7 +63,7 @@ func TestOperatorSnapshotRecoveryRecordsAnEpochAboveTheNewestSnapshot(t *testing
 		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}}, Record: &got, Local: Local{Empty: true},
 		LatestSnapshot: latest, Peers: []PeerStatus{{Name: "m1"}, {Name: "m2"}}}
 	d := Plan(o)
-	t.Logf("record epoch %d; restorer: %s %s awaits=%v (%s)", got.Epoch, d.Kind, d.Target, d.AwaitsOperator, d.Reason)
+	t.Logf("record epoch %d; restorer: %s %s awaits=%v (%s)", got.Epoch, d.Kind, d.Snapshot, d.AwaitsOperator, d.Reason)
 	if got.Epoch <= latest.Epoch {
 		t.Errorf("operator's restore recorded epoch %d, not above the newest snapshot's epoch %d", got.Epoch, latest.Epoch)
 	}

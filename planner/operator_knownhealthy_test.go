@@ -25,7 +25,7 @@ func TestOperatorRestoreBesideAKnownHealthyClusterAwaitsTheOperator(t *testing.T
 		t.Fatalf("the operator's restore beside a serving cluster: %s (%s), awaits operator %v; want the operator's wait naming what ends it", d.Kind, d.Reason, d.AwaitsOperator)
 	}
 	o.KnownHealthy = nil
-	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "s-old" {
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Snapshot != "s-old" {
 		t.Fatalf("with nothing serving: %s (%s); want the restore the operator recorded", d.Kind, d.Reason)
 	}
 }

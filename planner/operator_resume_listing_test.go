@@ -29,6 +29,6 @@ func TestOperatorRestoreWaitsWhileTheListingDoesNotAnswer(t *testing.T) {
 	d := Plan(o)
 	t.Logf("listing unanswered: %s: %s", d.Kind, d.Reason)
 	if d.Kind != Wait {
-		t.Fatalf("with the store's listing unanswered the operator's older restore is resumed: %s from %s: %s", d.Kind, d.Target, d.Reason)
+		t.Fatalf("with the store's listing unanswered the operator's older restore is resumed: %s from %s: %s", d.Kind, d.Snapshot, d.Reason)
 	}
 }

@@ -83,7 +83,7 @@ func TestRecoveryPrefersDataOverAnOlderEpochsSnapshot(t *testing.T) {
 		Peers:          []PeerStatus{{Name: "m1"}, {Name: "m2", Token: "tok4", Epoch: 4, MemberID: 9, Running: true, Revision: 1000094}}}
 	d := Plan(o)
 	if d.Kind == RecoverQuorum || !strings.Contains(d.Reason, "member m2 recovers (from data") {
-		t.Fatalf("quorum lost with m2 holding epoch 4 at 1000094 and the newest snapshot of epoch 3 at 1000240: %s from %s %s (%s); want m2 to recover from its data", d.Kind, d.From, d.Target, d.Reason)
+		t.Fatalf("quorum lost with m2 holding epoch 4 at 1000094 and the newest snapshot of epoch 3 at 1000240: %s from %s %s (%s); want m2 to recover from its data", d.Kind, d.From, d.Snapshot, d.Reason)
 	}
 	// A snapshot of the data's epoch still beats older data.
 	o.LatestSnapshot.Epoch = 4
@@ -111,8 +111,8 @@ func TestOperatorRestoreRecordBroughtBackBesideANewerSnapshotWaits(t *testing.T)
 	// A newer snapshot of an older epoch than the record's was there when
 	// the operator chose: the operator's choice stands.
 	o.LatestSnapshot.Epoch = 1
-	if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "snap-167" {
-		t.Fatalf("with the newest snapshot of epoch 1: %s %s (%s); want the operator's restore of snap-167", d.Kind, d.Target, d.Reason)
+	if d := Plan(o); d.Kind != RecoverQuorum || d.Snapshot != "snap-167" {
+		t.Fatalf("with the newest snapshot of epoch 1: %s %s (%s); want the operator's restore of snap-167", d.Kind, d.Snapshot, d.Reason)
 	}
 }
 

@@ -181,16 +181,16 @@ func TestOperatorSnapshotRecovery(t *testing.T) {
 			if d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "s-new") {
 				t.Fatalf("%s: the seeder under the operator's record (accepted %d) beside s-new (60): %s (%s), want a wait naming s-new", c.name, accepted, d.Kind, d.Reason)
 			}
-		} else if d.Kind != RecoverQuorum || d.Target != "s-old" || d.Record.Token != "tokN" {
-			t.Fatalf("%s: the seeder under the operator's record: %s %s (%s)", c.name, d.Kind, d.Target, d.Reason)
+		} else if d.Kind != RecoverQuorum || d.Snapshot != "s-old" || d.Record.Token != "tokN" {
+			t.Fatalf("%s: the seeder under the operator's record: %s %s (%s)", c.name, d.Kind, d.Snapshot, d.Reason)
 		}
 		// Without the operator's mark, the seeder's own restore gives
 		// way to the newest snapshot.
 		auto := got
 		auto.Operator = false
 		o.Record, o.Paused = &auto, ""
-		if d := Plan(o); d.Kind != RecoverQuorum || d.Target != "s-new" {
-			t.Fatalf("%s: an automatic restore record with a newer snapshot stored: %s %s (%s)", c.name, d.Kind, d.Target, d.Reason)
+		if d := Plan(o); d.Kind != RecoverQuorum || d.Snapshot != "s-new" {
+			t.Fatalf("%s: an automatic restore record with a newer snapshot stored: %s %s (%s)", c.name, d.Kind, d.Snapshot, d.Reason)
 		}
 	}
 }

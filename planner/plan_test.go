@@ -60,7 +60,7 @@ func TestReplaceInstance(t *testing.T) {
 		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
 		Members:   members(voter(1, "m0", true), voter(2, "m1", true), sick)}
 	d := unguarded.Plan(o)
-	if d.Kind != ReplaceInstance || d.Target != "m2" {
+	if d.Kind != ReplaceInstance || d.Instance != "m2" {
 		t.Fatalf("want replacement of m2, got %+v", d)
 	}
 	o.ReplacementInFlight = true
@@ -100,7 +100,7 @@ func TestRecoverQuorum(t *testing.T) {
 	}
 	o = base
 	o.LatestSnapshot = &SnapshotInfo{Name: "s", Revision: 800, Epoch: 1}
-	if d := unguarded.Plan(o); d.Kind != RecoverQuorum || d.From != FromSnapshot || d.Target != "s" {
+	if d := unguarded.Plan(o); d.Kind != RecoverQuorum || d.From != FromSnapshot || d.Snapshot != "s" {
 		t.Fatalf("the snapshot is newer than every survivor: got %+v", d)
 	}
 	o = base

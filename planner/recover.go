@@ -6,7 +6,12 @@ import (
 	"strings"
 )
 
-// Recovery sources.
+// RecoverFrom is where a RecoverQuorum decision recovers from: FromData
+// or FromSnapshot.
+type RecoverFrom string
+
+// Recovery sources. They stay untyped constants: a record's Source uses
+// them too (FromData, and FromSnapshot as SnapshotSource's prefix).
 const (
 	FromData     = "data"
 	FromSnapshot = "snapshot"
@@ -85,19 +90,41 @@ func newerThanRecord(o Observation, name string) (Decision, bool) {
 // the chosen source: a learner never seeds a recovery (ForceNewCluster on
 // it leaves no voter), but recovering from older data would drop writes
 // only it holds. An operator decides (snapshot its data, restore it).
-func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataToken string, src int64) (Decision, bool) {
+//
+// A snapshot of an epoch older than the learner's data is of the line
+// the learner's incarnation forked from: revisions of the two lines do
+// not compare, and the learner may be the only copy of its incarnation's
+// writes (sim seed 1010563: epoch 4's voter was replaced, its learner
+// held revision 2000465 of epoch 4, and an epoch 3 snapshot at 2000470
+// was restored over it). srcEpoch is the source's epoch: the data's, or
+// the snapshot's.
+func (r rules) learnerNewer(o Observation, name string, dataEpoch uint64, dataToken string, src int64, srcEpoch uint64) (Decision, bool) {
 	if !r.recoveryGuard(notBelowLearnerData) {
 		return Decision{}, false
 	}
 	holds := func(token string, epoch uint64) bool {
 		return token != "" && epoch == dataEpoch && (dataToken == "" || token == dataToken)
 	}
-	if o.Local.Learner && !o.Local.Empty && holds(o.Local.Token, o.Local.Epoch) && o.Local.Revision > src {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member is a learner holding revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", o.Local.Revision, src)}, true
+	ahead := func(rev int64) string {
+		if srcEpoch < dataEpoch {
+			return fmt.Sprintf("of epoch %d, newer than the best recovery source (epoch %d, revision %d: another line, whose revisions do not compare)", dataEpoch, srcEpoch, src)
+		}
+		if rev > src {
+			return fmt.Sprintf("newer than the best recovery source (%d)", src)
+		}
+		return ""
+	}
+	if o.Local.Learner && !o.Local.Empty && holds(o.Local.Token, o.Local.Epoch) {
+		if why := ahead(o.Local.Revision); why != "" {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member is a learner holding revision %d %s: not recovering from older data; an operator must decide", o.Local.Revision, why)}, true
+		}
 	}
 	for _, p := range o.Peers {
-		if p.Learner && holds(p.Token, p.Epoch) && p.Revision > src {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("learner %s holds revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must decide", p.Name, p.Revision, src)}, true
+		if !p.Learner || !holds(p.Token, p.Epoch) {
+			continue
+		}
+		if why := ahead(p.Revision); why != "" {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("learner %s holds revision %d %s: not recovering from older data; an operator must decide", p.Name, p.Revision, why)}, true
 		}
 	}
 	return Decision{}, false
@@ -209,7 +236,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 		}
 	}
 	best := cands[0]
-	from, target := FromData, ""
+	from, target := RecoverFrom(FromData), ""
 	srcRev := best.revision
 	if !best.data || (o.LatestSnapshot != nil && o.LatestSnapshot.Revision > best.revision && r.recoveryGuard(snapshotOnlyIfNewer) &&
 		(o.LatestSnapshot.Epoch >= dataEpoch || !r.recoveryGuard(snapshotNotOfOlderEpoch))) {
@@ -241,10 +268,14 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 			return d, true
 		}
 	}
-	if d, ok := r.learnerNewer(o, name, dataEpoch, dataToken, srcRev); ok {
+	srcEpoch := dataEpoch
+	if from == FromSnapshot {
+		srcEpoch = o.LatestSnapshot.Epoch
+	}
+	if d, ok := r.learnerNewer(o, name, dataEpoch, dataToken, srcRev, srcEpoch); ok {
 		return d, true
 	}
-	if d, ok := r.olderDataNewer(o, name, dataEpoch, srcRev, why); ok {
+	if d, ok := r.olderDataNewer(o, name, dataEpoch, srcRev, srcEpoch, why); ok {
 		return d, true
 	}
 	if !best.self {
@@ -255,7 +286,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	}
 	lastToken, lastEpoch := rec.lastConfirmed()
 	next := r.nextEpoch(o)
-	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Target: target,
+	d := Decision{Kind: RecoverQuorum, Name: name, From: from, Snapshot: target,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: Source(from), LastConfirmedToken: lastToken, LastConfirmedEpoch: lastEpoch}}
 	if from == FromSnapshot {
 		d.Record.Source = SnapshotSource(target)
@@ -337,22 +368,42 @@ func (r rules) otherIncarnation(o Observation, name string, dataEpoch uint64, da
 // data holds. Revisions only grow along a cluster's line (ForceNewCluster
 // keeps them, a restore bumps them), so a higher revision means writes the
 // source lacks. Which copy is right is an operator's call.
-func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src int64, why string) (Decision, bool) {
+//
+// Data of an epoch above a snapshot source's is of a line that forked
+// from the snapshot's (or a later one): its revisions do not compare with
+// the snapshot's, whatever they are (review rev16b C: a learner's epoch 4
+// data at revision 1000 beside an epoch 3 snapshot at 1500, epoch 5 lost;
+// an operator's recovery of epoch 4 from data below that snapshot makes
+// it). srcEpoch is the source's epoch: the data's, or the snapshot's.
+func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src int64, srcEpoch uint64, why string) (Decision, bool) {
 	if !r.recoveryGuard(notBelowOlderData) {
 		return Decision{}, false
 	}
-	older := func(token string, epoch uint64, rev int64) bool {
+	older := func(token string, epoch uint64, rev int64) string {
 		if !r.recoveryGuard(notBelowSkippedEpoch) {
-			return token != "" && epoch < dataEpoch && rev > src
+			if token != "" && epoch < dataEpoch && rev > src {
+				return fmt.Sprintf("newer than the best recovery source (%d)", src)
+			}
+			return ""
 		}
-		return token != "" && epoch < o.Record.Epoch && epoch != dataEpoch && rev > src
+		switch {
+		case token == "" || epoch >= o.Record.Epoch || epoch == dataEpoch:
+			return ""
+		case epoch > srcEpoch:
+			return fmt.Sprintf("of a later epoch than the best recovery source (epoch %d, revision %d: another line, whose revisions do not compare)", srcEpoch, src)
+		case rev > src:
+			return fmt.Sprintf("newer than the best recovery source (%d)", src)
+		}
+		return ""
 	}
-	if !o.Local.Empty && o.Local.Cluster == o.ClusterName && older(o.Local.Token, o.Local.Epoch, o.Local.Revision) {
-		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, src)}, true
+	if !o.Local.Empty && o.Local.Cluster == o.ClusterName {
+		if ahead := older(o.Local.Token, o.Local.Epoch, o.Local.Revision); ahead != "" {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member holds epoch %d data at revision %d, %s: not recovering from older data; an operator must choose", why, o.Local.Epoch, o.Local.Revision, ahead)}, true
+		}
 	}
 	for _, p := range o.Peers {
-		if older(p.Token, p.Epoch, p.Revision) {
-			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds epoch %d data at revision %d, newer than the best recovery source (%d): not recovering from older data; an operator must choose", why, p.Name, p.Epoch, p.Revision, src)}, true
+		if ahead := older(p.Token, p.Epoch, p.Revision); ahead != "" {
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but peer %s holds epoch %d data at revision %d, %s: not recovering from older data; an operator must choose", why, p.Name, p.Epoch, p.Revision, ahead)}, true
 		}
 	}
 	return Decision{}, false
@@ -370,7 +421,7 @@ func (r rules) olderDataNewer(o Observation, name string, dataEpoch uint64, src 
 // verified the chain to reach (SourceRevision; 0 in records written
 // before the bound existed: what verifies).
 func InstallWant(o Observation, d Decision, cur *Record) int64 {
-	if s := o.LatestSnapshot; s != nil && s.Name == d.Target && (cur == nil || cur.Token != d.Record.Token) {
+	if s := o.LatestSnapshot; s != nil && s.Name == d.Snapshot && (cur == nil || cur.Token != d.Record.Token) {
 		return s.Revision
 	}
 	if cur != nil && !cur.Operator {

@@ -78,7 +78,7 @@ func TestRefusedSnapshotIsNeverTaken(t *testing.T) {
 				continue
 			}
 			d := Plan(o)
-			if d.Target == o.RefusedSnapshot.Name || d.Record != nil && d.Record.Source == SnapshotSource(o.RefusedSnapshot.Name) {
+			if d.Snapshot == o.RefusedSnapshot.Name || d.Record != nil && d.Record.Source == SnapshotSource(o.RefusedSnapshot.Name) {
 				t.Fatalf("seed %d: the planner took the refused object %s: %s", seed, o.RefusedSnapshot.Name, d.Reason)
 			}
 		}

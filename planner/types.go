@@ -496,7 +496,7 @@ const (
 	SetAside Kind = "set-aside"
 	// RecordCluster: write the cluster record from this member's data.
 	RecordCluster Kind = "record-cluster"
-	// ReplaceInstance: ask the provider to replace Target's instance.
+	// ReplaceInstance: ask the provider to replace Instance's instance.
 	ReplaceInstance Kind = "replace-instance"
 	// KeepMembership: a leaving member whose replacement inherits its data
 	// stops without removing itself; the replacement runs as this member.
@@ -507,7 +507,7 @@ const (
 	UpdatePeerURL Kind = "update-peer-url"
 	// RecoverQuorum: record the next epoch, then restart this member as a
 	// one-member cluster from its own data (From "data", ForceNewCluster)
-	// or from the snapshot Target (From "snapshot").
+	// or from the snapshot Snapshot (From "snapshot").
 	RecoverQuorum Kind = "recover-quorum"
 	// ReclaimSpace: under the lock, compact to the current revision (Compact),
 	// defragment the members Defrag names one at a time in that order
@@ -534,11 +534,15 @@ type Decision struct {
 	// Aside says why a SetAside sets the data aside: the set-aside
 	// folder is named for it.
 	Aside AsideReason
-	// Target is the member whose instance is to be replaced, or the
-	// snapshot to recover from.
-	Target string
-	// From is the source of a recovery: "data" or "snapshot".
-	From string
+	// Instance is the member whose instance ReplaceInstance asks the
+	// provider to replace.
+	Instance string
+	// From is where a RecoverQuorum recovers from: FromData (this
+	// member's data) or FromSnapshot (the stored snapshot Snapshot).
+	From RecoverFrom
+	// Snapshot is the snapshot a RecoverQuorum from FromSnapshot
+	// restores; empty for every other decision.
+	Snapshot string
 	// ReclaimSpace: see the kind.
 	Compact     bool
 	Defrag      []uint64

@@ -324,9 +324,9 @@ func (w *World) recoverActions(n *node, o planner.Observation, d planner.Decisio
 	if d.From == planner.FromSnapshot {
 		var snap *snapshot
 		return []action{
-			{"fetch snapshot " + d.Target + " and its delta chain, verify", func() (string, error) {
+			{"fetch snapshot " + d.Snapshot + " and its delta chain, verify", func() (string, error) {
 				for i := range w.store {
-					if w.store[i].name == d.Target {
+					if w.store[i].name == d.Snapshot {
 						snap = &w.store[i]
 					}
 				}

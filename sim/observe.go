@@ -2,6 +2,7 @@ package sim
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -607,9 +608,37 @@ func (w *World) summaryRewritten(n *node, o *planner.Observation) string {
 // a tie), its
 // revision the end of its delta chain without the segments n found
 // damaged.
+//
+// As task's lineageSnapshot, a newest snapshot of no incarnation of the
+// record (snapshot.Lineage: above an unconfirmed record's epoch, or of
+// its confirmed epoch under another cluster id) is no LatestSnapshot but
+// a refused one, and SnapshotEpoch is the highest epoch in the store
+// (review rev16a A1: the model gave the planner every newest snapshot as
+// the lineage's, so a rule reading only LatestSnapshot looked sound here
+// and was not in the member). AnyLineage reverts it.
 func (w *World) latestSnapshot(n *node, o *planner.Observation) {
+	for i := range w.store {
+		o.SnapshotEpoch = max(o.SnapshotEpoch, w.store[i].epoch)
+	}
 	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 {
 		s := &w.store[i]
-		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(n.damaged), Epoch: s.epoch}
+		end := s.chainEnd(n.damaged)
+		if rec := o.Record; rec != nil && !w.cfg.Defects.AnyLineage && !ofLineage(rec, s) {
+			o.RefusedSnapshot = &planner.RefusedSnapshot{Name: s.name, Epoch: s.epoch, Revision: end, BaseRevision: s.rev,
+				Why: fmt.Sprintf("of another incarnation: cluster id %x, epoch %d (the record's: %x, %d)", s.clusterID, s.epoch, rec.ClusterID, rec.Epoch)}
+			return
+		}
+		o.LatestSnapshot = &planner.SnapshotInfo{Name: s.name, Revision: end, Epoch: s.epoch}
 	}
+}
+
+// ofLineage is snapshot.Lineage.Of for the model's snapshots: an
+// unconfirmed record bounds its lineage by its epoch; a confirmed one
+// takes lower epochs, and its own under its cluster id (or 0: taken
+// before the record was confirmed).
+func ofLineage(rec *planner.Record, s *snapshot) bool {
+	if rec.ClusterID == 0 {
+		return rec.Epoch == 0 || s.epoch <= rec.Epoch
+	}
+	return s.epoch < rec.Epoch || s.epoch == rec.Epoch && (s.clusterID == rec.ClusterID || s.clusterID == 0)
 }

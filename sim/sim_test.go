@@ -59,7 +59,12 @@ var defects = []struct {
 	// restorer there waits for one, and seed 2345 (a restore with no
 	// record beside a serving cluster) is the first from 1955.
 	{"RestoreWithoutGrace", Defects{Planner: planner.Faults{RestoreWithoutGrace: true}}, 2345, true, ""},
-	{"NoWriterProbe", Defects{NoWriterProbe: true}, 172, true, ""},
+	// NoWriterProbe was found on seed 172; since the model refuses a
+	// newest snapshot outside the record's lineage (AnyLineage), the
+	// restores it broke there wait for an operator, and seed 1920 (a
+	// restore beside the collected recorder of the newest chain) is the
+	// first from 1.
+	{"NoWriterProbe", Defects{NoWriterProbe: true}, 1920, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
 	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 466, true, ""},
@@ -76,7 +81,13 @@ var defects = []struct {
 	// reverts it), seed 845 recovers from the older epoch's snapshot
 	// only with that memory reverted too.
 	{"RecoverFromOlderEpochSnapshot", Defects{ForgetListedVoter: true, Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
-	{"RecoverBelowSnapshotEpoch", Defects{Planner: planner.Faults{RecoverBelowSnapshotEpoch: true}}, 2749, false, ""},
+	// RecoverBelowSnapshotEpoch needs the newest snapshot's epoch above
+	// the record's; since the model refuses a snapshot outside the
+	// record's lineage as the member does (AnyLineage), such a recovery
+	// waits beside the refused snapshot instead, and no seed in 1..2400
+	// shows the defect: it is caught with the older model (the rule still
+	// guards a record whose lineage takes the snapshot: SnapshotEpoch).
+	{"RecoverBelowSnapshotEpoch", Defects{AnyLineage: true, Planner: planner.Faults{RecoverBelowSnapshotEpoch: true}}, 2749, false, ""},
 	{"SettleOwnRestoreWhileSilent", Defects{Planner: planner.Faults{SettleOwnRestoreWhileSilent: true}}, 2768, false,
 		"found on seed 2768 before RecoverBelowSnapshotEpoch's fix changed the epochs its records name; none found since in seeds 1..6000 (planner test TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent)"},
 	{"RestoreOverLaterWrites", Defects{Planner: planner.Faults{RestoreOverLaterWrites: true}}, 2133, false, ""},

@@ -85,6 +85,10 @@ type Defects struct {
 	// under its record, or an older one Consul restored, started a
 	// second cluster beside it).
 	NoWriterProbe bool
+	// AnyLineage: the newest snapshot is given to the planner as the
+	// lineage's whatever its epoch and cluster id (before review rev16a
+	// A1 showed the member's listing refuses it).
+	AnyLineage bool
 	// ForgetKnownHealthy: KnownHealthy names only the members that
 	// answer the probe now, not those that answered within the recovery
 	// grace (before sim seeds 17 and 143 with CollectRunning: a partition

@@ -98,15 +98,15 @@ func (m *Member) act(ctx context.Context, o planner.Observation, d planner.Decis
 			inv.Invalidate()
 		}
 		if inFlight, err := r.ReplacementInFlight(ctx); err != nil {
-			return fmt.Errorf("replacement state before replacing %s: %w", d.Target, err)
+			return fmt.Errorf("replacement state before replacing %s: %w", d.Instance, err)
 		} else if inFlight {
-			m.log.Info("replacement held back: another one is in flight (fresh reading)", "instance", d.Target)
+			m.log.Info("replacement held back: another one is in flight (fresh reading)", "instance", d.Instance)
 			return nil
 		}
-		if err := r.MarkUnhealthy(ctx, d.Target); err != nil {
+		if err := r.MarkUnhealthy(ctx, d.Instance); err != nil {
 			return err
 		}
-		m.log.Warn("asked the provider to replace an instance", "instance", d.Target, "reason", d.Reason)
+		m.log.Warn("asked the provider to replace an instance", "instance", d.Instance, "reason", d.Reason)
 		return nil
 	}
 	return fmt.Errorf("unknown decision %q", d.Kind)

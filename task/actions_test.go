@@ -196,7 +196,7 @@ func TestRecoveryFromSnapshotRecordsBeforeReplacingTheData(t *testing.T) {
 	put(t, cli, "after", "only-in-data")
 	before, _ := m.dir.ReadMeta()
 
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: snap.Name,
 		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	fc.failUpdate = true
 	m.lockForTest(t)

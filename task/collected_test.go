@@ -312,7 +312,7 @@ func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
 	}
 	var o planner.Observation
 	f.m.observeLatestSnapshot(ctx, &o, time.Now())
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: f.snap.Name,
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: f.snap.Name,
 		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(f.snap.Name)}}
 	f.m.lockForTest(t)
 	err = f.m.act(ctx, o, d)

@@ -310,7 +310,7 @@ func (m *Member) recover(ctx context.Context, o planner.Observation, d planner.D
 		next = writeBack(*cur, next)
 	}
 	if d.From == planner.FromSnapshot {
-		return m.recoverFromSnapshot(ctx, l, cur, next, d.Target, planner.InstallWant(o, d, cur))
+		return m.recoverFromSnapshot(ctx, l, cur, next, d.Snapshot, planner.InstallWant(o, d, cur))
 	}
 	if cur.Token != next.Token {
 		written, err := m.opts.Coordinator.UpdateRecord(ctx, l, next)

@@ -94,7 +94,7 @@ func TestAutomaticRecoveryRefusesForgedSnapshotsAndDeltas(t *testing.T) {
 	}
 
 	before, _ := f.m.dir.ReadMeta()
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: forged.Name,
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: forged.Name,
 		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(forged.Name)}}
 	f.m.lockForTest(t)
 	err := f.m.act(ctx, o, d)
@@ -114,7 +114,7 @@ func TestAutomaticRecoveryRefusesForgedSnapshotsAndDeltas(t *testing.T) {
 
 	// The recovery the planner chose from the authentic listing installs
 	// the genuine snapshot without the forged delta.
-	d.Target, d.Record.Source = f.snap.Name, planner.SnapshotSource(f.snap.Name)
+	d.Snapshot, d.Record.Source = f.snap.Name, planner.SnapshotSource(f.snap.Name)
 	f.m.lockForTest(t)
 	err = f.m.act(ctx, o, d)
 	f.m.releaseLock(ctx)

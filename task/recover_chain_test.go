@@ -79,7 +79,7 @@ func TestDamagedDeltaLowersTheChainEndBeforeRecording(t *testing.T) {
 	if o.LatestSnapshot == nil || o.LatestSnapshot.Revision != second.Revision {
 		t.Fatalf("observed %+v, want %s with its chain to %d (the damage is not known yet)", o.LatestSnapshot, snap.Name, second.Revision)
 	}
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name,
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: snap.Name,
 		Record: &planner.Record{Token: coord.NewToken(), Epoch: 2, Seeder: "m0", Source: planner.SnapshotSource(snap.Name)}}
 	m.lockForTest(t)
 	err = m.act(ctx, o, d)
@@ -142,7 +142,7 @@ func TestOperatorRestoreReachesWhatItsCommandVerified(t *testing.T) {
 	}
 	before, _ := m.dir.ReadMeta()
 
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name, Record: &op}
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: snap.Name, Record: &op}
 	m.lockForTest(t)
 	err = m.act(ctx, planner.Observation{}, d)
 	m.releaseLock(ctx)

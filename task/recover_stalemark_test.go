@@ -25,7 +25,7 @@ func TestOperatorRestoreIsNotStoppedByAStaleDamagedMark(t *testing.T) {
 	m.damagedDeltas = map[string]bool{second.Name: true}
 
 	op := f.recordOperatorRestore(t)
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: snap.Name, Record: &op}
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: snap.Name, Record: &op}
 	for try := 1; try <= 2; try++ {
 		m.lockForTest(t)
 		err = m.act(ctx, planner.Observation{}, d)

@@ -70,7 +70,7 @@ func TestReplayedSnapshotOfAnotherIncarnationIsNotRestored(t *testing.T) {
 		t.Errorf("%s from member data at revision %d beside %s at revision %d, not a wait for an operator naming it: %s", d.Kind, survivor, old.Name, old.Revision, d.Reason)
 	}
 
-	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Target: old.Name,
+	d := planner.Decision{Kind: planner.RecoverQuorum, Name: "m0", From: planner.FromSnapshot, Snapshot: old.Name,
 		Record: &planner.Record{Token: coord.NewToken(), Epoch: 8, Seeder: "m0", Source: planner.SnapshotSource(old.Name)}}
 	f.m.lockForTest(t)
 	err = f.m.act(ctx, o, d)

@@ -1,0 +1,55 @@
+// PlanLeave: what a member leaving for good does before it stops.
+
+package planner
+
+import (
+	"fmt"
+)
+
+// PlanLeave decides like the package's PlanLeave with the rules f switches
+// off.
+func (f Faults) PlanLeave(o Observation) Decision { return f.paused(o, f.planLeave(o)) }
+
+// PlanLeave decides what a member that is leaving for good (its slot was
+// removed: scale-down, replacement) does before it stops: remove itself
+// from the membership when that is safe, so that its replacement can join
+// at once and the cluster never counts a member that will not come back.
+// Unlike Plan, it does not run Check: Check reads a leaving member's
+// removal of itself while the record names another incarnation as keeping
+// that incarnation running (invariant 5), which it is not (sim/ found
+// it), and a refused departure would leave a voter that never returns.
+func PlanLeave(o Observation) Decision { return rules{}.PlanLeave(o) }
+
+func (r rules) planLeave(o Observation) Decision {
+	name := o.Self.Name
+	if o.Local.Name != "" {
+		name = o.Local.Name
+	}
+	if !o.Running || !o.MembersKnown {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving, but not running or no quorum: stopping without removing this member"}
+	}
+	i := findID(o.Members, o.SelfID)
+	if i < 0 {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving; already removed"}
+	}
+	if voters(o.Members) <= 1 && !o.Members[i].Learner {
+		return Decision{Kind: Wait, Name: name, Reason: "leaving, but this is the last voter: keeping it (the cluster's data lives here)"}
+	}
+	if o.DataInherited && !o.Members[i].Learner {
+		// The replacement runs as this member from its data: staying in
+		// the membership saves a full resync, but only while the others
+		// keep a quorum without it (another member may be leaving too:
+		// the lock orders them, and the holder keeps it until its etcd
+		// has stopped, so the next one sees it gone).
+		others := healthyVoters(o.Members)
+		if o.Members[i].Healthy {
+			others--
+		}
+		if v := voters(o.Members); others >= Quorum(v) {
+			return Decision{Kind: KeepMembership, Name: name, MemberID: o.SelfID, Reason: fmt.Sprintf("leaving; the replacement inherits this member's data and %d healthy of %d voters keep quorum meanwhile: stopping without removal", others, v)}
+		}
+	}
+	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
+	d.Name = name
+	return d
+}
