@@ -77,6 +77,10 @@ type Options struct {
 	// DeltaInterval, optional with SnapshotDir, sets the snapshot block's
 	// delta_interval ("0s": continuous backup off; "": the default).
 	DeltaInterval string
+	// ConsulPrefix, optional, coordinates through Consul (the agent the
+	// environment names, CONSUL_HTTP_ADDR) under this key prefix instead
+	// of the local coordinator in the layout's directory.
+	ConsulPrefix string
 }
 
 // WriteConfig writes the cluster definition for the given members.
@@ -105,7 +109,11 @@ func (l Layout) WriteConfig(o Options, ports []MemberPorts) error {
 	for i, p := range ports {
 		fmt.Fprintf(&b, "    member %q {\n      address     = \"127.0.0.1\"\n      client_port = %d\n      peer_port   = %d\n      status_port = %d\n    }\n", MemberName(i), p.Client, p.Peer, p.Status)
 	}
-	fmt.Fprintf(&b, "  }\n\n  coordination \"local\" {\n    dir = %q\n  }\n", l.CoordDir())
+	if o.ConsulPrefix != "" {
+		fmt.Fprintf(&b, "  }\n\n  coordination \"consul\" {\n    prefix = %q\n  }\n", o.ConsulPrefix)
+	} else {
+		fmt.Fprintf(&b, "  }\n\n  coordination \"local\" {\n    dir = %q\n  }\n", l.CoordDir())
+	}
 	if o.SnapshotDir != "" {
 		if o.SnapshotInterval == 0 {
 			o.SnapshotInterval = 30 * time.Minute

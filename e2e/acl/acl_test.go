@@ -276,29 +276,15 @@ func allocLogs(t *testing.T, job string) string {
 func TestMemberWithoutTokenSaysSo(t *testing.T) {
 	tier.Starts(t, "Consul and Nomad agents with ACLs")
 	dir := t.TempDir()
-	ports, err := localmode.FreePorts(3)
+	ports, err := localmode.AllocatePorts(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(dir, "cluster.hcl")
-	def := fmt.Sprintf(`cluster "acl-member" {
-  data_dir = %q
-  provider "static" {
-    member "m0" {
-      address     = "127.0.0.1"
-      client_port = %d
-      peer_port   = %d
-      status_port = %d
-    }
-  }
-  coordination "consul" {
-    prefix = "etcd-nomad-acl"
-  }
-}
-`, filepath.Join(dir, "data"), ports[0], ports[1], ports[2])
-	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
+	lay := localmode.Layout{Dir: dir}
+	if err := lay.WriteConfig(localmode.Options{Name: "acl-member", ConsulPrefix: "etcd-nomad-acl"}, ports); err != nil {
 		t.Fatal(err)
 	}
+	file := lay.Config()
 	logPath := filepath.Join(dir, "member.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
