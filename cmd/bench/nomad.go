@@ -343,46 +343,7 @@ func (e *runEnv) deploy(ctx context.Context, k *nomadKit, d nomadDriver, job str
 	// render writes the definition and the job of release n.
 	render := func(n int) error {
 		args, nomadHCL := d.release(n)
-		if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group       = %q
-    stale_after = "5s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-%s"
-  }
-
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    cpu          = 100
-    memory_mb    = 256
-    kill_timeout = "20s"
-    %s
-    consul {
-      address = %q
-    }
-  }
-}
-`, job, nomadGroup, job, nomadHCL, k.consulAddr)), 0o600); err != nil {
-			return err
-		}
-		var stderr strings.Builder
-		cmd := exec.CommandContext(ctx, k.bin, append(append([]string{"job", "render"}, args...), def)...)
-		cmd.Stderr = &stderr
-		spec, err := cmd.Output()
-		if err != nil {
-			return fmt.Errorf("job render %v: %w: %s", args, err, stderr.String())
-		}
-		return os.WriteFile(specFile, spec, 0o600)
+		return renderNomadJob(ctx, k, job, "", nomadHCL, args, def, specFile)
 	}
 	run := func() error {
 		if out, err := exec.CommandContext(ctx, k.nomadBin, "job", "run", "-detach", "-address", k.nomadAddr, specFile).CombinedOutput(); err != nil {
@@ -684,4 +645,56 @@ func lastStarted(ncli *nomadapi.Client, job, prefix string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("no started etcd task in an allocation %s*", prefix)
+}
+
+// renderNomadJob writes the definition of a 3-member cluster named job on
+// the kit (Consul coordination, stale_after 5s, every member on the one
+// Nomad client) to def, with quota as etcd's quota_backend_bytes ("": the
+// default) and nomadHCL added to its nomad block, and `etcd-nomad job
+// render` of it with args to specFile.
+func renderNomadJob(ctx context.Context, k *nomadKit, job, quota, nomadHCL string, args []string, def, specFile string) error {
+	quotaHCL := ""
+	if quota != "" {
+		quotaHCL = fmt.Sprintf("\n    quota_backend_bytes = %q", quota)
+	}
+	if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
+  size = 3
+
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"%s
+  }
+
+  provider "nomad" {
+    group       = %q
+    stale_after = "5s"
+  }
+
+  coordination "consul" {
+    prefix = "etcd-nomad-%s"
+  }
+
+  nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
+    cpu          = 100
+    memory_mb    = 256
+    kill_timeout = "20s"
+    %s
+    consul {
+      address = %q
+    }
+  }
+}
+`, job, quotaHCL, nomadGroup, job, nomadHCL, k.consulAddr)), 0o600); err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, k.bin, append(append([]string{"job", "render"}, args...), def)...)
+	cmd.Stderr = &stderr
+	spec, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("job render %v: %w: %s", args, err, stderr.String())
+	}
+	return os.WriteFile(specFile, spec, 0o600)
 }
