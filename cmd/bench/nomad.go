@@ -46,6 +46,27 @@ type nomadKit struct {
 	ncli       *nomadapi.Client
 }
 
+// newNomadKit is the kit on running agents. It points this process's
+// CONSUL_HTTP_ADDR and NOMAD_ADDR at them: the rendered definitions and
+// the status clients read them.
+func newNomadKit(dir, bin, nomadBin string, consul, nomad *devagents.Agent) (*nomadKit, error) {
+	k := &nomadKit{dir: dir, bin: bin, nomadBin: nomadBin, consulAddr: strings.TrimPrefix(consul.Addr, "http://"), nomadAddr: nomad.Addr}
+	os.Setenv("CONSUL_HTTP_ADDR", k.consulAddr)
+	os.Setenv("NOMAD_ADDR", nomad.Addr)
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address = k.consulAddr
+	var err error
+	if k.ccli, err = consulapi.NewClient(ccfg); err != nil {
+		return nil, err
+	}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = nomad.Addr
+	if k.ncli, err = nomadapi.NewClient(ncfg); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
 // nomadDriver is how the members of a deployment run.
 type nomadDriver struct {
 	// name is the task driver: raw_exec or docker.
@@ -269,17 +290,8 @@ func (e *runEnv) nomadFigures(ctx context.Context) (_ []bench.Result, _ []string
 		return nil, nil, err
 	}
 	defer nomad.Stop(30 * time.Second)
-	k := &nomadKit{dir: dir, bin: bin, nomadBin: nomadBin, consulAddr: strings.TrimPrefix(consul.Addr, "http://"), nomadAddr: nomad.Addr}
-	os.Setenv("CONSUL_HTTP_ADDR", k.consulAddr)
-	os.Setenv("NOMAD_ADDR", nomad.Addr)
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address = k.consulAddr
-	if k.ccli, err = consulapi.NewClient(ccfg); err != nil {
-		return nil, nil, err
-	}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address = nomad.Addr
-	if k.ncli, err = nomadapi.NewClient(ncfg); err != nil {
+	k, err := newNomadKit(dir, bin, nomadBin, consul, nomad)
+	if err != nil {
 		return nil, nil, err
 	}
 

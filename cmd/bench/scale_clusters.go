@@ -13,9 +13,6 @@ import (
 	"sync"
 	"time"
 
-	consulapi "github.com/hashicorp/consul/api"
-	nomadapi "github.com/hashicorp/nomad/api"
-
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -115,19 +112,8 @@ func (e *runEnv) clustersFamily(ctx context.Context, fam *scaleFamily) (err erro
 		return err
 	}
 	defer nomad.Stop(60 * time.Second)
-	k := &nomadKit{dir: dir, bin: bin, nomadBin: nomadBin, consulAddr: strings.TrimPrefix(consul.Addr, "http://"), nomadAddr: nomad.Addr}
-	// The members' definitions name Consul; `job render` and the status
-	// clients read these.
-	os.Setenv("CONSUL_HTTP_ADDR", k.consulAddr)
-	os.Setenv("NOMAD_ADDR", nomad.Addr)
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address = k.consulAddr
-	if k.ccli, err = consulapi.NewClient(ccfg); err != nil {
-		return err
-	}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address = nomad.Addr
-	if k.ncli, err = nomadapi.NewClient(ncfg); err != nil {
+	k, err := newNomadKit(dir, bin, nomadBin, consul, nomad)
+	if err != nil {
 		return err
 	}
 

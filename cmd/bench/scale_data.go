@@ -199,13 +199,7 @@ func (e *runEnv) dataAt(ctx context.Context, mib int) (dataRow, error) {
 		return r, err
 	}
 	start = time.Now()
-	if err := c.sup.Stop(name, 20*time.Second); err != nil {
-		return r, err
-	}
-	if err := os.RemoveAll(filepath.Join(c.lay.DataDir(), name, "current")); err != nil {
-		return r, err
-	}
-	if err := c.sup.Start(name); err != nil {
+	if err := c.loseData(name); err != nil {
 		return r, err
 	}
 	var learnerAt time.Duration

@@ -103,6 +103,20 @@ func untilWritable(ctx context.Context, cli *clientv3.Client, from time.Time, ke
 	return time.Since(from), err
 }
 
+// loseData stops member name of an etcd-nomad cluster, removes its
+// data dir's current data and starts it again: a member replaced with
+// its data lost (the old member is removed, a new one joins as a
+// learner and is promoted).
+func (c *cluster) loseData(name string) error {
+	if err := c.sup.Stop(name, 20*time.Second); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(c.lay.DataDir(), name, "current")); err != nil {
+		return err
+	}
+	return c.sup.Start(name)
+}
+
 // membersRow is one cluster size's figures, in seconds and ops/s.
 type membersRow struct {
 	n                              int
@@ -297,13 +311,7 @@ func (e *runEnv) membersAt(ctx context.Context, n int) (membersRow, error) {
 		return r, err
 	}
 	start = time.Now()
-	if err := managed.sup.Stop(name, 20*time.Second); err != nil {
-		return r, err
-	}
-	if err := os.RemoveAll(filepath.Join(managed.lay.DataDir(), name, "current")); err != nil {
-		return r, err
-	}
-	if err := managed.sup.Start(name); err != nil {
+	if err := managed.loseData(name); err != nil {
 		return r, err
 	}
 	if _, err := waitMembersHealthy(ctx, statusURLs(mports), 3*time.Minute, func(ms []status.Member) bool {
