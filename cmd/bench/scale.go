@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -47,25 +48,35 @@ func parseSizes(s string) ([]int, error) {
 	return out, nil
 }
 
-// scale runs the families of curves (issue 27) and writes docs/scaling.md
-// and its plots. A family that fails keeps the rows it measured; the run
-// fails at the end.
+// scaleOrder is the families' order in docs/scaling.md.
+var scaleOrder = []string{"members", "data", "clusters"}
+
+// scale runs the families of curves (issue 27) and writes docs/scaling.md,
+// docs/scaling.json (what the markdown is rendered from) and the plots. A
+// family that fails keeps the rows it measured; the run fails at the end.
+// Families not run are kept from docs/scaling.json.
 func (e *runEnv) scale(ctx context.Context, args []string) error {
 	so := e.opts.scale
 	m := bench.Describe()
-	start := time.Now()
 	want := func(id string) bool { return so.only == "" || strings.Contains(","+so.only+",", ","+id+",") }
 	cmdline := "go run ./cmd/bench " + strings.Join(args, " ")
-	var fams []scaleFamily
+	kept, err := readScaling(so.jsonPath())
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var fresh []scaleFamily
 	var errs []error
-	runFamily := func(id string, f func(context.Context, *scaleFamily) error) {
+	funcs := map[string]func(context.Context, *scaleFamily) error{"members": e.membersFamily, "data": e.dataFamily, "clusters": e.clustersFamily}
+	for _, id := range scaleOrder {
 		if !want(id) || ctx.Err() != nil {
-			return
+			continue
 		}
-		fam := scaleFamily{Command: cmdline, LoadStart: bench.LoadAvg()}
+		t0 := time.Now()
+		fam := scaleFamily{ID: id, Command: cmdline, LoadStart: bench.LoadAvg(), Started: t0.UTC().Format(time.RFC3339), Commit: gitCommit(e.opts.repo), Machine: m}
 		e.log.Info("scale family", "family", id, "load", fam.LoadStart)
-		err := f(ctx, &fam)
-		fam.LoadEnd = bench.LoadAvg()
+		err := funcs[id](ctx, &fam)
+		fam.LoadEnd, fam.Took = bench.LoadAvg(), time.Since(t0).Round(time.Second).String()
 		if err != nil {
 			fam.Err = err.Error()
 			errs = append(errs, fmt.Errorf("%s: %w", id, err))
@@ -76,20 +87,45 @@ func (e *runEnv) scale(ctx context.Context, args []string) error {
 				errs = append(errs, err)
 			}
 		}
-		fams = append(fams, fam)
+		fresh = append(fresh, fam)
 		// Write as we go: a later family's failure keeps this one's.
-		if err := e.writeScaling(m, start, fams); err != nil {
+		if err := e.writeScaling(mergeFamilies(kept, fresh, scaleOrder)); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	runFamily("members", e.membersFamily)
-	runFamily("data", e.dataFamily)
-	runFamily("clusters", e.clustersFamily)
 	e.log.Info("scale done", "took", time.Since(start).Round(time.Second), "markdown", so.out, "plots", so.plots)
 	return errors.Join(errs...)
 }
 
-func (e *runEnv) writeScaling(m bench.Machine, start time.Time, fams []scaleFamily) error {
+// jsonPath is docs/scaling.json beside docs/scaling.md.
+func (so scaleOptions) jsonPath() string {
+	if so.out == "" {
+		return ""
+	}
+	return strings.TrimSuffix(so.out, ".md") + ".json"
+}
+
+// readScaling reads the families of an earlier run (none when there is no
+// file).
+func readScaling(path string) ([]scaleFamily, error) {
+	if path == "" {
+		return nil, nil
+	}
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var fams []scaleFamily
+	if err := json.Unmarshal(b, &fams); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return fams, nil
+}
+
+func (e *runEnv) writeScaling(fams []scaleFamily) error {
 	so := e.opts.scale
 	if so.out == "" {
 		return nil
@@ -98,12 +134,18 @@ func (e *runEnv) writeScaling(m bench.Machine, start time.Time, fams []scaleFami
 	if err != nil {
 		rel = so.plots
 	}
-	md := scalingMarkdown(m, gitCommit(e.opts.repo), start.UTC().Format(time.RFC3339), time.Since(start).Round(time.Second).String(), rel, fams)
 	if err := os.MkdirAll(filepath.Dir(so.out), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(so.out, []byte(md), 0o644); err != nil {
+	if err := os.WriteFile(so.out, []byte(scalingMarkdown(rel, fams)), 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", so.out, err)
+	}
+	b, err := json.MarshalIndent(fams, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(so.jsonPath(), append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", so.jsonPath(), err)
 	}
 	return nil
 }

@@ -194,6 +194,9 @@ func membersCurves(rows []membersRow, so scaleOptions) ([]scalePlot, []string) {
 	if len(slopes) > 0 {
 		notes = append(notes, "Least-squares slopes over the sizes: "+strings.Join(slopes, "; ")+".")
 	}
+	notes = append(notes, "Why etcd-nomad's bootstrap grows with the members where plain etcd's barely does: plain etcd starts every member at once with a static initial cluster; an etcd-nomad cluster is seeded by one member and the others join one membership change at a time (DESIGN.md invariant 3: each joins as a learner and is promoted before the next may join), each change a round of the members' 1-second loop, etcd's learner add and promotion, so its bootstrap is about linear in the members (the slope above per member). "+
+		"Kill -9 of the leader is etcd's election either way (election timeout 1 s plus the client's retry): it does not grow with the members. "+
+		"The replacement is one removal and one join (learner, catch-up, promotion) whatever the size; the quorum loss includes the recovery grace (5 s), the survivors' probes of the lost members and the new members' joins one at a time, so it grows with the members lost.")
 	if len(errNote) > 0 {
 		notes = append(notes, "Failed puts (not counted): "+strings.Join(errNote, "; ")+".")
 	}

@@ -79,18 +79,31 @@ func TestFmtNumAndRatio(t *testing.T) {
 func TestScalingMarkdown(t *testing.T) {
 	m := bench.Machine{CPUs: 2, CPUModel: "Test CPU", MemTotal: "1 kB", Kernel: "Linux", GoVersion: "go1"}
 	fams := []scaleFamily{{
-		Title: "Members: 3, 5", Command: "go run ./cmd/bench -scale", LoadStart: "1.00 2.00 3.00", LoadEnd: "4.00 5.00 6.00",
+		ID: "members", Title: "Members: 3, 5", Command: "go run ./cmd/bench -scale", LoadStart: "1.00 2.00 3.00", LoadEnd: "4.00 5.00 6.00",
+		Started: "2026-01-01T00:00:00Z", Took: "1m0s", Commit: "abc123", Machine: m,
 		Table: scaleTable{Head: []string{"members", "s"}, Rows: [][]string{{"3", "1"}}},
 		Plots: []scalePlot{{File: "members.png", Title: "Members"}},
 		Notes: []string{"How: like this."},
 		Err:   "5 members: boom",
 	}}
-	md := scalingMarkdown(m, "abc123", "2026-01-01T00:00:00Z", "1m0s", "scaling", fams)
-	for _, want := range []string{"2 CPUs (`nproc`), Test CPU", "commit `abc123`", "## Members: 3, 5", "Command: `go run ./cmd/bench -scale`",
+	md := scalingMarkdown("scaling", fams)
+	for _, want := range []string{"on 2 CPUs (`nproc`), Test CPU", "Run 2026-01-01T00:00:00Z, took 1m0s, commit `abc123`", "## Members: 3, 5", "Command: `go run ./cmd/bench -scale`",
 		"at the start 1.00 2.00 3.00, at the end 4.00 5.00 6.00", "| 3 | 1 |", "![Members](scaling/members.png)", "How: like this.", "**Stopped early: 5 members: boom**"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("scaling.md lacks %q:\n%s", want, md)
 		}
+	}
+}
+
+func TestMergeFamilies(t *testing.T) {
+	kept := []scaleFamily{{ID: "clusters", Title: "old clusters"}, {ID: "members", Title: "old members"}, {ID: "other", Title: "other"}}
+	fresh := []scaleFamily{{ID: "members", Title: "new members"}, {ID: "data", Title: "new data"}}
+	var got []string
+	for _, f := range mergeFamilies(kept, fresh, scaleOrder) {
+		got = append(got, f.Title)
+	}
+	if want := "new members,new data,old clusters,other"; strings.Join(got, ",") != want {
+		t.Errorf("merged %v, want %s", got, want)
 	}
 }
 
