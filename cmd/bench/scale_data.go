@@ -65,6 +65,15 @@ type dataRow struct {
 	floorWrite            float64 // db bytes at the disk's rate, s
 }
 
+// learnerText is when the replacement was first seen as a learner, or
+// that no /status poll (every 200 ms) caught it as one.
+func learnerText(at float64) string {
+	if at == 0 {
+		return "not seen"
+	}
+	return fmtNum(at)
+}
+
 // dataFamily measures, at each keyspace size: snapshot save and restore
 // against etcdctl and etcdutl (the e figures' code), a learner's catch-up
 // and promotion after a member's data is lost, defragmentation, and the
@@ -86,13 +95,24 @@ func (e *runEnv) dataFamily(ctx context.Context, fam *scaleFamily) error {
 		fam.Table.Rows = append(fam.Table.Rows, []string{fmt.Sprint(mib), fmtNum(float64(r.dbBytes) / (1 << 20)),
 			fmtNum(s.SaveOurs.Seconds()), fmtNum(s.SaveCtl.Seconds()), ratioText(s.SaveCtl.Seconds(), s.SaveOurs.Seconds()),
 			fmtNum(s.RestoreOurs.Seconds()), fmtNum(s.RestoreUtl.Seconds()), ratioText(s.RestoreUtl.Seconds(), s.RestoreOurs.Seconds()),
-			fmtNum(r.learnerAt), fmtNum(r.promoted), fmtNum(r.defrag), fmtNum(r.diskMiBs), fmtNum(r.floorWrite), loadNow()})
+			learnerText(r.learnerAt), fmtNum(r.promoted), fmtNum(r.defrag), fmtNum(r.diskMiBs), fmtNum(r.floorWrite), loadNow()})
 	}
 	return nil
 }
 
 func dataCurves(rows []dataRow) ([]scalePlot, []string) {
 	var x, so, sc, ro, ru, pr, df, fl []float64
+	cpuOf := func(what string) []float64 {
+		var out []float64
+		for _, r := range rows {
+			s := r.snap
+			out = append(out, map[string]float64{
+				"save": (s.CPUOurs + s.CPUOursSrv).Seconds(), "etcdctl": (s.CPUCtl + s.CPUCtlSrv).Seconds(),
+				"restore": s.CPURestore.Seconds(), "etcdutl": s.CPUUtl.Seconds(),
+				"replacement": r.leaderCPU + r.learnerCPU, "defrag": r.defragCPU}[what])
+		}
+		return out
+	}
 	var where scaleTable
 	where.Head = []string{"keyspace (MiB)", "save wall (s)", "save CPU-s: saver + etcd server", "etcdctl wall (s)", "etcdctl CPU-s: client + server", "stages alone CPU-s: compress / encrypt / sha256",
 		"restore wall (s): fetch+decode / complete", "restore CPU-s", "etcdutl wall (s)", "etcdutl CPU-s", "stages alone: decrypt / decompress CPU-s, write+fsync wall s",
@@ -117,20 +137,36 @@ func dataCurves(rows []dataRow) ([]scalePlot, []string) {
 		{File: "data-member.png", Title: "Replacement (learner catch-up, promotion) and defrag by keyspace size", XLabel: "keyspace (MiB)", YLabel: "seconds", Series: []scaleSeries{
 			{"replacement, data lost -> promoted, healthy", x, pr}, {"defragmentation", x, df}, {"db at the disk's write rate", x, fl}}},
 	}
-	notes := []string{
-		"Where the time goes, per size (CPU seconds are user + system of the processes named; on 2 cores a wall time below half the CPU seconds is impossible, one near the CPU seconds means one core's worth of work or a busy machine):\n\n" + where.markdown(),
-		"How: save and restore are the e figures' code (`bench` `snapshotFigures`) at each size, one round per side (`-snapshot-rounds 1` here: the sizes are the repetition): a 1-member plain etcd filled with 1 MiB JSON-object values, `etcdctl snapshot save` vs etcd-nomad's `snapshot.Save` (S2 + age X25519 + sha256 into a file store, fsynced), each a separate process; `etcdutl snapshot restore` of the plaintext file vs etcd-nomad's fetch, decode and `datadir.InstallSnapshot`, both with a revision bump. The stages-alone columns are `bench snapshot-stages` on the same snapshot, in memory. " +
-			"Replacement: a local 3-member etcd-nomad cluster (TLS off, stale_after 5s) filled with the same keyspace through the cluster (fill column); a follower is stopped, its data dir's `current` removed and the member started: the old member is removed, the new one added as a learner (first seen as a learner on its /status), sent the leader's snapshot or log and promoted; until every /status is a healthy voter with a new member id. " +
-			"Defragmentation: etcd's `Defragment` of one follower of that cluster after the replacement (the db holds the keyspace with no free pages to speak of: the defrag rewrites all of it). " +
-			"Disk: the sequential write rate of the disk that holds the scratch directory, min(keyspace, 1 GiB) written in 4 MiB blocks and fsynced (Go, like `dd conv=fsync`), measured at each size just before it; 'db at disk rate' is the db size at that rate, the physical floor of writing the data once (a restore, a learner's copy, a defrag each write it at least once).",
+	notes := []string{"Where the time goes, per size (CPU seconds are user + system of the processes named; on 2 cores a wall time below half the CPU seconds is impossible, one near the CPU seconds means one core's worth of work or a busy machine):\n\n" + where.markdown()}
+	codec := "the stored codec"
+	if len(rows) > 0 {
+		codec = rows[0].snap.Codec
+	}
+	notes = append(notes, "How: save and restore are the e figures' code (`bench` `snapshotFigures`) at each size, one round per side (`-snapshot-rounds 1` here: the sizes are the repetition): a 1-member plain etcd filled with 1 MiB JSON-object values, `etcdctl snapshot save` vs etcd-nomad's `snapshot.Save` ("+codec+" + age X25519 + sha256 into a file store, fsynced), each a separate process; `etcdutl snapshot restore` of the plaintext file vs etcd-nomad's fetch, decode and `datadir.InstallSnapshot`, both with a revision bump. The stages-alone columns are `bench snapshot-stages` on the same snapshot, in memory. "+
+		"Replacement: a local 3-member etcd-nomad cluster (TLS off, stale_after 5s) filled with the same keyspace through the cluster (fill column); a follower is stopped, its data dir's `current` removed and the member started: the old member is removed, the new one added as a learner (first seen as a learner on its /status), sent the leader's snapshot or log and promoted; until every /status is a healthy voter with a new member id. "+
+		"Defragmentation: etcd's `Defragment` of one follower of that cluster after the replacement (the db holds the keyspace with no free pages to speak of: the defrag rewrites all of it). "+
+		"Disk: the sequential write rate of the disk that holds the scratch directory, min(keyspace, 1 GiB) written in 4 MiB blocks and fsynced (Go, like `dd conv=fsync`), measured at each size just before it; 'db at disk rate' is the db size at that rate, the physical floor of writing the data once (a restore, a learner's copy, a defrag each write it at least once).")
+	// A figure that grows faster than the data: is it work (its CPU
+	// grows as much) or waiting (on the disk, whose rate is measured at
+	// each size, or on the machine's other load)?
+	var disk []float64
+	for _, r := range rows {
+		disk = append(disk, r.diskMiBs)
 	}
 	for _, s := range []struct {
-		name string
-		y    []float64
-	}{{"save", so}, {"etcdctl save", sc}, {"restore", ro}, {"etcdutl restore", ru}, {"replacement", pr}, {"defrag", df}} {
-		if g := growth(x, s.y); g > 1.3 {
-			notes = append(notes, fmt.Sprintf("%s grows faster than the data (%.2f× linear between the smallest and the largest size): see the where-the-time-goes table; on this shared machine the larger sizes run longer and so meet more of the other sessions' load, and the db outgrows the page cache's share of memory that is free.", s.name, g))
+		name   string
+		y, cpu []float64
+	}{{"save", so, cpuOf("save")}, {"etcdctl save", sc, cpuOf("etcdctl")}, {"restore", ro, cpuOf("restore")}, {"etcdutl restore", ru, cpuOf("etcdutl")},
+		{"replacement", pr, cpuOf("replacement")}, {"defrag", df, cpuOf("defrag")}} {
+		g := growth(x, s.y)
+		if g <= 1.3 {
+			continue
 		}
+		last := len(x) - 1
+		notes = append(notes, fmt.Sprintf("%s grows faster than the data: %.2f× linear from %s to %s MiB (%s s to %s s). Its CPU seconds grew %.2f× linear (%s to %s CPU-s), and the disk's write rate measured just before each size went from %s to %s MiB/s. %s",
+			s.name, g, fmtNum(x[0]), fmtNum(x[last]), fmtNum(s.y[0]), fmtNum(s.y[last]), growth(x, s.cpu), fmtNum(s.cpu[0]), fmtNum(s.cpu[last]), fmtNum(disk[0]), fmtNum(disk[last]),
+			ifThen(growth(x, s.cpu) < g*0.8, "The work grew about with the data; the rest of the wall time is waiting: for the disk (shared with the other sessions' builds and tests, its rate is what changed) and for the CPUs the machine's other load leaves (the load column).",
+				"The work itself grew faster than the data: see the where-the-time-goes table.")))
 	}
 	return plots, notes
 }
@@ -206,8 +242,9 @@ func (e *runEnv) dataAt(ctx context.Context, mib int) (dataRow, error) {
 	err = poll(ctx, 10*time.Minute, "the replacement a healthy voter", func() (bool, string) {
 		var last string
 		done := true
-		for i, u := range urls {
-			m, err := status.Fetch(ctx, hc, u)
+		// The replacement first: a learner phase may be short.
+		for _, i := range []int{victim, (victim + 1) % 3, (victim + 2) % 3} {
+			m, err := status.Fetch(ctx, hc, urls[i])
 			if err != nil {
 				return false, err.Error()
 			}
