@@ -453,6 +453,15 @@ func clustersCurves(rows []clustersRow, so scaleOptions) (scaleTable, []scalePlo
 	return t, plots, notes
 }
 
+// addSeries is a + b point by point.
+func addSeries(a, b []float64) []float64 {
+	out := make([]float64, min(len(a), len(b)))
+	for i := range out {
+		out[i] = a[i] + b[i]
+	}
+	return out
+}
+
 // paperEstimate extrapolates the idle cost to 100 and 1,000 clusters with
 // the least-squares line over the measured sizes, and says which limit
 // comes first.
@@ -483,6 +492,22 @@ func paperEstimate(x, consulReq, nomadReq, kvw, renew, sess, cCPU, nCPU, hCPU, m
 	serverCPU := func(i int) float64 { return at["Consul agent CPU"][i] + at["Nomad agent CPU"][i] }
 	limit := fmt.Sprintf("Reading it: at 1,000 clusters the servers would see about %s Consul requests/s and %s Nomad requests/s, of which about %s/s are Raft writes on the Consul servers (KV writes and session renewals; a Consul cluster on SSDs commits a few thousand a second), hold %s sessions, and spend about %s%% of a core in the Consul and Nomad agents as measured here (server and client in one process each). ",
 		fmtNum(at["Consul requests"][1]/60), fmtNum(at["Nomad requests"][1]/60), fmtNum(raft(1)), fmtNum(at["Consul sessions"][1]), fmtNum(serverCPU(1)))
-	limit += "The first limit is the one with the least headroom of these: the per-cluster slopes above are what to divide a server's capacity by. Blocking queries are cheap while idle but each holds a connection and a goroutine on the agent it reaches (Consul's http_max_conns_per_client defaults to 200 per client address: members reaching a remote server agent from one address would meet it first); on this single machine the members themselves (their CPU row) are what runs out first, which is a client-side cost that spreads over Nomad clients in production, not a server cost."
+	// Where each grows into a whole core, or the KV writes into a
+	// budget of 1,000 Raft writes a second.
+	until := func(name string, cap float64) string {
+		a, b := fitLine(x, map[string][]float64{"consul": cCPU, "nomad": nCPU, "raft": addSeries(kvw, renew)}[name])
+		if name == "raft" {
+			a, b = a/60, b/60
+		}
+		if b <= 0 {
+			return "never (no growth measured)"
+		}
+		return fmt.Sprintf("about %s clusters", fmtNum((cap-a)/b))
+	}
+	limit += fmt.Sprintf("Where it bends: the Consul agent would use a whole core at %s, the Nomad agent at %s, and the KV writes would reach 1,000 Raft writes a second at %s. ",
+		until("consul", 100), until("nomad", 100), until("raft", 1000))
+	limit += "What drives it while idle: the KV writes are mostly each cluster leader's summary, rewritten unchanged every few seconds as its heartbeat in the coordinator (task/summary.go, summaryBeat 5 s, on the members' 1 s loop), and each such write wakes the blocking queries the cluster's members hold on its keys, so the blocking queries returned per minute are about the members times the summary writes; no member holds a Consul session while idle (sessions are taken around decisions: seeding, membership changes, recovery), and the members make no Nomad API call while idle. " +
+		"So the first limit is the Consul servers' work for the summary heartbeat and its fan-out to the watchers: a longer summaryBeat, or watching the summary from one member only, divides it; the Nomad servers see almost nothing from idle clusters. On this single machine the members themselves (their CPU row: about a tenth of a core per idle cluster) run out long before the agents, a cost that spreads over the Nomad clients in production, not the servers'. " +
+		"A caveat of the counting: a request is logged when it completes, so a blocking query held across the whole window (Consul's default wait is 5 minutes) is not counted; the ones counted are those a change woke."
 	return []string{"Paper estimate from the measured slope (least squares over 0 and the measured sizes; linear by assumption, idle only: a deployment or a failure adds bursts the idle figures do not show):\n\n" + t.markdown(), limit}
 }

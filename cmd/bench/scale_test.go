@@ -142,6 +142,10 @@ func TestPaperEstimate(t *testing.T) {
 	if !strings.Contains(notes[1], "about 300/s are Raft writes") {
 		t.Errorf("reading: %s", notes[1])
 	}
+	// The Consul agent: 1 + 0.5·N % of a core -> a whole core at 198.
+	if !strings.Contains(notes[1], "the Consul agent would use a whole core at about 198 clusters") {
+		t.Errorf("where it bends: %s", notes[1])
+	}
 	if got := paperEstimate(x[:1], nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil); len(got) != 1 || !strings.Contains(got[0], "at least two sizes") {
 		t.Errorf("one size: %q", got)
 	}
