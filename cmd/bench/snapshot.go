@@ -106,9 +106,19 @@ func fill(ctx context.Context, cli *clientv3.Client, n int, filler valueFiller) 
 					return
 				}
 				filler(rng, v)
-				pctx, cancel := context.WithTimeout(ctx, time.Minute)
-				_, err := cli.Put(pctx, fmt.Sprintf("snap/%08d", i), string(v))
-				cancel()
+				// A put is retried (the same key and value: idempotent) a
+				// few times: on a loaded machine etcd may time a request
+				// out ("etcdserver: request timed out") and commit it
+				// later, or not at all.
+				var err error
+				for attempt := 0; attempt < 4; attempt++ {
+					pctx, cancel := context.WithTimeout(ctx, time.Minute)
+					_, err = cli.Put(pctx, fmt.Sprintf("snap/%08d", i), string(v))
+					cancel()
+					if err == nil || ctx.Err() != nil {
+						break
+					}
+				}
 				if err != nil {
 					errs <- fmt.Errorf("put value %d: %w", i, err)
 					return
