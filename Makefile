@@ -10,7 +10,7 @@ DEMO_DIR ?= .demo
 RACE_PKGS = ./task/... ./backends/... ./coord/... ./localmode/... ./integration/... ./status/... ./provider/... ./snapshot/... ./internal/clustertest/... ./identity/...
 RACE_FULL_PKGS = ./coord/consul ./snapshot/s3
 
-.PHONY: build tools browser test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench sim mutate alerts image
+.PHONY: build tools browser test test-agents test-embedded test-long unit timing vet fmt vuln fuzz fuzz-short demo demo-down local-demo clean chaos chaos-hosts bench bench-scale sim mutate alerts image
 
 build:
 	$(GO) build -o $(BIN) ./cmd/etcd-nomad
@@ -249,6 +249,21 @@ chaos-hosts: tools
 BENCH_FLAGS ?=
 bench: tools
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
+
+## bench-scale: the curves of docs/scaling.md (not in CI, not in `make
+## test`): members (3, 5, 7 local members: bootstrap, kill -9 of the
+## leader, replacement with its data lost, quorum loss, put throughput, each
+## next to plain etcd of the same size), data size (256 MiB and 1 GiB:
+## snapshot save/restore against etcdctl/etcdutl, a learner's catch-up and
+## promotion, defrag, the disk's write rate) and clusters per Nomad (1, 5,
+## 10 clusters of 3 members on the dev agents: idle API requests, CPU,
+## memory, cold start; a paper estimate for 100 and 1,000). Writes
+## docs/scaling.md and docs/scaling/*.png; about 40 minutes.
+## SCALE_FLAGS="-scale-only data -scale-4g" adds 4 GiB (~25 GB of disk);
+## `go run ./cmd/bench -h` lists the -scale-* flags.
+SCALE_FLAGS ?=
+bench-scale: tools
+	$(GO) run ./cmd/bench -scale $(SCALE_FLAGS)
 
 ## sim: a long exploration of the whole-system simulation (sim/): every
 ## violation prints its seed and trace. `make sim STEPS=100000000 SEED=7`;

@@ -61,12 +61,12 @@ func (e *runEnv) deltaCostAndRPO(ctx context.Context) ([]bench.Result, []string,
 	opts := func(name, store, deltas string) localmode.Options {
 		return localmode.Options{Name: name, TLSMode: config.TLSOff, StaleAfter: time.Minute, SnapshotDir: store, SnapshotInterval: 30 * time.Minute, DeltaInterval: deltas}
 	}
-	on, err := e.managedClusterIn(ctx, ports[:3], "deltas on", "backup-on", opts("bench-on", storeOn, e.opts.deltaInterval.String()))
+	on, err := e.managedClusterIn(ctx, ports[:3], "deltas on", "backup-on", opts("bench-on", storeOn, e.opts.deltaInterval.String()), false)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer on.close()
-	off, err := e.managedClusterIn(ctx, ports[3:], "deltas off", "backup-off", opts("bench-off", storeOff, "0s"))
+	off, err := e.managedClusterIn(ctx, ports[3:], "deltas off", "backup-off", opts("bench-off", storeOff, "0s"), false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -85,12 +85,13 @@ func (e *runEnv) plainCluster(ctx context.Context, ports []localmode.MemberPorts
 // managedCluster starts 3 etcd-nomad member processes (local package:
 // static provider, file-lock coordinator), TLS off like the plain side.
 func (e *runEnv) managedCluster(ctx context.Context, ports []localmode.MemberPorts) (*cluster, error) {
-	return e.managedClusterIn(ctx, ports, "etcd-nomad", "kv-managed", localmode.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute})
+	return e.managedClusterIn(ctx, ports, "etcd-nomad", "kv-managed", localmode.Options{Name: "bench", TLSMode: config.TLSOff, StaleAfter: time.Minute}, false)
 }
 
 // managedClusterIn is managedCluster with its own name, directory (under
-// the scratch directory) and cluster options.
-func (e *runEnv) managedClusterIn(ctx context.Context, ports []localmode.MemberPorts, name, dir string, o localmode.Options) (*cluster, error) {
+// the scratch directory) and cluster options; restart restarts a member
+// that dies, as Nomad would.
+func (e *runEnv) managedClusterIn(ctx context.Context, ports []localmode.MemberPorts, name, dir string, o localmode.Options, restart bool) (*cluster, error) {
 	bin, err := e.etcdNomad(ctx)
 	if err != nil {
 		return nil, err
@@ -99,7 +100,7 @@ func (e *runEnv) managedClusterIn(ctx context.Context, ports []localmode.MemberP
 	if err := lay.WriteConfig(o, ports); err != nil {
 		return nil, err
 	}
-	sup := &localmode.Supervisor{Bin: bin, Layout: lay, Log: e.log.Named("supervisor")}
+	sup := &localmode.Supervisor{Bin: bin, Layout: lay, Restart: restart, Log: e.log.Named("supervisor")}
 	c := &cluster{name: name, sup: sup, lay: lay}
 	c.stop = func() {
 		if err := sup.StopAll(20 * time.Second); err != nil {
@@ -131,7 +132,7 @@ func (c *cluster) connect(ctx context.Context) error {
 		}
 		c.clis = append(c.clis, cli)
 	}
-	return waitReady(ctx, c.clis, c.eps, 3, 2*time.Minute)
+	return waitReady(ctx, c.clis, c.eps, len(c.eps), 2*time.Minute)
 }
 
 func (c *cluster) close() {

@@ -63,6 +63,7 @@ func main() {
 type options struct {
 	repo          string
 	work          string
+	binDir        string // where the etcd-nomad builds go: the run's scratch directory
 	only          string
 	snapshotBytes int64
 	snapshotRound int
@@ -78,6 +79,8 @@ type options struct {
 	rpoWrite      time.Duration
 	replayEvents  int
 	nomadRounds   int
+	// scale: `bench -scale` runs the families of curves instead.
+	scale scaleOptions
 }
 
 func run(args []string) error {
@@ -101,10 +104,36 @@ func run(args []string) error {
 	fs.DurationVar(&o.rpoWrite, "rpo-write", 20*time.Second, "how long the RPO figure writes before every data dir is lost")
 	fs.IntVar(&o.nomadRounds, "nomad-rounds", 1, "deployments per task driver for the Nomad figures (b, c), alternating raw_exec and docker (the median counts)")
 	fs.IntVar(&o.replayEvents, "replay-events", 1_000_000, "delta events after the full snapshot in the replay figure")
+	fs.BoolVar(&o.scale.on, "scale", false, "measure the curves of docs/scaling.md instead of the figures (make bench-scale): members, data size, clusters per Nomad")
+	fs.StringVar(&o.scale.only, "scale-only", "", "comma-separated families of -scale: members, data, clusters; default all")
+	scaleMembers := fs.String("scale-members", "3,5,7", "-scale: cluster sizes of the members family")
+	scaleData := fs.String("scale-data-mib", "256,1024", "-scale: keyspace sizes of the data family, MiB")
+	scale4G := fs.Bool("scale-4g", false, "-scale: add 4096 MiB to -scale-data-mib (about 25 GB of disk at its peak)")
+	scaleClusters := fs.String("scale-clusters", "1,5,10", "-scale: clusters of 3 members on one Nomad, the clusters family")
+	fs.StringVar(&o.scale.out, "scale-markdown", "docs/scaling.md", "-scale: markdown file")
+	fs.StringVar(&o.scale.plots, "scale-plots", "docs/scaling", "-scale: directory of the PNG plots")
+	fs.DurationVar(&o.scale.idle, "scale-idle", time.Minute, "-scale: idle window of the clusters family (API requests, CPU)")
+	fs.IntVar(&o.scale.kvRounds, "scale-kv-rounds", 3, "-scale: put rounds per side at each cluster size (the median counts)")
+	fs.DurationVar(&o.scale.kvDur, "scale-kv-duration", 5*time.Second, "-scale: measured duration of each put round")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	o.snapshotBytes = *sizeMiB << 20
+	if o.scale.on {
+		var err error
+		if o.scale.members, err = parseSizes(*scaleMembers); err != nil {
+			return fmt.Errorf("-scale-members: %w", err)
+		}
+		if o.scale.dataMiB, err = parseSizes(*scaleData); err != nil {
+			return fmt.Errorf("-scale-data-mib: %w", err)
+		}
+		if *scale4G {
+			o.scale.dataMiB = append(o.scale.dataMiB, 4096)
+		}
+		if o.scale.clusters, err = parseSizes(*scaleClusters); err != nil {
+			return fmt.Errorf("-scale-clusters: %w", err)
+		}
+	}
 	stop, err := startCPUProfile(*cpuProfile)
 	if err != nil {
 		return err
@@ -131,7 +160,11 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
 	}
+	o.binDir = o.work
 	env := &runEnv{opts: o, log: log, self: self}
+	if o.scale.on {
+		return env.scale(ctx, args)
+	}
 	report := bench.Report{Started: start, Machine: bench.Describe(), Commit: gitCommit(o.repo)}
 
 	// A group that fails is reported (its error under the table, and the
@@ -235,6 +268,8 @@ type runEnv struct {
 	opts options
 	log  hclog.Logger
 	self string // this binary, for the helper processes
+	// snapOut, when set, receives what snapshotFigures measured.
+	snapOut *snapRun
 }
 
 func gitCommit(repo string) string {

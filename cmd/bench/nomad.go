@@ -46,6 +46,27 @@ type nomadKit struct {
 	ncli       *nomadapi.Client
 }
 
+// newNomadKit is the kit on running agents. It points this process's
+// CONSUL_HTTP_ADDR and NOMAD_ADDR at them: the rendered definitions and
+// the status clients read them.
+func newNomadKit(dir, bin, nomadBin string, consul, nomad *devagents.Agent) (*nomadKit, error) {
+	k := &nomadKit{dir: dir, bin: bin, nomadBin: nomadBin, consulAddr: strings.TrimPrefix(consul.Addr, "http://"), nomadAddr: nomad.Addr}
+	os.Setenv("CONSUL_HTTP_ADDR", k.consulAddr)
+	os.Setenv("NOMAD_ADDR", nomad.Addr)
+	ccfg := consulapi.DefaultConfig()
+	ccfg.Address = k.consulAddr
+	var err error
+	if k.ccli, err = consulapi.NewClient(ccfg); err != nil {
+		return nil, err
+	}
+	ncfg := nomadapi.DefaultConfig()
+	ncfg.Address = nomad.Addr
+	if k.ncli, err = nomadapi.NewClient(ncfg); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
 // nomadDriver is how the members of a deployment run.
 type nomadDriver struct {
 	// name is the task driver: raw_exec or docker.
@@ -269,17 +290,8 @@ func (e *runEnv) nomadFigures(ctx context.Context) (_ []bench.Result, _ []string
 		return nil, nil, err
 	}
 	defer nomad.Stop(30 * time.Second)
-	k := &nomadKit{dir: dir, bin: bin, nomadBin: nomadBin, consulAddr: strings.TrimPrefix(consul.Addr, "http://"), nomadAddr: nomad.Addr}
-	os.Setenv("CONSUL_HTTP_ADDR", k.consulAddr)
-	os.Setenv("NOMAD_ADDR", nomad.Addr)
-	ccfg := consulapi.DefaultConfig()
-	ccfg.Address = k.consulAddr
-	if k.ccli, err = consulapi.NewClient(ccfg); err != nil {
-		return nil, nil, err
-	}
-	ncfg := nomadapi.DefaultConfig()
-	ncfg.Address = nomad.Addr
-	if k.ncli, err = nomadapi.NewClient(ncfg); err != nil {
+	k, err := newNomadKit(dir, bin, nomadBin, consul, nomad)
+	if err != nil {
 		return nil, nil, err
 	}
 
@@ -343,46 +355,7 @@ func (e *runEnv) deploy(ctx context.Context, k *nomadKit, d nomadDriver, job str
 	// render writes the definition and the job of release n.
 	render := func(n int) error {
 		args, nomadHCL := d.release(n)
-		if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group       = %q
-    stale_after = "5s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-%s"
-  }
-
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    cpu          = 100
-    memory_mb    = 256
-    kill_timeout = "20s"
-    %s
-    consul {
-      address = %q
-    }
-  }
-}
-`, job, nomadGroup, job, nomadHCL, k.consulAddr)), 0o600); err != nil {
-			return err
-		}
-		var stderr strings.Builder
-		cmd := exec.CommandContext(ctx, k.bin, append(append([]string{"job", "render"}, args...), def)...)
-		cmd.Stderr = &stderr
-		spec, err := cmd.Output()
-		if err != nil {
-			return fmt.Errorf("job render %v: %w: %s", args, err, stderr.String())
-		}
-		return os.WriteFile(specFile, spec, 0o600)
+		return renderNomadJob(ctx, k, job, "", nomadHCL, args, def, specFile)
 	}
 	run := func() error {
 		if out, err := exec.CommandContext(ctx, k.nomadBin, "job", "run", "-detach", "-address", k.nomadAddr, specFile).CombinedOutput(); err != nil {
@@ -684,4 +657,56 @@ func lastStarted(ncli *nomadapi.Client, job, prefix string) (time.Time, error) {
 		}
 	}
 	return time.Time{}, fmt.Errorf("no started etcd task in an allocation %s*", prefix)
+}
+
+// renderNomadJob writes the definition of a 3-member cluster named job on
+// the kit (Consul coordination, stale_after 5s, every member on the one
+// Nomad client) to def, with quota as etcd's quota_backend_bytes ("": the
+// default) and nomadHCL added to its nomad block, and `etcd-nomad job
+// render` of it with args to specFile.
+func renderNomadJob(ctx context.Context, k *nomadKit, job, quota, nomadHCL string, args []string, def, specFile string) error {
+	quotaHCL := ""
+	if quota != "" {
+		quotaHCL = fmt.Sprintf("\n    quota_backend_bytes = %q", quota)
+	}
+	if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
+  size = 3
+
+  etcd {
+    heartbeat_interval = "100ms"
+    election_timeout   = "1s"%s
+  }
+
+  provider "nomad" {
+    group       = %q
+    stale_after = "5s"
+  }
+
+  coordination "consul" {
+    prefix = "etcd-nomad-%s"
+  }
+
+  nomad {
+    # One Nomad client: every member on it.
+    distinct_hosts = false
+    cpu          = 100
+    memory_mb    = 256
+    kill_timeout = "20s"
+    %s
+    consul {
+      address = %q
+    }
+  }
+}
+`, job, quotaHCL, nomadGroup, job, nomadHCL, k.consulAddr)), 0o600); err != nil {
+		return err
+	}
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, k.bin, append(append([]string{"job", "render"}, args...), def)...)
+	cmd.Stderr = &stderr
+	spec, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("job render %v: %w: %s", args, err, stderr.String())
+	}
+	return os.WriteFile(specFile, spec, 0o600)
 }

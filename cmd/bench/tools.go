@@ -88,10 +88,11 @@ func (e *runEnv) etcdNomadStatic(ctx context.Context) (string, error) {
 	return e.buildEtcdNomad(ctx, filepath.Join("static", "etcd-nomad"), "CGO_ENABLED=0")
 }
 
-// buildEtcdNomad builds ./cmd/etcd-nomad to name under the scratch
-// directory with env added to the go command's, once.
+// buildEtcdNomad builds ./cmd/etcd-nomad to name under the run's scratch
+// directory (binDir: a family's sub-environment shares it) with env added
+// to the go command's, once.
 func (e *runEnv) buildEtcdNomad(ctx context.Context, name string, env ...string) (string, error) {
-	out, err := filepath.Abs(filepath.Join(e.opts.work, name))
+	out, err := filepath.Abs(filepath.Join(e.opts.binDir, name))
 	if err != nil {
 		return "", err
 	}

@@ -359,6 +359,10 @@ type Options struct {
 	// the images (the kit loads them; there is no registry to pull from
 	// again).
 	Docker *Docker
+	// DiskFreeMB, when set, is the free disk the Nomad client advertises
+	// (client.disk_free_mb) instead of what it finds: many idle members'
+	// sticky disks fit the scheduler where the real free disk would not.
+	DiskFreeMB int
 }
 
 // StartConsul starts `consul agent -dev` with its state in dir.
@@ -730,6 +734,9 @@ server {
   max_dynamic_port  = 19999`
 	}
 	client += fmt.Sprintf("\n  alloc_dir         = %q", allocDir)
+	if o.DiskFreeMB > 0 {
+		client += fmt.Sprintf("\n  disk_free_mb      = %d", o.DiskFreeMB)
+	}
 	fmt.Fprintf(&b, `client {
   network_interface = "lo"%s
   options = {

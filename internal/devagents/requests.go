@@ -33,11 +33,11 @@ type LogMark map[string]int64
 func (h *Host) Mark() (LogMark, error) {
 	m := LogMark{}
 	for _, a := range []*Agent{h.Consul, h.Nomad} {
-		fi, err := os.Stat(a.logPath())
+		n, err := a.LogSize()
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", h.Name, err)
 		}
-		m[a.Name] = fi.Size()
+		m[a.Name] = n
 	}
 	return m, nil
 }
@@ -47,35 +47,55 @@ func (h *Host) Mark() (LogMark, error) {
 func (h *Host) Requests(since LogMark) ([]Request, error) {
 	var out []Request
 	for _, a := range []*Agent{h.Consul, h.Nomad} {
-		f, err := os.Open(a.logPath())
+		rs, err := a.RequestsSince(since[a.Name])
 		if err != nil {
 			return nil, fmt.Errorf("host %s: %w", h.Name, err)
 		}
-		if _, err := f.Seek(since[a.Name], io.SeekStart); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("host %s: %w", h.Name, err)
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// LogSize is where the agent's log ends now, for RequestsSince.
+func (a *Agent) LogSize() (int64, error) {
+	fi, err := os.Stat(a.logPath())
+	if err != nil {
+		return 0, err
+	}
+	return fi.Size(), nil
+}
+
+// RequestsSince lists the HTTP requests the agent served since its log
+// was off bytes long, from its DEBUG log (a -dev agent logs at DEBUG; a
+// testbed host's with HostsOptions.LogRequests).
+func (a *Agent) RequestsSince(off int64) ([]Request, error) {
+	f, err := os.Open(a.logPath())
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if _, err := f.Seek(off, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []Request
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		m := requestLine.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
 		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			m := requestLine.FindStringSubmatch(sc.Text())
-			if m == nil {
-				continue
+		path, query, _ := strings.Cut(strings.Trim(m[2], `"`), "?")
+		blocking := false
+		for _, kv := range strings.Split(query, "&") {
+			if k, v, _ := strings.Cut(kv, "="); k == "index" && v != "" && v != "0" {
+				blocking = true
 			}
-			path, query, _ := strings.Cut(strings.Trim(m[2], `"`), "?")
-			blocking := false
-			for _, kv := range strings.Split(query, "&") {
-				if k, v, _ := strings.Cut(kv, "="); k == "index" && v != "" && v != "0" {
-					blocking = true
-				}
-			}
-			out = append(out, Request{Agent: a.Name, Method: m[1], Path: path, Blocking: blocking})
 		}
-		err = sc.Err()
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("host %s: read %s log: %w", h.Name, a.Name, err)
-		}
+		out = append(out, Request{Agent: a.Name, Method: m[1], Path: path, Blocking: blocking})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s log: %w", a.Name, err)
 	}
 	return out, nil
 }
