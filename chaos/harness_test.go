@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -99,7 +100,7 @@ func newEnv(t *testing.T, tlsMode string) *env {
 	e.nomadAddr, e.consulAddr, e.allocDirs = e.nomad.Addr, e.consul.Addr, []string{e.nomad.AllocDir}
 	t.Cleanup(e.stopJob)
 	// One Nomad client: every member on it, all using its Consul agent.
-	e.deploy(tlsMode, "10s", nomadjob.SingleClient(e.consul.Addr))
+	e.deploy(tlsMode, "10s", clusterdef.SingleClient(e.consul.Addr))
 	return e
 }
 
@@ -126,10 +127,13 @@ func (e *env) deploy(tlsMode, staleAfter, nomadExtra string) {
 	t.Setenv("NOMAD_ADDR", e.nomadAddr)
 
 	file := filepath.Join(e.dir, "cluster.hcl")
-	nomadjob.Definition{
+	def := clusterdef.Definition{
 		Name: clusterName, Size: 3, TLSMode: tlsMode, StaleAfter: staleAfter,
 		Prefix: "etcd-nomad-chaos", SessionTTL: "10s", Nomad: nomadExtra,
-	}.Write(t, file)
+	}
+	if err := def.Write(file); err != nil {
+		t.Fatal(err)
+	}
 	cl, _, diags := config.LoadFile(file)
 	if diags.HasErrors() {
 		t.Fatal(diags.Error())

@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -117,7 +118,7 @@ type cluster struct {
 	extra string
 	// quota, when set, is etcd's quota_backend_bytes: a small one keeps
 	// the members' sticky disks small when clusters run at once
-	// (nomadjob.Definition.Quota).
+	// (clusterdef.Definition.Quota).
 	quota string
 	// kek is the cluster CA's key encryption key the members read from
 	// the job's Nomad variable (set by nomadRun): etcd clients need it.
@@ -144,14 +145,17 @@ func newCluster(t *testing.T, name string, size int) *cluster {
 func (c *cluster) writeDefinition(size int, extraEnv string) {
 	c.t.Helper()
 	c.size = size
-	n := nomadjob.SingleClient(consul.Addr)
+	n := clusterdef.SingleClient(consul.Addr)
 	if c.image != "" {
 		n += fmt.Sprintf("\n    driver = \"docker\"\n    image  = %q", c.image)
 	}
-	nomadjob.Definition{
+	def := clusterdef.Definition{
 		Name: c.name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e", Quota: c.quota,
 		Nomad: n, Extra: c.extra, Comment: extraEnv,
-	}.Write(c.t, c.file)
+	}
+	if err := def.Write(c.file); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // job is the cluster's Nomad job, for the shared kit.

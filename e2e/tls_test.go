@@ -18,6 +18,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/internal/tier"
@@ -74,37 +75,8 @@ func TestMemberOnTLSAgents(t *testing.T) {
 	}
 
 	file := filepath.Join(dir, "cluster.hcl")
-	def := fmt.Sprintf(`cluster %q {
-  size = %d
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group       = "etcd"
-    stale_after = "5s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-e2e"
-  }
-
-  nomad {
-    distinct_hosts = false
-    cpu            = 100
-    memory_mb      = 128
-    kill_timeout   = "20s"
-    consul {
-      address   = %q
-      ca_file   = %q
-      cert_file = %q
-      key_file  = %q
-    }
-  }
-}
-`, name, size, ca.Addr, tl.CAFile, tl.ClientCertFile, tl.ClientKeyFile)
+	def := clusterdef.Definition{Name: name, Size: size, StaleAfter: "5s", Prefix: "etcd-nomad-e2e",
+		Nomad: clusterdef.SingleClientTLS(ca.Addr, tl.CAFile, tl.ClientCertFile, tl.ClientKeyFile)}.HCL()
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}

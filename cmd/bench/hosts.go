@@ -24,6 +24,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
@@ -36,29 +37,7 @@ const hostsJob = "hosts-bench"
 // hostsDefinition: production defaults (one member per host, the members'
 // Consul is their host's agent, stale_after = lost_after, session_ttl
 // 10s), the test-sized etcd timing of every other figure.
-const hostsDefinition = `cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group = "etcd"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-hosts-bench"
-  }
-
-  nomad {
-    cpu          = 100
-    memory_mb    = 128
-    kill_timeout = "20s"
-  }
-}
-`
+var hostsDefinition = clusterdef.Definition{Name: hostsJob, Size: 3, Prefix: "etcd-nomad-hosts-bench"}
 
 // idleWindow is how long the idle API calls are counted.
 const idleWindow = time.Minute
@@ -276,7 +255,7 @@ func (e *runEnv) startHostsBed(ctx context.Context, bin, nomadBin string) (*host
 		return b, err
 	}
 	def := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(def, fmt.Appendf(nil, hostsDefinition, hostsJob), 0o600); err != nil {
+	if err := os.WriteFile(def, []byte(hostsDefinition.HCL()), 0o600); err != nil {
 		return b, err
 	}
 	cl, _, diags := config.LoadFile(def)

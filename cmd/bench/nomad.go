@@ -19,6 +19,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
 	"github.com/etcd-nomad/etcd-nomad/internal/bench"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/nomad"
@@ -665,40 +666,9 @@ func lastStarted(ncli *nomadapi.Client, job, prefix string) (time.Time, error) {
 // default) and nomadHCL added to its nomad block, and `etcd-nomad job
 // render` of it with args to specFile.
 func renderNomadJob(ctx context.Context, k *nomadKit, job, quota, nomadHCL string, args []string, def, specFile string) error {
-	quotaHCL := ""
-	if quota != "" {
-		quotaHCL = fmt.Sprintf("\n    quota_backend_bytes = %q", quota)
-	}
-	if err := os.WriteFile(def, []byte(fmt.Sprintf(`cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"%s
-  }
-
-  provider "nomad" {
-    group       = %q
-    stale_after = "5s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-%s"
-  }
-
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    cpu          = 100
-    memory_mb    = 256
-    kill_timeout = "20s"
-    %s
-    consul {
-      address = %q
-    }
-  }
-}
-`, job, quotaHCL, nomadGroup, job, nomadHCL, k.consulAddr)), 0o600); err != nil {
+	d := clusterdef.Definition{Name: job, Size: 3, Group: nomadGroup, StaleAfter: "5s", Prefix: "etcd-nomad-" + job,
+		Quota: quota, MemoryMB: 256, Nomad: clusterdef.SingleClient(k.consulAddr) + "\n    " + nomadHCL}
+	if err := os.WriteFile(def, []byte(d.HCL()), 0o600); err != nil {
 		return err
 	}
 	var stderr strings.Builder

@@ -28,6 +28,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
 	"github.com/etcd-nomad/etcd-nomad/jobs"
 	"github.com/etcd-nomad/etcd-nomad/nomad"
@@ -54,33 +55,17 @@ type state struct {
 // demoImage is the image the members run with -driver docker.
 const demoImage = "etcd-nomad:demo"
 
-// definition is the demo's cluster definition; %q is the Consul agent's
-// host:port, which the members use (the dev agent's port is not 8500).
-const definition = `# The demo cluster: 3 members as a Nomad job, coordinated through Consul.
-cluster "demo" {
-  size = 3
-
-  provider "nomad" {
-    group       = "etcd"
-    stale_after = "10s"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad"
-  }
-
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    job       = "etcd-demo"
-    cpu       = 200
-    memory_mb = 256%s
-    consul {
-      address = %q
-    }
-  }
+// definition is the demo's cluster definition; consulHostPort is the
+// Consul agent's host:port, which the members use (the dev agent's port
+// is not 8500), driverHCL the members' driver lines.
+func definition(consulHostPort, driverHCL string) clusterdef.Definition {
+	return clusterdef.Definition{
+		Header: "The demo cluster: 3 members as a Nomad job, coordinated through Consul.",
+		Name:   "demo", Size: 3, StaleAfter: "10s", Prefix: "etcd-nomad",
+		Job: "etcd-demo", CPU: 200, MemoryMB: 256,
+		Nomad: clusterdef.SingleClient(consulHostPort) + driverHCL,
+	}
 }
-`
 
 func main() {
 	if len(os.Args) < 2 {
@@ -166,7 +151,7 @@ func up(dir, bin, imageBin string, out io.Writer) error {
 			_ = devagents.StopDockerAt(docker.Dir, docker.PID())
 			return err
 		}
-		driverLines = fmt.Sprintf("\n    driver    = \"docker\"\n    image     = %q", demoImage)
+		driverLines = fmt.Sprintf("\n    driver = \"docker\"\n    image  = %q", demoImage)
 		render = jobs.Options{Image: demoImage}
 	}
 	step("starting nomad agent -dev (raw_exec%s)", map[bool]string{true: ", docker"}[docker != nil])
@@ -194,7 +179,7 @@ func up(dir, bin, imageBin string, out io.Writer) error {
 	os.Setenv("NOMAD_ADDR", nomad.Addr)
 
 	defFile := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(defFile, []byte(fmt.Sprintf(definition, driverLines, consulHostPort)), 0o600); err != nil {
+	if err := definition(consulHostPort, driverLines).Write(defFile); err != nil {
 		return err
 	}
 	cl, _, diags := config.LoadFile(defFile)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/coord/consul"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -70,27 +71,7 @@ func run(m *testing.M) int {
 func writeDefinition(t *testing.T, name string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "cluster.hcl")
-	def := fmt.Sprintf(`cluster %q {
-  size = 1
-  provider "nomad" {
-    group       = "etcd"
-    stale_after = "5s"
-  }
-  coordination "consul" {
-    prefix = "etcd-nomad-acl"
-  }
-  nomad {
-    # One Nomad client: every member on it.
-    distinct_hosts = false
-    cpu          = 100
-    memory_mb    = 128
-    kill_timeout = "20s"
-    consul {
-      address = %q
-    }
-  }
-}
-`, name, strings.TrimPrefix(cagent.Addr, "http://"))
+	def := clusterdef.Definition{Name: name, Size: 1, StaleAfter: "5s", Prefix: "etcd-nomad-acl", Nomad: clusterdef.SingleClient(cagent.Addr)}.HCL()
 	if err := os.WriteFile(file, []byte(def), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/etcd-nomad/etcd-nomad/backends"
 	"github.com/etcd-nomad/etcd-nomad/certs"
 	"github.com/etcd-nomad/etcd-nomad/config"
+	"github.com/etcd-nomad/etcd-nomad/internal/clusterdef"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest"
 	"github.com/etcd-nomad/etcd-nomad/internal/clustertest/nomadjob"
 	"github.com/etcd-nomad/etcd-nomad/internal/devagents"
@@ -48,30 +49,11 @@ type bed struct {
 }
 
 // definition: defaults (distinct_hosts on, the members' Consul is their
-// host's agent at 127.0.0.1:8500), test-sized resources and etcd timing.
-const definition = `cluster %q {
-  size = 3
-
-  etcd {
-    heartbeat_interval = "100ms"
-    election_timeout   = "1s"
-  }
-
-  provider "nomad" {
-    group = "etcd"
-  }
-
-  coordination "consul" {
-    prefix = "etcd-nomad-hosts"
-  }
-
-  nomad {
-    cpu          = 100
-    memory_mb    = 128
-    kill_timeout = "20s"%s
-  }
+// host's agent at 127.0.0.1:8500), test-sized resources and etcd timing;
+// Nomad is set for the exec driver on host volumes.
+func definition(nomadHCL string) clusterdef.Definition {
+	return clusterdef.Definition{Name: clusterName, Size: 3, Prefix: "etcd-nomad-hosts", Nomad: nomadHCL}
 }
-`
 
 // startBed starts a testbed of one server host and four client hosts (three
 // for the members, one spare for a replacement) and runs the job on it.
@@ -118,7 +100,7 @@ func startBedWith(t *testing.T, o bedOptions) *bed {
 			}
 		}
 		ho.Volumes, ho.ExecDirs = 3, []string{dir}
-		nomadExtra = "\n    driver       = \"exec\"\n    host_volume  = \"etcd\""
+		nomadExtra = "driver      = \"exec\"\n    host_volume = \"etcd\""
 	}
 	tb, err := devagents.StartHosts(ctx, ho)
 	if err != nil {
@@ -149,7 +131,7 @@ func startBedWith(t *testing.T, o bedOptions) *bed {
 	}
 
 	file := filepath.Join(dir, "cluster.hcl")
-	if err := os.WriteFile(file, fmt.Appendf(nil, definition, clusterName, nomadExtra), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(definition(nomadExtra).HCL()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cl, _, diags := config.LoadFile(file)
