@@ -203,7 +203,7 @@ func migrateIn(t *testing.T, version string) {
 	w.CheckLeases(t, c)
 	retried := w.Retried()
 	if f := w.Failed(); f > 0 {
-		t.Fatalf("%d writes failed twice during the migration; first attempts that failed: %v", f, retried)
+		t.Fatalf("%d writes failed twice during the migration; the attempts that failed: %v", f, retried)
 	}
 	if rec := tc.record(); rec.ClusterID != clusterID || len(rec.Join) != 0 {
 		t.Fatalf("record after the migration: %+v", rec)

@@ -109,7 +109,7 @@ type Writer struct {
 	lastOK     time.Time
 	longestGap time.Duration
 	failed     int
-	retried    []string // "key: error" of each first attempt that failed
+	retried    []string // "key: error" of each attempt that failed ("key again: error" for the second)
 	stop       chan struct{}
 	done       chan struct{}
 	consumer   *Consumer
@@ -137,11 +137,13 @@ func StartWriter(cli *clientv3.Client, prefix string) *Writer {
 				if err == nil {
 					break
 				}
+				w.mu.Lock()
 				if try == 0 {
-					w.mu.Lock()
 					w.retried = append(w.retried, fmt.Sprintf("%s: %v", key, err))
-					w.mu.Unlock()
+				} else {
+					w.retried = append(w.retried, fmt.Sprintf("%s again: %v", key, err))
 				}
+				w.mu.Unlock()
 			}
 			now := time.Now()
 			w.mu.Lock()
@@ -181,7 +183,8 @@ func (w *Writer) CheckLeases(t testing.TB, cli *clientv3.Client) ConsumerReport 
 	return w.consumer.CheckLeases(t, cli)
 }
 
-// Retried lists the keys whose first put failed, with the error.
+// Retried lists the keys whose first put failed, with the error, and
+// the second error of those that failed twice ("key again: error").
 func (w *Writer) Retried() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
