@@ -115,7 +115,7 @@ func (t *Trust) KeyExposed() string {
 // does not derive: a writer of the coordinator's keys planted it, and every
 // read-only client's certificate would be refused (clusterca.RepairStatusCA).
 func (t *Trust) repairStatusCA(ctx context.Context, held certs.Pair) {
-	replaced, err := clusterca.RepairStatusCA(ctx, t.cfg.Coordinator, held)
+	replaced, err := clusterca.RepairStatusCA(ctx, t.cfg.Reads, t.cfg.Coordinator, held)
 	if replaced != nil {
 		t.log.Error("the coordinator held a status CA this cluster's CA does not derive (a writer of the coordinator's keys stored it; members never accepted it): replaced",
 			"replaced", certs.Fingerprint(replaced), "location", clusterca.Location(t.cfg.Cluster, clusterca.StatusKey))
