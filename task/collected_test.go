@@ -217,7 +217,7 @@ func TestARewrittenSummaryNamesItsLeader(t *testing.T) {
 		t.Fatalf("first read: known healthy %q, want none (nothing to compare with)", o.KnownHealthy)
 	}
 	before, _ := k.co.Get(ctx, "summary")
-	clk.advance(summaryBeat)
+	clk.advance(summaryBeat(m0.opts.Cluster.RecoveryGrace))
 	m0.writeSummary(ctx, k.co, s) // unchanged: the leader's heartbeat
 	if after, _ := k.co.Get(ctx, "summary"); bytes.Equal(before, after) {
 		t.Fatalf("the unchanged summary was not written again after summaryBeat: %s", after)

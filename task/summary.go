@@ -91,14 +91,31 @@ func (m *Member) publishSummary(ctx context.Context, o planner.Observation) {
 // it), and within the recovery grace: it must be well below it. A member
 // without data probes the summary's members, and Consul may have lost it
 // or restored an older one meanwhile (invariant 10: an idle
-// leader never wrote it again). One small write every few seconds.
-const summaryBeat = 5 * time.Second
+// leader never wrote it again).
+//
+// The beat is a quarter of the recovery grace, as in the simulation
+// (sim/world.go: 5 s beside a 20 s grace), between summaryBeatMin and
+// summaryBeatMax: with the default grace (5 min) a leader writes it
+// twice a minute, not twelve times (bench h.idle-api counted 12 of the
+// 16 idle Consul requests a minute on the leader's host). With automatic
+// recovery off the operator's recovery still reads it: summaryBeatMin.
+func summaryBeat(recoveryGrace time.Duration) time.Duration {
+	if recoveryGrace <= 0 {
+		return summaryBeatMin
+	}
+	return min(max(recoveryGrace/4, summaryBeatMin), summaryBeatMax)
+}
+
+const (
+	summaryBeatMin = 5 * time.Second
+	summaryBeatMax = 30 * time.Second
+)
 
 // writeSummary writes s when it changed since this member last wrote it,
 // or summaryBeat after that write, with the time it is written.
 func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) {
 	view, err := json.Marshal(s)
-	if err != nil || bytes.Equal(view, m.summary.last) && m.now().Sub(m.summary.at) < summaryBeat {
+	if err != nil || bytes.Equal(view, m.summary.last) && m.now().Sub(m.summary.at) < summaryBeat(m.opts.Cluster.RecoveryGrace) {
 		return
 	}
 	s.Written = m.now().UTC()
