@@ -197,6 +197,13 @@ type Faults struct {
 	// cluster run that cluster as an older epoch (its recovery's
 	// ForceNewCluster start never happened; the start rejoined).
 	RerecordUnranEpoch bool
+	// PendingWaitsSilently (liveness): data of this member's recovery
+	// from data that never started, under a record of an older epoch
+	// whose cluster does not answer while every instance does, waits for
+	// that cluster without asking for an operator, while its peers wait
+	// for it to re-record (sim seed 7867: Consul restored epoch 1's
+	// record over epoch 3's recovery, and no member ever moved).
+	PendingWaitsSilently bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -380,6 +387,7 @@ const (
 	acceptPerLine                                // ...and compares each line's data only with what the command accepted of that line
 	pendingAsRecorded                            // a recovery from data whose ForceNewCluster start is pending starts only as a resumed one would
 	restoreAsRecorded                            // an installed restore starts only as a resumed recovery would
+	pendingAwaitsOperator                        // a never-started recovery under an older record no quorum answers for awaits the operator
 )
 
 // resumeGuard reports whether rule holds.
@@ -407,6 +415,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.StartPendingForceNew
 	case restoreAsRecorded:
 		return !f.StartInstalledRestore
+	case pendingAwaitsOperator:
+		return !f.PendingWaitsSilently
 	}
 	return true
 }

@@ -119,6 +119,17 @@ func (r rules) planWithData(o Observation, name string) Decision {
 			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x, removed meanwhile: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
 		case recorded && l.MemberID == 0:
 			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision, snapCopy)}
+		case l.ForceNewPending && !live && o.Unreachable == 0 && len(o.KnownHealthy)+len(o.UnlistedVoters) == 0 && r.resumeGuard(pendingAwaitsOperator):
+			// No quorum answers anywhere and every instance does: the
+			// record's cluster may never answer again (Consul restored
+			// a record whose members are gone), and the peers wait for
+			// this member, the newer epoch, to re-record (newerThanRecord)
+			// while it never does (sim seed 7867). Not re-recording the
+			// epoch it never ran (checkRerecord), not recovering beside
+			// an older record on its own (newerThanRecord): an operator
+			// chooses. It still sets the data aside, below, if the
+			// record's cluster answers again.
+			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s), whose cluster does not answer with a quorum while every instance answers: keeping this data (revision %d); the peers wait for this newer epoch to be recorded again, so an operator must choose: 'etcd-nomad recover -from %s' recovers a new epoch from this data, or 'etcd-nomad recover -from snapshot:NAME' restores a snapshot", what, rec.Epoch, short(rec.Token), l.Revision, name)}
 		case l.ForceNewPending:
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}
 		case live:

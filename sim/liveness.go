@@ -37,4 +37,5 @@ var stuckKinds = []struct{ text, kind string }{
 	{"may hold writes no other copy has", "older data kept: the newer recorded incarnation has no copy"},
 	{"recorded a seed of epoch", "a recorded seed beside another incarnation"},
 	{"no voter's copy of the recorded incarnation", "no copy of the recorded incarnation, no snapshot"},
+	{"whose cluster does not answer with a quorum while every instance answers", "a never-started recovery under an older record no quorum answers for"},
 }

@@ -106,6 +106,8 @@ var defects = []struct {
 	// without collectRunning), with NoSummaryProbe on seed 5
 	// (TestCollectedMajorityIsProbed).
 	{"StartInstalledRestore", Defects{NoSummaryProbe: true, Planner: planner.Faults{StartInstalledRestore: true}}, 5, true, ""},
+	// Found by the 100 M run of session 16 (a liveness failure).
+	{"PendingWaitsSilently", Defects{Planner: planner.Faults{PendingWaitsSilently: true}}, 7867, true, ""},
 	{"ForceNewDropKeepsEpoch", Defects{ForceNewDropKeepsEpoch: true}, 1, true,
 		"no seed found (searched 1..600 with and without the collectRunning fault): Consul must lose the record while the seeder of a recovery from data is stopped between its metadata write and its ForceNewCluster start, and its old cluster must have its quorum back; task TestUnstartedRecoveryWithoutItsRecordStartsAsItsSource pins it"},
 	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
