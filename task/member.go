@@ -318,6 +318,9 @@ type knownSeen struct {
 	probe   knownProbe
 	at      time.Time
 	healthy bool
+	// hold, when set, is how long the name stays after at instead of
+	// the recovery grace (a summary rewrite: heldFor).
+	hold time.Duration
 }
 
 func (m *Member) heldLock() (coord.Lock, error) {

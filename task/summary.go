@@ -44,6 +44,12 @@ type Summary struct {
 	// leader serves. Readers only tell one value from another (clocks
 	// differ); they never compare it with their own.
 	Written time.Time `json:"written"`
+	// BeatMS is the writer's summaryBeat in milliseconds (0 from a
+	// writer before it was written: 5 s). A reader whose own beat is
+	// shorter (members run different recovery_grace values while a job
+	// update rolls) keeps the rewrite's leader named for four of the
+	// writer's beats, the writer's grace (heldFor).
+	BeatMS int64 `json:"beat_ms,omitempty"`
 }
 
 // SummaryMember is one member in a Summary. ClientURLs are what a member
@@ -106,6 +112,37 @@ func summaryBeat(recoveryGrace time.Duration) time.Duration {
 	return min(max(recoveryGrace/4, summaryBeatMin), summaryBeatMax)
 }
 
+// heldFor is how long a reader with recovery grace grace names a leader
+// after it saw the leader's summary rewritten, when the writer beats every
+// writerBeat (Summary.BeatMS; 0 for a writer that did not say: 5 s): its
+// own grace, or four of the writer's beats when those are slower than its
+// own (review rev18a F1: a leader under the default 5 min grace beats
+// every 30 s; a member already updated to a 20 s grace kept its name for
+// 20 s, and recovered beside it in the 10 s of every 30 without a name).
+// A writer's beat counts up to summaryBeatMax: a summary planted with a
+// long one holds recoveries back no longer than 2 min.
+func heldFor(grace, writerBeat time.Duration) time.Duration {
+	if writerBeat <= 0 {
+		writerBeat = summaryBeatMin
+	}
+	writerBeat = min(writerBeat, summaryBeatMax)
+	if writerBeat <= summaryBeat(grace) {
+		return grace
+	}
+	return max(grace, 4*writerBeat)
+}
+
+// notOverdue reports whether a summary a reader with recovery grace grace
+// has read unchanged for unchanged, from a writer that beats every
+// writerBeat, may still be rewritten by a serving leader, when that
+// writer beats slower than the reader would: for two of its beats and
+// summaryBeatMin. With one config everywhere it never holds (nothing
+// changes: a rewrite alone names a leader, as the simulation models).
+func notOverdue(grace, writerBeat, unchanged time.Duration) bool {
+	writerBeat = min(writerBeat, summaryBeatMax)
+	return writerBeat > summaryBeat(grace) && unchanged < 2*writerBeat+summaryBeatMin
+}
+
 const (
 	summaryBeatMin = 5 * time.Second
 	summaryBeatMax = 30 * time.Second
@@ -119,6 +156,7 @@ func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) 
 		return
 	}
 	s.Written = m.now().UTC()
+	s.BeatMS = summaryBeat(m.opts.Cluster.RecoveryGrace).Milliseconds()
 	b, err := json.Marshal(s)
 	if err != nil {
 		return

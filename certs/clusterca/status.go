@@ -35,7 +35,11 @@ type Writer interface {
 // through c. An idle member checked with a create-only write and a
 // consistent read twice a minute (bench h.idle-api: 4 of its 16 Consul
 // requests a minute). A planted value reaches the watch as it is stored
-// and is replaced at the next check, as before.
+// and is replaced at the next check, as before, while the watch answers;
+// a watch whose blocking query hangs counts as current for up to its wait
+// and slack (coord/consul/watch.go: about 70 s), and a plant stays that
+// much longer (review rev18a S1: read-only clients refused meanwhile;
+// members never accept the stored status CA).
 func RepairStatusCA(ctx context.Context, reads KV, c Writer, ca certs.Pair) (replaced []byte, err error) {
 	st, err := certs.StatusCA(ca)
 	if err != nil {
