@@ -3,6 +3,7 @@ package planner
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Sim seed 7867: m1-2 recorded epoch 3 (tok3) as a recovery from its
@@ -65,6 +66,17 @@ func TestUnstartedRecoveryUnderAnOlderRecordNobodyAnswersForAwaitsTheOperator(t 
 	}
 	if d := (Faults{PendingWaitsSilently: true}).Plan(o); d.Kind != Wait || d.AwaitsOperator {
 		t.Errorf("PendingWaitsSilently: %s awaits=%v (%s)", d.Kind, d.AwaitsOperator, d.Reason)
+	}
+
+	// Nor before the quorum has been lost for the recovery grace: a
+	// member of the record's cluster restarting looks the same for a
+	// moment (review rev18b F2), nor with automatic recovery off.
+	for _, lost := range []struct{ grace, lost int64 }{{20e9, 0}, {20e9, 19e9}, {0, 300e9}} {
+		early := o
+		early.RecoveryGrace, early.QuorumLostFor = time.Duration(lost.grace), time.Duration(lost.lost)
+		if d := Plan(early); d.Kind != Wait || d.AwaitsOperator {
+			t.Errorf("grace %s, quorum lost for %s: %s awaits=%v (%s)", early.RecoveryGrace, early.QuorumLostFor, d.Kind, d.AwaitsOperator, d.Reason)
+		}
 	}
 
 	// The record's cluster answers with a quorum that lists m1-2's

@@ -388,12 +388,20 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			n.healthySeen[name] = e
 		}
 	}
-	if d := n.data; o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 && d != nil && d.group != nil {
+	if d := n.data; o.Record != nil && !o.Local.Empty && d != nil && d.group != nil {
+		// task's dataClusterID: the data's own cluster id, or, for a
+		// recovery from it whose ForceNewCluster start is pending, the
+		// source incarnation's, whose membership the data still holds
+		// (review rev18b F1). NoSourceLineProbe reverts the latter.
+		id := o.Local.ClusterID
+		if id == 0 && o.Local.ForceNewPending && !w.cfg.Defects.NoSourceLineProbe {
+			id = d.group.clusterID
+		}
 		for _, m := range d.group.members {
-			if m.id == o.SelfID || m.name == n.name || m.name == "" {
+			if id == 0 || m.id == o.SelfID || m.name == n.name || m.name == "" {
 				continue
 			}
-			probe(m.name, m.peerURL, o.Local.ClusterID, false)
+			probe(m.name, m.peerURL, id, false)
 		}
 	}
 	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 && !w.cfg.Defects.NoSummaryProbe {

@@ -77,6 +77,10 @@ type Defects struct {
 	// CollectRunning: an empty replacement recovered beside a collected
 	// majority that still served).
 	NoSummaryProbe bool
+	// NoSourceLineProbe: data of a recovery whose ForceNewCluster start
+	// is pending (cluster id 0) probes no one of its source line, whose
+	// membership it still holds (review rev18b F1).
+	NoSourceLineProbe bool
 	// NoWriterProbe: a member probes the newest snapshot's taker only
 	// without a record, and not the member whose recorder wrote its
 	// chain's last delta segment (before sim seeds 71 and 172 with

@@ -60,6 +60,30 @@ type knownState struct {
 	refusedWord map[string]bool
 }
 
+// dataClusterID is the cluster id the membership in this member's data
+// belongs to: its own, or, for a recovery from this data whose
+// ForceNewCluster start is pending (its metadata says cluster 0), the
+// source incarnation's, whose members that membership still lists
+// (review rev18b F1: they were never probed, and after Consul restored an
+// older summary nothing named a majority of the source line Nomad
+// collected while it served: the wait asked the operator for a 'recover
+// -from' beside it). 0 without data.
+func (m *Member) dataClusterID(l planner.Local) uint64 {
+	switch {
+	case l.Empty:
+		return 0
+	case l.ClusterID != 0:
+		return l.ClusterID
+	case !l.ForceNewPending:
+		return 0
+	}
+	meta, err := m.dir.ReadMeta()
+	if err != nil {
+		return 0
+	}
+	return meta.SourceClusterID
+}
+
 // lastKnownMembers returns the membership this member's data knows: its
 // running server's, or, stopped, what its database holds.
 func (m *Member) lastKnownMembers() ([]knownMember, error) {
@@ -136,13 +160,13 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		return
 	}
 	var probes []knownProbe
-	if o.Record != nil && !o.Local.Empty && o.Local.ClusterID != 0 {
+	if id := m.dataClusterID(o.Local); o.Record != nil && id != 0 {
 		known, err := m.lastKnownMembers()
 		if err != nil {
 			m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)
 		}
 		for _, k := range known {
-			probes = append(probes, knownProbe{k: k, clusterIDs: []uint64{o.Local.ClusterID}})
+			probes = append(probes, knownProbe{k: k, clusterIDs: []uint64{id}})
 		}
 	}
 	summary, members, leader, raw, read, beat := m.summaryMembers(ctx)

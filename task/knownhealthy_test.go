@@ -55,4 +55,29 @@ func TestForgottenHealthyMajorityIsFoundBeforeARecovery(t *testing.T) {
 	stops["m0"]()
 	m0.halt()
 	want(observe(), "stopped")
+
+	// A recovery from m0's data recorded and its ForceNewCluster start
+	// pending: the metadata says cluster 0, and the membership the data
+	// holds is the source line's, still serving (review rev18b F1: it
+	// was not probed at all, and the wait asked for 'recover -from m0').
+	meta, err := m0.dir.ReadMeta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta.ForceNewFrom("t2", 2)
+	if err := m0.dir.WriteMeta(meta); err != nil {
+		t.Fatal(err)
+	}
+	pending := func() planner.Observation {
+		o := planner.Observation{Self: planner.Self{Name: "m0"}, Record: &planner.Record{ClusterID: 1, Epoch: 1}, Local: m0.dir.Observe(false)}
+		if !o.Local.ForceNewPending || o.Local.ClusterID != 0 {
+			t.Fatalf("m0's data after ForceNewFrom: %+v, want a pending ForceNew of cluster 0", o.Local)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		m0.observeKnownHealthy(ctx, &o, time.Now())
+		return o
+	}
+	m0.known.seen = nil // a fresh process: nothing remembered
+	want(pending(), "stopped, its recovery's start pending")
 }
