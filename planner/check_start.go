@@ -108,7 +108,29 @@ func checkRejoin(o Observation, _ Decision) error {
 	if err := checkRejoinData(o); err != nil {
 		return err
 	}
+	if err := checkRejoinSupersededLine(o); err != nil {
+		return err
+	}
 	return checkRejoinUnderOlderRecord(o)
+}
+
+// checkRejoinSupersededLine keeps invariant 9, "epochs only grow": data
+// of the record's confirmed incarnation does not start again once a newer
+// epoch of its own line (a snapshot under its cluster id: LineEpoch) ran
+// than any the record names, unless its cluster answers with a member
+// list (a quorum of it serves already).
+func checkRejoinSupersededLine(o Observation) error {
+	rec, l := o.Record, o.Local
+	if rec == nil || rec.ClusterID == 0 || l.ClusterID == 0 || l.Token != rec.Token || l.Epoch != rec.Epoch {
+		return nil
+	}
+	if o.MembersKnown && (o.MembersClusterID == rec.ClusterID || o.MembersClusterID == l.ClusterID) {
+		return nil
+	}
+	if o.LineEpoch > max(l.Epoch, rec.top()) {
+		return fmt.Errorf("invariant 9: starting data of epoch %d (cluster id %x) under a record of that epoch while the store holds a snapshot of its cluster id at epoch %d", l.Epoch, l.ClusterID, o.LineEpoch)
+	}
+	return nil
 }
 
 // checkRejoinData keeps invariant 5, "data of another cluster/epoch is

@@ -65,6 +65,13 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 		func(v *view) { v.o.Peers[0].Epoch = 4 },
 		"invariant 9: starting epoch 3 over an older record while peer m2 holds epoch 4",
 	}, {
+		wrap(checkRejoinSupersededLine), "own data started below a newer epoch of its line",
+		func() view {
+			return view{Observation{Record: &Record{Token: "a", Epoch: 1, ClusterID: 7}, Local: Local{Token: "a", Epoch: 1, ClusterID: 7}, LineEpoch: 1}, Decision{Kind: Rejoin}}
+		},
+		func(v *view) { v.o.LineEpoch = 2 },
+		"invariant 9: starting data of epoch 1 (cluster id 7) under a record of that epoch while the store holds a snapshot of its cluster id at epoch 2",
+	}, {
 		checkJoinStartsEmpty, "a join with data",
 		func() view { return view{Observation{Local: Local{Empty: true}}, Decision{Kind: JoinAsLearner}} },
 		func(v *view) { v.o.Local.Empty = false },

@@ -147,6 +147,11 @@ func genRefused(o *Observation) {
 		o.RefusedSnapshot.Epoch = o.Record.Epoch + 1 + (x>>8)%2
 	}
 	o.SnapshotEpoch = o.RefusedSnapshot.Epoch
+	if (x>>32)%2 == 0 && !o.Local.Empty && o.Local.ClusterID != 0 {
+		// Taken under this data's cluster id: a recovery from its
+		// line ran at that epoch (supersededLine).
+		o.LineEpoch = o.RefusedSnapshot.Epoch
+	}
 	if s := o.LatestSnapshot; s != nil {
 		if s.Epoch < o.SnapshotEpoch {
 			o.LatestSnapshot = nil

@@ -204,6 +204,12 @@ type Faults struct {
 	// for it to re-record (sim seed 7867: Consul restored epoch 1's
 	// record over epoch 3's recovery, and no member ever moved).
 	PendingWaitsSilently bool
+	// RejoinSupersededLine (invariant 9): start this member's own data
+	// of the record's incarnation although the store holds a snapshot
+	// taken under the data's cluster id at a newer epoch than the data's
+	// and any the record names (a recovery from the data's line ran
+	// after it, and Consul restored an older record since).
+	RejoinSupersededLine bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -434,6 +440,7 @@ const (
 	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
 	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
 	onlyEpochsThatRan                     // a member never re-records an epoch its own cluster's voters do not run
+	notSupersededLine                     // data never starts once a newer epoch of its cluster id ran (LineEpoch)
 )
 
 // dataGuard reports whether rule holds.
@@ -455,6 +462,8 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.SettleOwnRestoreWhileSilent
 	case onlyEpochsThatRan:
 		return !f.RerecordUnranEpoch
+	case notSupersededLine:
+		return !f.RejoinSupersededLine
 	}
 	return true
 }

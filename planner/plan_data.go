@@ -179,7 +179,49 @@ func (r rules) planWithData(o Observation, name string) Decision {
 	if d, ok := peerNewerThanRecord(o, name); ok {
 		return d
 	}
+	if d, ok := r.supersededLine(o, name); ok {
+		return d
+	}
 	return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("starting with local data (member %x, revision %d)", l.MemberID, l.Revision)}
+}
+
+// supersededLine holds back the start of data of the record's confirmed
+// incarnation once a newer epoch of the data's own line ran: the store
+// holds an authentic snapshot taken under the data's cluster id at an
+// epoch above the data's and any the record names (LineEpoch). Only a
+// recovery from this line's data (ForceNewCluster keeps the cluster id)
+// makes one, after this incarnation; the record naming this incarnation
+// is an older one Consul restored. Starting the data would give the
+// superseded incarnation its quorum back beside the newer one, or below
+// its writes once it stopped (sim seed 16514: epoch 2, recovered from
+// m0-1's data, ran alone on m0-1, which Nomad had collected, and was
+// snapshotted; Consul restored the record of epoch 1, and m1-1 and m2-0
+// rejoined with epoch 1's data). Any other higher epoch in the store (a
+// restore's: a new cluster id; a genuine snapshot of an earlier life of
+// the job put back) says nothing of this data and holds nothing back.
+// Instead the member takes part in the quorum-loss recovery like a
+// running member of its incarnation: it waits while a member of the newer
+// line answers (knownHealthy), and after the grace chooses between the
+// data and the store (refusedAhead waits for an operator while the newer
+// line's snapshot reaches further), recording an epoch above both. Not
+// while this data's cluster answers with a member list: a quorum of it
+// serves already (peerNewerThanRecord's rule).
+func (r rules) supersededLine(o Observation, name string) (Decision, bool) {
+	rec, l := o.Record, o.Local
+	if rec.ClusterID == 0 || l.ClusterID == 0 || o.LineEpoch <= max(l.Epoch, rec.top()) || !r.dataGuard(notSupersededLine) {
+		return Decision{}, false
+	}
+	if o.MembersKnown && (o.MembersClusterID == rec.ClusterID || o.MembersClusterID == l.ClusterID) {
+		return Decision{}, false
+	}
+	if d, ok := r.recovery(o, name); ok {
+		return d, true
+	}
+	why := fmt.Sprintf("the store holds a snapshot of epoch %d taken under this data's cluster id %x, newer than this data's epoch %d and any the record (epoch %d) names: a recovery from this data's line ran after it, and the record is an older one Consul restored; not starting this data beside or below it", o.LineEpoch, l.ClusterID, l.Epoch, rec.Epoch)
+	if o.RecoveryGrace <= 0 {
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + fmt.Sprintf("; automatic recovery is off, so an operator must choose: restore the newest snapshot of epoch %d by its name ('etcd-nomad snapshot list' names it; 'etcd-nomad recover -from snapshot:NAME -accept-data-loss', which sets this data aside)", o.LineEpoch)}, true
+	}
+	return Decision{Kind: Wait, Name: name, Reason: why + fmt.Sprintf("; the quorum-loss recovery decides once the quorum has been lost for %s", o.RecoveryGrace)}, true
 }
 
 // peerNewerThanRecord holds back the start of data of the record's epoch while

@@ -72,6 +72,14 @@ type Observation struct {
 	// after a record Consul restored) would share the new epoch: two
 	// incarnations of one epoch (invariant 9).
 	SnapshotEpoch uint64
+	// LineEpoch is the highest epoch of an object in the store that
+	// authenticates and was taken under this member's data's cluster id
+	// (Local.ClusterID; 0 if none, unknown, or no data). ForceNewCluster
+	// keeps a cluster id and a restore takes a new one, so an epoch
+	// above the data's is of an incarnation recovered from this data's
+	// line after it: the data's incarnation was superseded, whatever
+	// record Consul holds now (it may have restored an older one).
+	LineEpoch uint64
 	// RefusedSnapshot is the newest object (snapshot or delta) of this
 	// cluster in the store that members refuse (no MAC: written before
 	// snapshots were authenticated or by a member without the key; or a

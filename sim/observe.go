@@ -627,6 +627,9 @@ func (w *World) summaryRewritten(n *node, o *planner.Observation) string {
 func (w *World) latestSnapshot(n *node, o *planner.Observation) {
 	for i := range w.store {
 		o.SnapshotEpoch = max(o.SnapshotEpoch, w.store[i].epoch)
+		if !o.Local.Empty && o.Local.ClusterID != 0 && w.store[i].clusterID == o.Local.ClusterID {
+			o.LineEpoch = max(o.LineEpoch, w.store[i].epoch) // task's lineEpoch
+		}
 	}
 	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 {
 		s := &w.store[i]

@@ -142,6 +142,9 @@ type Member struct {
 	// listing that authenticate, of the record's lineage or not
 	// (planner.Observation.SnapshotEpoch).
 	snapshotEpoch uint64
+	// lineEpochs: the same, per cluster id (the metadata's, hex) of
+	// this cluster's objects (planner.Observation.LineEpoch).
+	lineEpochs map[string]uint64
 	// snapshotListErr: why the last listing of the store failed, nil
 	// once one answers (planner.Observation.ListingUnanswered).
 	snapshotListErr error

@@ -82,9 +82,12 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
 		} else {
-			m.snapshotEpoch = 0
+			m.snapshotEpoch, m.lineEpochs = 0, map[string]uint64{}
 			for _, meta := range list {
 				m.snapshotEpoch = max(m.snapshotEpoch, meta.Epoch)
+				if meta.Cluster == m.opts.Cluster.Name {
+					m.lineEpochs[meta.ClusterID] = max(m.lineEpochs[meta.ClusterID], meta.Epoch)
+				}
 			}
 			if s, ok := newestSnapshot(list, m.skipDeltas()); ok {
 				lineage, foreign := m.lineageSnapshot(o.Record, list, s)
@@ -112,6 +115,11 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
 	o.SnapshotEpoch = m.snapshotEpoch
+	if !o.Local.Empty && o.Local.ClusterID != 0 {
+		// A newer epoch under this data's cluster id is a recovery from
+		// its line (planner's supersededLine).
+		o.LineEpoch = m.lineEpochs[strconv.FormatUint(o.Local.ClusterID, 16)]
+	}
 }
 
 // newestRefused is the newest object of cluster the member refused (the
