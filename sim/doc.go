@@ -80,7 +80,12 @@
 //     ForgetListedVoter (a listed peer that answered as a healthy voter
 //     is remembered like a probe's find, sim seed 8920),
 //     SeedForgetsItsRecord (a seeder keeps the record it started under,
-//     so its summary beats before its next observation, sim seed 13315)
+//     so its summary beats before its next observation, sim seed 13315),
+//     ListedVoterBecomesWord (a voter a member found for a cluster it
+//     knew stays its own find, not a peer's word, when found again
+//     without a record or named by a peer: under an older record Consul
+//     restored, narrowPeersWord let every member's word lapse, sim seed
+//     1004733)
 //     and the
 //     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
 //     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's

@@ -529,11 +529,19 @@ func (w *World) takeFoundVoters(n, in *node, insts []*node) {
 		if !e.healthy && slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
 			continue
 		}
-		if have, ok := n.healthySeen[name]; ok && have.at >= e.at {
+		have, ok := n.healthySeen[name]
+		if ok && have.at >= e.at {
 			continue
 		}
 		if n.healthySeen == nil {
 			n.healthySeen = map[string]seenMember{}
+		}
+		if ok && !have.peers && have.clusterID == e.clusterID && !w.cfg.Defects.ListedVoterBecomesWord {
+			// n's own find of the same cluster stays n's own: a peer's
+			// later answer only refreshes its time.
+			have.at, have.healthy = e.at, e.healthy
+			n.healthySeen[name] = have
+			continue
 		}
 		e.peers = true
 		n.healthySeen[name] = e
@@ -565,8 +573,13 @@ func (w *World) rememberListedVoter(n, in *node, st planner.PeerStatus, o *plann
 	if !known && r != nil {
 		return
 	}
+	// A first-hand find of the same cluster (remembered while n knew
+	// it: the record named it) stays first-hand: Consul losing its
+	// state, or restoring an older one, does not make it a word.
+	prev, had := n.healthySeen[in.name]
+	firstHand := had && !prev.peers && prev.clusterID == st.ClusterID && !w.cfg.Defects.ListedVoterBecomesWord
 	w.remember(n, in.name, in.peerURL, st.ClusterID, true)
-	if !known {
+	if !known && !firstHand {
 		e := n.healthySeen[in.name]
 		e.peers = true
 		n.healthySeen[in.name] = e
