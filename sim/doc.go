@@ -91,7 +91,11 @@
 //     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's
 //     recorded restore waits while the store holds a snapshot of an older
 //     epoch beyond what its command accepted: the command sees only the
-//     listed instances, and a collected majority served on after it);
+//     listed instances, and a collected majority served on after it),
+//     RecoverBelowOwnMetaEpoch (a recovery or restore records its epoch
+//     above the one the member's metadata without data names,
+//     Local.MetaEpoch: a record of it existed before Consul lost it, sim
+//     seed 1009859; a failed seed drops that metadata, as task's does);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and

@@ -106,6 +106,10 @@ func learnerOf(d *data) bool {
 func (w *World) local(n *node) planner.Local {
 	d := n.data
 	if d == nil || !d.wal {
+		if d != nil {
+			// datadir.Observe: the epoch of metadata without data.
+			return planner.Local{Empty: true, MetaEpoch: d.epoch}
+		}
 		return planner.Local{Empty: true}
 	}
 	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
