@@ -66,7 +66,8 @@
 //     after its last answer; the summary is its leader's heartbeat
 //     (written every summaryBeat, changed or not, also by a leader whose
 //     observation fails, for the record's cluster or its own unconfirmed
-//     seed), and a probe that finds it rewritten names that leader; a
+//     seed, or, its last record read none, its own data's cluster), and
+//     a probe that finds it rewritten names that leader; a
 //     restore with no record waits the recovery grace (a recovery's epoch
 //     is above the newest snapshot's: RecoverBelowSnapshotEpoch, found
 //     by the operator first, and by this fault too). No seed, restore or
@@ -85,7 +86,9 @@
 //     knew stays its own find, not a peer's word, when found again
 //     without a record or named by a peer: under an older record Consul
 //     restored, narrowPeersWord let every member's word lapse, sim seed
-//     1004733)
+//     1004733), NoRecordlessSummary (a leader whose observation fails
+//     and whose last record read was none beats the summary for its own
+//     data's confirmed cluster: the same seed, either fix enough there)
 //     and the
 //     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
 //     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's

@@ -134,6 +134,11 @@ type Defects struct {
 	// state): once Consul restores an older record, narrowPeersWord lets
 	// it lapse (before sim seed 1004733).
 	ListedVoterBecomesWord bool
+	// NoRecordlessSummary: a leader whose observation fails writes no
+	// summary when the last record it read was none (Consul lost its
+	// state), although it leads its own data's confirmed cluster
+	// (before sim seed 1004733, with ListedVoterBecomesWord).
+	NoRecordlessSummary bool
 	// SeedForgetsItsRecord: a seeder does not keep the record its seed
 	// re-read before the start, so until its next observation succeeds
 	// it knows no record and writes no summary (before sim seed 13315
