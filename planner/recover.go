@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -337,7 +338,7 @@ func (r rules) aboveSnapshots(o Observation, next uint64) uint64 {
 // member Nomad collected, and the same epoch again would make two
 // incarnations of one epoch (invariant 9; sim seed 1009859).
 func (r rules) aboveOwnMeta(o Observation, next uint64) uint64 {
-	if o.Local.Empty && o.Local.MetaEpoch >= next && r.recoveryGuard(epochAboveOwnMeta) {
+	if o.Local.Empty && o.Local.MetaEpoch >= next && o.Local.MetaEpoch < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
 		next = o.Local.MetaEpoch + 1
 	}
 	return next
