@@ -251,6 +251,11 @@ func (d Dir) Observe(running bool) planner.Local {
 		if merr == nil && running {
 			return planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}
 		}
+		if merr == nil {
+			// A join or start wrote it from a record and created no
+			// data: that record's epoch existed (planner: aboveOwnMeta).
+			return planner.Local{Empty: true, MetaEpoch: meta.Epoch}
+		}
 		return planner.Local{Empty: true}
 	}
 	if merr != nil {

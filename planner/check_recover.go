@@ -197,6 +197,9 @@ func checkRestoreWithoutRecord(o Observation, d Decision) error {
 	if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Snapshot != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
 		return fmt.Errorf("invariant 8: recovery with no record other than a restore of the newest snapshot as a newer epoch")
 	}
+	if o.Local.Empty && d.Record.Epoch <= o.Local.MetaEpoch {
+		return fmt.Errorf("invariant 9: restore with no record as epoch %d, not above epoch %d this member's metadata names", d.Record.Epoch, o.Local.MetaEpoch)
+	}
 	if o.RecoveryGrace <= 0 || o.RecordMissingFor < o.RecoveryGrace {
 		return fmt.Errorf("invariant 10: restore with no record after %s without one (grace %s): a majority the provider no longer lists may still serve", o.RecordMissingFor, o.RecoveryGrace)
 	}

@@ -159,6 +159,11 @@ type Faults struct {
 	// incarnation that ran after a record Consul restored): two
 	// incarnations of one epoch.
 	RecoverBelowForeignSnapshotEpoch bool
+	// RecoverBelowOwnMetaEpoch (invariant 9): a recovery or a restore
+	// records its epoch without regard to the epoch this member's
+	// metadata names without data (Local.MetaEpoch): two incarnations of
+	// one epoch when Consul lost or rolled back the record of that one.
+	RecoverBelowOwnMetaEpoch bool
 	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
 	// record sets its data aside although some instances do not answer
 	// (they may hold a quorum of that data's cluster).
@@ -311,6 +316,7 @@ const (
 	snapshotNotOfOlderEpoch                       // a snapshot of an epoch older than the data's never beats it
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
+	epochAboveOwnMeta                             // ...and above the epoch this member's metadata names without data
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
@@ -342,6 +348,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowSnapshotEpoch
 	case epochAboveEverySnapshot:
 		return !f.RecoverBelowForeignSnapshotEpoch
+	case epochAboveOwnMeta:
+		return !f.RecoverBelowOwnMetaEpoch
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:

@@ -9,7 +9,7 @@ import (
 // past its last constant (a rule no case names holds).
 func offRules(f Faults) []string {
 	var off []string
-	for i := 0; i < 16; i++ {
+	for i := 0; i < 32; i++ {
 		for guard, holds := range map[string]bool{
 			"seed":     f.seedGuard(seedRule(i)),
 			"change":   f.changeGuard(changeRule(i)),

@@ -246,9 +246,10 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("no cluster record and no member holds data: taking the lock to restore snapshot %s", s.Name)}
 	}
+	next := r.aboveOwnMeta(o, s.Epoch+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
-		Record: &Record{Token: o.NewToken, Epoch: s.Epoch + 1, Seeder: name, Source: SnapshotSource(s.Name)},
-		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, s.Epoch+1)}
+		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
+		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, next)}
 }
 
 // restoreOverOwnRecord: this member recorded a seed or a restore, holds no
@@ -364,10 +365,12 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
 	}
 	if s := o.LatestSnapshot; s != nil {
+		next := r.aboveOwnMeta(o, max(rec.top(), s.Epoch)+1)
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
-			Record: &Record{Token: o.NewToken, Epoch: max(rec.top(), s.Epoch) + 1, Seeder: name, Source: SnapshotSource(s.Name)},
-			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, max(rec.top(), s.Epoch)+1)}, true
+			Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, next)}, true
 	}
-	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: rec.top() + 1, Seeder: name},
-		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, rec.top()+1)}, true
+	next := r.aboveOwnMeta(o, rec.top()+1)
+	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name},
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, next)}, true
 }

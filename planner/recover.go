@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 )
@@ -317,6 +318,7 @@ func (r rules) nextEpoch(o Observation) uint64 {
 // lineage calls foreign, which ran after a record Consul restored, would
 // otherwise share the new epoch).
 func (r rules) aboveSnapshots(o Observation, next uint64) uint64 {
+	next = r.aboveOwnMeta(o, next)
 	if !r.recoveryGuard(epochAboveSnapshots) {
 		return next
 	}
@@ -325,6 +327,19 @@ func (r rules) aboveSnapshots(o Observation, next uint64) uint64 {
 	}
 	if o.SnapshotEpoch >= next && r.recoveryGuard(epochAboveEverySnapshot) {
 		next = o.SnapshotEpoch + 1
+	}
+	return next
+}
+
+// aboveOwnMeta is next, or the epoch after the one this member's
+// metadata names without data (Local.MetaEpoch) when that is at or above
+// it: a record of that epoch existed (this member joined or started it)
+// and Consul lost or rolled it back; its incarnation may still run on a
+// member Nomad collected, and the same epoch again would make two
+// incarnations of one epoch (invariant 9; sim seed 1009859).
+func (r rules) aboveOwnMeta(o Observation, next uint64) uint64 {
+	if o.Local.Empty && o.Local.MetaEpoch >= next && o.Local.MetaEpoch < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
+		next = o.Local.MetaEpoch + 1
 	}
 	return next
 }

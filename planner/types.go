@@ -230,6 +230,16 @@ type Local struct {
 	// decides only what 'recover -keep-running' sets aside without
 	// -accept-data-loss, never whether a start is fenced.
 	Unstarted bool
+	// MetaEpoch, with Empty, is the epoch the data dir's metadata names
+	// although no etcd data goes with it (0 if none): a join or a start
+	// wrote it from a record and created no data (a crash, a failed
+	// start). A record of that epoch existed, whatever Consul holds now
+	// (it lost its state, or restored an older one), and its incarnation
+	// may still run where Nomad collected it: a recovery or a restore
+	// records its epoch above it (invariant 9; sim seed 1009859: a
+	// restore without a record labeled epoch 2 beside a collected voter
+	// of epoch 2 this member had joined).
+	MetaEpoch uint64
 }
 
 // Record is the cluster record kept by the coordinator: the committed truth

@@ -81,7 +81,24 @@ func (w *World) publishSummaryUnlisted(n *node) {
 		return
 	}
 	g := n.etcd.group
-	if g.leader != n.etcd.memberID || g.quorum != n.side || n.record == nil {
+	if g.leader != n.etcd.memberID || g.quorum != n.side {
+		return
+	}
+	if n.record == nil {
+		// task's: the last record read was none (Consul lost its
+		// state): a leader of its own data's confirmed cluster beats
+		// the summary all the same, for that cluster (sim seed
+		// 1004733: Nomad collected the leader right after it found no
+		// record, and Consul restored an older record and summary, so
+		// nothing a replacement read named the cluster it served).
+		if w.cfg.Defects.NoRecordlessSummary || n.data == nil || n.data.token != g.token || n.data.clusterID != g.clusterID {
+			return
+		}
+		s := &clusterSummary{clusterID: g.clusterID, leader: n.name}
+		for _, m := range g.members {
+			s.members = append(s.members, summaryMember{id: m.id, name: m.name, peerURL: m.peerURL})
+		}
+		w.storeSummary(n, s)
 		return
 	}
 	// Its own seed or recovery, started and not confirmed yet, counts

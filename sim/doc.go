@@ -66,7 +66,8 @@
 //     after its last answer; the summary is its leader's heartbeat
 //     (written every summaryBeat, changed or not, also by a leader whose
 //     observation fails, for the record's cluster or its own unconfirmed
-//     seed), and a probe that finds it rewritten names that leader; a
+//     seed, or, its last record read none, its own data's cluster), and
+//     a probe that finds it rewritten names that leader; a
 //     restore with no record waits the recovery grace (a recovery's epoch
 //     is above the newest snapshot's: RecoverBelowSnapshotEpoch, found
 //     by the operator first, and by this fault too). No seed, restore or
@@ -80,13 +81,24 @@
 //     ForgetListedVoter (a listed peer that answered as a healthy voter
 //     is remembered like a probe's find, sim seed 8920),
 //     SeedForgetsItsRecord (a seeder keeps the record it started under,
-//     so its summary beats before its next observation, sim seed 13315)
+//     so its summary beats before its next observation, sim seed 13315),
+//     ListedVoterBecomesWord (a voter a member found for a cluster it
+//     knew stays its own find, not a peer's word, when found again
+//     without a record or named by a peer: under an older record Consul
+//     restored, narrowPeersWord let every member's word lapse, sim seed
+//     1004733), NoRecordlessSummary (a leader whose observation fails
+//     and whose last record read was none beats the summary for its own
+//     data's confirmed cluster: the same seed, either fix enough there)
 //     and the
 //     planner's RecoverBesideKnownHealthy, RecoverBesideUnlistedVoter,
 //     RestoreWithoutGrace, RestoreOverLaterSnapshot (an operator's
 //     recorded restore waits while the store holds a snapshot of an older
 //     epoch beyond what its command accepted: the command sees only the
-//     listed instances, and a collected majority served on after it);
+//     listed instances, and a collected majority served on after it),
+//     RecoverBelowOwnMetaEpoch (a recovery or restore records its epoch
+//     above the one the member's metadata without data names,
+//     Local.MetaEpoch: a record of it existed before Consul lost it, sim
+//     seed 1009859; a failed seed drops that metadata, as task's does);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and

@@ -99,6 +99,9 @@ func (w *World) runPending(n *node) {
 	if err != nil {
 		w.logf(n.name, "  %s: %s: FAILED: %v", n.pendingWhat, a.what, err)
 		n.pending = nil
+		if n.pendingWhat == string(planner.Seed) && n.data != nil && !n.data.wal {
+			n.data = nil // task's seed: DropMetaWithoutData once it failed
+		}
 	} else {
 		w.logf(n.name, "  %s: %s: %s", n.pendingWhat, a.what, eff)
 	}

@@ -106,6 +106,10 @@ func learnerOf(d *data) bool {
 func (w *World) local(n *node) planner.Local {
 	d := n.data
 	if d == nil || !d.wal {
+		if d != nil {
+			// datadir.Observe: the epoch of metadata without data.
+			return planner.Local{Empty: true, MetaEpoch: d.epoch}
+		}
 		return planner.Local{Empty: true}
 	}
 	return planner.Local{Cluster: d.cluster, Name: d.name, Token: d.token, Epoch: d.epoch, MemberID: d.memberID,
@@ -537,11 +541,19 @@ func (w *World) takeFoundVoters(n, in *node, insts []*node) {
 		if !e.healthy && slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
 			continue
 		}
-		if have, ok := n.healthySeen[name]; ok && have.at >= e.at {
+		have, ok := n.healthySeen[name]
+		if ok && have.at >= e.at {
 			continue
 		}
 		if n.healthySeen == nil {
 			n.healthySeen = map[string]seenMember{}
+		}
+		if ok && !have.peers && have.clusterID == e.clusterID && !w.cfg.Defects.ListedVoterBecomesWord {
+			// n's own find of the same cluster stays n's own: a peer's
+			// later answer only refreshes its time.
+			have.at, have.healthy = e.at, e.healthy
+			n.healthySeen[name] = have
+			continue
 		}
 		e.peers = true
 		n.healthySeen[name] = e
@@ -573,8 +585,13 @@ func (w *World) rememberListedVoter(n, in *node, st planner.PeerStatus, o *plann
 	if !known && r != nil {
 		return
 	}
+	// A first-hand find of the same cluster (remembered while n knew
+	// it: the record named it) stays first-hand: Consul losing its
+	// state, or restoring an older one, does not make it a word.
+	prev, had := n.healthySeen[in.name]
+	firstHand := had && !prev.peers && prev.clusterID == st.ClusterID && !w.cfg.Defects.ListedVoterBecomesWord
 	w.remember(n, in.name, in.peerURL, st.ClusterID, true)
-	if !known {
+	if !known && !firstHand {
 		e := n.healthySeen[in.name]
 		e.peers = true
 		n.healthySeen[in.name] = e

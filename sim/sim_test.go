@@ -71,9 +71,15 @@ var defects = []struct {
 	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
 	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
 	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
-	// Found by 100 M steps.
-	{"ForgetListedVoter", Defects{ForgetListedVoter: true}, 8920, true, ""},
-	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true}, 13315, true, ""},
+	// Found by 100 M steps. Since a leader whose last record read was
+	// none beats the summary for its own data's cluster
+	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only
+	// with that reverted too: the beat names the collected seeder.
+	{"ForgetListedVoter", Defects{ForgetListedVoter: true, NoRecordlessSummary: true}, 8920, true, ""},
+	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true, NoRecordlessSummary: true}, 13315, true, ""},
+	// Found by 100 M steps (session 16), either fix enough on its seed.
+	{"ListedVoterBecomesWord and NoRecordlessSummary", Defects{ListedVoterBecomesWord: true, NoRecordlessSummary: true}, 1004733, true, ""},
+	{"RecoverBelowOwnMetaEpoch", Defects{Planner: planner.Faults{RecoverBelowOwnMetaEpoch: true}}, 1009859, true, ""},
 	// Found by the operator (operator.go).
 	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
 	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},

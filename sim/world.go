@@ -132,6 +132,17 @@ type Defects struct {
 	// served, and its peers, which had just waited for its data, seeded a
 	// second epoch 1 beside it).
 	ForgetListedVoter bool
+	// ListedVoterBecomesWord: a listed healthy voter this member found
+	// for a cluster it knew (the record's) becomes a peer's word when it
+	// is found again while the member knows no record (Consul lost its
+	// state): once Consul restores an older record, narrowPeersWord lets
+	// it lapse (before sim seed 1004733).
+	ListedVoterBecomesWord bool
+	// NoRecordlessSummary: a leader whose observation fails writes no
+	// summary when the last record it read was none (Consul lost its
+	// state), although it leads its own data's confirmed cluster
+	// (before sim seed 1004733, with ListedVoterBecomesWord).
+	NoRecordlessSummary bool
 	// SeedForgetsItsRecord: a seeder does not keep the record its seed
 	// re-read before the start, so until its next observation succeeds
 	// it knows no record and writes no summary (before sim seed 13315

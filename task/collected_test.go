@@ -360,3 +360,38 @@ func TestAPeersDamagedSegmentIsLeftOut(t *testing.T) {
 		t.Fatalf("no peer names %s any more: the peer observes %+v, want the whole chain to %d", f.second.Name, forgot.LatestSnapshot, f.second.Revision)
 	}
 }
+
+// Sim seed 1004733 with CollectRunning: Consul lost its state, and the
+// leader of cluster 465 read no record; Nomad collected it right after,
+// so its observation failed on the provider from then on and it wrote no
+// summary (it knew no record). Consul restored an older record and
+// summary, and nothing a replacement read named the cluster it served.
+// A leader whose last record read was none writes the summary for its own
+// data's confirmed cluster.
+func TestALeaderWithoutARecordWritesItsSummaryUnobserved(t *testing.T) {
+	ctx := context.Background()
+	k := newKit(t, "m0")
+	m0 := k.member("m0", nil)
+	k.seed(m0)
+	waitUntil(t, 10*time.Second, "m0 leads, its metadata confirmed", func() (bool, string) {
+		meta, err := m0.dir.ReadMeta()
+		return m0.etcdServerLeader() != 0 && err == nil && meta.ClusterID != 0, fmt.Sprintf("leader %x, meta %+v (%v)", m0.etcdServerLeader(), meta, err)
+	})
+	if err := k.co.Delete(ctx, "summary"); err != nil && !errors.Is(err, coord.ErrNotStored) {
+		t.Fatal(err)
+	}
+	m0.mu.Lock()
+	m0.record = nil // Consul lost its state
+	m0.mu.Unlock()
+	m0.summary.last = nil
+	m0.publishSummaryUnobserved(ctx)
+	b, err := k.co.Get(ctx, "summary")
+	if err != nil {
+		t.Fatalf("the leader without a record wrote no summary: %v", err)
+	}
+	meta, _ := m0.dir.ReadMeta()
+	var s Summary
+	if err := json.Unmarshal(b, &s); err != nil || s.Leader != "m0" || s.ClusterID != fmt.Sprintf("%x", meta.ClusterID) || s.Epoch != meta.Epoch || len(s.Members) != 1 {
+		t.Fatalf("summary %s (%v), want m0 leading its data's cluster %x of epoch %d", b, err, meta.ClusterID, meta.Epoch)
+	}
+}

@@ -306,7 +306,13 @@ func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
 		if m.known.seen == nil {
 			m.known.seen = map[string]knownSeen{}
 		}
-		m.known.seen[v.name] = knownSeen{probe: knownProbe{k: knownMember{name: v.name, clientURLs: []string{v.clientURL}}, clusterIDs: []uint64{v.clusterID}, peers: !known}, at: now, healthy: true}
+		// A voter this member found for a cluster it knew (the record
+		// named it) stays its own find when Consul has lost the record
+		// since: a word would lapse once Consul restores an older one,
+		// and a recovery started beside the voter (sim seed 1004733).
+		prev, had := m.known.seen[v.name]
+		firstHand := had && !prev.probe.peers && slices.Contains(prev.probe.clusterIDs, v.clusterID)
+		m.known.seen[v.name] = knownSeen{probe: knownProbe{k: knownMember{name: v.name, clientURLs: []string{v.clientURL}}, clusterIDs: []uint64{v.clusterID}, peers: !known && !firstHand}, at: now, healthy: true}
 	}
 	// Lapsed names go as observeKnownHealthy's do while the member list
 	// answers: a healthy cluster never runs that, and every allocation a
@@ -388,13 +394,23 @@ func (m *Member) takeFoundVoters(found []status.FoundVoter, now time.Time) {
 			continue
 		}
 		at := now.Add(-ago)
-		if e, ok := m.known.seen[f.Name]; ok && !e.at.Before(at) {
+		e, ok := m.known.seen[f.Name]
+		if ok && !e.at.Before(at) {
 			continue
 		}
 		if m.known.seen == nil {
 			m.known.seen = map[string]knownSeen{}
 		}
 		ids := f.ClusterIDs[:min(len(f.ClusterIDs), maxFoundClusterIDs)]
+		if ok && !e.probe.peers && slices.ContainsFunc(ids, func(id uint64) bool { return slices.Contains(e.probe.clusterIDs, id) }) {
+			// This member's own find of that voter, for a cluster it
+			// knew, stays its own (not a word narrowPeersWord lets
+			// lapse): the peer's later answer only refreshes its time
+			// (sim seed 1004733).
+			e.at, e.healthy = at, f.Leader
+			m.known.seen[f.Name] = e
+			continue
+		}
 		m.known.seen[f.Name] = knownSeen{probe: knownProbe{k: knownMember{name: f.Name, clientURLs: slices.Clone(urls)}, clusterIDs: slices.Clone(ids), peers: true}, at: at, healthy: f.Leader}
 	}
 	m.shareFound()

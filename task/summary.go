@@ -175,13 +175,18 @@ func (m *Member) writeSummary(ctx context.Context, sw summaryWriter, s Summary) 
 // its own server knows, with the client URLs a member without data probes
 // (observeKnownHealthy). Without it the summary kept naming members gone
 // since, and an empty replacement recovered beside a collected majority
-// that still served (sim seed 63 with CollectRunning).
+// that still served (sim seed 63 with CollectRunning). When the record it
+// read last was none (Consul lost its state), it writes it for its own
+// data's confirmed cluster (the metadata's cluster id is the server's):
+// Nomad collected a leader right after it found no record, Consul then
+// restored an older record and summary, and nothing a replacement read
+// named the cluster that leader served (sim seed 1004733).
 func (m *Member) publishSummaryUnobserved(ctx context.Context) {
 	sw, ok := m.opts.Coordinator.(summaryWriter)
 	m.mu.Lock()
 	e, rec := m.proc.Server(), m.record
 	m.mu.Unlock()
-	if !ok || e == nil || rec == nil {
+	if !ok || e == nil {
 		return
 	}
 	srv := e.Server
@@ -189,6 +194,13 @@ func (m *Member) publishSummaryUnobserved(ctx context.Context) {
 		return
 	}
 	clusterID := uint64(srv.Cluster().ID())
+	if rec == nil {
+		meta, err := m.dir.ReadMeta()
+		if err != nil || meta.Cluster != m.opts.Cluster.Name || meta.ClusterID == 0 || meta.ClusterID != clusterID {
+			return
+		}
+		rec = &planner.Record{ClusterID: clusterID, Token: meta.Token, Epoch: meta.Epoch}
+	}
 	if rec.ClusterID != clusterID {
 		// This member's own seed or recovery, started and not confirmed
 		// yet, counts as the record's cluster: Nomad may collect the
