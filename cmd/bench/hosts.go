@@ -56,7 +56,8 @@ type hostsBed struct {
 // hostsFigures measures (h) on the multi-host testbed (devagents.StartHosts:
 // three server hosts, five client hosts, one of them ineligible where the
 // client runs): idle API calls per member, a minority partition, its heal,
-// a node drain and a host crash. Absolute goals, no baseline.
+// a node drain, a host crash, and three long faults (hosts_long.go) with
+// the time from their heal to a whole cluster. Absolute goals, no baseline.
 func (e *runEnv) hostsFigures(ctx context.Context) ([]bench.Result, []string, error) {
 	results := []bench.Result{
 		{ID: "h.idle-api", Name: "idle Nomad/Consul API calls per member per minute, beyond blocking queries and the host's own agents", Unit: "calls", GoalKind: bench.AtMost, Goal: 2},
@@ -65,6 +66,9 @@ func (e *runEnv) hostsFigures(ctx context.Context) ([]bench.Result, []string, er
 		{ID: "h.drain", Name: "`nomad node drain` of a member's host -> replaced elsewhere, healthy", Unit: "s", GoalKind: bench.AtMost, Goal: 20},
 		{ID: "h.drain.failed", Name: "client writes failed after one retry during the drain", Unit: "writes", GoalKind: bench.AtMost, Goal: 0},
 		{ID: "h.crash", Name: "member's host crashes and reboots with its disk -> 3 healthy voters, 3 passing checks", Unit: "s", GoalKind: bench.AtMost, Goal: 30},
+		{ID: "h.isolate-long", Name: "leader's host isolated 150 s (past lost_after), healed -> 3 healthy voters, 3 passing checks", Unit: "s", GoalKind: bench.AtMost, Goal: 30},
+		{ID: "h.oneway", Name: "leader's host cannot send for 30 s, healed -> 3 healthy voters, 3 passing checks", Unit: "s", GoalKind: bench.AtMost, Goal: 30},
+		{ID: "h.servers-cut", Name: "member's host cut off from the server hosts 100 s, healed -> 3 healthy voters, 3 passing checks", Unit: "s", GoalKind: bench.AtMost, Goal: 30},
 	}
 	skip := func(why string) ([]bench.Result, []string, error) {
 		for i := range results {
@@ -218,12 +222,29 @@ func (e *runEnv) hostsFigures(ctx context.Context) ([]bench.Result, []string, er
 	}
 	e.log.Info("hosts: crash", "took", time.Since(start).Round(10*time.Millisecond), "agents_ready", booted.Round(10*time.Millisecond), "member", back)
 
+	// (h.isolate-long, h.oneway, h.servers-cut) Long faults, then the
+	// time from their heal to a whole cluster.
+	var longLines []string
+	for i, f := range longFaults {
+		if !wantLong(f.id) {
+			results[6+i].Skipped = "not in BENCH_HOSTS_LONG"
+			continue
+		}
+		v, line, err := b.longFault(ctx, e, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		results[6+i].Value = v
+		longLines = append(longLines, line)
+	}
+
 	note := fmt.Sprintf("Multi-host (h): the testbed of `devagents.StartHosts` (Linux network namespaces on one bridge): 3 server hosts (Consul and Nomad servers, Raft of 3 each) and 5 client hosts (Consul client agent, Nomad client with raw_exec); the 3 members run on 3 of them (distinct_hosts), a fourth is spare, the fifth is ineligible and runs the etcd client (connections opened in its namespace). Job: `etcd-nomad job render` of production defaults (the members' Consul is their host's agent, stale_after = lost_after, session_ttl 10s) with election_timeout 1s, heartbeat 100ms. "+
 		"h.partition: the etcd leader's host is cut off from every other host (blackhole routes both ways); the time until a put (1 s timeout per attempt) from the client host is acknowledged; bounded by etcd's election timeout (1 s) plus the client noticing its leader is gone. "+
 		"h.heal: from removing the routes until 3 healthy voters report over /status and Consul shows 3 passing checks (checked every 2 s by Consul); the cut-off member was first seen unhealthy. "+
 		"h.drain: `nomad node drain -enable` of the leader's host until 3 healthy voters on 3 hosts, none the drained one, and 3 passing checks; a writer puts keys back to back (2 s timeout, one retry) the whole time, h.drain.failed counts keys that failed twice (%d acknowledged, longest gap %s). "+
 		"h.crash: kill -9 of every process in a follower's host (Nomad client, Consul agent, member), and its agents started again at once with their data (agents ready after %s); the member was %s. What bounds it: the host's agents coming back (Consul joining, the Nomad client restoring its allocation), the task's restart.delay (2s), etcd's restart and catch-up, and Consul's check interval (2s). A host that stays down is instead replaced after Nomad marks it down (heartbeat grace) and the member is removed after stale_after (= lost_after): see docs/operations.md 'Production topology'. "+
-		"%s", len(acked), gap.Round(time.Millisecond), booted.Round(100*time.Millisecond), back, idleNote)
+		"h.isolate-long, h.oneway, h.servers-cut: production defaults (stale_after = lost_after = 2m, the job's disconnect { lost_after = \"2m\", replace = true, reconcile = \"keep_original\" }); the etcd leader's host cut off from every other host for 150 s (Nomad marks the node down after its heartbeat, the allocation unknown, places a replacement on the spare host, and marks the original lost at lost_after), the leader's host dropping everything it sends for 30 s (blackhole routes on its side only), a follower's host cut off from the three server hosts for 100 s (it still reaches the other client hosts); a writer puts keys the whole time; the figure is from removing the routes until 3 healthy voters of the cluster id of before on 3 hosts report over /status, Nomad lists 3 allocations and Consul shows 3 passing checks; every acknowledged key is then read back. %s. "+
+		"%s", len(acked), gap.Round(time.Millisecond), booted.Round(100*time.Millisecond), back, strings.Join(longLines, "; "), idleNote)
 	return results, []string{note}, nil
 }
 
@@ -286,6 +307,7 @@ func (e *runEnv) startHostsBed(ctx context.Context, bin, nomadBin string) (*host
 
 // close stops the job, waits for its members, then tears the testbed down.
 func (b *hostsBed) close(e *runEnv) {
+	b.keepLogs(e)
 	if b.cl != nil {
 		_ = exec.Command(b.nomadBin, "job", "stop", "-detach", "-yes", "-address", b.tb.NomadAddr(), hostsJob).Run()
 		sctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)

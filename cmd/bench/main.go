@@ -88,7 +88,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.repo, "repo", ".", "repository root (for tools/etcd and cmd/etcd-nomad)")
 	fs.StringVar(&o.work, "work", "", "scratch directory (default: a new temp dir, removed at the end)")
-	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace, rolling update; raw_exec, and docker next to it where the kit's Docker engine can run), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash; needs root); default all")
+	fs.StringVar(&o.only, "only", "", "comma-separated figures to run: e (snapshots), a (KV), f (overhead), b and c (Nomad: bootstrap, kill, replace, rolling update; raw_exec, and docker next to it where the kit's Docker engine can run), d (quorum loss), g (continuous backup: cost, RPO, replay; g.replay alone), h (multi-host testbed: idle API calls, partition, heal, drain, host crash, long faults and their heal: h.isolate-long, h.oneway, h.servers-cut, BENCH_HOSTS_LONG=id,... runs only those; needs root); default all")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of this process here (the in-process parts: g.replay's restore)")
 	sizeMiB := fs.Int64("snapshot-mib", 1024, "keyspace size for the snapshot figures, MiB")
 	fs.StringVar(&o.snapshotData, "snapshot-data", dataObjects, "snapshot keyspace contents: objects (JSON objects) or hex (random hex text, the compressor's worst case)")

@@ -43,6 +43,20 @@ func (tb *Testbed) CutFromServers(h *Host) error {
 	return tb.Partition([]*Host{h}, tb.Servers)
 }
 
+// Mute makes h drop everything it sends to the other hosts (blackhole
+// routes in h's namespace only): what they send still reaches h, but
+// nothing of h's gets out, not even an acknowledgement; a one-way fault.
+// Heal undoes it.
+func (tb *Testbed) Mute(h *Host) error {
+	var errs []error
+	for _, y := range tb.Hosts() {
+		if y != h {
+			errs = append(errs, tb.block(h, y.IP))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Unplug takes h's link down (its veth on the bridge side), as a pulled
 // cable: h reaches no other host and this process no longer reaches h,
 // while everything on h runs on. Heal plugs it back in.

@@ -164,6 +164,20 @@ func TestTestbed(t *testing.T) {
 			}
 		}
 	}
+	// Muted, c1 sends nothing out: no connection either way completes
+	// (the other side's SYN arrives, c1's answer does not leave).
+	if err := tb.Mute(c1); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tb.Blocked(), " "); got != "c1->c2 c1->s1" {
+		t.Errorf("blocked: %s", got)
+	}
+	if canDial(c1, consulOf(s1)) == nil || canDial(s1, consulOf(c1)) == nil {
+		t.Error("c1 muted, yet a connection between it and s1 completes")
+	}
+	if err := tb.Heal(); err != nil {
+		t.Fatal(err)
+	}
 	if err := tb.CutFromServers(c2); err != nil {
 		t.Fatal(err)
 	}

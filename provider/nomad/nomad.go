@@ -350,16 +350,32 @@ func (p *Provider) Inherited(ctx context.Context) (bool, error) {
 	if a.NextAllocation == "" {
 		return false, nil
 	}
-	return p.inheritsData(ctx, a.NextAllocation), nil
+	next, _, err := p.o.Client.Allocations().Info(a.NextAllocation, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
+	if err != nil {
+		return false, nil // any doubt reads as no (inheritsData)
+	}
+	return inheritsData(a, next), nil
 }
 
-// inheritsData reports whether allocation id will receive the previous
-// allocation's data: it names it as its previous allocation and its group
-// asks for a migrating ephemeral disk. Any doubt reads as no: a member
-// that leaves is always safe, one that stays is removed after stale_after.
-func (p *Provider) inheritsData(ctx context.Context, id string) bool {
-	next, _, err := p.o.Client.Allocations().Info(id, (&api.QueryOptions{Namespace: p.o.Namespace}).WithContext(ctx))
-	if err != nil || next.PreviousAllocation != p.o.SelfAlloc || next.Job == nil {
+// inheritsData reports whether allocation next will receive allocation
+// self's data: it names self as its previous allocation, its group asks
+// for a migrating ephemeral disk, and it has not started before self
+// stopped. Nomad moves the previous allocation's data before it starts
+// the tasks, and waits for the previous allocation to stop first, unless
+// that one is unknown (its client disconnected): a replacement placed
+// then starts without the data (its client cannot reach the old one) or,
+// at best, with a copy of a running member's files. So a replacement that
+// runs while self has not stopped got no handover and never will: self,
+// back from a disconnection to find its allocation lost, leaves for good,
+// and the replacement joins at once instead of after stale_after (issue
+// 27, h.isolate-long). Any doubt reads as no: a member that leaves is
+// always safe, one that stays is removed after stale_after.
+func inheritsData(self, next *api.Allocation) bool {
+	if next.PreviousAllocation != self.ID || next.Job == nil {
+		return false
+	}
+	selfStopped := self.ClientStatus == api.AllocClientStatusComplete || self.ClientStatus == api.AllocClientStatusFailed
+	if next.ClientStatus != api.AllocClientStatusPending && !selfStopped {
 		return false
 	}
 	for _, tg := range next.Job.TaskGroups {
