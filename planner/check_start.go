@@ -2,6 +2,7 @@ package planner
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -60,7 +61,11 @@ func seedTakeover(o Observation, d Decision) bool {
 // snapshot or peer data).
 func checkSeedTakeover(o Observation, d Decision) error {
 	r := o.Record
-	if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != r.top()+1 {
+	want := r.top() + 1
+	if l := o.Local; l.Empty && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
+		want = l.MetaEpoch + 1 // above an epoch this member's metadata names (aboveOwnMeta)
+	}
+	if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != want {
 		return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
 	}
 	for _, p := range o.Peers {

@@ -52,3 +52,36 @@ func TestRestoreWithoutRecordIsAboveTheEpochOwnMetadataNames(t *testing.T) {
 		t.Fatalf("RecoverBelowOwnMetaEpoch: nextEpoch = %d, want 2", got)
 	}
 }
+
+// The 100 M run of session 18 (seeds 8056, 8225, 14878, 15080, 27111,
+// 27118, 29980, 34472): an empty member taking over the unconfirmed empty
+// seed of a gone seeder records above the epoch its own metadata names
+// (aboveOwnMeta), and Check, which wanted exactly the record's epoch + 1,
+// refused the correct planner's decision. It passes that epoch and still
+// refuses any other.
+func TestASeedTakeoverAboveOwnMetadataPassesCheck(t *testing.T) {
+	o := Observation{
+		ClusterName: "kit", Self: Self{Name: "m0-1", PeerURL: "http://m0-1:2380"}, NewToken: "tok30", DesiredSize: 3,
+		RecoveryGrace: 20 * time.Second, SeederGoneFor: 21 * time.Second, HoldsLock: true,
+		Record:    &Record{Token: "tok19", Epoch: 1, Seeder: "m1-0"},
+		Local:     Local{Empty: true, MetaEpoch: 2},
+		Instances: []Instance{{Name: "m0-1"}, {Name: "m1-1"}, {Name: "m2-0"}},
+		Peers:     []PeerStatus{{Name: "m1-1"}, {Name: "m2-0"}},
+	}
+	d := Plan(o)
+	if d.Kind != Seed || d.Record == nil || d.Record.Epoch != 3 {
+		t.Fatalf("%s %+v (%s): want a seed of epoch 3 in the gone seeder's place, above the metadata's epoch 2", d.Kind, d.Record, d.Reason)
+	}
+	if err := Check(o, d); err != nil {
+		t.Fatalf("Check refuses the correct takeover: %v", err)
+	}
+	for _, e := range []uint64{2, 4} {
+		bad := d
+		rec := *d.Record
+		rec.Epoch = e
+		bad.Record = &rec
+		if err := Check(o, bad); err == nil {
+			t.Errorf("Check passes a takeover as epoch %d (want only 3)", e)
+		}
+	}
+}
