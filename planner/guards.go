@@ -123,6 +123,11 @@ type Faults struct {
 	// while the store's listing does not answer (it may hold a snapshot
 	// of an incarnation that ran after the record was written).
 	ResumeOperatorWithoutListing bool
+	// SnapshotUnconfirmed: the leader's scheduled snapshot check runs
+	// (and paces the next one) while the record is unconfirmed or names
+	// another incarnation than this member's data, when no save can be
+	// made: a seed's first snapshot comes a check interval late.
+	SnapshotUnconfirmed bool
 	// DisarmPresent: disarm the CORRUPT alarm of a member still in the
 	// membership (its corrupt data would go on serving unnoticed).
 	DisarmPresent bool
@@ -518,6 +523,22 @@ func (f Faults) holdGuard(rule holdRule) bool {
 		return !f.SetAsideLastGood
 	case disarmOnlyRemoved:
 		return !f.DisarmPresent
+	}
+	return true
+}
+
+// backupRule names a rule of the leader's backups (PlanSideJobs).
+type backupRule int
+
+const (
+	snapshotOnlyConfirmed backupRule = iota // check the store for a scheduled snapshot only under a record confirming this member's data
+)
+
+// backupGuard reports whether rule holds.
+func (f Faults) backupGuard(rule backupRule) bool {
+	switch rule {
+	case snapshotOnlyConfirmed:
+		return !f.SnapshotUnconfirmed
 	}
 	return true
 }

@@ -59,7 +59,11 @@ type SideJobs struct {
 }
 
 // PlanSideJobs decides the loop's side jobs from o and o.SideJobs.
-func PlanSideJobs(o Observation) SideJobs {
+func PlanSideJobs(o Observation) SideJobs { return Faults{}.PlanSideJobs(o) }
+
+// PlanSideJobs decides like the package's PlanSideJobs with the rules f
+// switches off.
+func (f Faults) PlanSideJobs(o Observation) SideJobs {
 	u := o.SideJobs
 	leads := o.Running && o.LeaderID == o.SelfID
 	confirmedLeader := leads && o.MembersKnown
@@ -75,12 +79,27 @@ func PlanSideJobs(o Observation) SideJobs {
 		// At once when the record is gone: clients need the certificate
 		// as soon as the coordinator lost it.
 		PublishCACert: u.Summary && u.CA && u.Access && leads && (o.Record == nil || u.CACertDue),
-		Snapshot:      u.Snapshots && confirmedLeader && u.SnapshotDue,
+		// Only while the record confirms the incarnation this member's
+		// data runs: a save is of that incarnation alone (task/backup's
+		// snapshotSource refuses it otherwise), and a check that cannot
+		// save still paces the next one a minute later. A seed's leader
+		// observes its own unconfirmed record first: checked then, the
+		// first snapshot of an empty store came a minute after the
+		// confirmation, and a quorum lost meanwhile left nothing to
+		// recover from (sim seed 220).
+		Snapshot: u.Snapshots && confirmedLeader && u.SnapshotDue && (recordNamesLocal(o) || !f.backupGuard(snapshotOnlyConfirmed)),
 		// One recorder per cluster, on the leader, where the writes are
 		// ordered; after a full snapshot when a new chain must start.
 		RecordDeltas: u.Deltas && confirmedLeader && !u.WantFullSnapshot,
 		PruneAsides:  u.PruneDue && mayPruneAsides(o),
 	}
+}
+
+// recordNamesLocal reports whether the record is confirmed and names the
+// incarnation this member's data runs (its token, epoch and cluster id).
+func recordNamesLocal(o Observation) bool {
+	r := o.Record
+	return r != nil && r.ClusterID != 0 && o.Local.Token == r.Token && o.Local.Epoch == r.Epoch && o.Local.ClusterID == r.ClusterID
 }
 
 // mayPruneAsides reports whether o shows this member as a healthy voter

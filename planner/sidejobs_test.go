@@ -7,7 +7,7 @@ import "testing"
 func leaderView() Observation {
 	return Observation{
 		Running: true, MembersKnown: true, SelfID: 1, LeaderID: 1,
-		Local:   Local{Token: "tokA", Epoch: 2},
+		Local:   Local{Token: "tokA", Epoch: 2, ClusterID: 9},
 		Record:  &Record{ClusterID: 9, Token: "tokA", Epoch: 2, Seeder: "m0"},
 		Members: []Member{{ID: 1, Name: "m0", Healthy: true}, {ID: 2, Name: "m1", Healthy: true}, {ID: 3, Name: "m2"}},
 		SideJobs: SideJobState{CA: true, CACheckDue: true, Summary: true, Access: true, AccessDue: true, CACertDue: true,
@@ -77,6 +77,48 @@ func TestPruneOnlyFromAHealthyVoterOfTheRecord(t *testing.T) {
 		broken(&o)
 		if PlanSideJobs(o).PruneAsides {
 			t.Errorf("%s: pruning allowed", name)
+		}
+	}
+}
+
+// The seed's leader checks the store for its first snapshot only once the
+// record confirms its data (sim seed 220, step 8: m1-0 observed its own
+// record of cluster 0 and was told to check; the save was refused and the
+// next check came a minute later, after the quorum was lost). Checked
+// under the confirmed record, the empty store makes the save due at once.
+func TestFirstSnapshotCheckWaitsForTheConfirmedRecord(t *testing.T) {
+	seed := func() Observation {
+		return Observation{
+			Running: true, MembersKnown: true, SelfID: 0x17, LeaderID: 0x17, HoldsLock: true,
+			Local:    Local{Cluster: "c", Name: "m1-0", Token: "tok19", Epoch: 1, MemberID: 0x17, ClusterID: 0x18, Revision: 1},
+			Record:   &Record{Token: "tok19", Epoch: 1, Seeder: "m1-0"},
+			Members:  []Member{{ID: 0x17, Name: "m1-0", Healthy: true}},
+			SideJobs: SideJobState{Summary: true, Snapshots: true, SnapshotDue: true, Deltas: true},
+		}
+	}
+	o := seed()
+	if PlanSideJobs(o).Snapshot {
+		t.Fatal("the scheduled check runs under the seed's unconfirmed record: no save can be made, and the next check comes a minute later")
+	}
+	if !(Faults{SnapshotUnconfirmed: true}).PlanSideJobs(o).Snapshot {
+		t.Fatal("SnapshotUnconfirmed does not check under the unconfirmed record: it no longer reverts the fix")
+	}
+	o.Record.ClusterID = 0x18
+	if !PlanSideJobs(o).Snapshot {
+		t.Fatal("no check under the record confirming this member's data")
+	}
+	for name, other := range map[string]func(*Observation){
+		"another token":                 func(o *Observation) { o.Record.Token = "tok20" },
+		"another epoch":                 func(o *Observation) { o.Record.Epoch = 2 },
+		"another cluster id":            func(o *Observation) { o.Record.ClusterID = 0x19 },
+		"no record":                     func(o *Observation) { o.Record = nil },
+		"data's cluster id not written": func(o *Observation) { o.Local.ClusterID = 0 },
+	} {
+		o := seed()
+		o.Record.ClusterID = 0x18
+		other(&o)
+		if PlanSideJobs(o).Snapshot {
+			t.Errorf("%s: the scheduled check runs where no save of this member's data can be made", name)
 		}
 	}
 }

@@ -92,6 +92,7 @@ func (w *World) kill(n *node) {
 	n.startFailures, n.record, n.answered = 0, nil, nil
 	n.damaged, n.found, n.healthySeen, n.tls = nil, nil, nil, nil
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
+	n.snapshotCheckAt = 0
 }
 
 func (w *World) partition() {

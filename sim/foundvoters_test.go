@@ -60,12 +60,17 @@ func TestASeedWaitsBesideAVoterItsPeersFound(t *testing.T) {
 // 28 and 130 reseed beside terminal copies nothing names (no record, no
 // summary, no snapshot, no peer that found them): no member can know of
 // them, and the check still lets them be.
+//
+// Since a seed's first snapshot follows its confirmation and a last voter
+// that stops saves one (task's BeforeStop, modelled since), seed 180 shows
+// it no more; seed 8920 (a second epoch 1 at 8 s, beside a collected voter
+// a live peer found answering) does.
 func TestTwoSeedsCountATerminalCopyThatIsNamed(t *testing.T) {
-	r, w := Run(Config{Seed: 180, Defects: Defects{NoFoundVotersShared: true}})
+	r, w := Run(Config{Seed: 8920, Defects: Defects{NoFoundVotersShared: true, NoRecordlessSummary: true}}) // the recordless summary also names it
 	if r.Violation == nil || r.Violation.Invariant != InvTwoSeeds || !strings.Contains(r.Violation.Detail, "names it") {
-		t.Fatalf("seed 180 with NoFoundVotersShared: %v, want %q beside the named terminal copy\n%s", r.Violation, InvTwoSeeds, w.Trace())
+		t.Fatalf("seed 8920 with NoFoundVotersShared: %v, want %q beside the named terminal copy\n%s", r.Violation, InvTwoSeeds, w.Trace())
 	}
-	for _, s := range []uint64{28, 130, 180} {
+	for _, s := range []uint64{28, 130, 180, 8920} {
 		if r, w := Run(Config{Seed: s}); r.Violation != nil {
 			t.Fatalf("seed %d: %v\n%s", s, r.Violation, w.Trace())
 		}

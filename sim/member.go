@@ -59,13 +59,16 @@ func (w *World) loop(n *node) {
 	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
-	u := planner.PlanSideJobs(o)
+	u := w.cfg.Defects.Planner.PlanSideJobs(o)
 	if u.CheckCA {
 		n.caChecked = w.now
 		w.restoreCA(n)
 	}
 	if u.PublishSummary {
 		w.publishSummary(n, o) // task's side jobs run before the decision's acts
+	}
+	if u.Snapshot {
+		w.scheduledSnapshot(n)
 	}
 	if d.NeedsLock {
 		err := w.lock(n)
@@ -405,6 +408,64 @@ func (w *World) fetchChain(n *node, o planner.Observation, d planner.Decision, c
 	return fmt.Sprintf("revision %d (want %d, %d deltas)", end, want, len(snap.chain)), nil
 }
 
+// scheduledSnapshot is task/backup's Scheduled, the leader's check of the
+// store: the next is due snapshotCheckEvery later, whatever this one
+// does. It saves a snapshot when the record n holds is confirmed and names
+// the incarnation n's data runs (snapshotSource; otherwise the save is
+// refused), n's side holds the quorum, and the store holds no snapshot of
+// that incarnation (snapshotDue: the first one, at once; the interval's
+// are the 30 s schedule's).
+func (w *World) scheduledSnapshot(n *node) {
+	n.snapshotCheckAt = w.now + snapshotCheckEvery
+	r, d := n.record, n.data
+	if n.etcd == nil || r == nil || d == nil || r.ClusterID == 0 || r.Token != d.token || r.Epoch != d.epoch || r.ClusterID != d.clusterID {
+		return
+	}
+	g := n.etcd.group
+	if g.quorum != n.side || w.newest(func(s *snapshot) bool { return s.clusterID == r.ClusterID && s.epoch == r.Epoch }) >= 0 {
+		return
+	}
+	name := w.takeSnapshot(g)
+	w.logf(n.name, "  scheduled snapshot: the store holds none of this incarnation: %s (revision %d)", name, g.committed)
+}
+
+// preStopSnapshotFresh is task/backup's: a voter that stops beside others
+// saves a snapshot unless the store's newest of its incarnation is this
+// recent.
+const preStopSnapshotFresh = 10 * time.Minute
+
+// stopSnapshot is task's stopSnapshot (backup.BeforeStop) as n stops
+// without having left the membership: from an observation of its running
+// server (Consul and a quorum answer), the last voter always saves one; a
+// voter beside others (a leader known) saves one unless the store's newest
+// of the record's incarnation is under preStopSnapshotFresh old. The save
+// is of the incarnation the record confirms for n's data (snapshotSource).
+func (w *World) stopSnapshot(n *node) {
+	if n.etcd == nil || n.noConsul || n.data == nil {
+		return
+	}
+	g, r, d := n.etcd.group, w.coord.record, n.data
+	if g.quorum != n.side || r == nil || r.ClusterID == 0 || r.Token != d.token || r.Epoch != d.epoch || r.ClusterID != d.clusterID {
+		return
+	}
+	voters, self := 0, g.member(n.etcd.memberID)
+	for _, m := range g.members {
+		if !m.learner {
+			voters++
+		}
+	}
+	if self == nil || self.learner {
+		return
+	}
+	if voters > 1 {
+		if i := w.newest(func(s *snapshot) bool { return s.clusterID == r.ClusterID && s.epoch == r.Epoch }); i >= 0 && w.now+n.skew-w.store[i].created < preStopSnapshotFresh {
+			return
+		}
+	}
+	name := w.takeSnapshot(g)
+	w.logf(n.name, "  snapshot before stopping (%d voter(s)): %s (revision %d)", voters, name, g.committed)
+}
+
 func (w *World) snapshotBeforeChange(n *node) {
 	if n.etcd == nil || n.etcd.group.quorum != n.side || w.now-n.lastSnapshot < time.Minute && n.lastSnapshot > 0 {
 		return
@@ -523,6 +584,9 @@ func (w *World) setAside(n *node, why string) {
 func (w *World) runLeave(n *node) {
 	l := n.leave
 	exit := func(why string) {
+		if !strings.HasPrefix(why, "removed itself") && why != "already removed" {
+			w.stopSnapshot(n) // task's shutdown: leave, then stopSnapshot, then etcd stops
+		}
 		w.stopEtcd(n)
 		w.unlock(n)
 		n.up, n.alloc, l.done = false, allocTerminal, true

@@ -30,7 +30,8 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		StaleAfter:    staleAfter,
 		NewToken:      "tok" + itoa(int(w.nextID)),
 		StartFailures: n.startFailures,
-		SideJobs:      planner.SideJobState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second},
+		SideJobs: planner.SideJobState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second,
+			Snapshots: true, SnapshotDue: w.now >= n.snapshotCheckAt},
 	}
 	o.Local = w.local(n)
 	if n.etcd != nil {

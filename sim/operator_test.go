@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/etcd-nomad/etcd-nomad/planner"
 	"os"
 	"strings"
 	"testing"
@@ -11,24 +12,31 @@ import (
 // known, with -accept-data-loss when the fence names a loss) each must
 // end healthy in its second quiet phase. kind is the stuck kind without
 // the operator, accepted whether the way out accepts a loss.
+//
+// Seeds 17 and 1243 reach their second epoch 1 only with the first one's
+// first snapshot late (SnapshotUnconfirmed: the first save failed, the
+// next check a minute later): since it follows the confirmation, the
+// member with no record restores it instead (seed 508 showed "two
+// incarnations of one epoch" before, and no seed of 1..3000 does since).
 var wayOutSeeds = []struct {
 	seed     uint64
 	kind     string
 	accepted bool
+	d        Defects
 }{
-	{17, "an unconfirmed seed record of a gone seeder beside another incarnation of its epoch", false},
-	{233, "a learner holds newer data than the best recovery source", true},
-	{508, "two incarnations of one epoch", false},
-	{812, "the seeder of a recovery from data lost that data", false},
+	{17, "an unconfirmed seed record of a gone seeder beside another incarnation of its epoch", false, Defects{Planner: planner.Faults{SnapshotUnconfirmed: true}}},
+	{233, "a learner holds newer data than the best recovery source", true, Defects{}},
+	{1243, "two incarnations of one epoch", false, Defects{Planner: planner.Faults{SnapshotUnconfirmed: true}}},
+	{812, "the seeder of a recovery from data lost that data", false, Defects{}},
 }
 
 func TestOperatorWayOutEndsTheWait(t *testing.T) {
 	for _, c := range wayOutSeeds {
-		without, _ := Run(Config{Seed: c.seed, NoOperator: true, NoCollectRunning: true})
+		without, _ := Run(Config{Seed: c.seed, NoOperator: true, NoCollectRunning: true, Defects: c.d})
 		if without.Violation != nil || StuckKind(without.Stuck) != c.kind {
 			t.Fatalf("seed %d without the operator: violation %v, stuck %q; want stuck: %s (the model changed: pick another seed)", c.seed, without.Violation, without.Stuck, c.kind)
 		}
-		with, w := Run(Config{Seed: c.seed, OperatorRate: -1, NoCollectRunning: true})
+		with, w := Run(Config{Seed: c.seed, OperatorRate: -1, NoCollectRunning: true, Defects: c.d})
 		if with.Violation != nil || with.Stuck != "" || with.WayOut == "" || with.AcceptedLoss != c.accepted {
 			t.Fatalf("seed %d with the operator's way out: violation %v, stuck %q, way out %q, accepted loss %v (want %v); want healthy after it\ntrace:\n%s",
 				c.seed, with.Violation, with.Stuck, with.WayOut, with.AcceptedLoss, c.accepted, w.Trace())

@@ -34,13 +34,18 @@ var defects = []struct {
 	lost string
 }{
 	{"defect 1: SeedWhileSilent", Defects{Planner: planner.Faults{SeedWhileSilent: true}}, 0, false, ""},
-	{"defect 1: SetAsideOnUnconfirmed", Defects{Planner: planner.Faults{SetAsideOnUnconfirmed: true}}, 0, false, ""},
+	// Found from seed 1 until a last voter's stop saved a snapshot
+	// (task's BeforeStop, modelled since); 922 the first from 1 since.
+	{"defect 1: SetAsideOnUnconfirmed", Defects{Planner: planner.Faults{SetAsideOnUnconfirmed: true}}, 922, false, ""},
 	{"defect 2: ProviderDropsUnknown", Defects{ProviderDropsUnknown: true}, 0, false, ""},
 	{"defect 3: ObeyOlderRecord", Defects{Planner: planner.Faults{ObeyOlderRecord: true}}, 0, false, ""},
 	{"defect 4: LearnerSource", Defects{Planner: planner.Faults{LearnerSource: true}}, 0, false, ""},
 	{"defect 13: LeaveOnce", Defects{LeaveOnce: true}, 0, false, ""},
 	{"SeedRecordBeforeMetadata", Defects{SeedRecordBeforeMetadata: true}, 30200, false, ""},
-	{"ResumeBesideQuorum", Defects{Planner: planner.Faults{ResumeBesideQuorum: true}}, 40941, false, ""},
+	// Since a seed's first snapshot follows its confirmation
+	// (SnapshotUnconfirmed) seed 40941 shows it no more; 638 is the first
+	// from 1.
+	{"ResumeBesideQuorum", Defects{Planner: planner.Faults{ResumeBesideQuorum: true}}, 638, false, ""},
 	{"SettleOnOwnRecord", Defects{Planner: planner.Faults{SettleOnOwnRecord: true}}, 15693, false,
 		"seed 15693 (the first found from seed 1) showed it on a schedule where an empty member restored the newest snapshot at once with no record; such a restore now waits the recovery grace (RestoreWithoutGrace, which brings the catch back on 15693), and no seed shows it since (searched 1..30000 without the collectRunning fault, 1..3000 with it); planner TestSafetyReviewDefects and the checker pin it"},
 	{"RecoverBesideSkippedEpoch", Defects{Planner: planner.Faults{RecoverBesideSkippedEpoch: true}}, 49383, false,
@@ -50,7 +55,9 @@ var defects = []struct {
 	{"RecoverBesideKnownHealthy", Defects{Planner: planner.Faults{RecoverBesideKnownHealthy: true}}, 240, true, ""},
 	{"NoSummaryProbe", Defects{NoSummaryProbe: true}, 5, true, ""},
 	// Found with the collectRunning fault (invariant 10).
-	{"RecoverBesideUnlistedVoter", Defects{Planner: planner.Faults{RecoverBesideUnlistedVoter: true}}, 1051, true, ""},
+	// Seed 1051 until the first snapshot followed a seed's confirmation
+	// (SnapshotUnconfirmed); 2266 is the first from 1 since.
+	{"RecoverBesideUnlistedVoter", Defects{Planner: planner.Faults{RecoverBesideUnlistedVoter: true}}, 2266, true, ""},
 	// RestoreWithoutGrace was found on seed 1667; since members share the
 	// voters they found (NoFoundVotersShared) a restorer there waits for
 	// them anyway, and seed 355 (a restore beside the collected recorder
@@ -63,30 +70,52 @@ var defects = []struct {
 	// newest snapshot outside the record's lineage (AnyLineage), the
 	// restores it broke there wait for an operator, and seed 1920 (a
 	// restore beside the collected recorder of the newest chain) is the
-	// first from 1.
-	{"NoWriterProbe", Defects{NoWriterProbe: true}, 1920, true, ""},
+	// first from 1. Since a seed's or a recovery's first snapshot follows
+	// its confirmation, no seed of 1..10000 showed it (searched before the
+	// stop's snapshot was modelled): the collected
+	// seeder or recoverer's incarnation is in the store at once, and the
+	// takeover restores it instead of starting beside it. The store may
+	// still fail that first save (the next check is a minute later),
+	// which SnapshotUnconfirmed stands for: with it, seed 1920 again.
+	{"NoWriterProbe", Defects{NoWriterProbe: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1920, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
-	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 466, true, ""},
+	// Seed 466 until the first snapshot followed a seed's confirmation
+	// (SnapshotUnconfirmed); 413 since.
+	{"NoUnconfirmedSummary", Defects{NoUnconfirmedSummary: true}, 413, true, ""},
 	{"NoDamageShared", Defects{NoDamageShared: true}, 1950, true, ""},
 	{"RestoreOverLaterSnapshot", Defects{Planner: planner.Faults{RestoreOverLaterSnapshot: true}}, 940, true, ""},
-	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true}, 180, true, ""},
+	// Seed 180 seeded a second epoch 1 beside a collected voter; since a
+	// seed's first snapshot follows its confirmation, a member with no
+	// record restores it there instead; none of 1..3000 shows it, 8920
+	// (a second seed at 8 s) the first after
+	// (TestTwoSeedsCountATerminalCopyThatIsNamed).
+	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true}, 8920, true, ""},
 	// Found by 100 M steps. Since a leader whose last record read was
 	// none beats the summary for its own data's cluster
 	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only
 	// with that reverted too: the beat names the collected seeder.
 	{"ForgetListedVoter", Defects{ForgetListedVoter: true, NoRecordlessSummary: true}, 8920, true, ""},
 	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true, NoRecordlessSummary: true}, 13315, true, ""},
-	// Found by 100 M steps (session 16), either fix enough on its seed.
-	{"ListedVoterBecomesWord and NoRecordlessSummary", Defects{ListedVoterBecomesWord: true, NoRecordlessSummary: true}, 1004733, true, ""},
-	{"RecoverBelowOwnMetaEpoch", Defects{Planner: planner.Faults{RecoverBelowOwnMetaEpoch: true}}, 1009859, true, ""},
+	// Found by 100 M steps (session 16), either fix enough on its seed;
+	// since the first snapshot follows a seed's confirmation, only with
+	// that first save failing (SnapshotUnconfirmed), as the store may.
+	{"ListedVoterBecomesWord and NoRecordlessSummary", Defects{ListedVoterBecomesWord: true, NoRecordlessSummary: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1004733, true, ""},
+	{"RecoverBelowOwnMetaEpoch", Defects{Planner: planner.Faults{RecoverBelowOwnMetaEpoch: true, SnapshotUnconfirmed: true}}, 1009859, true, ""},
 	// Found by the operator (operator.go).
-	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 2097, false, ""},
-	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{ResumeRestoreBesideNewer: true}}, 2864, false, ""},
+	// Seed 2097 until the first snapshot followed a seed's confirmation
+	// (SnapshotUnconfirmed); none of 1..3000 since, 4255 the first after.
+	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 4255, false, ""},
+	// Since a seed's or a recovery's first snapshot follows its
+	// confirmation no seed of 1..10000 showed it (searched before the
+	// stop's snapshot was modelled); the first save failing
+	// (SnapshotUnconfirmed) brings seed 2864 back.
+	{"ResumeRestoreBesideNewer", Defects{Planner: planner.Faults{SnapshotUnconfirmed: true, ResumeRestoreBesideNewer: true}}, 2864, false, ""},
 	// Since members remember a listed healthy voter (ForgetListedVoter
 	// reverts it), seed 845 recovers from the older epoch's snapshot
 	// only with that memory reverted too.
-	{"RecoverFromOlderEpochSnapshot", Defects{ForgetListedVoter: true, Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false, ""},
+	{"RecoverFromOlderEpochSnapshot", Defects{ForgetListedVoter: true, Planner: planner.Faults{RecoverFromOlderEpochSnapshot: true}}, 845, false,
+		"caught on seed 845 until a seed's first snapshot followed its confirmation and a last voter's stop saved one (SnapshotUnconfirmed, task's BeforeStop, session 18); none found since in seeds 1..9000, nor 1..3000 with SnapshotUnconfirmed; planner TestRecoveryPrefersDataOverAnOlderEpochsSnapshot pins it"},
 	// RecoverBelowSnapshotEpoch needs the newest snapshot's epoch above
 	// the record's; since the model refuses a snapshot outside the
 	// record's lineage as the member does (AnyLineage), such a recovery
@@ -96,7 +125,9 @@ var defects = []struct {
 	{"RecoverBelowSnapshotEpoch", Defects{AnyLineage: true, Planner: planner.Faults{RecoverBelowSnapshotEpoch: true}}, 2749, false, ""},
 	{"SettleOwnRestoreWhileSilent", Defects{Planner: planner.Faults{SettleOwnRestoreWhileSilent: true}}, 2768, false,
 		"found on seed 2768 before RecoverBelowSnapshotEpoch's fix changed the epochs its records name; none found since in seeds 1..6000 (planner test TestOwnRestoreRecordSetsNothingAsideWhileInstancesAreSilent)"},
-	{"RestoreOverLaterWrites", Defects{Planner: planner.Faults{RestoreOverLaterWrites: true}}, 2133, false, ""},
+	// Seed 2133 until the first snapshot followed a seed's confirmation
+	// (SnapshotUnconfirmed); 2768 the first from 1 since.
+	{"RestoreOverLaterWrites", Defects{Planner: planner.Faults{RestoreOverLaterWrites: true}}, 2768, false, ""},
 	{"OperatorBelowReplacedRestore", Defects{Planner: planner.Faults{OperatorBelowReplacedRestore: true}}, 121, true,
 		"caught on seed 121 until the impatient operator gained recover -keep-running (safety13), which changed every schedule after its first pick; none found in seeds 1..8000 since (collectRunning on); planner TestReplacingAnOperatorsRestoreBelowItsSourceRevisionAsksForAcceptance pins it"},
 	// Review of the operator model, session 13.

@@ -19,10 +19,14 @@ const (
 	leaveRetryEvery = 500 * time.Millisecond
 	strictWindow    = 5 * time.Second // etcd's HealthInterval (strict reconfiguration)
 	snapshotEvery   = 30 * time.Second
-	staleListMax    = 2 * time.Second // how old the provider's list may be
-	clusterName     = "c"
-	revisionBump    = 1_000_000       // task's RevisionBump on a snapshot restore
-	deltaEvery      = 3 * time.Second // the leader's recorder writes a delta segment
+	// snapshotCheckEvery paces the leader's scheduled check of the store
+	// (task/backup's snapshotCheckEvery: min(1 minute, Interval/4), a
+	// minute at the default interval).
+	snapshotCheckEvery = time.Minute
+	staleListMax       = 2 * time.Second // how old the provider's list may be
+	clusterName        = "c"
+	revisionBump       = 1_000_000       // task's RevisionBump on a snapshot restore
+	deltaEvery         = 3 * time.Second // the leader's recorder writes a delta segment
 	// readErrorPct is the chance (percent) that fetching a snapshot with a
 	// non-empty delta chain hits a read error at one of its segments;
 	// damagePerStep the chance per fault step that a stored segment is
@@ -310,7 +314,10 @@ type node struct {
 	recIndex           uint64
 	answered           *group // the cluster whose member list the last observation read
 	lastSnapshot       time.Duration
-	leave              *leave
+	// snapshotCheckAt is when the leader's next scheduled check of the
+	// store is due (task/backup's nextSnapshotCheck).
+	snapshotCheckAt time.Duration
+	leave           *leave
 	// damaged names the delta segments an install here found damaged,
 	// or a peer's /status named (task's Member.damagedDeltas): left out
 	// of the chain it observes; found those this member's own installs
