@@ -119,7 +119,7 @@ func (r rules) planWithData(o Observation, name string) Decision {
 			return Decision{Kind: SetAside, Name: name, Aside: AsideRemoved, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum and no longer lists member %x, removed meanwhile: this data (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.MemberID, l.Revision, prefix)}
 		case recorded && l.MemberID == 0:
 			return Decision{Kind: SetAside, Name: name, Aside: AsideForeign, Reason: fmt.Sprintf("%s, and the record names cluster %x (epoch %d), which answers with a quorum: this restored copy (revision %d) %s; setting it aside to join it", what, rec.ClusterID, rec.Epoch, l.Revision, snapCopy)}
-		case l.ForceNewPending && !live && o.Unreachable == 0 && len(o.KnownHealthy)+len(o.UnlistedVoters) == 0 && o.RecoveryGrace > 0 && o.QuorumLostFor >= o.RecoveryGrace && r.resumeGuard(pendingAwaitsOperator):
+		case l.ForceNewPending && !live && o.Unreachable == 0 && len(o.KnownHealthy)+len(o.UnlistedVoters) == 0 && o.RecoveryGrace > 0 && (o.QuorumLostFor >= o.RecoveryGrace || rec.ClusterID == 0 && o.SeederGoneFor >= o.RecoveryGrace) && r.resumeGuard(pendingAwaitsOperator):
 			// No quorum answers anywhere and every instance does: the
 			// record's cluster may never answer again (Consul restored
 			// a record whose members are gone), and the peers wait for
@@ -133,6 +133,10 @@ func (r rules) planWithData(o Observation, name string) Decision {
 			// restarting is no reason to page anyone (review rev18b F2:
 			// the command, run in that moment, recorded a new epoch
 			// while the restarted member rejoined the record's one).
+			// Under an unconfirmed record no quorum is counted as lost
+			// (task sets QuorumLostFor under a confirmed one): there its
+			// seeder gone for the grace counts (review rev18d F-B: the
+			// member waited without paging anyone).
 			return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s), whose cluster does not answer with a quorum while every instance answers: keeping this data (revision %d); the peers wait for this newer epoch to be recorded again, so an operator must choose: 'etcd-nomad recover -from %s' recovers a new epoch from this data, or 'etcd-nomad recover -from snapshot:NAME' restores a snapshot", what, rec.Epoch, short(rec.Token), l.Revision, name)}
 		case l.ForceNewPending:
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, and the record names epoch %d (token %s): keeping this data (revision %d) until that cluster answers with a quorum", what, rec.Epoch, short(rec.Token), l.Revision)}

@@ -79,6 +79,20 @@ func TestUnstartedRecoveryUnderAnOlderRecordNobodyAnswersForAwaitsTheOperator(t 
 		}
 	}
 
+	// Under an older record Consul restored that was never confirmed
+	// (cluster id 0), no quorum counts as lost: its seeder gone for the
+	// grace does (review rev18d F-B: the member waited, paging no one).
+	unconfirmed := o
+	unconfirmed.Record = &Record{Token: "tok19", Epoch: 1, Seeder: "m1-0"}
+	unconfirmed.QuorumLostFor = 0
+	for _, gone := range []time.Duration{0, 19 * time.Second, 25 * time.Second} {
+		unconfirmed.SeederGoneFor = gone
+		d := Plan(unconfirmed)
+		if want := gone >= unconfirmed.RecoveryGrace; d.Kind != Wait || d.AwaitsOperator != want {
+			t.Errorf("unconfirmed older record, seeder gone for %s: %s awaits=%v, want a wait awaiting the operator: %v (%s)", gone, d.Kind, d.AwaitsOperator, want, d.Reason)
+		}
+	}
+
 	// The record's cluster answers with a quorum that lists m1-2's
 	// member: the data, a prefix, goes aside as before.
 	back := o

@@ -79,6 +79,7 @@ func (m *Member) dataClusterID(l planner.Local) uint64 {
 	}
 	meta, err := m.dir.ReadMeta()
 	if err != nil {
+		m.log.Warn("metadata unreadable: the source line of this member's pending recovery is not probed", "error", err)
 		return 0
 	}
 	return meta.SourceClusterID
@@ -299,7 +300,7 @@ func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
 		}
 		rec := o.Record
 		known := rec != nil && (rec.ClusterID == v.clusterID || rec.ClusterID == 0 && v.token != "" && v.token == rec.Token) ||
-			m.known.summaryID == v.clusterID || !o.Local.Empty && o.Local.ClusterID == v.clusterID
+			m.known.summaryID == v.clusterID || v.clusterID != 0 && m.dataClusterID(o.Local) == v.clusterID
 		if !known && rec != nil {
 			continue
 		}

@@ -32,6 +32,8 @@ func TestReplacementRunningBeforeSelfStopsInheritsNothing(t *testing.T) {
 		{"self stopped, then the replacement started with its data", "complete", "running", "self", true, true},
 		{"self failed, then the replacement started with its data", "failed", "running", "self", true, true},
 		{"self lost, the replacement runs", "lost", "running", "self", true, false},
+		{"self lost, the replacement copies its files (rev18d F-A)", "lost", "pending", "self", true, false},
+		{"self unknown, the replacement copies its files (rev18d F-A)", "unknown", "pending", "self", true, false},
 		{"no migrating disk", "running", "pending", "self", false, false},
 		{"the replacement of another allocation", "running", "pending", "other", true, false},
 	} {

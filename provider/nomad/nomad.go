@@ -368,10 +368,19 @@ func (p *Provider) Inherited(ctx context.Context) (bool, error) {
 // runs while self has not stopped got no handover and never will: self,
 // back from a disconnection to find its allocation lost, leaves for good,
 // and the replacement joins at once instead of after stale_after (issue
-// 27, h.isolate-long). Any doubt reads as no: a member that leaves is
-// always safe, one that stays is removed after stale_after.
+// 27, h.isolate-long). Nor while self is lost or unknown to the servers
+// (its client was cut off from them): Nomad then lets a replacement on
+// another node copy self's files while self still runs, in name order,
+// the data before the metadata that says it stopped, and that copy can
+// look cleanly stopped (review rev18d F-A); self leaving the membership
+// makes the replacement set such data aside instead of starting it as
+// self. Any doubt reads as no: a member that leaves is always safe, one
+// that stays is removed after stale_after.
 func inheritsData(self, next *api.Allocation) bool {
 	if next.PreviousAllocation != self.ID || next.Job == nil {
+		return false
+	}
+	if self.ClientStatus == api.AllocClientStatusLost || self.ClientStatus == api.AllocClientStatusUnknown {
 		return false
 	}
 	selfStopped := self.ClientStatus == api.AllocClientStatusComplete || self.ClientStatus == api.AllocClientStatusFailed
