@@ -52,3 +52,34 @@ func TestRestoreWithoutRecordIsAboveTheEpochOwnMetadataNames(t *testing.T) {
 		t.Fatalf("RecoverBelowOwnMetaEpoch: nextEpoch = %d, want 2", got)
 	}
 }
+
+// Sim seed 2255 (with the leave fix's schedules): m0-1 took over the empty
+// seed of m1-0 (gone) as epoch 2, wrote its metadata and crashed before
+// the record; after the grace it took over again, as epoch 3 (above its
+// metadata's epoch 2, aboveOwnMeta), and Check refused the planner's own
+// decision: it still asked for the record's epoch + 1. The observation is
+// m0-1's at step 242.
+func TestSeedTakeoverAboveOwnMetadataPassesTheChecker(t *testing.T) {
+	o := Observation{
+		ClusterName: "c", Self: Self{Name: "m0-1"}, NewToken: "tok241", DesiredSize: 3,
+		RecoveryGrace: 20 * time.Second, SeederGoneFor: 20 * time.Second, HoldsLock: true,
+		Local:     Local{Empty: true, MetaEpoch: 2},
+		Record:    &Record{Token: "tok19", Epoch: 1, Seeder: "m1-0"},
+		Instances: []Instance{{Name: "m0-1"}, {Name: "m1-1"}, {Name: "m2-0"}},
+		Peers:     []PeerStatus{{Name: "m1-1"}, {Name: "m2-0"}},
+	}
+	d := Plan(o)
+	if d.Kind != Seed || d.Record == nil || d.Record.Epoch != 3 {
+		t.Fatalf("%s %+v (%s): want a seed of epoch 3 in the gone seeder's place", d.Kind, d.Record, d.Reason)
+	}
+	if err := Check(o, d); err != nil {
+		t.Fatalf("Check refuses the planner's takeover above its own metadata: %v", err)
+	}
+	bad := (Faults{RecoverBelowOwnMetaEpoch: true}).plan(o)
+	if bad.Kind != Seed || bad.Record == nil || bad.Record.Epoch != 2 {
+		t.Fatalf("RecoverBelowOwnMetaEpoch: %s %+v, want a seed of epoch 2", bad.Kind, bad.Record)
+	}
+	if err := Check(o, bad); err == nil {
+		t.Fatalf("Check passes a takeover as epoch 2 beside metadata of epoch 2")
+	}
+}
