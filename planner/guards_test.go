@@ -19,6 +19,7 @@ func offRules(f Faults) []string {
 			"data":     f.dataGuard(dataRule(i)),
 			"hold":     f.holdGuard(holdRule(i)),
 			"operator": f.operatorGuard(operatorRule(i)),
+			"leave":    f.leaveGuard(leaveRule(i)),
 		} {
 			if !holds {
 				off = append(off, guard+"/"+string(rune('0'+i)))

@@ -19,7 +19,10 @@ var wayOutSeeds = []struct {
 	{17, "an unconfirmed seed record of a gone seeder beside another incarnation of its epoch", false},
 	{233, "a learner holds newer data than the best recovery source", true},
 	{508, "two incarnations of one epoch", false},
-	{812, "the seeder of a recovery from data lost that data", false},
+	// Seed 812 until a leaving member stopped once its epoch was replaced
+	// (LeaveSuperseded): its allocation ends sooner there, which changes
+	// the schedule after it; 1430 is the first such seed since.
+	{1430, "the seeder of a recovery from data lost that data", false},
 }
 
 func TestOperatorWayOutEndsTheWait(t *testing.T) {
