@@ -58,7 +58,11 @@ func seedTakeover(o Observation, d Decision) bool {
 // epoch", when a member takes over the empty seed of a gone seeder: as
 // the next epoch, after the grace, with the seeder unlisted, every
 // instance answering, and no copy of anything anywhere (no member list,
-// snapshot or peer data).
+// snapshot or peer data). The next epoch is the one after the record's
+// top, or after the epoch this member's metadata names without data when
+// that is higher (aboveOwnMeta: a record of it existed; sim seed 2255
+// found the checker still asking for the record's next after the planner
+// took that rule).
 func checkSeedTakeover(o Observation, d Decision) error {
 	r := o.Record
 	want := r.top() + 1

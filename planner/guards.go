@@ -224,6 +224,14 @@ type Faults struct {
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
 	KeepWithoutQuorum bool
+
+	// LeaveBesideNewerEpoch (invariant 10): a leaving member whose
+	// incarnation has no quorum keeps its etcd running, waiting for the
+	// quorum to come back so that it can remove itself, although a newer
+	// epoch is recorded (a recovery replaced the incarnation): a partition
+	// that heals gives the old incarnation its quorum back beside the new
+	// one (sim seed 1002359).
+	LeaveBesideNewerEpoch bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -500,6 +508,22 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 		return !f.OperatorBelowReplacedRestore
 	case keepOnlyAQuorum:
 		return !f.KeepWithoutQuorum
+	}
+	return true
+}
+
+// leaveRule names a rule of a member leaving for good (PlanLeave).
+type leaveRule int
+
+const (
+	stopWhenSuperseded leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+)
+
+// leaveGuard reports whether rule holds.
+func (f Faults) leaveGuard(rule leaveRule) bool {
+	switch rule {
+	case stopWhenSuperseded:
+		return !f.LeaveBesideNewerEpoch
 	}
 	return true
 }

@@ -20,6 +20,7 @@ func offRules(f Faults) []string {
 			"hold":     f.holdGuard(holdRule(i)),
 			"operator": f.operatorGuard(operatorRule(i)),
 			"backup":   f.backupGuard(backupRule(i)),
+			"leave":    f.leaveGuard(leaveRule(i)),
 		} {
 			if !holds {
 				off = append(off, guard+"/"+string(rune('0'+i)))

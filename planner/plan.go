@@ -57,7 +57,9 @@ func operatorHint(o Observation, d Decision) Decision {
 // Wait, starting this member's own data (Rejoin: no membership change,
 // and a paused cluster must still come back after a restart), and the
 // recovery an operator recorded (Record.Operator: its source starts it and
-// confirms it) proceed. The held decision is named in the
+// confirms it) proceed, and a leaving member's stop beside a newer epoch
+// (LeaveSuperseded: no change to any record or membership; it stops at
+// its deadline anyway). The held decision is named in the
 // reason, so status shows what resume would do.
 func (r rules) paused(o Observation, d Decision) Decision {
 	if o.Paused == "" || !r.holdGuard(holdWhilePaused) {
@@ -66,6 +68,8 @@ func (r rules) paused(o Observation, d Decision) Decision {
 	switch {
 	case d.Kind == Wait && !d.NeedsLock, d.Kind == Rejoin:
 		return d
+	case d.Kind == LeaveSuperseded:
+		return d // stopping a member that stops anyway, a little sooner
 	case (d.Kind == RecoverQuorum || d.Kind == RecordCluster || d.NeedsLock) && o.Record != nil && o.Record.Operator && o.Record.ClusterID == 0 && o.Record.Seeder == d.Name:
 		return d // the operator's own recovery, started and confirmed by its source
 	}

@@ -25,6 +25,11 @@ func (r rules) planLeave(o Observation) Decision {
 	if o.Local.Name != "" {
 		name = o.Local.Name
 	}
+	if o.Running && !o.MembersKnown && r.leaveGuard(stopWhenSuperseded) {
+		if why, ok := superseded(o); ok {
+			return Decision{Kind: LeaveSuperseded, Name: name, Reason: fmt.Sprintf("leaving without a quorum, and %s, newer than this member's epoch %d: its incarnation was replaced; stopping now without removing this member, so that it never gives the old incarnation its quorum back beside the new one", why, o.Local.Epoch)}
+		}
+	}
 	if !o.Running || !o.MembersKnown {
 		return Decision{Kind: Wait, Name: name, Reason: "leaving, but not running or no quorum: stopping without removing this member"}
 	}
@@ -52,4 +57,40 @@ func (r rules) planLeave(o Observation) Decision {
 	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
 	d.Name = name
 	return d
+}
+
+// superseded reports why a newer epoch than this running member's is
+// known to exist: the record names one (a recovery or restore recorded
+// it, confirmed or not: epochs only grow, so a newer one was recorded by a
+// member that found this incarnation without a quorum past the grace), a
+// peer runs one (Consul may have restored an older record since), or the
+// store holds a snapshot taken under this data's cluster id at one (a
+// recovery from this line ran). While the leaving member waits for its
+// quorum to come back it never runs the loop that would follow the new
+// record (planRunning), and it re-reads only every attempt: a partition
+// that heals meanwhile gives the old incarnation its quorum back beside
+// the new one (sim seed 1002359: a collected voter cut off by a partition
+// and the leaving one). ok is false without metadata (no epoch to
+// compare).
+func superseded(o Observation) (why string, ok bool) {
+	l := o.Local
+	if l.Token == "" {
+		return "", false
+	}
+	if rec := o.Record; rec != nil && rec.Epoch > l.Epoch {
+		state := "confirmed"
+		if rec.ClusterID == 0 {
+			state = "not confirmed yet"
+		}
+		return fmt.Sprintf("the record names epoch %d (token %s, %s, by %s)", rec.Epoch, short(rec.Token), state, rec.Seeder), true
+	}
+	for _, p := range o.Peers {
+		if p.Running && p.Token != "" && p.Epoch > l.Epoch {
+			return fmt.Sprintf("peer %s runs epoch %d (token %s)", p.Name, p.Epoch, short(p.Token)), true
+		}
+	}
+	if o.LineEpoch > l.Epoch {
+		return fmt.Sprintf("the store holds a snapshot of this data's cluster id %x at epoch %d", l.ClusterID, o.LineEpoch), true
+	}
+	return "", false
 }

@@ -519,6 +519,12 @@ const (
 	// KeepMembership: a leaving member whose replacement inherits its data
 	// stops without removing itself; the replacement runs as this member.
 	KeepMembership Kind = "keep-membership"
+	// LeaveSuperseded: a leaving member whose incarnation has no quorum
+	// and was replaced by a newer epoch stops at once, without removing
+	// itself: its removal is moot, and while it runs a partition that
+	// heals may give the old incarnation its quorum back beside the new
+	// one. Never holds the lock.
+	LeaveSuperseded Kind = "leave-superseded"
 	// UpdatePeerURL: this running member's peer URL in the membership is
 	// not the one it listens on (its data came from another allocation,
 	// whose ports differ): update it.

@@ -12,7 +12,11 @@
 //     lock when asked, carry the decision out as the steps task/act.go
 //     takes (a crash or another member may come between two), release;
 //     graceful stops retry PlanLeave's removal under the lock until the
-//     leave deadline (or once, LeaveOnce);
+//     leave deadline (or once, LeaveOnce), and look without the lock
+//     when it is not to be had (the provider's newest list), stopping at
+//     once when PlanLeave finds their incarnation replaced without a
+//     quorum (LeaveSuperseded; LeaveLooksUnderLockOnly reverts the look,
+//     sim seed 1002359);
 //   - etcd: clusters as raft groups (voters, learners, quorum per
 //     partition side, leader, committed revision, catch-up), cluster ids
 //     kept by ForceNewCluster and new on a restore, one learner at a time,

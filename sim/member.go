@@ -619,6 +619,21 @@ func (w *World) runLeave(n *node) {
 				exit("lock not taken")
 				return
 			}
+			if !w.cfg.Defects.LeaveLooksUnderLockOnly {
+				// task's leaveUnlocked: look without the lock for a
+				// newer epoch (the holder may be recording it).
+				if o, err := w.lookWhileLeaving(n); err == nil {
+					if o.MembersKnown && indexOf(o.Members, o.SelfID) < 0 {
+						exit("already removed")
+						return
+					}
+					if d := w.cfg.Defects.Planner.PlanLeave(o); d.Kind == planner.LeaveSuperseded {
+						w.logf(n.name, "leave: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
+						exit("superseded")
+						return
+					}
+				}
+			}
 			retry("lock not taken: " + err.Error())
 			return
 		}
@@ -637,6 +652,10 @@ func (w *World) runLeave(n *node) {
 	}
 	d := w.cfg.Defects.Planner.PlanLeave(o)
 	w.logf(n.name, "leave: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
+	if d.Kind == planner.LeaveSuperseded {
+		exit("superseded")
+		return
+	}
 	if d.Kind != planner.RemoveMember {
 		if o.MembersKnown && voterCount(o.Members) <= 1 {
 			exit("last voter stays")

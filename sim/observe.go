@@ -19,8 +19,23 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 	if n.noNomad {
 		return planner.Observation{}, errors.New("list instances: nomad unreachable")
 	}
-	insts := w.instances(n)
 	w.nextID++
+	return w.observeWith(n, w.instances(n), "tok"+itoa(int(w.nextID)))
+}
+
+// lookWhileLeaving is the observation a leaving member makes between lock
+// attempts (task's leaveUnlocked): the provider's newest list (not a
+// stale one: drawing one would change every later step of the run, which
+// would hide whether the look itself mattered) and no new token (a
+// leaving member never seeds).
+func (w *World) lookWhileLeaving(n *node) (planner.Observation, error) {
+	if n.noNomad {
+		return planner.Observation{}, errors.New("list instances: nomad unreachable")
+	}
+	return w.observeWith(n, w.lists[len(w.lists)-1].nodes, "")
+}
+
+func (w *World) observeWith(n *node, insts []*node, token string) (planner.Observation, error) {
 	o := planner.Observation{
 		ClusterName:   clusterName,
 		Self:          planner.Self{Name: n.name, PeerURL: n.peerURL},
@@ -28,7 +43,7 @@ func (w *World) observe(n *node) (planner.Observation, error) {
 		Running:       n.etcd != nil,
 		HoldsLock:     n.lockSession != 0,
 		StaleAfter:    staleAfter,
-		NewToken:      "tok" + itoa(int(w.nextID)),
+		NewToken:      token,
 		StartFailures: n.startFailures,
 		SideJobs: planner.SideJobState{Summary: true, CA: true, CACheckDue: w.now-n.caChecked > 30*time.Second,
 			Snapshots: true, SnapshotDue: w.now >= n.snapshotCheckAt},

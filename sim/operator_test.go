@@ -27,7 +27,11 @@ var wayOutSeeds = []struct {
 	{17, "an unconfirmed seed record of a gone seeder beside another incarnation of its epoch", false, Defects{Planner: planner.Faults{SnapshotUnconfirmed: true}}},
 	{233, "a learner holds newer data than the best recovery source", true, Defects{}},
 	{1243, "two incarnations of one epoch", false, Defects{Planner: planner.Faults{SnapshotUnconfirmed: true}}},
-	{812, "the seeder of a recovery from data lost that data", false, Defects{}},
+	// Seed 812 until a leaving member stopped once its epoch was replaced
+	// (LeaveSuperseded): its allocation ends sooner there, which changes
+	// the schedule after it; 1430 then, with the first save failing
+	// (SnapshotUnconfirmed), and 3235 the second such seed without.
+	{3235, "the seeder of a recovery from data lost that data", false, Defects{}},
 }
 
 func TestOperatorWayOutEndsTheWait(t *testing.T) {

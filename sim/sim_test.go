@@ -152,6 +152,12 @@ var defects = []struct {
 	// cluster id), ran alone on m0-1, which Nomad had collected, and was
 	// snapshotted; two members of epoch 1 rejoined beside it.
 	{"RejoinSupersededLine", Defects{Planner: planner.Faults{RejoinSupersededLine: true}}, 16514, true, ""},
+	// Seed 1002359 of the 100 M run (session 16): a leaving member of
+	// epoch 1 without a quorum looked only under the lock, which the
+	// recovery of epoch 2 held; a healed partition gave epoch 1 its
+	// quorum back. Either part of the fix reverted breaks it.
+	{"LeaveLooksUnderLockOnly", Defects{LeaveLooksUnderLockOnly: true}, 1002359, true, ""},
+	{"LeaveBesideNewerEpoch", Defects{Planner: planner.Faults{LeaveBesideNewerEpoch: true}}, 1002359, true, ""},
 	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
 		"no seed found (searched 1..600 with ForceNewDropKeepsEpoch and collectRunning), for ForceNewDropKeepsEpoch's reason; the planner's checker catches it (broken planner 're-record an epoch that never ran'), and planner TestAnEpochThatNeverRanIsNeverRerecorded pins it"},
 }

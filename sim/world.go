@@ -54,6 +54,12 @@ type Defects struct {
 	// LeaveOnce (invariant 12): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool
+	// LeaveLooksUnderLockOnly (invariant 10): a leaving member observes
+	// only when it holds the lock, as task's leave did before sim seed
+	// 1002359: while the recovering member and the members joining its
+	// epoch held the lock, it never saw the newer record and kept its old
+	// incarnation running until a healed partition gave it a quorum.
+	LeaveLooksUnderLockOnly bool
 	// SeedRecordBeforeMetadata: a seed creates the record before it
 	// writes the metadata that its /status names, so a peer may see
 	// the record gone (Consul lost its state) and no seed here.

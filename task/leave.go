@@ -96,7 +96,7 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (ou
 	lcancel()
 	if err != nil {
 		m.log.Debug("leaving: lock not taken yet", "attempt", attempt, "error", err)
-		return false, true
+		return m.leaveUnlocked(ctx, attempt, inherited)
 	}
 	m.mu.Lock()
 	m.lock = l
@@ -123,6 +123,9 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (ou
 	if attempt == 1 || d.Kind != planner.Wait {
 		m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason, "attempt", attempt)
 	}
+	if d.Kind == planner.LeaveSuperseded {
+		return false, false
+	}
 	if d.Kind == planner.KeepMembership {
 		// Hold the lock until etcd has stopped (shutdown releases it):
 		// a member leaving at the same time must see this one gone.
@@ -144,6 +147,32 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (ou
 		return false, true
 	}
 	return true, false
+}
+
+// leaveUnlocked observes without the lock when leaveOnce could not take
+// it: the holder may be recovering the quorum this member waits for (or
+// joining the epoch it recorded), and a member that looked only under the
+// lock never saw the newer epoch. planner.LeaveSuperseded then stops it at
+// once: a partition that heals would otherwise give its old incarnation
+// its quorum back beside the new one (sim seed 1002359). Anything else
+// waits for the lock: out and again as leaveOnce's.
+func (m *Member) leaveUnlocked(ctx context.Context, attempt int, inherited bool) (out, again bool) {
+	o, err := m.observe(ctx)
+	if err != nil {
+		return false, true
+	}
+	o.DataInherited = inherited
+	if !o.Running {
+		return false, false
+	}
+	if o.MembersKnown && findMember(o.Members, o.SelfID) < 0 {
+		return true, false
+	}
+	if d := planner.PlanLeave(o); d.Kind == planner.LeaveSuperseded {
+		m.log.Info("leaving", "kind", d.Kind, "reason", d.Reason, "attempt", attempt)
+		return false, false
+	}
+	return false, true
 }
 
 // handOffLeadership moves leadership to a healthy voter before this
