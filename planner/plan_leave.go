@@ -77,7 +77,15 @@ func superseded(o Observation) (why string, ok bool) {
 	if l.Token == "" {
 		return "", false
 	}
-	if rec := o.Record; rec != nil && rec.Epoch > l.Epoch {
+	// An epoch the record abandoned ('recover -keep-running' kept this
+	// incarnation over it: highest_epoch) does not replace it (review
+	// rev18e F1); nor does this member's own recovery, recorded and not
+	// started (its seeder is this member: rev18e F2).
+	above := l.Epoch
+	if rec := o.Record; rec != nil && rec.ClusterID != 0 && rec.Token == l.Token && rec.Epoch == l.Epoch {
+		above = max(above, rec.top())
+	}
+	if rec := o.Record; rec != nil && rec.Epoch > l.Epoch && rec.Seeder != o.Self.Name {
 		state := "confirmed"
 		if rec.ClusterID == 0 {
 			state = "not confirmed yet"
@@ -85,11 +93,11 @@ func superseded(o Observation) (why string, ok bool) {
 		return fmt.Sprintf("the record names epoch %d (token %s, %s, by %s)", rec.Epoch, short(rec.Token), state, rec.Seeder), true
 	}
 	for _, p := range o.Peers {
-		if p.Running && p.Token != "" && p.Epoch > l.Epoch {
+		if p.Running && p.Token != "" && p.Epoch > above {
 			return fmt.Sprintf("peer %s runs epoch %d (token %s)", p.Name, p.Epoch, short(p.Token)), true
 		}
 	}
-	if o.LineEpoch > l.Epoch {
+	if o.LineEpoch > above {
 		return fmt.Sprintf("the store holds a snapshot of this data's cluster id %x at epoch %d", l.ClusterID, o.LineEpoch), true
 	}
 	return "", false
