@@ -116,7 +116,10 @@ type Observation struct {
 	// as voters without a leader: Nomad collected their allocations while
 	// they run, and a partition may split them from peers that are just
 	// as alive; when it heals they serve again. No recovery or takeover
-	// starts beside them either (invariant 10).
+	// starts beside them either (invariant 10). Without a record it also
+	// names a peer the provider listed with data within the recovery
+	// grace and no longer lists that does not answer either: it may run
+	// behind a partition (task's rememberListedHolders).
 	UnlistedVoters []string
 	// DataInherited is true for a leaving member whose replacement
 	// inherits its data (Nomad moves a sticky, migrating disk).

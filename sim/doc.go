@@ -105,7 +105,12 @@
 //     knew stays its own find, not a peer's word, when found again
 //     without a record or named by a peer: under an older record Consul
 //     restored, narrowPeersWord let every member's word lapse, sim seed
-//     1004733), NoRecordlessSummary (a leader whose observation fails
+//     1004733), ForgetListedHolder (a listed peer whose /status named
+//     data is remembered until the grace has passed since the provider
+//     last listed it, probed once it no longer does, and without a
+//     record named while silent: a cluster without a quorum never
+//     answers as a healthy voter; sim seed 36353 with
+//     SnapshotUnconfirmed), NoRecordlessSummary (a leader whose observation fails
 //     and whose last record read was none beats the summary for its own
 //     data's confirmed cluster: the same seed, either fix enough there)
 //     and the
@@ -185,7 +190,8 @@
 // summary beat) for longer than the recovery grace, while it serves; and
 // the only copies of an incarnation on collected disks without a quorum
 // that nothing (record, summary, snapshot, a live member that found them
-// answering: /status shares what each found) names: an empty member with
+// answering: /status shares what each found, or saw them listed with
+// their data within the grace) names: an empty member with
 // no record seeds or restores beside them (they go when their clients
 // reconnect; see checkNewGroup, which counts a named one).
 //

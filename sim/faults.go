@@ -90,7 +90,7 @@ func (w *World) kill(n *node) {
 	n.quorumLostSince, n.seederGoneSince, n.recordMissingSince = -1, -1, -1
 	n.absentAt, n.unhealthyAt = map[uint64]time.Duration{}, map[uint64]time.Duration{}
 	n.startFailures, n.record, n.answered = 0, nil, nil
-	n.damaged, n.found, n.healthySeen, n.tls = nil, nil, nil, nil
+	n.damaged, n.found, n.healthySeen, n.holders, n.tls = nil, nil, nil, nil, nil
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 	n.snapshotCheckAt = 0
 }

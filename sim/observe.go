@@ -83,6 +83,7 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		}
 		if !reachable(n, in) {
 			o.Unreachable++
+			w.rememberListedHolder(n, in, nil, &o)
 			continue
 		}
 		st := w.status(in)
@@ -90,6 +91,7 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		if !w.cfg.Defects.ForgetListedVoter {
 			w.rememberListedVoter(n, in, st, &o)
 		}
+		w.rememberListedHolder(n, in, &st, &o)
 		if !w.cfg.Defects.NoFoundVotersShared {
 			w.takeFoundVoters(n, in, insts)
 		}
@@ -101,6 +103,11 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 				}
 				n.damaged[name] = true
 			}
+		}
+	}
+	for name, e := range n.holders {
+		if w.now-e.at >= recoveryGrace {
+			delete(n.holders, name)
 		}
 	}
 	w.observeMembers(n, insts, &o)
@@ -465,6 +472,17 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			}
 		}
 	}
+	// The data holders n saw listed and the provider no longer lists
+	// (task's knownState.holders): a voter among them that answers, with
+	// a leader or not, is named and remembered as any probe's find.
+	listed := func(name string) bool {
+		return slices.ContainsFunc(o.Instances, func(in planner.Instance) bool { return in.Name == name })
+	}
+	for _, name := range slices.Sorted(maps.Keys(n.holders)) {
+		if e := n.holders[name]; !listed(name) && w.now-e.at < o.RecoveryGrace {
+			probe(name, e.peerURL, e.clusterID, false)
+		}
+	}
 	if name := w.summaryRewritten(n, o); name != "" {
 		answered[name] = true
 	}
@@ -479,6 +497,17 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 				o.KnownHealthy = append(o.KnownHealthy, name)
 			default:
 				o.UnlistedVoters = append(o.UnlistedVoters, name)
+			}
+		}
+	}
+	if o.Record == nil {
+		// Without a record, one that is silent too is named until the
+		// grace has passed since the provider last listed it: "no data
+		// anywhere" is not so while it may run behind a partition.
+		for _, name := range slices.Sorted(maps.Keys(n.holders)) {
+			_, named := n.healthySeen[name]
+			if e := n.holders[name]; !listed(name) && !answered[name] && !named && w.now-e.at < o.RecoveryGrace {
+				o.UnlistedVoters = append(o.UnlistedVoters, name+" (held data when last listed; silent)")
 			}
 		}
 	}
@@ -612,6 +641,62 @@ func (w *World) rememberListedVoter(n, in *node, st planner.PeerStatus, o *plann
 		e.peers = true
 		n.healthySeen[in.name] = e
 	}
+}
+
+// heldSeen is a listed peer whose /status named data of a cluster (task's
+// knownHolder): where to probe it and for which cluster id, and when the
+// provider last listed it.
+type heldSeen struct {
+	peerURL   string
+	clusterID uint64
+	at        time.Duration
+}
+
+// rememberListedHolder is task's rememberListedHolders: a listed peer
+// whose /status (st) names data of a cluster n knows (as for
+// rememberListedVoter: the record's, the summary's, its own data's; any
+// without a record) is remembered until the recovery grace has passed
+// since the provider last listed it (st nil: listed, its /status did not
+// answer; the planner counts it unreachable meanwhile); one that answers
+// without data, or with another cluster's under a record, is forgotten.
+// Once the provider stops listing it, knownHealthy probes it: a voter,
+// with a leader or not, is named like any probe's find (and remembered
+// for the grace after its last answer), and without a record a silent
+// one is named too. Before, a peer that held data but had never answered
+// as a healthy voter (its cluster had no quorum) was named by nothing
+// once Nomad collected it while it ran: an empty replacement that had
+// waited for its data saw "no record and no data anywhere" and seeded a
+// second epoch 1 beside it, and the partition that had split its cluster
+// healed (sim seed 36353 with SnapshotUnconfirmed).
+func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *planner.Observation) {
+	if w.cfg.Defects.ForgetListedHolder {
+		return
+	}
+	e, had := n.holders[in.name]
+	switch {
+	case st == nil || st.Token != "" && st.ClusterID == 0:
+		// Silent, or metadata of a start whose cluster id is not known
+		// yet: listed, it is still possibly the holder n saw.
+		if had {
+			e.at = w.now
+			n.holders[in.name] = e
+		}
+		return
+	case st.Token == "":
+		delete(n.holders, in.name)
+		return
+	}
+	r := o.Record
+	known := r != nil && (r.ClusterID == st.ClusterID || r.ClusterID == 0 && st.Token == r.Token) ||
+		n.summarySeen != nil && n.summarySeen.clusterID == st.ClusterID || !o.Local.Empty && o.Local.ClusterID == st.ClusterID
+	if !known && r != nil {
+		delete(n.holders, in.name)
+		return
+	}
+	if n.holders == nil {
+		n.holders = map[string]heldSeen{}
+	}
+	n.holders[in.name] = heldSeen{peerURL: in.peerURL, clusterID: st.ClusterID, at: w.now}
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

@@ -77,7 +77,10 @@ var defects = []struct {
 	// takeover restores it instead of starting beside it. The store may
 	// still fail that first save (the next check is a minute later),
 	// which SnapshotUnconfirmed stands for: with it, seed 1920 again.
-	{"NoWriterProbe", Defects{NoWriterProbe: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1920, true, ""},
+	// Since members remember a listed peer whose /status named data
+	// (ForgetListedHolder reverts it), which names the collected recorder
+	// too, only with that memory reverted as well.
+	{"NoWriterProbe", Defects{NoWriterProbe: true, ForgetListedHolder: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1920, true, ""},
 	{"ForgetKnownHealthy", Defects{ForgetKnownHealthy: true}, 0, true, ""},
 	{"NoSummaryBeat", Defects{NoSummaryBeat: true}, 423, true, ""},
 	// Seed 466 until the first snapshot followed a seed's confirmation
@@ -94,18 +97,26 @@ var defects = []struct {
 	// Found by 100 M steps. Since a leader whose last record read was
 	// none beats the summary for its own data's cluster
 	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only
-	// with that reverted too: the beat names the collected seeder.
-	{"ForgetListedVoter", Defects{ForgetListedVoter: true, NoRecordlessSummary: true}, 8920, true, ""},
+	// with that reverted too: the beat names the collected seeder; and
+	// since members remember a listed data holder (ForgetListedHolder),
+	// seed 8920 only with that memory reverted too.
+	{"ForgetListedVoter", Defects{ForgetListedVoter: true, NoRecordlessSummary: true, ForgetListedHolder: true}, 8920, true, ""},
 	{"SeedForgetsItsRecord", Defects{SeedForgetsItsRecord: true, NoRecordlessSummary: true}, 13315, true, ""},
 	// Found by 100 M steps (session 16), either fix enough on its seed;
 	// since the first snapshot follows a seed's confirmation, only with
-	// that first save failing (SnapshotUnconfirmed), as the store may.
-	{"ListedVoterBecomesWord and NoRecordlessSummary", Defects{ListedVoterBecomesWord: true, NoRecordlessSummary: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1004733, true, ""},
+	// that first save failing (SnapshotUnconfirmed), as the store may;
+	// since members remember a listed data holder, only with
+	// ForgetListedHolder too (the holder's answers are a first-hand find).
+	{"ListedVoterBecomesWord and NoRecordlessSummary", Defects{ListedVoterBecomesWord: true, NoRecordlessSummary: true, ForgetListedHolder: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1004733, true, ""},
+	// Found by 100 M steps (session 18) with the first save failing.
+	{"ForgetListedHolder", Defects{ForgetListedHolder: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 36353, true, ""},
 	{"RecoverBelowOwnMetaEpoch", Defects{Planner: planner.Faults{RecoverBelowOwnMetaEpoch: true, SnapshotUnconfirmed: true}}, 1009859, true, ""},
 	// Found by the operator (operator.go).
 	// Seed 2097 until the first snapshot followed a seed's confirmation
-	// (SnapshotUnconfirmed); none of 1..3000 since, 4255 the first after.
-	{"OperatorBelowStore", Defects{Planner: planner.Faults{OperatorBelowStore: true}}, 4255, false, ""},
+	// (SnapshotUnconfirmed); none of 1..3000 since, 4255 the first after,
+	// whose schedule the memory of listed data holders changes
+	// (ForgetListedHolder keeps it).
+	{"OperatorBelowStore", Defects{ForgetListedHolder: true, Planner: planner.Faults{OperatorBelowStore: true}}, 4255, false, ""},
 	// Since a seed's or a recovery's first snapshot follows its
 	// confirmation no seed of 1..10000 showed it (searched before the
 	// stop's snapshot was modelled); the first save failing
@@ -283,17 +294,18 @@ func TestCorrectSystemRunsClean(t *testing.T) {
 // installed restore's start is fenced too (review rv14-data RV14-1), the
 // restorer's start waits beside the majority, and StartInstalledRestore
 // reverts that second fence. Members also remember a listed peer that
-// answered as a healthy voter (ForgetListedVoter reverts it), which names
-// the majority on seed 5 as well: the defects below revert it too.
+// answered as a healthy voter (ForgetListedVoter reverts it), or whose
+// /status named data (ForgetListedHolder), either of which names the
+// majority on seed 5 as well: the defects below revert them too.
 func TestCollectedMajorityIsProbed(t *testing.T) {
 	r, w := Run(Config{Seed: 5})
 	if r.Violation != nil {
 		t.Fatalf("seed 5 with CollectRunning: %v\n%s", r.Violation, w.Trace())
 	}
-	if d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true}}); d.Violation != nil {
+	if d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true, ForgetListedHolder: true}}); d.Violation != nil {
 		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v, want the installed restore's fence to hold", d.Violation)
 	}
-	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true, Planner: planner.Faults{StartInstalledRestore: true}}})
+	d, _ := Run(Config{Seed: 5, Defects: Defects{NoSummaryProbe: true, ForgetListedVoter: true, ForgetListedHolder: true, Planner: planner.Faults{StartInstalledRestore: true}}})
 	if d.Violation == nil || d.Violation.Invariant != InvSplitBrain {
 		t.Fatalf("seed 5 with CollectRunning and NoSummaryProbe: %v (want %q): the test no longer shows the defect", d.Violation, InvSplitBrain)
 	}

@@ -148,6 +148,15 @@ type Defects struct {
 	// state): once Consul restores an older record, narrowPeersWord lets
 	// it lapse (before sim seed 1004733).
 	ListedVoterBecomesWord bool
+	// ForgetListedHolder: a member does not remember the listed peers
+	// whose /status named data of a cluster (rememberListedHolder): once
+	// the provider stops listing such a peer, it is probed only if
+	// something else names it (before sim seed 36353 with
+	// SnapshotUnconfirmed: Consul lost its state, Nomad collected both
+	// voters of a cluster without a quorum while they ran, and an empty
+	// replacement that had waited for one of them seeded a second epoch 1
+	// beside them; the partition healed and they served again).
+	ForgetListedHolder bool
 	// NoRecordlessSummary: a leader whose observation fails writes no
 	// summary when the last record it read was none (Consul lost its
 	// state), although it leads its own data's confirmed cluster
@@ -335,6 +344,10 @@ type node struct {
 	// healthySeen is when each member named in KnownHealthy last
 	// answered (task's Member.knownHealthySeen).
 	healthySeen map[string]seenMember
+	// holders are the listed peers whose /status named data of a
+	// cluster, with when the provider last listed them (task's
+	// knownState.holders).
+	holders map[string]heldSeen
 	// summaryAt is when this member last wrote the summary (task's
 	// Member.summaryAt); summaryRead and summarySeen the summary its
 	// last probe read (task's Member.summaryRead).

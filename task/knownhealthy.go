@@ -55,6 +55,14 @@ type knownState struct {
 	// last probe read. Loop only.
 	listedVoters []listedVoter
 	summaryID    uint64
+	// listedHolders: the listed peers whose /status named data of a
+	// cluster in the last observation, listedEmpty those whose /status
+	// named none (peerStatuses); holders: the first by name, until the
+	// recovery grace has passed since the provider last listed them
+	// (rememberListedHolders). Loop only.
+	listedHolders []listedHolder
+	listedEmpty   []string
+	holders       map[string]knownHolder
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -199,6 +207,13 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			probes = append(probes, e.probe)
 		}
 	}
+	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
+		// The data holders the provider listed within the grace and no
+		// longer does (rememberListedHolders).
+		if e := m.known.holders[name]; !m.known.listed[name] && now.Sub(e.at) < o.RecoveryGrace {
+			probes = append(probes, knownProbe{k: e.k, clusterIDs: []uint64{e.clusterID}})
+		}
+	}
 	answered := m.probeKnown(ctx, o, probes)
 	if m.known.seen == nil {
 		m.known.seen = map[string]knownSeen{}
@@ -258,6 +273,19 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			o.KnownHealthy = append(o.KnownHealthy, fmt.Sprintf("%s (answered %s ago)", name, ago.Round(time.Second)))
 		default:
 			o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (answered %s ago)", name, ago.Round(time.Second)))
+		}
+	}
+	if o.Record == nil {
+		// Without a record, a holder that does not answer either is
+		// named until the grace has passed since the provider last
+		// listed it: "no data anywhere" is not so while it may run
+		// behind a partition (its peers with it).
+		for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
+			e := m.known.holders[name]
+			_, named := m.known.seen[name]
+			if ago := now.Sub(e.at); !m.known.listed[name] && !named && ago < o.RecoveryGrace {
+				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (held data of epoch %d, cluster %x, when the provider last listed it %s ago; silent now)", name, e.epoch, e.clusterID, ago.Round(time.Second)))
+			}
 		}
 	}
 	sort.Strings(o.KnownHealthy)
@@ -331,6 +359,77 @@ func (m *Member) rememberListedVoters(o *planner.Observation, now time.Time) {
 		}
 	}
 	m.shareFound()
+}
+
+// listedHolder is a listed peer whose /status named data: where to
+// probe it (its client URL from the provider) and the incarnation its
+// /status named.
+type listedHolder struct {
+	name      string
+	clientURL string
+	clusterID uint64
+	token     string
+	epoch     uint64
+}
+
+// knownHolder is a data holder rememberListedHolders keeps: where to
+// probe it, for which cluster id, and when the provider last listed it.
+type knownHolder struct {
+	k         knownMember
+	clusterID uint64
+	epoch     uint64
+	at        time.Time
+}
+
+// rememberListedHolders remembers the listed peers whose /status named
+// data of a cluster this member knows (as rememberListedVoters: the
+// record's, the summary's as last read, its own data's; any cluster
+// while there is no record), whether or not they run, until the
+// recovery grace has passed since the provider last listed them (listed
+// and silent, the planner counts them unreachable meanwhile). One whose
+// /status names no data, or under a record another cluster's, is
+// forgotten. Once the provider stops listing such a holder,
+// observeKnownHealthy probes it for its cluster: a voter that answers,
+// with a leader or not, is named and remembered as any probe's find
+// (for the grace after its last answer); without a record, a silent one
+// is named too until the grace has passed.
+// Before, a peer that held data and had never answered as a healthy
+// voter (its cluster had no quorum) was named by nothing once Nomad
+// collected it while it ran: an empty replacement that had waited for
+// its data ("peer m1-0 holds data of epoch 1") saw "no record and no
+// data anywhere" a moment after the provider dropped it and seeded a
+// second epoch 1 beside it; the partition that had split its cluster
+// healed and the first served again (sim seed 36353, the member's first
+// snapshot save failing).
+func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
+	for _, name := range m.known.listedEmpty {
+		delete(m.known.holders, name)
+	}
+	for _, h := range m.known.listedHolders {
+		if h.name == m.opts.Name {
+			continue
+		}
+		rec := o.Record
+		known := rec != nil && (rec.ClusterID == h.clusterID || rec.ClusterID == 0 && h.token != "" && h.token == rec.Token) ||
+			m.known.summaryID == h.clusterID || !o.Local.Empty && o.Local.ClusterID == h.clusterID
+		if !known && rec != nil {
+			delete(m.known.holders, h.name)
+			continue
+		}
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[h.name] = knownHolder{k: knownMember{name: h.name, clientURLs: []string{h.clientURL}}, clusterID: h.clusterID, epoch: h.epoch, at: now}
+	}
+	for name, e := range m.known.holders {
+		switch {
+		case m.known.listed[name]:
+			e.at = now // still listed: still possibly the holder it was
+			m.known.holders[name] = e
+		case now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace:
+			delete(m.known.holders, name)
+		}
+	}
 }
 
 // maxFoundShared bounds the found voters a member names in its /status,

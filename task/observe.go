@@ -156,6 +156,7 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	}
 	o.Peers, o.Unreachable = m.peerStatuses(ctx, insts)
 	m.rememberListedVoters(&o, now)
+	m.rememberListedHolders(&o, now)
 	m.observeMembers(ctx, insts, &o, now)
 	m.observeQuorumLoss(ctx, &o, now)
 	return o, nil
@@ -172,6 +173,8 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		found       []status.FoundVoter
 	)
 	var voters []listedVoter
+	var holders []listedHolder
+	var empty []string
 	hc := m.httpClient()
 	for _, in := range insts {
 		if in.Name == m.opts.Name {
@@ -191,6 +194,12 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			if st.Running && st.Healthy && !st.Learner && st.ClusterID != 0 && in.ClientPort != 0 {
 				voters = append(voters, listedVoter{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token})
 			}
+			switch {
+			case st.Token == "":
+				empty = append(empty, in.Name)
+			case st.ClusterID != 0 && in.ClientPort != 0:
+				holders = append(holders, listedHolder{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token, epoch: st.Epoch})
+			}
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
 		}(in)
@@ -200,6 +209,8 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	m.takeFoundVoters(found, m.opts.Clock.Now())
 	slices.SortFunc(voters, func(a, b listedVoter) int { return strings.Compare(a.name, b.name) })
 	m.known.listedVoters = voters
+	slices.SortFunc(holders, func(a, b listedHolder) int { return strings.Compare(a.name, b.name) })
+	m.known.listedHolders, m.known.listedEmpty = holders, empty
 	return out, unreachable
 }
 
