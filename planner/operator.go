@@ -130,7 +130,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// writes no member holds any more.
 		snaps = append(snaps, l.Name)
 	}
-	if b := v.Beyond; b != nil && b.Revision > src.Revision && !v.AcceptLoss && f.operatorGuard(acceptBeyondLineage) {
+	if b := v.Beyond; b != nil && b.Revision > src.Revision && !v.AcceptLoss && f.operatorGuard(notBelowStore) {
 		return Record{}, &LossError{Members: sorted(names), Snapshots: []string{b.Name}, Revision: src.Revision, msg: fmt.Sprintf("the store holds %s (epoch %d, its chain reaching revision %d) outside the record's lineage, which may hold writes %s (revision %d) lacks: restore it by name, or run again with -accept-data-loss to recover from %s all the same (it stays in the store)",
 			b.Name, b.Epoch, b.Revision, v.From, src.Revision, v.From)}
 	}
