@@ -253,8 +253,10 @@ func (d Dir) Observe(running bool) planner.Local {
 		}
 		if merr == nil {
 			// A join or start wrote it from a record and created no
-			// data: that record's epoch existed (planner: aboveOwnMeta).
-			return planner.Local{Empty: true, MetaEpoch: meta.Epoch}
+			// data: that record's epoch existed (planner: aboveOwnMeta),
+			// if the metadata is of this cluster (its name, which the
+			// planner compares: ownMetaEpoch).
+			return planner.Local{Empty: true, Cluster: meta.Cluster, MetaEpoch: meta.Epoch}
 		}
 		return planner.Local{Empty: true}
 	}

@@ -17,7 +17,7 @@ func TestMetadataWithoutDataNamesItsEpoch(t *testing.T) {
 	if err := d.WriteMeta(datadir.Meta{Cluster: "kit", Name: "m0", Token: "tok668", Epoch: 2}); err != nil {
 		t.Fatal(err)
 	}
-	if l := d.Observe(false); !l.Empty || l.MetaEpoch != 2 || l.Token != "" || l.Epoch != 0 {
-		t.Fatalf("metadata of epoch 2 without data: %+v, want empty with MetaEpoch 2 only", l)
+	if l := d.Observe(false); !l.Empty || l.MetaEpoch != 2 || l.Cluster != "kit" || l.Token != "" || l.Epoch != 0 {
+		t.Fatalf("metadata of epoch 2 without data: %+v, want empty with MetaEpoch 2 and its cluster's name only", l)
 	}
 }

@@ -37,6 +37,12 @@ func checkRecovery(o Observation, d Decision) error {
 	if r == nil {
 		return checkRestoreWithoutRecord(o, d)
 	}
+	if as, ok := supersededAboveRecordAs(o); ok {
+		// Stopped data above an older record, superseded by a newer
+		// epoch of its line: its recovery is judged under the record
+		// its start would have written (review rev18c N1).
+		o = as
+	}
 	return checkRecoveryFromBest(o, d)
 }
 
@@ -197,7 +203,7 @@ func checkRestoreWithoutRecord(o Observation, d Decision) error {
 	if d.From != FromSnapshot || o.LatestSnapshot == nil || d.Snapshot != o.LatestSnapshot.Name || d.Record == nil || d.Record.Epoch <= o.LatestSnapshot.Epoch {
 		return fmt.Errorf("invariant 8: recovery with no record other than a restore of the newest snapshot as a newer epoch")
 	}
-	if o.Local.Empty && d.Record.Epoch <= o.Local.MetaEpoch {
+	if o.Local.Empty && (o.Local.Cluster == "" || o.Local.Cluster == o.ClusterName) && d.Record.Epoch <= o.Local.MetaEpoch {
 		return fmt.Errorf("invariant 9: restore with no record as epoch %d, not above epoch %d this member's metadata names", d.Record.Epoch, o.Local.MetaEpoch)
 	}
 	if o.RecoveryGrace <= 0 || o.RecordMissingFor < o.RecoveryGrace {

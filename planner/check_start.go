@@ -124,20 +124,25 @@ func checkRejoin(o Observation, _ Decision) error {
 }
 
 // checkRejoinSupersededLine keeps invariant 9, "epochs only grow": data
-// of the record's confirmed incarnation does not start again once a newer
-// epoch of its own line (a snapshot under its cluster id: LineEpoch) ran
-// than any the record names, unless its cluster answers with a member
-// list (a quorum of it serves already).
+// does not start again once a newer epoch of its own line (a snapshot
+// under its cluster id: LineEpoch) ran than the data's and any the record
+// names, whether the record names the data's incarnation, an older one
+// (review rev18c N1), or none (Consul lost its state: rev18c N2), unless
+// its cluster answers with a member list (a quorum of it serves already).
 func checkRejoinSupersededLine(o Observation) error {
 	rec, l := o.Record, o.Local
-	if rec == nil || rec.ClusterID == 0 || l.ClusterID == 0 || l.Token != rec.Token || l.Epoch != rec.Epoch {
+	if l.ClusterID == 0 || rec != nil && rec.ClusterID == 0 {
 		return nil
 	}
-	if o.MembersKnown && (o.MembersClusterID == rec.ClusterID || o.MembersClusterID == l.ClusterID) {
+	if o.MembersKnown && (o.MembersClusterID == l.ClusterID || rec != nil && o.MembersClusterID == rec.ClusterID) {
 		return nil
 	}
-	if o.LineEpoch > max(l.Epoch, rec.top()) {
-		return fmt.Errorf("invariant 9: starting data of epoch %d (cluster id %x) under a record of that epoch while the store holds a snapshot of its cluster id at epoch %d", l.Epoch, l.ClusterID, o.LineEpoch)
+	top, under := l.Epoch, "no record"
+	if rec != nil {
+		top, under = max(l.Epoch, rec.top()), fmt.Sprintf("a record of epoch %d (top %d)", rec.Epoch, rec.top())
+	}
+	if o.LineEpoch > top {
+		return fmt.Errorf("invariant 9: starting data of epoch %d (cluster id %x) under %s while the store holds a snapshot of its cluster id at epoch %d", l.Epoch, l.ClusterID, under, o.LineEpoch)
 	}
 	return nil
 }

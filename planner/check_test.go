@@ -70,7 +70,21 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 			return view{Observation{Record: &Record{Token: "a", Epoch: 1, ClusterID: 7}, Local: Local{Token: "a", Epoch: 1, ClusterID: 7}, LineEpoch: 1}, Decision{Kind: Rejoin}}
 		},
 		func(v *view) { v.o.LineEpoch = 2 },
-		"invariant 9: starting data of epoch 1 (cluster id 7) under a record of that epoch while the store holds a snapshot of its cluster id at epoch 2",
+		"invariant 9: starting data of epoch 1 (cluster id 7) under a record of epoch 1 (top 1) while the store holds a snapshot of its cluster id at epoch 2",
+	}, {
+		wrap(checkRejoinSupersededLine), "data above an older record started below a newer epoch of its line",
+		func() view {
+			return view{Observation{Record: &Record{Token: "a", Epoch: 1, ClusterID: 7}, Local: Local{Token: "b", Epoch: 2, ClusterID: 7}, LineEpoch: 2}, Decision{Kind: Rejoin}}
+		},
+		func(v *view) { v.o.LineEpoch = 3 },
+		"invariant 9: starting data of epoch 2 (cluster id 7) under a record of epoch 1 (top 1) while the store holds a snapshot of its cluster id at epoch 3",
+	}, {
+		wrap(checkRejoinSupersededLine), "data without a record started below a newer epoch of its line",
+		func() view {
+			return view{Observation{Local: Local{Token: "a", Epoch: 1, ClusterID: 7}, LineEpoch: 1}, Decision{Kind: Rejoin}}
+		},
+		func(v *view) { v.o.LineEpoch = 2 },
+		"invariant 9: starting data of epoch 1 (cluster id 7) under no record while the store holds a snapshot of its cluster id at epoch 2",
 	}, {
 		checkJoinStartsEmpty, "a join with data",
 		func() view { return view{Observation{Local: Local{Empty: true}}, Decision{Kind: JoinAsLearner}} },

@@ -169,6 +169,12 @@ type Faults struct {
 	// metadata names without data (Local.MetaEpoch): two incarnations of
 	// one epoch when Consul lost or rolled back the record of that one.
 	RecoverBelowOwnMetaEpoch bool
+	// MetaOfAnyCluster (invariants 9 and 10): the epoch this member's
+	// metadata names without data counts whatever cluster that metadata
+	// names, and one too close to 2^64 for a next epoch stalls the
+	// restore without a record in a wait no operator is asked to end
+	// (review rev18c N5).
+	MetaOfAnyCluster bool
 	// SettleOwnRestoreWhileSilent: this member's own unconfirmed restore
 	// record sets its data aside although some instances do not answer
 	// (they may hold a quorum of that data's cluster).
@@ -220,6 +226,16 @@ type Faults struct {
 	// and any the record names (a recovery from the data's line ran
 	// after it, and Consul restored an older record since).
 	RejoinSupersededLine bool
+	// RejoinSupersededAboveRecord (invariant 9): start this member's
+	// data of an epoch above the record's ("epochs only grow") although
+	// the store holds a snapshot under the data's cluster id at a newer
+	// epoch than the data's and the record's top (review rev18c N1).
+	RejoinSupersededAboveRecord bool
+	// RejoinSupersededWithoutRecord (invariant 9): with no record, start
+	// this member's data although the store holds a snapshot under the
+	// data's cluster id at a newer epoch than the data's (review rev18c
+	// N2).
+	RejoinSupersededWithoutRecord bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -232,6 +248,12 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 1002359).
 	LeaveBesideNewerEpoch bool
+	// OperatorForgetsBeyond: 'recover -from MEMBER -accept-data-loss'
+	// goes ahead beside a snapshot outside the record's lineage that
+	// reaches past the source (OperatorView.Beyond) without recording
+	// that it accepted it, and its seeder waits for an operator again
+	// (review rev18c N4, rev17a F2).
+	OperatorForgetsBeyond bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -330,6 +352,7 @@ const (
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
 	epochAboveOwnMeta                             // ...and above the epoch this member's metadata names without data
+	metaOfThisCluster                             // ...metadata of this cluster only, and an operator asked when it leaves no room
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 )
@@ -363,6 +386,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowForeignSnapshotEpoch
 	case epochAboveOwnMeta:
 		return !f.RecoverBelowOwnMetaEpoch
+	case metaOfThisCluster:
+		return !f.MetaOfAnyCluster
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
@@ -453,15 +478,17 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 type dataRule int
 
 const (
-	persistedName         dataRule = iota // identity is the name persisted in the data dir
-	ownIncarnationOnly                    // data of another cluster, or another incarnation than the record's, is never started as-is
-	epochsOnlyGrow                        // a record older than this member's epoch is never obeyed: the data re-records it
-	asideForConfirmed                     // only a confirmed newer record sets data aside
-	asideOnceNewerRuns                    // ...and only once a peer shows it running with a quorum
-	asideNotForOwn                        // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
-	asideOwnWhenAllAnswer                 // ...nor for its own unconfirmed restore while an instance does not answer
-	onlyEpochsThatRan                     // a member never re-records an epoch its own cluster's voters do not run
-	notSupersededLine                     // data never starts once a newer epoch of its cluster id ran (LineEpoch)
+	persistedName              dataRule = iota // identity is the name persisted in the data dir
+	ownIncarnationOnly                         // data of another cluster, or another incarnation than the record's, is never started as-is
+	epochsOnlyGrow                             // a record older than this member's epoch is never obeyed: the data re-records it
+	asideForConfirmed                          // only a confirmed newer record sets data aside
+	asideOnceNewerRuns                         // ...and only once a peer shows it running with a quorum
+	asideNotForOwn                             // never for this member's own unconfirmed record while a quorum answers, nor its own recovery from data
+	asideOwnWhenAllAnswer                      // ...nor for its own unconfirmed restore while an instance does not answer
+	onlyEpochsThatRan                          // a member never re-records an epoch its own cluster's voters do not run
+	notSupersededLine                          // data never starts once a newer epoch of its cluster id ran (LineEpoch)
+	notSupersededAboveRecord                   // ...nor data above an older record's epoch
+	notSupersededWithoutRecord                 // ...nor data without a record
 )
 
 // dataGuard reports whether rule holds.
@@ -485,6 +512,10 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.RerecordUnranEpoch
 	case notSupersededLine:
 		return !f.RejoinSupersededLine
+	case notSupersededAboveRecord:
+		return !f.RejoinSupersededAboveRecord
+	case notSupersededWithoutRecord:
+		return !f.RejoinSupersededWithoutRecord
 	}
 	return true
 }
@@ -497,6 +528,7 @@ const (
 	notBelowStore           operatorRule = iota // a source older than the store's newest snapshot needs -accept-data-loss
 	notBelowReplacedRestore                     // a restore short of the unconfirmed restore record it replaces needs -accept-data-loss
 	keepOnlyAQuorum                             // -keep-running records only an incarnation a quorum of the instances answers for
+	acceptBeyondLineage                         // a recovery from a member records the acceptance of what it showed outside the lineage
 )
 
 // operatorGuard reports whether rule holds.
@@ -508,6 +540,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 		return !f.OperatorBelowReplacedRestore
 	case keepOnlyAQuorum:
 		return !f.KeepWithoutQuorum
+	case acceptBeyondLineage:
+		return !f.OperatorForgetsBeyond
 	}
 	return true
 }

@@ -37,6 +37,18 @@ type OperatorView struct {
 	// lineage's): the new epoch is recorded above it, as nextEpoch does
 	// (invariant 9).
 	SnapshotEpoch uint64
+	// Beyond is the store's newest full snapshot that authenticates
+	// outside the record's lineage (of an incarnation that ran after an
+	// older record Consul restored: a recovery from the data's line),
+	// with the end of its delta chain; nil if none. A recovery from a
+	// member goes ahead beside it, when its chain reaches further than
+	// the source (a put-back one below it holds nothing back), only
+	// with AcceptLoss, as the command's refusedPast says, and the
+	// record carries what the command saw of it (Record.Accepted): the
+	// seeder's lineage under the new record takes it, and without that
+	// it would wait for an operator again (laterWrites; review rev18c
+	// N4).
+	Beyond *SnapshotInfo
 }
 
 // OperatorRecovery decides an operator's recovery from From's data: the
@@ -118,6 +130,10 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// writes no member holds any more.
 		snaps = append(snaps, l.Name)
 	}
+	if b := v.Beyond; b != nil && b.Revision > src.Revision && !v.AcceptLoss && f.operatorGuard(notBelowStore) {
+		return Record{}, &LossError{Members: sorted(names), Snapshots: []string{b.Name}, Revision: src.Revision, msg: fmt.Sprintf("the store holds %s (epoch %d, its chain reaching revision %d) outside the record's lineage, which may hold writes %s (revision %d) lacks: restore it by name, or run again with -accept-data-loss to recover from %s all the same (it stays in the store)",
+			b.Name, b.Epoch, b.Revision, v.From, src.Revision, v.From)}
+	}
 	if (len(aside) > 0 || len(snaps) > 0) && !v.AcceptLoss {
 		sort.Strings(aside)
 		var msg string
@@ -160,6 +176,9 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	}
 	if l := v.Latest; l != nil {
 		accepted = acceptLine(accepted, AcceptedLine{Epoch: l.Epoch, Revision: l.Revision})
+	}
+	if b := v.Beyond; b != nil && f.operatorGuard(acceptBeyondLineage) {
+		accepted = acceptLine(accepted, AcceptedLine{Epoch: b.Epoch, Revision: b.Revision})
 	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil

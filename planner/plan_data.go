@@ -62,6 +62,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 				return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record; peer %s holds epoch %d, newer than this data's epoch %d: waiting for it to re-record the cluster", p.Name, p.Epoch, l.Epoch)}
 			}
 		}
+		if d, ok := r.supersededWithoutRecord(o, name); ok {
+			return d
+		}
 		// Invariant 8: a lost record is re-written from the data once the
 		// member runs; data never means "seed".
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
@@ -157,6 +160,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if o.MembersKnown && l.MemberID != 0 && findID(o.Members, l.MemberID) < 0 {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d, and the member list that answered does not name member %x: waiting for a current record", rec.Epoch, l.Epoch, l.MemberID)}
 		}
+		if d, ok := r.supersededAboveRecord(o, name); ok {
+			return d
+		}
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
 	}
 	if (l.Token != rec.Token || l.Epoch != rec.Epoch) && r.dataGuard(ownIncarnationOnly) {
@@ -226,6 +232,85 @@ func (r rules) supersededLine(o Observation, name string) (Decision, bool) {
 		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: why + fmt.Sprintf("; automatic recovery is off, so an operator must choose: restore the newest snapshot of epoch %d by its name ('etcd-nomad snapshot list' names it; 'etcd-nomad recover -from snapshot:NAME -accept-data-loss', which sets this data aside)", o.LineEpoch)}, true
 	}
 	return Decision{Kind: Wait, Name: name, Reason: why + fmt.Sprintf("; the quorum-loss recovery decides once the quorum has been lost for %s", o.RecoveryGrace)}, true
+}
+
+// supersededAboveRecord is supersededLine for data of an epoch above the
+// record's, which "epochs only grow" would start to re-record: the store
+// holds an authentic snapshot under the data's cluster id at an epoch
+// above the data's and the record's top (LineEpoch), so a recovery from
+// this data's line ran after this incarnation, and the record is an
+// older one still (sim seed 16514 one epoch later, review rev18c N1:
+// epoch 3, recovered from m0-1's epoch-2 data, ran on m0-1, which Nomad
+// had collected; Consul restored the record of epoch 1, and m1-1 and
+// m2-0 started their epoch-2 data, a quorum beside epoch 3). The member
+// decides as it would under the record its start would have written
+// (this data's incarnation, confirmed, carrying the record's top): it
+// waits beside the newer line's answering member, and after the grace
+// recovers from this line's data above both epochs, or waits for an
+// operator while the newer line's snapshot reaches further. ok is false
+// when the data is not so superseded.
+func (r rules) supersededAboveRecord(o Observation, name string) (Decision, bool) {
+	as, ok := supersededAboveRecordAs(o)
+	if !ok || !r.dataGuard(notSupersededAboveRecord) {
+		return Decision{}, false
+	}
+	d, ok := r.supersededLine(as, name)
+	if ok && d.Kind == Wait {
+		d.Reason = fmt.Sprintf("the record names epoch %d, older than this data's epoch %d, which this data would re-record; but %s", o.Record.Epoch, o.Local.Epoch, d.Reason)
+	}
+	return d, ok
+}
+
+// supersededAboveRecordAs is o with the record this member's stopped data
+// would re-record in place of its older confirmed record (the data's
+// incarnation, confirmed, carrying the record's top) when the store holds
+// an authentic snapshot under the data's cluster id above both
+// (LineEpoch): the data is superseded, and the member takes part in the
+// recovery of its own incarnation (supersededAboveRecord; Check judges
+// that recovery the same way). ok is false when the data is not so
+// superseded.
+func supersededAboveRecordAs(o Observation) (Observation, bool) {
+	rec, l := o.Record, o.Local
+	if rec == nil || o.Running || l.Empty || l.Token == "" || l.Cluster != o.ClusterName || rec.ClusterID == 0 || l.ClusterID == 0 || rec.Epoch >= l.Epoch || o.LineEpoch <= max(l.Epoch, rec.top()) {
+		return o, false
+	}
+	as := o
+	as.Record = &Record{ClusterID: l.ClusterID, Token: l.Token, Epoch: l.Epoch, Seeder: rec.Seeder, HighestEpoch: rec.carried(l.Epoch), Index: rec.Index}
+	return as, true
+}
+
+// supersededWithoutRecord holds back the start of data without a record
+// (Consul lost its state) once the store holds an authentic snapshot
+// under the data's cluster id at an epoch above the data's (LineEpoch):
+// a recovery from this data's line ran after this incarnation, and
+// starting the data gives the superseded incarnation its quorum back
+// beside the newer one, which may still serve on a member Nomad
+// collected, and its re-record then names the superseded epoch (review
+// rev18c N2: seed 16514 with Consul losing its state instead of
+// restoring epoch 1's record). The newer line's members re-record it
+// while they serve: the member waits while one answers (KnownHealthy,
+// UnlistedVoters) and through the grace; then only an operator chooses
+// between this data and the newer line's snapshots. Not while this
+// data's cluster answers with a member list (a quorum of it serves, and
+// the removal check above decides). ok is false when the data is not so
+// superseded.
+func (r rules) supersededWithoutRecord(o Observation, name string) (Decision, bool) {
+	l := o.Local
+	if o.Record != nil || l.ClusterID == 0 || o.LineEpoch <= l.Epoch || !r.dataGuard(notSupersededWithoutRecord) {
+		return Decision{}, false
+	}
+	if o.MembersKnown && o.MembersClusterID == l.ClusterID {
+		return Decision{}, false
+	}
+	why := fmt.Sprintf("no cluster record, and the store holds a snapshot of epoch %d taken under this data's cluster id %x, newer than this data's epoch %d: a recovery from this data's line ran after it; not starting this data beside or below it", o.LineEpoch, l.ClusterID, l.Epoch)
+	if known := slices.Concat(o.KnownHealthy, o.UnlistedVoters); len(known) > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; member(s) %s answer for it: waiting for them to re-record the cluster", why, strings.Join(known, ", "))}, true
+	}
+	if o.RecoveryGrace > 0 && o.RecordMissingFor < o.RecoveryGrace {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; waiting the recovery grace (%s) for a member of the newer epoch to re-record the cluster", why, o.RecoveryGrace)}, true
+	}
+	// 'etcd-nomad recover' needs a record; 'snapshot restore' writes one.
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and no member of it answers: an operator must choose: 'etcd-nomad snapshot restore' restores the newest snapshot of epoch %d ('etcd-nomad snapshot list' names it) and records it, and this data is set aside once it runs; or, to start this data as it is and lose what the newer epoch wrote, delete that epoch's snapshots from the store", why, o.LineEpoch)}, true
 }
 
 // peerNewerThanRecord holds back the start of data of the record's epoch while

@@ -246,6 +246,9 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: fmt.Sprintf("no cluster record and no member holds data: taking the lock to restore snapshot %s", s.Name)}
 	}
+	if d, ok := r.metaLeavesNoRoom(o, name, fmt.Sprintf("no cluster record and no member holds data; the store holds snapshot %s (revision %d)", s.Name, s.Revision)); ok {
+		return d
+	}
 	next := r.aboveOwnMeta(o, s.Epoch+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},

@@ -338,10 +338,36 @@ func (r rules) aboveSnapshots(o Observation, next uint64) uint64 {
 // member Nomad collected, and the same epoch again would make two
 // incarnations of one epoch (invariant 9; sim seed 1009859).
 func (r rules) aboveOwnMeta(o Observation, next uint64) uint64 {
-	if o.Local.Empty && o.Local.MetaEpoch >= next && o.Local.MetaEpoch < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
-		next = o.Local.MetaEpoch + 1
+	if e := r.ownMetaEpoch(o); e >= next && e < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
+		next = e + 1
 	}
 	return next
+}
+
+// ownMetaEpoch is the epoch this member's metadata names without data
+// (Local.MetaEpoch) when that metadata is of this cluster (Local.Cluster:
+// the name it carries, "" when not known): metadata of another cluster
+// (a reused volume) names no record of this one (review rev18c N5).
+func (r rules) ownMetaEpoch(o Observation) uint64 {
+	l := o.Local
+	if !l.Empty || l.Cluster != "" && l.Cluster != o.ClusterName && r.recoveryGuard(metaOfThisCluster) {
+		return 0
+	}
+	return l.MetaEpoch
+}
+
+// metaLeavesNoRoom waits for an operator when this member's metadata
+// without data names an epoch too close to 2^64 for a next one to be
+// recorded above it (aboveOwnMeta never wraps, and Check refuses a
+// restore without a record at or below it): nothing else ever changes
+// that metadata, so a plain wait would last forever (review rev18c N5).
+// ok is false when there is room.
+func (r rules) metaLeavesNoRoom(o Observation, name, why string) (Decision, bool) {
+	e := r.ownMetaEpoch(o)
+	if e <= math.MaxUint64-maxEpochAhead || !r.recoveryGuard(metaOfThisCluster) {
+		return Decision{}, false
+	}
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but this member's metadata (without data) names epoch %d, which leaves no room for a next epoch below 2^64 (not written by etcd-nomad): an operator must choose: remove that metadata from the data dir, or restore by hand ('etcd-nomad snapshot restore')", why, e)}, true
 }
 
 // otherIncarnation waits when this member or a peer holds data of another

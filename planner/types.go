@@ -241,7 +241,9 @@ type Local struct {
 	// may still run where Nomad collected it: a recovery or a restore
 	// records its epoch above it (invariant 9; sim seed 1009859: a
 	// restore without a record labeled epoch 2 beside a collected voter
-	// of epoch 2 this member had joined).
+	// of epoch 2 this member had joined). Cluster, with Empty, is the
+	// cluster name that metadata carries: metadata of another cluster
+	// counts for nothing (ownMetaEpoch).
 	MetaEpoch uint64
 }
 

@@ -312,6 +312,14 @@ func (w *World) stuck() string {
 	}
 	r := w.coord.record
 	if r == nil {
+		// With no record, only a member's own word: data superseded by
+		// a newer epoch of its line that no member of it re-records
+		// (planner's supersededWithoutRecord).
+		for _, n := range w.slots {
+			if n.up && strings.Contains(n.lastReason, "an operator must") {
+				return "the planner waits for an operator: " + n.lastReason
+			}
+		}
 		return ""
 	}
 	if r.ClusterID == 0 && r.Source == planner.FromData {

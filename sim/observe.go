@@ -131,7 +131,7 @@ func (w *World) local(n *node) planner.Local {
 	if d == nil || !d.wal {
 		if d != nil {
 			// datadir.Observe: the epoch of metadata without data.
-			return planner.Local{Empty: true, MetaEpoch: d.epoch}
+			return planner.Local{Empty: true, Cluster: clusterName, MetaEpoch: d.epoch}
 		}
 		return planner.Local{Empty: true}
 	}
@@ -334,6 +334,15 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		w.latestSnapshot(n, o)
 		return
 	}
+	if rec == nil && !o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown && !w.cfg.Defects.NoLineWithoutRecord {
+		// task: no record and stopped data whose cluster does not
+		// answer: the store may hold a newer epoch of its line, and a
+		// member of it may serve unlisted (supersededWithoutRecord).
+		n.quorumLostSince = -1
+		w.knownHealthy(n, o)
+		w.latestSnapshot(n, o)
+		return
+	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
@@ -415,7 +424,7 @@ func (w *World) knownHealthy(n *node, o *planner.Observation) {
 			n.healthySeen[name] = e
 		}
 	}
-	if d := n.data; o.Record != nil && !o.Local.Empty && d != nil && d.group != nil {
+	if d := n.data; (o.Record != nil || !w.cfg.Defects.NoLineWithoutRecord) && !o.Local.Empty && d != nil && d.group != nil {
 		// task's dataClusterID: the data's own cluster id, or, for a
 		// recovery from it whose ForceNewCluster start is pending, the
 		// source incarnation's, whose membership the data still holds

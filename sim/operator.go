@@ -97,9 +97,24 @@ func (w *World) operatorView() planner.OperatorView {
 		}
 		v.Answered = append(v.Answered, w.status(n))
 	}
-	if i := w.newest(func(*snapshot) bool { return true }); i >= 0 {
+	// As the command's storeView: the newest of the record's lineage,
+	// the highest epoch in the store, and the newest outside the
+	// lineage (Beyond). AnyLineage (or OperatorSeesAll) gives the
+	// newest of all as Latest, as the model did before review rev18c
+	// N4.
+	lineage := func(s *snapshot) bool {
+		return v.Record == nil || w.cfg.Defects.AnyLineage || w.cfg.Defects.OperatorSeesAll || ofLineage(v.Record, s)
+	}
+	if i := w.newest(lineage); i >= 0 {
 		s := &w.store[i]
 		v.Latest = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(nil), Epoch: s.epoch}
+	}
+	if i := w.newest(func(s *snapshot) bool { return !lineage(s) }); i >= 0 {
+		s := &w.store[i]
+		v.Beyond = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(nil), Epoch: s.epoch}
+	}
+	for i := range w.store {
+		v.SnapshotEpoch = max(v.SnapshotEpoch, w.store[i].epoch)
 	}
 	w.nextID++
 	v.NewToken = "tok" + itoa(int(w.nextID))

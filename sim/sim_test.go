@@ -169,6 +169,20 @@ var defects = []struct {
 	// quorum back. Either part of the fix reverted breaks it.
 	{"LeaveLooksUnderLockOnly", Defects{LeaveLooksUnderLockOnly: true}, 1002359, true, ""},
 	{"LeaveBesideNewerEpoch", Defects{Planner: planner.Faults{LeaveBesideNewerEpoch: true}}, 1002359, true, ""},
+	// Review rev18c: seed 16514's shape one epoch later (N1) and with
+	// Consul losing its state (N2).
+	{"RejoinSupersededAboveRecord", Defects{Planner: planner.Faults{RejoinSupersededAboveRecord: true}}, 1, true,
+		"no seed found (searched 7..4650 with collectRunning): two recoveries from one line by ForceNewCluster, a record two epochs older restored, and the middle epoch's members stopped with their data; the planner's checker catches it, and planner TestDataAboveAnOlderRecordOfASupersededLineDoesNotRejoin pins it"},
+	{"RejoinSupersededWithoutRecord", Defects{Planner: planner.Faults{RejoinSupersededWithoutRecord: true}}, 4521, true,
+		"seed 4521 reaches the shape (Consul lost its state while epoch 4, recovered from epoch 3's line, had lost every copy but its snapshot), but the superseded data's member is a learner alone: it serves nothing, and the operator then restores epoch 4's snapshot; the planner's checker catches it, and planner TestDataWithoutRecordOfASupersededLineDoesNotRejoin pins it"},
+	{"NoLineWithoutRecord", Defects{NoLineWithoutRecord: true}, 4521, true,
+		"as RejoinSupersededWithoutRecord (seed 4521 reaches it, harmlessly); task TestTheListingNamesTheDatasLineWithoutARecord pins it"},
+	{"OperatorForgetsBeyond", Defects{Planner: planner.Faults{OperatorForgetsBeyond: true}}, 1, true,
+		"no run changes (searched 7..2999 with collectRunning): the impatient operator's 'recover -from MEMBER -accept-data-loss' must run under a restored older record beside a snapshot of a newer incarnation of the data's line; planner TestOperatorAcceptsTheSnapshotBeyondTheLineageItShowed and cmd TestRecoverFromMemberRecordsTheSnapshotBeyondTheLineageItAccepted pin it"},
+	{"OperatorSeesAll", Defects{OperatorSeesAll: true}, 1, true,
+		"no run changes (searched 7..2999 with collectRunning), as OperatorForgetsBeyond"},
+	{"MetaOfAnyCluster", Defects{Planner: planner.Faults{MetaOfAnyCluster: true}}, 1, true,
+		"the model writes no metadata of another cluster nor of an epoch near 2^64; planner TestMetadataWithoutDataCountsOnlyForItsClusterAndAsksWhenFull pins it"},
 	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
 		"no seed found (searched 1..600 with ForceNewDropKeepsEpoch and collectRunning), for ForceNewDropKeepsEpoch's reason; the planner's checker catches it (broken planner 're-record an epoch that never ran'), and planner TestAnEpochThatNeverRanIsNeverRerecorded pins it"},
 }

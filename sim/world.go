@@ -91,6 +91,15 @@ type Defects struct {
 	// is pending (cluster id 0) probes no one of its source line, whose
 	// membership it still holds (review rev18b F1).
 	NoSourceLineProbe bool
+	// NoLineWithoutRecord: stopped data without a record lists no store
+	// and probes no one (LineEpoch and KnownHealthy stay empty), as task
+	// did before review rev18c N2.
+	NoLineWithoutRecord bool
+	// OperatorSeesAll: the operator's commands see the store's newest
+	// snapshot of any lineage as Latest, not the record's lineage's
+	// newest (what 'etcd-nomad recover' computes: storeView), as the
+	// model did before review rev18c N4.
+	OperatorSeesAll bool
 	// NoWriterProbe: a member probes the newest snapshot's taker only
 	// without a record, and not the member whose recorder wrote its
 	// chain's last delta segment (before sim seeds 71 and 172 with

@@ -169,7 +169,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		return
 	}
 	var probes []knownProbe
-	if id := m.dataClusterID(o.Local); o.Record != nil && id != 0 {
+	if id := m.dataClusterID(o.Local); id != 0 {
 		known, err := m.lastKnownMembers()
 		if err != nil {
 			m.log.Warn("last known membership unreadable: its members are not probed before a recovery", "error", err)

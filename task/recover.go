@@ -45,6 +45,15 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
+	if o.Record == nil && !o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown {
+		// No record, stopped data, and its cluster does not answer: the
+		// store may hold a newer epoch of the data's line, and a member
+		// of it may serve unlisted (planner.supersededWithoutRecord).
+		m.heldSince.hold(quorumLost, false, now)
+		m.observeLatestSnapshot(ctx, o, now)
+		m.observeKnownHealthy(ctx, o, now)
+		return
+	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.heldSince.hold(quorumLost, false, now)
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {

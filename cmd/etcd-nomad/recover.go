@@ -232,6 +232,10 @@ func operatorRecover(ctx context.Context, ui cli.Ui, cl *config.Cluster, from st
 			}
 			ui.Warn(what + ": not taken, as -accept-data-loss accepts")
 		}
+		// The newest snapshot outside the lineage that authenticates:
+		// the record carries what the command saw of it, or its seeder
+		// waits for an operator again (planner laterWrites).
+		v.Beyond = latestInfo(outside(kept, of))
 		return planner.OperatorRecovery(v)
 	})
 }
@@ -279,6 +283,18 @@ func storeView(rec *planner.Record, kept []snapshot.Meta) (*planner.SnapshotInfo
 		of, _ = snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}.Split(kept)
 	}
 	return latestInfo(of), epoch, of
+}
+
+// outside is the objects of kept not in of (those outside the record's
+// lineage).
+func outside(kept, of []snapshot.Meta) []snapshot.Meta {
+	var out []snapshot.Meta
+	for _, m := range kept {
+		if !slices.ContainsFunc(of, func(o snapshot.Meta) bool { return o.Name == m.Name }) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // refusedPast is the newest object of all members refuse (not in of: no
