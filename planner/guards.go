@@ -232,6 +232,13 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 1002359).
 	LeaveBesideNewerEpoch bool
+
+	// RunBlindBesideNewerEpoch (invariant 10): a running member whose
+	// provider does not answer keeps its etcd running without a quorum
+	// although the record names a newer, confirmed epoch: a partition
+	// that heals gives the old incarnation its quorum back beside the new
+	// one (sim seed 41704).
+	RunBlindBesideNewerEpoch bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -516,7 +523,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 type leaveRule int
 
 const (
-	stopWhenSuperseded leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopWhenSuperseded      leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopBlindWhenSuperseded                  // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
 )
 
 // leaveGuard reports whether rule holds.
@@ -524,6 +532,8 @@ func (f Faults) leaveGuard(rule leaveRule) bool {
 	switch rule {
 	case stopWhenSuperseded:
 		return !f.LeaveBesideNewerEpoch
+	case stopBlindWhenSuperseded:
+		return !f.RunBlindBesideNewerEpoch
 	}
 	return true
 }
