@@ -254,6 +254,13 @@ type Faults struct {
 	// that it accepted it, and its seeder waits for an operator again
 	// (review rev18c N4, rev17a F2).
 	OperatorForgetsBeyond bool
+
+	// RunBlindBesideNewerEpoch (invariant 10): a running member whose
+	// provider does not answer keeps its etcd running without a quorum
+	// although the record names a newer, confirmed epoch: a partition
+	// that heals gives the old incarnation its quorum back beside the new
+	// one (sim seed 41704).
+	RunBlindBesideNewerEpoch bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -550,7 +557,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 type leaveRule int
 
 const (
-	stopWhenSuperseded leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopWhenSuperseded      leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopBlindWhenSuperseded                  // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
 )
 
 // leaveGuard reports whether rule holds.
@@ -558,6 +566,8 @@ func (f Faults) leaveGuard(rule leaveRule) bool {
 	switch rule {
 	case stopWhenSuperseded:
 		return !f.LeaveBesideNewerEpoch
+	case stopBlindWhenSuperseded:
+		return !f.RunBlindBesideNewerEpoch
 	}
 	return true
 }

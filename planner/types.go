@@ -530,6 +530,12 @@ const (
 	// heals may give the old incarnation its quorum back beside the new
 	// one. Never holds the lock.
 	LeaveSuperseded Kind = "leave-superseded"
+	// StopSuperseded: a running member whose provider does not answer
+	// (PlanUnobserved), without a quorum, whose epoch the record replaced
+	// with a newer confirmed one, stops its etcd and keeps its data and
+	// membership: the next observation decides what the data becomes.
+	// Never holds the lock.
+	StopSuperseded Kind = "stop-superseded"
 	// UpdatePeerURL: this running member's peer URL in the membership is
 	// not the one it listens on (its data came from another allocation,
 	// whose ports differ): update it.

@@ -16,7 +16,10 @@
 //     when it is not to be had (the provider's newest list), stopping at
 //     once when PlanLeave finds their incarnation replaced without a
 //     quorum (LeaveSuperseded; LeaveLooksUnderLockOnly reverts the look,
-//     sim seed 1002359);
+//     sim seed 1002359); a running member whose observation failed on
+//     the provider reads the record all the same and stops its etcd when
+//     PlanUnobserved finds its incarnation replaced without a quorum
+//     (StopSuperseded, task's fenceUnobserved; sim seed 41704);
 //   - etcd: clusters as raft groups (voters, learners, quorum per
 //     partition side, leader, committed revision, catch-up), cluster ids
 //     kept by ForceNewCluster and new on a restore, one learner at a time,

@@ -19,9 +19,15 @@ import (
 // (task's leaveUnlocked; reverted by LeaveLooksUnderLockOnly), and
 // PlanLeave stops it at once once a newer epoch is known (LeaveSuperseded;
 // reverted by planner.Faults.LeaveBesideNewerEpoch). Fixed, m2-0 looks at
-// step 520, sees the record of epoch 2 and stops.
+// step 520, sees the record of epoch 2 and stops. Since the blind
+// member's fence (seed 41704) m0-1, collected and blind, stops at step
+// 535 too, before the heal: each switch is caught with that fence
+// reverted as well (RunBlindBesideNewerEpoch).
 func TestALeavingMemberSeesTheNewerEpochWithoutTheLock(t *testing.T) {
-	for _, d := range []Defects{{LeaveLooksUnderLockOnly: true}, {Planner: planner.Faults{LeaveBesideNewerEpoch: true}}} {
+	for _, d := range []Defects{
+		{LeaveLooksUnderLockOnly: true, Planner: planner.Faults{RunBlindBesideNewerEpoch: true}},
+		{Planner: planner.Faults{LeaveBesideNewerEpoch: true, RunBlindBesideNewerEpoch: true}},
+	} {
 		r, w := Run(Config{Seed: 1002359, Defects: d})
 		if r.Violation == nil || r.Violation.Invariant != InvSplitBrain {
 			t.Fatalf("seed 1002359 with look-under-lock-only %v, leave-beside-newer-epoch %v: %v, want %q\n%s", d.LeaveLooksUnderLockOnly, d.Planner.LeaveBesideNewerEpoch, r.Violation, InvSplitBrain, w.Trace())

@@ -53,6 +53,7 @@ func (w *World) loop(n *node) {
 		}
 		n.lastFail = err.Error()
 		n.nextAt = w.now + loopInterval
+		w.fenceUnobserved(n)
 		return
 	}
 	n.lastFail = ""
@@ -749,4 +750,37 @@ func summary(o planner.Observation) string {
 		fmt.Fprintf(&b, " seeder-gone %s", fmtDur(o.SeederGoneFor))
 	}
 	return "[" + b.String() + "]"
+}
+
+// fenceUnobserved is task's fenceUnobserved: a running member whose
+// observation failed reads the record from Consul all the same, and its
+// own server's quorum, and stops its etcd (data and membership kept) when
+// planner.PlanUnobserved says its epoch was replaced (sim seed 41704:
+// m2-3, collected while it ran, and m1-2, its Nomad client disconnected,
+// ran epoch 2 blind beside m0-3's recovery of epoch 3, and a healed
+// partition gave epoch 2 its quorum back).
+func (w *World) fenceUnobserved(n *node) {
+	if n.etcd == nil || n.noConsul || w.coord.record == nil {
+		return
+	}
+	g := n.etcd.group
+	m := g.member(n.etcd.memberID)
+	rec := *w.coord.record
+	o := planner.Observation{
+		ClusterName: clusterName,
+		Self:        planner.Self{Name: n.name, PeerURL: n.peerURL},
+		Running:     true,
+		SelfID:      n.etcd.memberID,
+		Local:       w.local(n),
+		Record:      &rec,
+		// task's: its own server answers a linearizable member list.
+		MembersKnown: g.quorum >= 0 && g.quorum == n.side && m != nil && !m.learner,
+	}
+	d := w.cfg.Defects.Planner.PlanUnobserved(o)
+	if d.Kind != planner.StopSuperseded {
+		return
+	}
+	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
+	w.stopEtcd(n)
+	w.logf(n.name, "  %s: stop etcd: ok (data kept)", d.Kind)
 }

@@ -166,9 +166,16 @@ var defects = []struct {
 	// Seed 1002359 of the 100 M run (session 16): a leaving member of
 	// epoch 1 without a quorum looked only under the lock, which the
 	// recovery of epoch 2 held; a healed partition gave epoch 1 its
-	// quorum back. Either part of the fix reverted breaks it.
-	{"LeaveLooksUnderLockOnly", Defects{LeaveLooksUnderLockOnly: true}, 1002359, true, ""},
-	{"LeaveBesideNewerEpoch", Defects{Planner: planner.Faults{LeaveBesideNewerEpoch: true}}, 1002359, true, ""},
+	// quorum back. Either part of the fix reverted breaks it, with the
+	// blind member's fence (RunBlindBesideNewerEpoch, seed 41704) reverted
+	// too: m0-1, collected, ran blind and stops at step 535 otherwise.
+	{"LeaveLooksUnderLockOnly", Defects{LeaveLooksUnderLockOnly: true, Planner: planner.Faults{RunBlindBesideNewerEpoch: true}}, 1002359, true, ""},
+	{"LeaveBesideNewerEpoch", Defects{Planner: planner.Faults{LeaveBesideNewerEpoch: true, RunBlindBesideNewerEpoch: true}}, 1002359, true, ""},
+	// Seed 41704 of a 100 M run (session 18): two members of epoch 2
+	// whose observations failed on Nomad ran on without a quorum beside
+	// the recovery of epoch 3; a healed partition gave epoch 2 its quorum
+	// back.
+	{"RunBlindBesideNewerEpoch", Defects{Planner: planner.Faults{RunBlindBesideNewerEpoch: true}}, 41704, true, ""},
 	// Review rev18c: seed 16514's shape one epoch later (N1) and with
 	// Consul losing its state (N2).
 	{"RejoinSupersededAboveRecord", Defects{Planner: planner.Faults{RejoinSupersededAboveRecord: true}}, 1, true,

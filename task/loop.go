@@ -45,6 +45,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.log.Warn("observation failed", "error", err)
 		m.publishSummaryUnobserved(ctx)
 		m.releaseLock(ctx)
+		m.fenceUnobserved(ctx)
 		return false
 	}
 	if planner.PlanSideJobs(o).Depart {
@@ -156,4 +157,51 @@ func (m *Member) closeResources() {
 		_ = m.port.Shutdown(ctx)
 		cancel()
 	}
+}
+
+// fenceUnobserved runs when the loop's observation failed (the provider
+// does not answer: this host may be cut off from the Nomad servers, or
+// Nomad collected its allocation while it runs): it reads the record from
+// the coordinator all the same, and whether its own server answers a
+// linearizable member list (its incarnation has a quorum), and stops etcd,
+// keeping the data and the membership, when planner.PlanUnobserved says a
+// newer confirmed epoch replaced this member's (StopSuperseded). A member
+// that only skipped kept its old incarnation running blind, and a
+// partition that healed gave it its quorum back beside the recovered one
+// (sim seed 41704). The next observation that succeeds decides what the
+// data becomes.
+func (m *Member) fenceUnobserved(ctx context.Context) {
+	m.mu.Lock()
+	e := m.proc.Server()
+	m.mu.Unlock()
+	if e == nil { // never call into etcd while holding m.mu
+		return
+	}
+	rec, err := m.opts.Coordinator.Record(ctx)
+	if err != nil {
+		// Unreachable, or no record (Consul lost its state): nothing
+		// newer is known.
+		return
+	}
+	o := planner.Observation{
+		ClusterName: m.opts.Cluster.Name,
+		Self:        planner.Self{Name: m.opts.Name},
+		Running:     true,
+		SelfID:      uint64(e.Server.MemberID()),
+		Local:       m.dir.Observe(true),
+		Record:      &rec,
+	}
+	if planner.PlanUnobserved(o).Kind != planner.StopSuperseded {
+		return // nothing newer recorded: no member list to wait for
+	}
+	if _, _, err := m.memberList(ctx, []string{m.clientURL(m.self)}); err == nil {
+		o.MembersKnown = true
+	}
+	d := planner.PlanUnobserved(o)
+	if d.Kind != planner.StopSuperseded {
+		return
+	}
+	m.setDecision(d)
+	m.log.Warn("decision", "kind", d.Kind, "reason", d.Reason)
+	m.stopEtcd()
 }
