@@ -43,6 +43,9 @@ func checkRecovery(o Observation, d Decision) error {
 		// its start would have written (review rev18c N1).
 		o = as
 	}
+	if lineSuperseded(o) && (d.Record == nil || !d.Record.Operator) {
+		return fmt.Errorf("invariants 4, 9: recovery (%s) beside a snapshot of epoch %d of this data's line, newer than the data's epoch %d and the record's: the lines' revisions do not compare", d.Reason, o.LineEpoch, o.Local.Epoch)
+	}
 	return checkRecoveryFromBest(o, d)
 }
 

@@ -261,6 +261,14 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 41704).
 	RunBlindBesideNewerEpoch bool
+
+	// RecoverAcrossLines (invariants 4 and 9): a quorum-loss recovery
+	// beside an authentic snapshot of a newer epoch of this data's line
+	// (LineEpoch) chooses between this line's data and that snapshot by
+	// revision, although the lines forked and their revisions do not
+	// compare: the newer line's writes after the fork are lost (review
+	// rev18f F1).
+	RecoverAcrossLines bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -362,6 +370,7 @@ const (
 	metaOfThisCluster                             // ...metadata of this cluster only, and an operator asked when it leaves no room
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
+	notAcrossLines                                // never beside a snapshot of a newer epoch of this data's line: an operator chooses
 )
 
 // recoveryGuard reports whether rule holds.
@@ -399,6 +408,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
 		return !f.RecoverWithoutListing
+	case notAcrossLines:
+		return !f.RecoverAcrossLines
 	}
 	return true
 }

@@ -53,7 +53,36 @@ func (r rules) recovery(o Observation, name string) (Decision, bool) {
 	if d, ok := newerThanRecord(o, name); ok {
 		return d, true
 	}
+	if d, ok := r.acrossLines(o, name); ok {
+		return d, true
+	}
 	return r.pickRecovery(o, name, rec.Epoch, rec.Token, fmt.Sprintf("quorum lost for %s", o.QuorumLostFor))
+}
+
+// acrossLines waits for an operator when the store holds an authentic
+// snapshot of a newer epoch of this data's line (LineEpoch: taken under
+// the data's cluster id, above the data's epoch and any the record
+// names): a recovery from this line's data ran after this incarnation,
+// and the two lines forked. Their revisions count on from the fork, so
+// the same revision holds different writes on each: no choice by
+// revision keeps both lines' acknowledged writes (review rev18f F1: data
+// at revision 177 of the old line beat the newer line's snapshot at 177,
+// and the newer line's writes after the fork at 150 were lost). Only an
+// operator knows which line's writes to keep: 'recover -from
+// snapshot:NAME -accept-data-loss' (the newer line) or 'recover -from
+// MEMBER -accept-data-loss' (this line).
+func (r rules) acrossLines(o Observation, name string) (Decision, bool) {
+	if !lineSuperseded(o) || !r.recoveryGuard(notAcrossLines) {
+		return Decision{}, false
+	}
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("quorum lost for %s, but the store holds a snapshot of epoch %d of this data's line (cluster id %x), newer than this data's epoch %d and any the record (epoch %d) names: the lines forked, and their revisions do not compare, so an operator must choose which line's writes to keep: 'etcd-nomad recover -from snapshot:NAME -accept-data-loss' restores the newer line's newest snapshot ('etcd-nomad snapshot list' names it; this data is set aside), or 'etcd-nomad recover -from %s -accept-data-loss' recovers from this line's data (the newer line's writes stay in the store only)", o.QuorumLostFor, o.LineEpoch, o.Local.ClusterID, o.Local.Epoch, o.Record.Epoch, name)}, true
+}
+
+// lineSuperseded reports whether the store holds an authentic snapshot of
+// a newer epoch of this member's data's line than the data's and any the
+// record names (LineEpoch).
+func lineSuperseded(o Observation) bool {
+	return !o.Local.Empty && o.Local.ClusterID != 0 && o.Record != nil && o.Record.ClusterID != 0 && o.LineEpoch > max(o.Local.Epoch, o.Record.top())
 }
 
 // knownHealthy waits while a member of this member's last known

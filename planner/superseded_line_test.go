@@ -41,16 +41,22 @@ func TestDataOfASupersededIncarnationDoesNotRejoin(t *testing.T) {
 		t.Fatalf("below epoch 2's snapshot, nothing answering: %s (operator %v: %s), want a wait for an operator", d.Kind, d.AwaitsOperator, d.Reason)
 	}
 
-	// The newer line wrote nothing beyond this data: the stopped member
-	// recovers itself, above the snapshot's epoch, rather than wait for a
-	// recovery no running member is left to make (review rev17a F1).
+	// The newer line's snapshot reaches no further than this data by
+	// revision, but the lines forked and their revisions do not compare
+	// (review rev18f F1: the newer line's writes after the fork would be
+	// lost): the stopped member asks an operator, holding the lock or
+	// not, rather than recover itself (and never waits silently for a
+	// recovery no running member is left to make: review rev17a F1).
 	o.RefusedSnapshot.Revision, o.RefusedSnapshot.BaseRevision = 177, 177
-	if d := Plan(o); d.Kind != Wait || !d.NeedsLock {
-		t.Fatalf("the best source, without the lock: %s (%s), want it to take the lock", d.Kind, d.Reason)
-	}
-	o.HoldsLock = true
-	if d := Plan(o); d.Kind != RecoverQuorum || d.From != FromData || d.Record == nil || d.Record.Epoch != 3 {
-		t.Fatalf("the best source, holding the lock: %s (%s), want a recovery of epoch 3 from its data", d.Kind, d.Reason)
+	for _, lock := range []bool{false, true} {
+		o.HoldsLock = lock
+		if d := Plan(o); d.Kind != Wait || !d.AwaitsOperator || !strings.Contains(d.Reason, "recover -from m1-1 -accept-data-loss") {
+			t.Fatalf("the best source by revision, lock %v: %s (operator %v: %s), want a wait for an operator naming both ways", lock, d.Kind, d.AwaitsOperator, d.Reason)
+		}
+		bad := (Faults{RecoverAcrossLines: true}).Plan(o)
+		if lock && (bad.Kind != RecoverQuorum || Check(o, bad) == nil) {
+			t.Fatalf("RecoverAcrossLines: %s, Check %v; want a recovery from data that Check refuses", bad.Kind, Check(o, bad))
+		}
 	}
 
 	// Before the grace it waits; with automatic recovery off, for an

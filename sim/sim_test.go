@@ -188,6 +188,8 @@ var defects = []struct {
 		"no run changes (searched 7..2999 with collectRunning): the impatient operator's 'recover -from MEMBER -accept-data-loss' must run under a restored older record beside a snapshot of a newer incarnation of the data's line; planner TestOperatorAcceptsTheSnapshotBeyondTheLineageItShowed and cmd TestRecoverFromMemberRecordsTheSnapshotBeyondTheLineageItAccepted pin it"},
 	{"OperatorSeesAll", Defects{OperatorSeesAll: true}, 1, true,
 		"no run changes (searched 7..2999 with collectRunning), as OperatorForgetsBeyond"},
+	{"RecoverAcrossLines", Defects{Planner: planner.Faults{RecoverAcrossLines: true}}, 1, true,
+		"no seed found: the model never brings back data of the old line above the fork after the newer line's recovery (a volume reused by a replacement would); the planner's checker catches it, and planner TestDataOfASupersededIncarnationDoesNotRejoin, TestDataAboveAnOlderRecordOfASupersededLineDoesNotRejoin pin it (review rev18f F1)"},
 	{"MetaOfAnyCluster", Defects{Planner: planner.Faults{MetaOfAnyCluster: true}}, 1, true,
 		"the model writes no metadata of another cluster nor of an epoch near 2^64; planner TestMetadataWithoutDataCountsOnlyForItsClusterAndAsksWhenFull pins it"},
 	{"RerecordUnranEpoch", Defects{ForceNewDropKeepsEpoch: true, Planner: planner.Faults{RerecordUnranEpoch: true}}, 1, true,
