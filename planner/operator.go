@@ -130,7 +130,15 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		// writes no member holds any more.
 		snaps = append(snaps, l.Name)
 	}
-	if b := v.Beyond; b != nil && b.Revision > src.Revision && !v.AcceptLoss && f.operatorGuard(notBelowStore) {
+	// A snapshot beyond the lineage under the source's cluster id, of a
+	// newer epoch than the source's, is of a line forked from it: its
+	// revisions do not compare with the source's, whatever they say (review rev18f F2: one at 170 beside a
+	// source at 177 went ahead without -accept-data-loss, and its
+	// acceptance was recorded unasked).
+	forkedFrom := func(b *SnapshotInfo) bool {
+		return b.Epoch > src.Epoch && b.ClusterID != 0 && b.ClusterID == src.ClusterID && f.operatorGuard(acceptBeyondLineage)
+	}
+	if b := v.Beyond; b != nil && (b.Revision > src.Revision || forkedFrom(b)) && !v.AcceptLoss && f.operatorGuard(notBelowStore) {
 		return Record{}, &LossError{Members: sorted(names), Snapshots: []string{b.Name}, Revision: src.Revision, msg: fmt.Sprintf("the store holds %s (epoch %d, its chain reaching revision %d) outside the record's lineage, which may hold writes %s (revision %d) lacks: restore it by name, or run again with -accept-data-loss to recover from %s all the same (it stays in the store)",
 			b.Name, b.Epoch, b.Revision, v.From, src.Revision, v.From)}
 	}
@@ -177,7 +185,7 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 	if l := v.Latest; l != nil {
 		accepted = acceptLine(accepted, AcceptedLine{Epoch: l.Epoch, Revision: l.Revision})
 	}
-	if b := v.Beyond; b != nil && f.operatorGuard(acceptBeyondLineage) {
+	if b := v.Beyond; b != nil && f.operatorGuard(acceptBeyondLineage) && (v.AcceptLoss || !forkedFrom(b)) {
 		accepted = acceptLine(accepted, AcceptedLine{Epoch: b.Epoch, Revision: b.Revision})
 	}
 	return Record{Token: v.NewToken, Epoch: epoch + 1, Seeder: v.From, Source: FromData,

@@ -66,3 +66,49 @@ func TestOperatorAcceptsTheSnapshotBeyondTheLineageItShowed(t *testing.T) {
 		t.Fatalf("the line wrote on after the command (240 > 200): %s (%s), want a wait for an operator", d.Kind, d.Reason)
 	}
 }
+
+// Review rev18f F2: a snapshot beyond the lineage under the source's
+// cluster id, of a newer epoch (a line forked from the source's by a
+// recovery), reaching a lower revision than the source went ahead without
+// -accept-data-loss, and its acceptance was recorded unasked: the two
+// lines' revisions do not compare. It asks now, and records only what
+// was accepted; a put-back snapshot of another cluster id below the
+// source still holds nothing back.
+func TestOperatorAsksBesideAForkedLinesSnapshotWhateverItsRevision(t *testing.T) {
+	peers := []PeerStatus{
+		{Name: "m1-1", MemberID: 0x139, Token: "tok20", Epoch: 1, ClusterID: 0x18, Revision: 177},
+		{Name: "m2-0", MemberID: 0x17, Token: "tok20", Epoch: 1, ClusterID: 0x18, Revision: 173},
+		{Name: "m0-2"}}
+	rec := &Record{ClusterID: 0x18, Token: "tok20", Epoch: 1, Seeder: "m2-0"}
+	view := OperatorView{Record: rec, From: "m1-1", Answered: peers, NewToken: "op", SnapshotEpoch: 2,
+		Beyond: &SnapshotInfo{Name: "snap-536", Epoch: 2, Revision: 170, ClusterID: 0x18}}
+	var loss *LossError
+	if _, err := OperatorRecovery(view); !errors.As(err, &loss) || len(loss.Snapshots) != 1 || loss.Snapshots[0] != "snap-536" {
+		t.Fatalf("beside the forked line's snap-536 at 170 (source at 177), without -accept-data-loss: %v, want a loss naming it", err)
+	}
+	view.AcceptLoss = true
+	nr, err := OperatorRecovery(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range nr.Accepted {
+		found = found || a.Epoch == 2 && a.Revision == 170
+	}
+	if !found {
+		t.Fatalf("accepted %+v: want snap-536's line (epoch 2, 170) recorded as accepted", nr.Accepted)
+	}
+
+	putBack := view
+	putBack.AcceptLoss = false
+	putBack.Beyond = &SnapshotInfo{Name: "old", Epoch: 7, Revision: 170, ClusterID: 0x1d}
+	nr, err = OperatorRecovery(putBack)
+	if err != nil {
+		t.Fatalf("beside a put-back snapshot of another cluster id below the source: %v", err)
+	}
+	for _, a := range nr.Accepted {
+		if a.Epoch == 7 && a.Revision > 177 {
+			t.Fatalf("accepted %+v beyond what the command saw", nr.Accepted)
+		}
+	}
+}

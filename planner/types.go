@@ -447,6 +447,10 @@ type SnapshotInfo struct {
 	// against the record read under the lock): its epoch and revision say
 	// nothing of how it relates to the members' data.
 	Foreign bool
+	// ClusterID is the cluster id the snapshot was taken under (0:
+	// unknown); an operator's recovery tells a snapshot of a line forked
+	// from its source (the same cluster id, a newer epoch) by it.
+	ClusterID uint64
 }
 
 // RefusedSnapshot describes a stored object members refuse.

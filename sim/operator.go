@@ -111,7 +111,7 @@ func (w *World) operatorView() planner.OperatorView {
 	}
 	if i := w.newest(func(s *snapshot) bool { return !lineage(s) }); i >= 0 {
 		s := &w.store[i]
-		v.Beyond = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(nil), Epoch: s.epoch}
+		v.Beyond = &planner.SnapshotInfo{Name: s.name, Revision: s.chainEnd(nil), Epoch: s.epoch, ClusterID: s.clusterID}
 	}
 	for i := range w.store {
 		v.SnapshotEpoch = max(v.SnapshotEpoch, w.store[i].epoch)

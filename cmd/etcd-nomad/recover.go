@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -339,7 +340,8 @@ func latestInfo(list []snapshot.Meta) *planner.SnapshotInfo {
 	if !ok {
 		return nil
 	}
-	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch}
+	id, _ := strconv.ParseUint(full.ClusterID, 16, 64)
+	return &planner.SnapshotInfo{Name: full.Name, Revision: end, Epoch: full.Epoch, ClusterID: id}
 }
 
 // operatorRestore records an operator's recovery from snapshot name
