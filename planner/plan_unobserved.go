@@ -46,6 +46,11 @@ func (r rules) planUnobserved(o Observation) Decision {
 	if !o.Running || o.MembersKnown || !r.leaveGuard(stopBlindWhenSuperseded) {
 		return Decision{Kind: Wait, Name: name, Reason: "observation failed: skipping until the provider answers"}
 	}
+	if o.Paused != "" {
+		// An operator's pause holds back every stop the loop would
+		// make (review rev18g R4); unknown counts as paused.
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("observation failed, running without a quorum; the cluster is paused (%s): not stopping", o.Paused)}
+	}
 	l, rec := o.Local, o.Record
 	if l.Token == "" || rec == nil || rec.ClusterID == 0 || rec.Seeder == name || rec.Seeder == o.Self.Name || rec.Epoch <= l.Epoch {
 		return Decision{Kind: Wait, Name: name, Reason: "observation failed, running without a quorum: skipping until the provider answers"}

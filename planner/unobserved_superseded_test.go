@@ -55,6 +55,8 @@ func TestABlindMemberStopsOnceARecoveryReplacedItsEpoch(t *testing.T) {
 		{"no record", func(o *Observation) { o.Record = nil }},
 		{"no metadata", func(o *Observation) { o.Local.Token = "" }},
 		{"not running", func(o *Observation) { o.Running = false }},
+		// Review rev18g R4: an operator's pause holds every stop back.
+		{"paused", func(o *Observation) { o.Paused = "by ops: maintenance" }},
 	} {
 		o := seed()
 		c.change(&o)

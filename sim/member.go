@@ -776,10 +776,18 @@ func (w *World) fenceUnobserved(n *node) {
 		// task's: its own server answers a linearizable member list.
 		MembersKnown: g.quorum >= 0 && g.quorum == n.side && m != nil && !m.learner,
 	}
+	o.Paused = w.coord.pause
 	d := w.cfg.Defects.Planner.PlanUnobserved(o)
 	if d.Kind != planner.StopSuperseded {
+		n.fenceStreak = 0
 		return
 	}
+	// task's fenceStreak: only the second such loop in a row stops it.
+	if n.fenceStreak++; n.fenceStreak < 2 {
+		w.logf(n.name, "unobserved: %s -> %s at the next loop if it stays so", summary(o), d.Kind)
+		return
+	}
+	n.fenceStreak = 0
 	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
 	w.stopEtcd(n)
 	w.logf(n.name, "  %s: stop etcd: ok (data kept)", d.Kind)

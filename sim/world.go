@@ -298,16 +298,19 @@ type World struct {
 // node is one allocation: the supervisor process, its data dir and its
 // view of the world (the task.Member's in-memory state).
 type node struct {
-	slot, gen int
-	name      string
-	peerURL   string
-	alloc     allocStatus
-	up        bool
-	side      int  // network partition side
-	noConsul  bool // cut off from Consul
-	noNomad   bool // its Nomad client is disconnected (allocation unknown)
-	collected bool // Nomad garbage-collected its allocation while it ran: cut off until its own reconnect
-	hostDown  bool // its host is down (nothing restarts it until it is back)
+	// fenceStreak: task's, the loops in a row whose fenceUnobserved
+	// found it without a quorum under a newer recorded epoch.
+	fenceStreak int
+	slot, gen   int
+	name        string
+	peerURL     string
+	alloc       allocStatus
+	up          bool
+	side        int  // network partition side
+	noConsul    bool // cut off from Consul
+	noNomad     bool // its Nomad client is disconnected (allocation unknown)
+	collected   bool // Nomad garbage-collected its allocation while it ran: cut off until its own reconnect
+	hostDown    bool // its host is down (nothing restarts it until it is back)
 	// stalledUntil: the process is stalled (slow, its messages delayed)
 	// until then; it cannot act, so a leave cannot progress meanwhile.
 	stalledUntil time.Duration

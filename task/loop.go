@@ -2,8 +2,10 @@ package task
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 )
 
@@ -48,6 +50,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.fenceUnobserved(ctx)
 		return false
 	}
+	m.fenceStreak = 0
 	if planner.PlanSideJobs(o).Depart {
 		// Leaving changes the membership: the rest of the loop works
 		// from what the cluster looks like afterwards.
@@ -191,7 +194,13 @@ func (m *Member) fenceUnobserved(ctx context.Context) {
 		Local:       m.dir.Observe(true),
 		Record:      &rec,
 	}
+	if p, err := m.opts.Coordinator.Pause(ctx); err == nil {
+		o.Paused = p.String()
+	} else if !errors.Is(err, coord.ErrNotPaused) {
+		o.Paused = "pause flag unreadable" // an operator's pause must hold while it cannot be read
+	}
 	if planner.PlanUnobserved(o).Kind != planner.StopSuperseded {
+		m.fenceStreak = 0
 		return // nothing newer recorded: no member list to wait for
 	}
 	if _, _, err := m.memberList(ctx, []string{m.clientURL(m.self)}); err == nil {
@@ -199,8 +208,18 @@ func (m *Member) fenceUnobserved(ctx context.Context) {
 	}
 	d := planner.PlanUnobserved(o)
 	if d.Kind != planner.StopSuperseded {
+		m.fenceStreak = 0
 		return
 	}
+	// One member list that timed out (an fsync stall, an election) is
+	// not a lost quorum: stop only when the loop before found the same
+	// (review rev18g R5: a planted or stale record and a Nomad outage for
+	// everyone could otherwise stop a healthy majority in one loop).
+	if m.fenceStreak++; m.fenceStreak < 2 {
+		m.log.Warn("running without a quorum under a newer recorded epoch while the provider does not answer: stopping at the next loop if it stays so", "record_epoch", rec.Epoch)
+		return
+	}
+	m.fenceStreak = 0
 	m.setDecision(d)
 	m.log.Warn("decision", "kind", d.Kind, "reason", d.Reason)
 	m.stopEtcd()

@@ -118,7 +118,10 @@ type Member struct {
 	client    *clientv3.Client
 	known     knownState   // knownhealthy.go
 	summary   summaryState // summary.go
-	access    accessState  // access.go
+	// fenceStreak: the loops in a row whose fenceUnobserved found this
+	// member without a quorum under a newer recorded epoch.
+	fenceStreak int
+	access      accessState // access.go
 
 	metrics *metrics
 	backups *backup.Backups
