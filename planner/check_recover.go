@@ -130,6 +130,12 @@ func checkResumedRestore(o Observation) error {
 	if s := o.LatestSnapshot; s != nil && o.Record.Source != SnapshotSource(s.Name) && (!o.Record.Operator || s.Epoch >= o.Record.Epoch) {
 		return fmt.Errorf("invariant 4: resumed the restore of %s while the store holds a newer snapshot %s", o.Record.Source, s.Name)
 	}
+	// A snapshot of the record's epoch or above, the lineage's or
+	// another's (SnapshotEpoch), was taken after the record: of the
+	// recorded restore that ran, or of a later incarnation.
+	if o.SnapshotEpoch >= o.Record.Epoch {
+		return fmt.Errorf("invariant 4: resumed the restore of %s (epoch %d) while the store holds a snapshot of epoch %d, taken after the record", o.Record.Source, o.Record.Epoch, o.SnapshotEpoch)
+	}
 	if o.Unreachable > 0 {
 		return fmt.Errorf("invariant 1: resumed the restore of epoch %d while %d instance(s) do not answer (they may run it)", o.Record.Epoch, o.Unreachable)
 	}

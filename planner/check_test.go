@@ -240,6 +240,11 @@ func TestEachCheckPassesAndRefuses(t *testing.T) {
 		func(v *view) { v.o.Peers[0].Token, v.o.Peers[0].Epoch = "z", 3 },
 		"invariant 1: resumed the restore of epoch 3 while peer m2 holds another incarnation of epoch 3",
 	}, {
+		wrap(checkResumedRestore), "a resumed restore below a snapshot of its epoch outside the lineage",
+		func() view { return resumedRestore() },
+		func(v *view) { v.o.SnapshotEpoch = 3 },
+		"invariant 4: resumed the restore of snapshot:s (epoch 3) while the store holds a snapshot of epoch 3, taken after the record",
+	}, {
 		checkSeedTakeoverByRestore, "a gone seeder's seed taken over while a peer holds data",
 		func() view {
 			return view{Observation{Record: &Record{Token: "a", Epoch: 1, Seeder: "m2"}, LatestSnapshot: &SnapshotInfo{Name: "s", Epoch: 1}, RecoveryGrace: 5 * time.Minute, SeederGoneFor: 10 * time.Minute, Local: Local{Empty: true}, Peers: []PeerStatus{{Name: "m3"}}},

@@ -148,6 +148,17 @@ type Faults struct {
 	// incarnation of an epoch as new as the record's (one ran since the
 	// record was written: Consul brought it back).
 	ResumeRestoreBesideNewer bool
+	// ResumeRestoreBelowLaterEpoch (invariant 4): resume this member's
+	// own restore record (install it, or start the copy it installed)
+	// although the store holds a snapshot of the record's epoch or a
+	// later one, of its lineage or not (SnapshotEpoch; an unconfirmed
+	// record's lineage takes no epoch above its own, so a later one is
+	// never LatestSnapshot): the recorded restore ran, or a later
+	// incarnation did, after the record was written, and Consul brought
+	// the record back (sim seed 28743: an operator's restore of epoch 2
+	// ran as cluster 295, a recovery of epoch 3 from its data was
+	// snapshotted, and the restore was resumed below both).
+	ResumeRestoreBelowLaterEpoch bool
 	// RecoverFromOlderEpochSnapshot: a quorum-loss recovery restores the
 	// newest snapshot over the survivors' data of a newer epoch when the
 	// snapshot's revision is higher (two lines' revisions compared: an
@@ -450,6 +461,7 @@ const (
 	resumeNotOverNewerSnapshot                   // never while the store holds a newer snapshot (authentic, or one members refuse) than the record starts from
 	resumeAsRecorded                             // a recovery from data only from its recorded source, while no quorum answers and every instance does
 	resumeNotBesideNewer                         // a restore never beside another incarnation of an epoch as new as the record's
+	resumeNotBelowLaterEpoch                     // ...nor below a snapshot of an epoch as new as the record's, of its lineage or not
 	resumeNotOverLaterWrites                     // an operator's restore never over data beyond what it accepted
 	resumeNotOverLaterSnapshot                   // ...nor over a snapshot of an older epoch beyond it
 	resumeWhenChainReaches                       // an operator's restore waits for the operator once its chain verifies below what the command verified
@@ -471,6 +483,8 @@ func (f Faults) resumeGuard(rule resumeRule) bool {
 		return !f.ResumeBesideQuorum
 	case resumeNotBesideNewer:
 		return !f.ResumeRestoreBesideNewer
+	case resumeNotBelowLaterEpoch:
+		return !f.ResumeRestoreBelowLaterEpoch
 	case resumeNotOverLaterWrites:
 		return !f.RestoreOverLaterWrites
 	case resumeNotOverLaterSnapshot:

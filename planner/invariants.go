@@ -328,6 +328,9 @@ func checkPendingForceNew(o Observation, name string) error {
 		return fmt.Errorf("invariant 10: started %s of epoch %d while %s of the last known membership answer as voters", what, rec.Epoch, strings.Join(slices.Concat(o.KnownHealthy, o.UnlistedVoters), ", "))
 	}
 	if rec.Source != FromData {
+		if o.SnapshotEpoch >= rec.Epoch {
+			return fmt.Errorf("invariant 4: started %s of epoch %d while the store holds a snapshot of epoch %d, taken after the record", what, rec.Epoch, o.SnapshotEpoch)
+		}
 		return nil
 	}
 	for _, p := range o.Peers {

@@ -105,6 +105,7 @@ var brokenPlanners = map[string]Faults{
 	"invariant 10: start a pending ForceNew beside one": {StartPendingForceNew: true},
 	"invariant 10: start a restore beside one":          {StartInstalledRestore: true},
 	"invariant 9: re-record an epoch that never ran":    {RerecordUnranEpoch: true},
+	"invariant 4: resume a restore below a later epoch": {ResumeRestoreBelowLaterEpoch: true},
 }
 
 // TestCheckerCatchesBrokenPlanners proves each invariant check can fail: a

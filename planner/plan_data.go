@@ -420,7 +420,16 @@ func (r rules) installedRestore(o Observation, name string) (Decision, bool) {
 	if !o.Local.Unstarted {
 		hint = startedHint(name)
 	}
-	return r.fenceForceNew(o, name, why, hint, func(PeerStatus) bool { return false })
+	if d, ok := r.fenceForceNew(o, name, why, hint, func(PeerStatus) bool { return false }); ok {
+		return d, true
+	}
+	if o.SnapshotEpoch >= rec.Epoch && r.resumeGuard(resumeNotBelowLaterEpoch) {
+		// As a resume that has not installed yet (planEmpty): a snapshot
+		// of the record's epoch or a later one was taken after the
+		// record, and this copy is below it (sim seed 28743).
+		return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, but the store holds a snapshot of epoch %d, taken after the record was written (the recorded restore ran, or a later incarnation did, and Consul brought the record back): not starting this copy below it; an operator must choose ('etcd-nomad snapshot list' names it; 'etcd-nomad recover -from snapshot:NAME' restores it)", why, o.SnapshotEpoch)}, true
+	}
+	return Decision{}, false
 }
 
 // startedHint is the way out of the fence of a start that began and never

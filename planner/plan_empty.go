@@ -118,6 +118,26 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 				// chose its snapshot, then: sim seed 243 with RotateCA).
 				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as an operator's restore of snapshot %s, but the store holds snapshot %s of epoch %d (revision %d), taken of an incarnation that ran after the record was written: not restoring the older one; an operator must choose", rec.Epoch, snap, s.Name, s.Epoch, s.Revision)}
 			}
+			if o.SnapshotEpoch >= rec.Epoch && r.resumeGuard(resumeNotBelowLaterEpoch) {
+				// The same outside the lineage: a restore records the
+				// epoch above every snapshot its writer saw, so one of
+				// the record's epoch or a later one was taken after it,
+				// of the recorded restore that ran (its cluster id, not
+				// the record's 0, in the metadata) or of an incarnation
+				// that followed it, and Consul brought the record back.
+				// The lineage of an unconfirmed record takes no epoch
+				// above its own (snapshot.Lineage), so the newest is no
+				// LatestSnapshot: SnapshotEpoch names it (sim seed
+				// 28743: the operator's restore of epoch 2 ran as
+				// cluster 295, epoch 3 recovered from its data and was
+				// snapshotted, then every copy but the store's was
+				// gone; the resume installed revision 161 below it).
+				which := fmt.Sprintf("a snapshot of epoch %d", o.SnapshotEpoch)
+				if rs := o.RefusedSnapshot; rs != nil && rs.Epoch == o.SnapshotEpoch {
+					which = fmt.Sprintf("snapshot %s of epoch %d (revision %d with its deltas)", rs.Name, rs.Epoch, rs.Revision)
+				}
+				return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("this member recorded epoch %d as a restore of snapshot %s, but the store holds %s, taken after the record was written (the recorded restore ran, or a later incarnation did, and Consul brought the record back): not restoring below it; an operator must choose ('etcd-nomad snapshot list' names it; 'etcd-nomad recover -from snapshot:NAME' restores it)", rec.Epoch, snap, which)}
+			}
 			if s := o.LatestSnapshot; rec.Operator && s != nil && s.Name == snap && rec.SourceRevision > 0 && s.Revision < rec.SourceRevision && r.resumeGuard(resumeWhenChainReaches) {
 				// A segment of the chain the command verified was found
 				// damaged since (by this member's install or a peer's):
