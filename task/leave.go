@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/provider"
 )
@@ -46,14 +48,15 @@ func (m *Member) leave() bool {
 	if !leaving {
 		return false
 	}
-	inherited := false
-	if ih, ok := m.opts.Provider.(provider.Inheritor); ok {
-		if inherited, err = ih.Inherited(ctx); err != nil {
-			m.log.Warn("cannot tell whether the replacement inherits this member's data; leaving for good", "error", err)
-			inherited = false
-		}
-	}
+	// Whether the replacement inherits this member's data is asked again
+	// before every attempt while the answer is no: a read that failed or
+	// came before Nomad named the replacement (e2e TestScaleWithNomadJobRun:
+	// a replacement that took the data over found its member removed, and
+	// the membership fell to 2 voters) must not decide the whole leave.
+	ih, _ := m.opts.Provider.(provider.Inheritor)
+	inh := inheritance{ask: ih, log: m.log}
 	for attempt := 1; ; attempt++ {
+		inherited := inh.now(ctx, attempt)
 		out, again := m.leaveOnce(ctx, attempt, inherited)
 		if out {
 			m.leaving.left = true
@@ -238,4 +241,34 @@ func (m *Member) depart(ctx context.Context, o planner.Observation) {
 		return
 	}
 	m.leaving.departed = true
+}
+
+// inheritance answers, before each attempt of a leave, whether the
+// replacement inherits this member's data, asking the provider again
+// while the answer is no (a read that failed, or came before Nomad named
+// the replacement, must not decide the whole leave: e2e
+// TestScaleWithNomadJobRun, session 18: a replacement that took the data
+// over found its member removed, and the membership fell to 2 voters). A
+// yes stays yes.
+type inheritance struct {
+	ask  provider.Inheritor // nil: the provider never hands data over
+	log  hclog.Logger
+	said bool
+}
+
+func (h *inheritance) now(ctx context.Context, attempt int) bool {
+	if h.ask == nil || h.said {
+		return h.said
+	}
+	yes, err := h.ask.Inherited(ctx)
+	switch {
+	case err != nil:
+		if attempt == 1 {
+			h.log.Warn("cannot tell whether the replacement inherits this member's data; asking again before each attempt", "error", err)
+		}
+	case yes && attempt > 1:
+		h.log.Info("leaving: the replacement inherits this member's data after all", "attempt", attempt)
+	}
+	h.said = err == nil && yes
+	return h.said
 }
