@@ -549,6 +549,9 @@ func (m *Member) retryMeta() {
 func (m *Member) completeMeta(e *embed.Etcd) error {
 	m.metaMu.Lock()
 	defer m.metaMu.Unlock()
+	if m.proc.Server() != e {
+		return nil // stopped meanwhile (stopEtcd): its metadata is no longer this server's to complete
+	}
 	m.mu.Lock()
 	done := m.metaCompletedFor == e
 	m.mu.Unlock()
@@ -573,7 +576,19 @@ func (m *Member) completeMeta(e *embed.Etcd) error {
 }
 
 // stopEtcd stops the running etcd (etcdproc.Process.Stop).
-func (m *Member) stopEtcd() { m.proc.Stop() }
+//
+// It holds metaMu while it stops, so that a completeMeta of this server
+// (afterReady runs it on its own goroutine) either finished before or
+// sees the server gone and writes nothing: a late one rewrote the
+// metadata after the server had stopped, over what the next step wrote
+// there (a recovery's ForceNew rewrite lost its flag; CI run
+// 20261128T012620Z: two writers renamed the same temporary file, task
+// TestStartedForceNewWithoutItsRecordNeverRunsAsItsSource).
+func (m *Member) stopEtcd() {
+	m.metaMu.Lock()
+	defer m.metaMu.Unlock()
+	m.proc.Stop()
+}
 
 // reapStopped forgets an etcd that stopped on its own (removed from the
 // cluster, fatal error): the next loop observes the data dir afresh.
