@@ -126,7 +126,12 @@ func (m *Member) shutdown() {
 		// process, it is never closed a second time (embed.Etcd.Close
 		// panics "close of closed channel"; CI saw it when a Close that
 		// outlasted StopTimeout was followed by the test kit's Stop).
+		// Under metaMu, as stopEtcd: a completeMeta in flight finishes
+		// first, a later one finds the server gone and writes nothing
+		// beside MarkStopped below (review rev18h).
+		m.metaMu.Lock()
 		m.proc.Take()
+		m.metaMu.Unlock()
 		m.log.Info("stopping etcd", "timeout", m.opts.StopTimeout)
 		done := make(chan struct{})
 		go func() { e.Close(); close(done) }()
