@@ -259,6 +259,15 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 1002359).
 	LeaveBesideNewerEpoch bool
+	// LeaveBesideStaleVoter: a leaving member whose replacement inherits
+	// its data, and whose stop would leave the others below quorum only
+	// because a voter gone from the provider (past StaleAfter) still
+	// counts, removes itself instead of that voter: the replacement then
+	// sets the data aside and joins empty, and the membership falls one
+	// voter below the desired size meanwhile (e2e
+	// TestScaleWithNomadJobRun: a scale-down and a destructive update in
+	// one deployment).
+	LeaveBesideStaleVoter bool
 	// OperatorForgetsBeyond: 'recover -from MEMBER -accept-data-loss'
 	// goes ahead beside a snapshot outside the record's lineage that
 	// reaches past the source (OperatorView.Beyond) without recording
@@ -584,6 +593,7 @@ type leaveRule int
 const (
 	stopWhenSuperseded      leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
 	stopBlindWhenSuperseded                  // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
+	staleBeforeHandover                      // a leaving member whose replacement inherits its data removes a stale voter first when only that voter keeps the others below quorum
 )
 
 // leaveGuard reports whether rule holds.
@@ -593,6 +603,8 @@ func (f Faults) leaveGuard(rule leaveRule) bool {
 		return !f.LeaveBesideNewerEpoch
 	case stopBlindWhenSuperseded:
 		return !f.RunBlindBesideNewerEpoch
+	case staleBeforeHandover:
+		return !f.LeaveBesideStaleVoter
 	}
 	return true
 }

@@ -52,11 +52,33 @@ func (r rules) planLeave(o Observation) Decision {
 		}
 		if v := voters(o.Members); others >= Quorum(v) {
 			return Decision{Kind: KeepMembership, Name: name, MemberID: o.SelfID, Reason: fmt.Sprintf("leaving; the replacement inherits this member's data and %d healthy of %d voters keep quorum meanwhile: stopping without removal", others, v)}
+		} else if s, ok := staleVoter(o); ok && others >= Quorum(v-1) && r.leaveGuard(staleBeforeHandover) {
+			// Only a voter that is gone for good keeps the others below
+			// quorum (it left without removing itself, e.g. its own
+			// removal was refused while this one stopped): removing it
+			// first keeps the handover, where removing this member
+			// would drop the membership one more voter below the
+			// desired size and make the replacement join empty.
+			d := r.removal(o, s, fmt.Sprintf("leaving; the replacement inherits this member's data, but voter %s (%x), gone from the provider for %s, keeps %d healthy of %d voters below quorum", s.Name, s.ID, s.AbsentFor, others, v))
+			d.Name = name
+			return d
 		}
 	}
 	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
 	d.Name = name
 	return d
+}
+
+// staleVoter returns an unhealthy voter other than this member that has
+// been gone from the provider for StaleAfter (the one staleMembers would
+// remove first).
+func staleVoter(o Observation) (Member, bool) {
+	for _, m := range o.Members {
+		if m.ID != o.SelfID && !m.Learner && !m.Healthy && o.StaleAfter > 0 && m.AbsentFor >= o.StaleAfter {
+			return m, true
+		}
+	}
+	return Member{}, false
 }
 
 // superseded reports why a newer epoch than this running member's is

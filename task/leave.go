@@ -142,6 +142,14 @@ func (m *Member) leaveOnce(ctx context.Context, attempt int, inherited bool) (ou
 		last := o.MembersKnown && voterCount(o.Members) <= 1
 		return false, !last
 	}
+	if d.MemberID != o.SelfID {
+		// A voter gone for good stands between this member and its
+		// handover (planner: staleVoter): remove it, then decide again.
+		if err := m.removeMember(ctx, o, d); err != nil {
+			m.log.Info("leaving: removing the stale voter was refused, retrying", "attempt", attempt, "error", err)
+		}
+		return false, true
+	}
 	if o.LeaderID == o.SelfID {
 		m.handOffLeadership(ctx, o)
 	}
