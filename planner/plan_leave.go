@@ -52,16 +52,22 @@ func (r rules) planLeave(o Observation) Decision {
 		}
 		if v := voters(o.Members); others >= Quorum(v) {
 			return Decision{Kind: KeepMembership, Name: name, MemberID: o.SelfID, Reason: fmt.Sprintf("leaving; the replacement inherits this member's data and %d healthy of %d voters keep quorum meanwhile: stopping without removal", others, v)}
-		} else if s, ok := staleVoter(o); ok && others >= Quorum(v-1) && r.leaveGuard(staleBeforeHandover) {
+		} else if s, ok := r.staleVoter(o); ok && others >= Quorum(v-1) && r.leaveGuard(staleBeforeHandover) {
 			// Only a voter that is gone for good keeps the others below
 			// quorum (it left without removing itself, e.g. its own
 			// removal was refused while this one stopped): removing it
 			// first keeps the handover, where removing this member
 			// would drop the membership one more voter below the
 			// desired size and make the replacement join empty.
+			// It is a decision about another member, so it keeps every
+			// invariant Plan's own would (Check: one incarnation's
+			// members only, the leader last), unlike this member's
+			// removal of itself.
 			d := r.removal(o, s, fmt.Sprintf("leaving; the replacement inherits this member's data, but voter %s (%x), gone from the provider for %s, keeps %d healthy of %d voters below quorum", s.Name, s.ID, s.AbsentFor, others, v))
 			d.Name = name
-			return d
+			if d.Kind != RemoveMember || Check(o, d) == nil {
+				return d
+			}
 		}
 	}
 	d := r.removal(o, o.Members[i], fmt.Sprintf("this member's slot is gone (desired size %d)", o.DesiredSize))
@@ -69,12 +75,20 @@ func (r rules) planLeave(o Observation) Decision {
 	return d
 }
 
-// staleVoter returns an unhealthy voter other than this member that has
-// been gone from the provider for StaleAfter (the one staleMembers would
-// remove first).
-func staleVoter(o Observation) (Member, bool) {
-	for _, m := range o.Members {
-		if m.ID != o.SelfID && !m.Learner && !m.Healthy && o.StaleAfter > 0 && m.AbsentFor >= o.StaleAfter {
+// staleVoter returns the voter a leaving member may remove to keep its
+// handover: the first unhealthy voter other than this member and the
+// leader, in staleMembers' order (gone from the provider for StaleAfter;
+// the leader is removed last, invariant 3). Only while every listed
+// instance answered: a member running from inherited data keeps its old
+// name and counts as present only through its status answer, so one that
+// does not answer this member may be the "gone" voter, alive (review
+// rev19a).
+func (r rules) staleVoter(o Observation) (Member, bool) {
+	if o.Unreachable > 0 {
+		return Member{}, false
+	}
+	for _, m := range r.staleMembers(o) {
+		if !m.Learner && !m.Healthy && m.ID != o.LeaderID {
 			return m, true
 		}
 	}
