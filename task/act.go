@@ -461,7 +461,13 @@ func (m *Member) start(name, token, state, initial string) error {
 	cfg.QuotaBackendBytes = c.Etcd.QuotaBackendBytes
 	// A key-less lease is anyone's who knows its id: the ids etcd chooses
 	// are guessable, and LeaseLeases lists them (etcdproc/leaseid.go).
-	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{grpc.ChainUnaryInterceptor(etcdproc.RandomLeaseID, etcdproc.RootLeaseList)}
+	// The single (not chained) interceptors run before etcd's own chain,
+	// whose learner check races a removal too.
+	cfg.GRPCAdditionalServerOptions = []grpc.ServerOption{
+		grpc.UnaryInterceptor(etcdproc.RemovedMemberPanic),
+		grpc.StreamInterceptor(etcdproc.RemovedMemberStreamPanic),
+		grpc.ChainUnaryInterceptor(etcdproc.RandomLeaseID, etcdproc.RootLeaseList),
+	}
 	cfg.AutoCompactionMode = c.Etcd.AutoCompactionMode
 	cfg.AutoCompactionRetention = c.Etcd.AutoCompactionRetention
 	cfg.TickMs = uint(c.Etcd.HeartbeatInterval / time.Millisecond)
