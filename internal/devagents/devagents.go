@@ -436,6 +436,17 @@ acl {
 				return err
 			}
 		}
+		// A session needs the agent's node in the catalog, which a
+		// loaded machine registers only after the leader is elected
+		// ("Missing node registration": coord/consul's conformance
+		// test in CI, as consulReady says for the server agent).
+		var node struct{ Node *struct{ Node string } }
+		if err := getJSONWith(ctx, a.httpClient(), a.Addr+"/v1/catalog/node/dev", token, &node); err != nil {
+			return err
+		}
+		if node.Node == nil {
+			return errors.New(`node "dev" not registered in the catalog yet`)
+		}
 		return nil
 	}, "-config-file", "agent", "-dev", "-bind", "127.0.0.1", "-client", "127.0.0.1", "-node", "dev")
 	if err != nil {
