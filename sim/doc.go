@@ -113,7 +113,11 @@
 //     last listed it, probed once it no longer does, and without a
 //     record named while silent: a cluster without a quorum never
 //     answers as a healthy voter; sim seed 36353 with
-//     SnapshotUnconfirmed), NoRecordlessSummary (a leader whose observation fails
+//     SnapshotUnconfirmed), NoHoldersShared (a member's /status shares
+//     the data holders it remembers, with the age of their last listing:
+//     a restarted member or a replacement takes them as a peer's word;
+//     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed),
+//     NoRecordlessSummary (a leader whose observation fails
 //     and whose last record read was none beats the summary for its own
 //     data's confirmed cluster: the same seed, either fix enough there)
 //     and the

@@ -95,6 +95,9 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		if !w.cfg.Defects.NoFoundVotersShared {
 			w.takeFoundVoters(n, in, insts)
 		}
+		if !w.cfg.Defects.NoHoldersShared {
+			w.takeSharedHolders(n, in, insts, &o)
+		}
 		if !w.cfg.Defects.NoDamageShared {
 			// task's takeDamaged: the segments its /status names.
 			for _, name := range slices.Sorted(maps.Keys(in.found)) {
@@ -706,6 +709,41 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		n.holders = map[string]heldSeen{}
 	}
 	n.holders[in.name] = heldSeen{peerURL: in.peerURL, clusterID: st.ClusterID, at: w.now}
+}
+
+// takeSharedHolders is task's takeSharedHolders: the data holders peer
+// in remembers (its /status names them with their client URL, cluster id
+// and how long ago its provider last listed them) join n's own, with the
+// time of that original listing: n probes them and, without a record,
+// names a silent one until the recovery grace has passed since then. The
+// age only grows as it is passed on, so no two members keep each other's
+// word alive. One n's provider lists is seen through its /status. Under a
+// record only a holder of a cluster n knows is taken (as
+// rememberListedHolder). Before, the memory lived in one process: m0-1,
+// which had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected
+// them while they ran, crashed behind a partition, restarted knowing
+// nothing of them and seeded a second epoch 1 (review rev18f F3, sim
+// seed 36353 driven to step 296).
+func (w *World) takeSharedHolders(n, in *node, insts []*node, o *planner.Observation) {
+	for _, name := range slices.Sorted(maps.Keys(in.holders)) {
+		e := in.holders[name]
+		if name == n.name || e.peerURL == "" || w.now-e.at >= recoveryGrace {
+			continue
+		}
+		if slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
+			continue
+		}
+		if r := o.Record; r != nil && r.ClusterID != e.clusterID && (n.summarySeen == nil || n.summarySeen.clusterID != e.clusterID) && (o.Local.Empty || o.Local.ClusterID != e.clusterID) {
+			continue
+		}
+		if have, ok := n.holders[name]; ok && have.at >= e.at {
+			continue
+		}
+		if n.holders == nil {
+			n.holders = map[string]heldSeen{}
+		}
+		n.holders[name] = e
+	}
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

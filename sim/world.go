@@ -166,6 +166,14 @@ type Defects struct {
 	// replacement that had waited for one of them seeded a second epoch 1
 	// beside them; the partition healed and they served again).
 	ForgetListedHolder bool
+	// NoHoldersShared: a member's /status does not name the data holders
+	// it remembers (rememberListedHolder), so a member that restarts, or
+	// a fresh replacement, knows only those its own provider listed
+	// (before review rev18f F3, sim seed 36353 driven to step 296: m0-1
+	// crashed behind a partition, restarted knowing nothing of the epoch
+	// 1 holders Nomad had collected while they ran, and seeded a second
+	// epoch 1).
+	NoHoldersShared bool
 	// NoRecordlessSummary: a leader whose observation fails writes no
 	// summary when the last record it read was none (Consul lost its
 	// state), although it leads its own data's confirmed cluster

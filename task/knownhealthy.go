@@ -63,6 +63,11 @@ type knownState struct {
 	listedHolders []listedHolder
 	listedEmpty   []string
 	holders       map[string]knownHolder
+	// peersHolders: the holders peers' /status named in the last
+	// observation (takeSharedHolders); held (under mu): holders' copy
+	// that /status shares (shareHolders).
+	peersHolders []status.Holder
+	held         []knownHolder
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -430,6 +435,76 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 			delete(m.known.holders, name)
 		}
 	}
+	m.takeSharedHolders(o, now)
+	m.shareHolders()
+}
+
+// takeSharedHolders adds the data holders peers remember (their
+// /status's Holders, peersHolders) to this member's own, with the time a
+// provider last listed them: this member probes them and, without a
+// record, names a silent one until the recovery grace has passed since
+// that original listing. The age (a duration, not the peer's clock) only
+// grows as it is passed on, so no two members keep each other's word
+// alive, and a peer's word never outlasts the grace. One this member's
+// provider lists is seen through its own /status; under a record only a
+// holder of a cluster this member knows is taken (as
+// rememberListedHolders). Before, the memory lived in one process: m0-1
+// had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected them
+// while they ran; it crashed behind the partition that cut them off,
+// restarted knowing nothing of them, and seeded a second epoch 1 beside
+// them (review rev18f F3, sim seed 36353 driven to step 296). A fresh
+// replacement placed after the holder was dropped had the same blind
+// spot. A peer's word only adds probes and waits.
+func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
+	grace := m.opts.Cluster.RecoveryGrace
+	for _, h := range m.known.peersHolders {
+		ago := time.Duration(max(h.AgoMillis, 0)) * time.Millisecond
+		if h.Name == "" || h.Name == m.opts.Name || h.ClientURL == "" || h.ClusterID == 0 || ago >= grace ||
+			m.known.listed[h.Name] || m.known.listed[h.ClientURL] {
+			continue
+		}
+		rec := o.Record
+		known := rec != nil && rec.ClusterID == h.ClusterID || m.known.summaryID == h.ClusterID || !o.Local.Empty && o.Local.ClusterID == h.ClusterID
+		if !known && rec != nil {
+			continue
+		}
+		at := now.Add(-ago)
+		if e, ok := m.known.holders[h.Name]; ok && !e.at.Before(at) {
+			continue
+		}
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[h.Name] = knownHolder{k: knownMember{name: h.Name, clientURLs: []string{h.ClientURL}}, clusterID: h.ClusterID, epoch: h.Epoch, at: at}
+	}
+}
+
+// shareHolders keeps a copy of known.holders for /status (health), which
+// reads it from another goroutine.
+func (m *Member) shareHolders() {
+	held := make([]knownHolder, 0, len(m.known.holders))
+	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
+		if e := m.known.holders[name]; len(e.k.clientURLs) > 0 && len(held) < maxFoundShared {
+			held = append(held, e)
+		}
+	}
+	m.mu.Lock()
+	m.known.held = held
+	m.mu.Unlock()
+}
+
+// sharedHolders is /status's Holders: held (shareHolders' copy) within
+// the recovery grace of their last listing at now.
+func (m *Member) sharedHolders(held []knownHolder, now time.Time) []status.Holder {
+	var out []status.Holder
+	for _, e := range held {
+		ago := max(now.Sub(e.at), 0)
+		if ago >= m.opts.Cluster.RecoveryGrace {
+			continue
+		}
+		out = append(out, status.Holder{Name: e.k.name, ClientURL: e.k.clientURLs[0], ClusterID: e.clusterID, Epoch: e.epoch, AgoMillis: ago.Milliseconds()})
+	}
+	return out
 }
 
 // maxFoundShared bounds the found voters a member names in its /status,
