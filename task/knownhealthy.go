@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -68,6 +69,12 @@ type knownState struct {
 	// that /status shares (shareHolders).
 	peersHolders []status.Holder
 	held         []knownHolder
+	// holdersSaved: what the holders file holds (saveHolders), once
+	// holdersWritten; holdersErr: the last write's error, logged once.
+	// Loop only.
+	holdersSaved   []datadir.Holder
+	holdersWritten bool
+	holdersErr     string
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -215,7 +222,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 		// The data holders the provider listed within the grace and no
 		// longer does (rememberListedHolders).
-		if e := m.known.holders[name]; !m.known.listed[name] && now.Sub(e.at) < o.RecoveryGrace {
+		if e := m.known.holders[name]; !m.known.listed[name] && len(e.k.clientURLs) > 0 && now.Sub(e.at) < o.RecoveryGrace {
 			probes = append(probes, knownProbe{k: e.k, clusterIDs: []uint64{e.clusterID}})
 		}
 	}
@@ -288,7 +295,12 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 			e := m.known.holders[name]
 			_, named := m.known.seen[name]
-			if ago := now.Sub(e.at); !m.known.listed[name] && !named && ago < o.RecoveryGrace {
+			ago := now.Sub(e.at)
+			if e.note != "" && ago < o.RecoveryGrace {
+				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (%s; named until the recovery grace has passed, %s from now)", name, e.note, (o.RecoveryGrace-ago).Round(time.Second)))
+				continue
+			}
+			if !m.known.listed[name] && !named && ago < o.RecoveryGrace {
 				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (held data of epoch %d, cluster %x, when the provider last listed it %s ago; silent now)", name, e.epoch, e.clusterID, ago.Round(time.Second)))
 			}
 		}
@@ -384,6 +396,9 @@ type knownHolder struct {
 	clusterID uint64
 	epoch     uint64
 	at        time.Time
+	// note, when set, stands for holders an unreadable holders file may
+	// have named (loadHolders): named, never probed.
+	note string
 }
 
 // rememberListedHolders remembers the listed peers whose /status named
@@ -437,6 +452,7 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 	}
 	m.takeSharedHolders(o, now)
 	m.shareHolders()
+	m.saveHolders(now)
 }
 
 // takeSharedHolders adds the data holders peers remember (their
