@@ -116,7 +116,13 @@
 //     SnapshotUnconfirmed), NoHoldersShared (a member's /status shares
 //     the data holders it remembers, with the age of their last listing:
 //     a restarted member or a replacement takes them as a peer's word;
-//     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed),
+//     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed
+//     with its data dir lost), NoHoldersPersisted (the holders a member
+//     remembers are a file beside its data, read back at a restart: a
+//     crash of every member that remembered them keeps them; the same
+//     seed and step, every member on m0-1's side crashed, data kept;
+//     a lost data dir loses the file, and the member knows only what
+//     its peers share, as a fresh replacement),
 //     NoRecordlessSummary (a leader whose observation fails
 //     and whose last record read was none beats the summary for its own
 //     data's confirmed cluster: the same seed, either fix enough there)

@@ -113,6 +113,11 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 			delete(n.holders, name)
 		}
 	}
+	if !w.cfg.Defects.NoHoldersPersisted {
+		// task's saveHolders: the memory's file beside the data, read back
+		// by a restart (kill).
+		n.holdersDisk = maps.Clone(n.holders)
+	}
 	w.observeMembers(n, insts, &o)
 	if o.Running && n.data.forceNew && n.etcd.group.quorum >= 0 {
 		n.data.forceNew = false // task's clearForceNew: once etcd is ready

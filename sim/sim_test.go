@@ -98,7 +98,9 @@ var defects = []struct {
 	// only with that sharing reverted as well.
 	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true, NoHoldersShared: true}, 8920, true, ""},
 	{"NoHoldersShared", Defects{NoHoldersShared: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
-		"no plain run found (review rev18f F3 injected a crash): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and m0-1 crashed; sim TestARestartedMemberTakesItsPeersRememberedHolders and task TestARememberedHolderIsSharedThroughStatus pin it"},
+		"no plain run found (review rev18f F3 injected a crash): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and m0-1 crashed with its data dir lost; sim TestARestartedMemberTakesItsPeersRememberedHolders and task TestARememberedHolderIsSharedThroughStatus pin it"},
+	{"NoHoldersPersisted", Defects{NoHoldersPersisted: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
+		"no plain run found (review rev18f F3, injected crashes): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and every member on the other side crashed at once, data kept; sim TestEveryRestartedMemberReadsItsRememberedHolders and task TestRememberedHoldersSurviveARestart pin it"},
 	// Found by 100 M steps. Since a leader whose last record read was
 	// none beats the summary for its own data's cluster
 	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only
