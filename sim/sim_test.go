@@ -95,8 +95,10 @@ var defects = []struct {
 	// (TestTwoSeedsCountATerminalCopyThatIsNamed).
 	// Since members share the data holders they remember
 	// (NoHoldersShared reverts it), which name the collected voter too,
-	// only with that sharing reverted as well.
-	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true, NoHoldersShared: true}, 8920, true, ""},
+	// only with that sharing reverted as well, and since the holders a
+	// member remembers survive its restart (NoHoldersPersisted reverts
+	// it), with that too.
+	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true, NoHoldersShared: true, NoHoldersPersisted: true}, 8920, true, ""},
 	{"NoHoldersShared", Defects{NoHoldersShared: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
 		"no plain run found (review rev18f F3 injected a crash): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and m0-1 crashed with its data dir lost; sim TestARestartedMemberTakesItsPeersRememberedHolders and task TestARememberedHolderIsSharedThroughStatus pin it"},
 	{"NoHoldersPersisted", Defects{NoHoldersPersisted: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
