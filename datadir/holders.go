@@ -42,6 +42,10 @@ type Holder struct {
 	// Listed: the provider still listed it when the file was written,
 	// so it may have listed it until the next rewrite.
 	Listed bool `json:"listed,omitempty"`
+	// WordAt, when not zero, is the listing time a peer's word first
+	// claimed for it: words keep it no longer than the recovery grace
+	// after that.
+	WordAt time.Time `json:"word_at"`
 	// Note, when set, says why the holder is not a listed peer (an
 	// unreadable file's stand-in).
 	Note string `json:"note,omitempty"`

@@ -109,7 +109,8 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		}
 	}
 	for name, e := range n.holders {
-		if w.now-e.at >= recoveryGrace {
+		// task's lapsed: a word's is kept while a peer names it.
+		if w.now-e.at >= recoveryGrace && (!e.worded || !w.wordNames(n, insts, name)) {
 			delete(n.holders, name)
 		}
 	}
@@ -667,6 +668,10 @@ type heldSeen struct {
 	peerURL   string
 	clusterID uint64
 	at        time.Duration
+	// word (when worded): the listing time a peer's word first claimed
+	// for it (task's knownHolder.word).
+	word   time.Duration
+	worded bool
 }
 
 // rememberListedHolder is task's rememberListedHolders: a listed peer
@@ -695,7 +700,7 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		// Silent, or metadata of a start whose cluster id is not known
 		// yet: listed, it is still possibly the holder n saw.
 		if had {
-			e.at = w.now
+			e.at, e.worded = w.now, false
 			n.holders[in.name] = e
 		}
 		return
@@ -741,14 +746,39 @@ func (w *World) takeSharedHolders(n, in *node, insts []*node, o *planner.Observa
 		if r := o.Record; r != nil && r.ClusterID != e.clusterID && (n.summarySeen == nil || n.summarySeen.clusterID != e.clusterID) && (o.Local.Empty || o.Local.ClusterID != e.clusterID) {
 			continue
 		}
-		if have, ok := n.holders[name]; ok && have.at >= e.at {
-			continue
+		// A word moves only the time of a holder n knows, and to no more
+		// than the grace after the first listing a word claimed for it.
+		at := e.at
+		have, ok := n.holders[name]
+		if !ok {
+			have = heldSeen{peerURL: e.peerURL, clusterID: e.clusterID, word: at, worded: true}
+		} else {
+			if !have.worded {
+				have.word, have.worded = have.at, true
+			}
+			at = min(at, have.word+recoveryGrace)
+			if have.at >= at {
+				continue
+			}
 		}
+		have.at = at
 		if n.holders == nil {
 			n.holders = map[string]heldSeen{}
 		}
-		n.holders[name] = e
+		n.holders[name] = have
 	}
+}
+
+// wordNames reports whether a peer n reaches names holder name within
+// the grace (task's wordNames).
+func (w *World) wordNames(n *node, insts []*node, name string) bool {
+	if w.cfg.Defects.NoHoldersShared {
+		return false
+	}
+	return slices.ContainsFunc(insts, func(in *node) bool {
+		e, ok := in.holders[name]
+		return in != n && reachable(n, in) && ok && w.now-e.at < recoveryGrace
+	})
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

@@ -90,8 +90,8 @@ func TestARememberedHolderIsSharedThroughStatus(t *testing.T) {
 	o = noRecord("m4")
 	m4.rememberListedHolders(&o, at)
 	m4.observeKnownHealthy(context.Background(), &o, at)
-	if len(o.UnlistedVoters) != 0 || len(m4.known.holders) != 0 {
-		t.Fatalf("the grace after b's listing: unlisted voters %q, holders %+v, want none", o.UnlistedVoters, m4.known.holders)
+	if len(o.UnlistedVoters) != 0 || len(m4.sharedHolders(m4.known.held, at)) != 0 {
+		t.Fatalf("the grace after b's listing: unlisted voters %q, holders %+v, want none named or shared", o.UnlistedVoters, m4.known.holders)
 	}
 	if d := planner.Plan(o); d.Kind != planner.Seed {
 		t.Fatalf("b lapsed: %s (%s), want a seed", d.Kind, d.Reason)
@@ -115,5 +115,49 @@ func TestARememberedHolderIsSharedThroughStatus(t *testing.T) {
 		if _, ok := m4.known.holders["b"]; ok {
 			t.Errorf("%s: b taken, want it left out", tc.name)
 		}
+	}
+}
+
+// A peer's /status that names a holder as listed a moment ago at every
+// observation (planted, or a provider that never drops it while this
+// member's does) keeps this member waiting no longer than twice the
+// grace after the first listing a word claimed; and a word never moves a
+// holder's address, cluster or epoch, only its time.
+func TestAPeersWordNeverKeepsAHolderForever(t *testing.T) {
+	k := newKit(t, "m4")
+	const grace = 20 * time.Second
+	k.cl.RecoveryGrace = grace
+	m4 := k.member("m4", nil)
+	closed := fmt.Sprintf("http://127.0.0.1:%d", clustertest.FreePorts(t, 1)[0])
+	noRecord := func() planner.Observation {
+		return planner.Observation{ClusterName: "kit", Self: planner.Self{Name: "m4"}, Local: planner.Local{Empty: true}, HoldsLock: true, NewToken: "n",
+			Instances: []planner.Instance{{Name: "m4"}}, RecoveryGrace: grace}
+	}
+	m4.known.listed = map[string]bool{}
+	t1 := time.Now()
+	for at := t1; at.Before(t1.Add(3 * grace)); at = at.Add(grace / 4) {
+		m4.known.peersHolders = []status.Holder{{Name: "b", ClientURL: closed, ClusterID: 0x17, Epoch: 1, AgoMillis: 0}}
+		o := noRecord()
+		m4.rememberListedHolders(&o, at)
+		m4.observeKnownHealthy(context.Background(), &o, at)
+		d := planner.Plan(o)
+		if wait := at.Before(t1.Add(2 * grace)); wait != (d.Kind == planner.Wait) {
+			t.Fatalf("%s after the first word: %s (%s), unlisted voters %q; want a wait only within twice the grace", at.Sub(t1), d.Kind, d.Reason, o.UnlistedVoters)
+		}
+	}
+	// Once no peer names it, it goes; a word after that is taken anew.
+	m4.known.peersHolders = nil
+	o := noRecord()
+	m4.rememberListedHolders(&o, t1.Add(3*grace))
+	if len(m4.known.holders) != 0 {
+		t.Fatalf("no peer names b: holders %+v, want none", m4.known.holders)
+	}
+	// A holder m4 listed keeps its address under a word naming another.
+	m4.known.holders = map[string]knownHolder{"b": {k: knownMember{name: "b", clientURLs: []string{closed}}, clusterID: 0x17, epoch: 1, at: t1}}
+	m4.known.peersHolders = []status.Holder{{Name: "b", ClientURL: "http://elsewhere:2379", ClusterID: 0x99, Epoch: 7, AgoMillis: 0}}
+	o = noRecord()
+	m4.rememberListedHolders(&o, t1.Add(time.Second))
+	if e := m4.known.holders["b"]; e.k.clientURLs[0] != closed || e.clusterID != 0x17 || e.epoch != 1 || !e.at.Equal(t1.Add(time.Second)) {
+		t.Fatalf("b after a word naming another address: %+v, want its own address, cluster and epoch, the word's time", e)
 	}
 }

@@ -79,7 +79,12 @@ func (m *Member) loadHolders(now time.Time) {
 		if at.After(now) {
 			at = now
 		}
-		if now.Sub(at) >= grace {
+		word := e.WordAt
+		if word.After(now) {
+			word = now
+		}
+		h := knownHolder{clusterID: e.ClusterID, epoch: e.Epoch, at: at, note: e.Note, word: word}
+		if m.lapsed(h, now, true) { // a word's: kept until an observation shows no peer names it
 			continue
 		}
 		if m.known.holders == nil {
@@ -89,7 +94,8 @@ func (m *Member) loadHolders(now time.Time) {
 		if e.ClientURL != "" {
 			urls = []string{e.ClientURL}
 		}
-		m.known.holders[e.Name] = knownHolder{k: knownMember{name: e.Name, clientURLs: urls}, clusterID: e.ClusterID, epoch: e.Epoch, at: at, note: e.Note}
+		h.k = knownMember{name: e.Name, clientURLs: urls}
+		m.known.holders[e.Name] = h
 	}
 	if len(m.known.holders) > 0 {
 		m.log.Info("remembered data holders read back", "path", p, "holders", slices.Sorted(maps.Keys(m.known.holders)))
@@ -112,6 +118,9 @@ func (m *Member) saveHolders(now time.Time) {
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 		e := m.known.holders[name]
 		h := datadir.Holder{Name: name, ClusterID: e.clusterID, Epoch: e.epoch, ListedAt: e.at.UTC().Round(0), Listed: m.known.listed[name], Note: e.note}
+		if !e.word.IsZero() {
+			h.WordAt = e.word.UTC().Round(0)
+		}
 		if len(e.k.clientURLs) > 0 {
 			h.ClientURL = e.k.clientURLs[0]
 		}
@@ -139,7 +148,7 @@ func (m *Member) holdersChanged(view []datadir.Holder, now time.Time) bool {
 	}
 	for i, v := range view {
 		s := saved[i]
-		if v.Name != s.Name || v.ClientURL != s.ClientURL || v.ClusterID != s.ClusterID || v.Epoch != s.Epoch || v.Listed != s.Listed || v.Note != s.Note {
+		if v.Name != s.Name || v.ClientURL != s.ClientURL || v.ClusterID != s.ClusterID || v.Epoch != s.Epoch || v.Listed != s.Listed || v.Note != s.Note || !v.WordAt.Equal(s.WordAt) {
 			return true
 		}
 		if v.Listed && v.ListedAt.Sub(s.ListedAt) >= m.holdersRefresh() || !v.Listed && !v.ListedAt.Equal(s.ListedAt) {

@@ -399,6 +399,10 @@ type knownHolder struct {
 	// note, when set, stands for holders an unreadable holders file may
 	// have named (loadHolders): named, never probed.
 	note string
+	// word: the listing time a peer's word first claimed for it, or
+	// zero while this member's own listing is the last it took
+	// (takeSharedHolders bounds words by it).
+	word time.Time
 }
 
 // rememberListedHolders remembers the listed peers whose /status named
@@ -444,9 +448,9 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 	for name, e := range m.known.holders {
 		switch {
 		case m.known.listed[name]:
-			e.at = now // still listed: still possibly the holder it was
+			e.at, e.word = now, time.Time{} // still listed: still possibly the holder it was
 			m.known.holders[name] = e
-		case now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace:
+		case m.lapsed(e, now, m.wordNames(name)):
 			delete(m.known.holders, name)
 		}
 	}
@@ -484,15 +488,53 @@ func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
 		if !known && rec != nil {
 			continue
 		}
+		// A word moves the time of a holder this member knows, never its
+		// address, cluster or epoch (a planted answer would otherwise
+		// redirect the probe of a holder it listed), and never to more
+		// than the grace after the first listing a word claimed for it
+		// (word; for a holder it listed, that last listing): a peer that
+		// names a holder as listed a moment ago at every observation (a
+		// planted /status, a provider that never drops it while this
+		// member's does) no longer keeps this member waiting beside it
+		// forever: it is named no longer than twice the grace.
 		at := now.Add(-ago)
-		if e, ok := m.known.holders[h.Name]; ok && !e.at.Before(at) {
-			continue
+		e, ok := m.known.holders[h.Name]
+		if !ok {
+			e = knownHolder{k: knownMember{name: h.Name, clientURLs: []string{h.ClientURL}}, clusterID: h.ClusterID, epoch: h.Epoch, word: at}
+		} else {
+			if e.word.IsZero() {
+				e.word = e.at
+			}
+			if limit := e.word.Add(grace); at.After(limit) {
+				at = limit
+			}
+			if !e.at.Before(at) {
+				continue
+			}
 		}
+		e.at = at
 		if m.known.holders == nil {
 			m.known.holders = map[string]knownHolder{}
 		}
-		m.known.holders[h.Name] = knownHolder{k: knownMember{name: h.Name, clientURLs: []string{h.ClientURL}}, clusterID: h.ClusterID, epoch: h.Epoch, at: at}
+		m.known.holders[h.Name] = e
 	}
+}
+
+// lapsed reports whether holder e may be forgotten at now: the recovery
+// grace has passed since its last listing and, for one a peer's word
+// named (word), no peer names it any more (named): until then it is
+// kept, neither named nor probed nor shared, so that a word repeated
+// past its bound (takeSharedHolders) does not take it again as new.
+func (m *Member) lapsed(e knownHolder, now time.Time, named bool) bool {
+	return now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace && (e.word.IsZero() || !named)
+}
+
+// wordNames reports whether a peer's /status named holder name in the
+// last observation (peersHolders), within the grace.
+func (m *Member) wordNames(name string) bool {
+	return slices.ContainsFunc(m.known.peersHolders, func(h status.Holder) bool {
+		return h.Name == name && time.Duration(max(h.AgoMillis, 0))*time.Millisecond < m.opts.Cluster.RecoveryGrace
+	})
 }
 
 // shareHolders keeps a copy of known.holders for /status (health), which
