@@ -115,7 +115,9 @@
 //     answers as a healthy voter; sim seed 36353 with
 //     SnapshotUnconfirmed), NoHoldersShared (a member's /status shares
 //     the data holders it remembers, with the age of their last listing:
-//     a restarted member or a replacement takes them as a peer's word;
+//     a restarted member or a replacement takes them as a peer's word,
+//     which moves only a known holder's time and keeps it named at most
+//     twice the grace after the first listing a word claimed;
 //     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed
 //     with its data dir lost), NoHoldersPersisted (the holders a member
 //     remembers are a file beside its data, read back at a restart: a
