@@ -113,7 +113,19 @@
 //     last listed it, probed once it no longer does, and without a
 //     record named while silent: a cluster without a quorum never
 //     answers as a healthy voter; sim seed 36353 with
-//     SnapshotUnconfirmed), NoRecordlessSummary (a leader whose observation fails
+//     SnapshotUnconfirmed), NoHoldersShared (a member's /status shares
+//     the data holders it remembers, with the age of their last listing:
+//     a restarted member or a replacement takes them as a peer's word,
+//     which moves only a known holder's time and keeps it named at most
+//     twice the grace after the first listing a word claimed;
+//     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed
+//     with its data dir lost), NoHoldersPersisted (the holders a member
+//     remembers are a file beside its data, read back at a restart: a
+//     crash of every member that remembered them keeps them; the same
+//     seed and step, every member on m0-1's side crashed, data kept;
+//     a lost data dir loses the file, and the member knows only what
+//     its peers share, as a fresh replacement),
+//     NoRecordlessSummary (a leader whose observation fails
 //     and whose last record read was none beats the summary for its own
 //     data's confirmed cluster: the same seed, either fix enough there)
 //     and the

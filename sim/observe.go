@@ -95,6 +95,9 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		if !w.cfg.Defects.NoFoundVotersShared {
 			w.takeFoundVoters(n, in, insts)
 		}
+		if !w.cfg.Defects.NoHoldersShared {
+			w.takeSharedHolders(n, in, insts, &o)
+		}
 		if !w.cfg.Defects.NoDamageShared {
 			// task's takeDamaged: the segments its /status names.
 			for _, name := range slices.Sorted(maps.Keys(in.found)) {
@@ -106,9 +109,15 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		}
 	}
 	for name, e := range n.holders {
-		if w.now-e.at >= recoveryGrace {
+		// task's lapsed: a word's is kept while a peer names it.
+		if w.now-e.at >= recoveryGrace && (!e.worded || !w.wordNames(n, insts, name)) {
 			delete(n.holders, name)
 		}
+	}
+	if !w.cfg.Defects.NoHoldersPersisted {
+		// task's saveHolders: the memory's file beside the data, read back
+		// by a restart (kill).
+		n.holdersDisk = maps.Clone(n.holders)
 	}
 	w.observeMembers(n, insts, &o)
 	if o.Running && n.data.forceNew && n.etcd.group.quorum >= 0 {
@@ -659,6 +668,10 @@ type heldSeen struct {
 	peerURL   string
 	clusterID uint64
 	at        time.Duration
+	// word (when worded): the listing time a peer's word first claimed
+	// for it (task's knownHolder.word).
+	word   time.Duration
+	worded bool
 }
 
 // rememberListedHolder is task's rememberListedHolders: a listed peer
@@ -687,7 +700,7 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		// Silent, or metadata of a start whose cluster id is not known
 		// yet: listed, it is still possibly the holder n saw.
 		if had {
-			e.at = w.now
+			e.at, e.worded = w.now, false
 			n.holders[in.name] = e
 		}
 		return
@@ -706,6 +719,66 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		n.holders = map[string]heldSeen{}
 	}
 	n.holders[in.name] = heldSeen{peerURL: in.peerURL, clusterID: st.ClusterID, at: w.now}
+}
+
+// takeSharedHolders is task's takeSharedHolders: the data holders peer
+// in remembers (its /status names them with their client URL, cluster id
+// and how long ago its provider last listed them) join n's own, with the
+// time of that original listing: n probes them and, without a record,
+// names a silent one until the recovery grace has passed since then. The
+// age only grows as it is passed on, so no two members keep each other's
+// word alive. One n's provider lists is seen through its /status. Under a
+// record only a holder of a cluster n knows is taken (as
+// rememberListedHolder). Before, the memory lived in one process: m0-1,
+// which had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected
+// them while they ran, crashed behind a partition, restarted knowing
+// nothing of them and seeded a second epoch 1 (review rev18f F3, sim
+// seed 36353 driven to step 296).
+func (w *World) takeSharedHolders(n, in *node, insts []*node, o *planner.Observation) {
+	for _, name := range slices.Sorted(maps.Keys(in.holders)) {
+		e := in.holders[name]
+		if name == n.name || e.peerURL == "" || w.now-e.at >= recoveryGrace {
+			continue
+		}
+		if slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
+			continue
+		}
+		if r := o.Record; r != nil && r.ClusterID != e.clusterID && (n.summarySeen == nil || n.summarySeen.clusterID != e.clusterID) && (o.Local.Empty || o.Local.ClusterID != e.clusterID) {
+			continue
+		}
+		// A word moves only the time of a holder n knows, and to no more
+		// than the grace after the first listing a word claimed for it.
+		at := e.at
+		have, ok := n.holders[name]
+		if !ok {
+			have = heldSeen{peerURL: e.peerURL, clusterID: e.clusterID, word: at, worded: true}
+		} else {
+			if !have.worded {
+				have.word, have.worded = have.at, true
+			}
+			at = min(at, have.word+recoveryGrace)
+			if have.at >= at {
+				continue
+			}
+		}
+		have.at = at
+		if n.holders == nil {
+			n.holders = map[string]heldSeen{}
+		}
+		n.holders[name] = have
+	}
+}
+
+// wordNames reports whether a peer n reaches names holder name within
+// the grace (task's wordNames).
+func (w *World) wordNames(n *node, insts []*node, name string) bool {
+	if w.cfg.Defects.NoHoldersShared {
+		return false
+	}
+	return slices.ContainsFunc(insts, func(in *node) bool {
+		e, ok := in.holders[name]
+		return in != n && reachable(n, in) && ok && w.now-e.at < recoveryGrace
+	})
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

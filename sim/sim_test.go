@@ -93,7 +93,16 @@ var defects = []struct {
 	// record restores it there instead; none of 1..3000 shows it, 8920
 	// (a second seed at 8 s) the first after
 	// (TestTwoSeedsCountATerminalCopyThatIsNamed).
-	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true}, 8920, true, ""},
+	// Since members share the data holders they remember
+	// (NoHoldersShared reverts it), which name the collected voter too,
+	// only with that sharing reverted as well, and since the holders a
+	// member remembers survive its restart (NoHoldersPersisted reverts
+	// it), with that too.
+	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true, NoHoldersShared: true, NoHoldersPersisted: true}, 8920, true, ""},
+	{"NoHoldersShared", Defects{NoHoldersShared: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
+		"no plain run found (review rev18f F3 injected a crash): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and m0-1 crashed with its data dir lost; sim TestARestartedMemberTakesItsPeersRememberedHolders and task TestARememberedHolderIsSharedThroughStatus pin it"},
+	{"NoHoldersPersisted", Defects{NoHoldersPersisted: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
+		"no plain run found (searched 1..1500 with the collectRunning fault, with and without SnapshotUnconfirmed, alone and with NoHoldersShared; review rev18f F3 injected crashes): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and every member on the other side crashed at once, data kept; sim TestEveryRestartedMemberReadsItsRememberedHolders and task TestRememberedHoldersSurviveARestart pin it"},
 	// Found by 100 M steps. Since a leader whose last record read was
 	// none beats the summary for its own data's cluster
 	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only

@@ -166,6 +166,23 @@ type Defects struct {
 	// replacement that had waited for one of them seeded a second epoch 1
 	// beside them; the partition healed and they served again).
 	ForgetListedHolder bool
+	// NoHoldersShared: a member's /status does not name the data holders
+	// it remembers (rememberListedHolder), so a member that restarts, or
+	// a fresh replacement, knows only those its own provider listed
+	// (before review rev18f F3, sim seed 36353 driven to step 296: m0-1
+	// crashed behind a partition, restarted knowing nothing of the epoch
+	// 1 holders Nomad had collected while they ran, and seeded a second
+	// epoch 1).
+	NoHoldersShared bool
+	// NoHoldersPersisted: the data holders a member remembers live only
+	// in its process (task's holders file beside the data is not
+	// written), so a crash of every member that remembered them loses
+	// them (before review rev18f F3: sim seed 36353 driven to step 296,
+	// m0-0 and m1-0 behind a partition and every member on the other
+	// side crashed at once, data kept: none knew of the epoch 1 holders
+	// Nomad had collected while they ran, and one seeded a second epoch
+	// 1).
+	NoHoldersPersisted bool
 	// NoRecordlessSummary: a leader whose observation fails writes no
 	// summary when the last record it read was none (Consul lost its
 	// state), although it leads its own data's confirmed cluster
@@ -360,6 +377,12 @@ type node struct {
 	// cluster, with when the provider last listed them (task's
 	// knownState.holders).
 	holders map[string]heldSeen
+	// holdersDisk is holders' file in the member's directory (task's
+	// datadir HoldersFile): written at the end of each observation, read
+	// back by a restart (kill), lost with the directory (a crash that
+	// loses the data dir), kept when data is set aside (it lives beside
+	// current/, not in it).
+	holdersDisk map[string]heldSeen
 	// summaryAt is when this member last wrote the summary (task's
 	// Member.summaryAt); summaryRead and summarySeen the summary its
 	// last probe read (task's Member.summaryRead).

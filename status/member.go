@@ -52,6 +52,12 @@ type Member struct {
 	// grace of their last answer: its peers probe them too and recover
 	// or seed nothing beside them while they are named.
 	FoundVoters []FoundVoter `json:"found_voters,omitempty"`
+	// Holders are the peers this member remembers holding data of a
+	// cluster (their /status named it while its provider listed them,
+	// or a peer's /status named them here), within the recovery grace of
+	// that listing: its peers probe them too and, without a record, seed
+	// nothing beside them while they are named.
+	Holders []Holder `json:"holders,omitempty"`
 	// Asides are the copies of data this member set aside (its data
 	// dir's aside/: renamed, never deleted on the spot), newest first, at
 	// most MaxAsides; AsidesMore counts those left out. A recovery that
@@ -96,6 +102,17 @@ type FoundVoter struct {
 	Leader bool `json:"leader"`
 	// AgoMillis is how long ago it last answered, in milliseconds (a
 	// duration: members' clocks differ).
+	AgoMillis int64 `json:"ago_ms"`
+}
+
+// Holder is a data holder a member remembers (Member.Holders).
+type Holder struct {
+	Name      string `json:"name"`
+	ClientURL string `json:"client_url"`
+	ClusterID uint64 `json:"cluster_id"`
+	Epoch     uint64 `json:"epoch"`
+	// AgoMillis is how long ago a provider last listed it, in
+	// milliseconds (a duration: members' clocks differ).
 	AgoMillis int64 `json:"ago_ms"`
 }
 

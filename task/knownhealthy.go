@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -63,6 +64,17 @@ type knownState struct {
 	listedHolders []listedHolder
 	listedEmpty   []string
 	holders       map[string]knownHolder
+	// peersHolders: the holders peers' /status named in the last
+	// observation (takeSharedHolders); held (under mu): holders' copy
+	// that /status shares (shareHolders).
+	peersHolders []status.Holder
+	held         []knownHolder
+	// holdersSaved: what the holders file holds (saveHolders), once
+	// holdersWritten; holdersErr: the last write's error, logged once.
+	// Loop only.
+	holdersSaved   []datadir.Holder
+	holdersWritten bool
+	holdersErr     string
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -210,7 +222,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 		// The data holders the provider listed within the grace and no
 		// longer does (rememberListedHolders).
-		if e := m.known.holders[name]; !m.known.listed[name] && now.Sub(e.at) < o.RecoveryGrace {
+		if e := m.known.holders[name]; !m.known.listed[name] && len(e.k.clientURLs) > 0 && now.Sub(e.at) < o.RecoveryGrace {
 			probes = append(probes, knownProbe{k: e.k, clusterIDs: []uint64{e.clusterID}})
 		}
 	}
@@ -283,7 +295,12 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 			e := m.known.holders[name]
 			_, named := m.known.seen[name]
-			if ago := now.Sub(e.at); !m.known.listed[name] && !named && ago < o.RecoveryGrace {
+			ago := now.Sub(e.at)
+			if e.note != "" && ago < o.RecoveryGrace {
+				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (%s; named until the recovery grace has passed, %s from now)", name, e.note, (o.RecoveryGrace-ago).Round(time.Second)))
+				continue
+			}
+			if !m.known.listed[name] && !named && ago < o.RecoveryGrace {
 				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (held data of epoch %d, cluster %x, when the provider last listed it %s ago; silent now)", name, e.epoch, e.clusterID, ago.Round(time.Second)))
 			}
 		}
@@ -379,6 +396,13 @@ type knownHolder struct {
 	clusterID uint64
 	epoch     uint64
 	at        time.Time
+	// note, when set, stands for holders an unreadable holders file may
+	// have named (loadHolders): named, never probed.
+	note string
+	// word: the listing time a peer's word first claimed for it, or
+	// zero while this member's own listing is the last it took
+	// (takeSharedHolders bounds words by it).
+	word time.Time
 }
 
 // rememberListedHolders remembers the listed peers whose /status named
@@ -424,12 +448,121 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 	for name, e := range m.known.holders {
 		switch {
 		case m.known.listed[name]:
-			e.at = now // still listed: still possibly the holder it was
+			e.at, e.word = now, time.Time{} // still listed: still possibly the holder it was
 			m.known.holders[name] = e
-		case now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace:
+		case m.lapsed(e, now, m.wordNames(name)):
 			delete(m.known.holders, name)
 		}
 	}
+	m.takeSharedHolders(o, now)
+	m.shareHolders()
+	m.saveHolders(now)
+}
+
+// takeSharedHolders adds the data holders peers remember (their
+// /status's Holders, peersHolders) to this member's own, with the time a
+// provider last listed them: this member probes them and, without a
+// record, names a silent one until the recovery grace has passed since
+// that original listing. The age (a duration, not the peer's clock) only
+// grows as it is passed on, so no two members keep each other's word
+// alive, and a peer's word never outlasts the grace. One this member's
+// provider lists is seen through its own /status; under a record only a
+// holder of a cluster this member knows is taken (as
+// rememberListedHolders). Before, the memory lived in one process: m0-1
+// had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected them
+// while they ran; it crashed behind the partition that cut them off,
+// restarted knowing nothing of them, and seeded a second epoch 1 beside
+// them (review rev18f F3, sim seed 36353 driven to step 296). A fresh
+// replacement placed after the holder was dropped had the same blind
+// spot. A peer's word only adds probes and waits.
+func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
+	grace := m.opts.Cluster.RecoveryGrace
+	for _, h := range m.known.peersHolders {
+		ago := time.Duration(max(h.AgoMillis, 0)) * time.Millisecond
+		if h.Name == "" || h.Name == m.opts.Name || h.ClientURL == "" || h.ClusterID == 0 || ago >= grace ||
+			m.known.listed[h.Name] || m.known.listed[h.ClientURL] {
+			continue
+		}
+		rec := o.Record
+		known := rec != nil && rec.ClusterID == h.ClusterID || m.known.summaryID == h.ClusterID || !o.Local.Empty && o.Local.ClusterID == h.ClusterID
+		if !known && rec != nil {
+			continue
+		}
+		// A word moves the time of a holder this member knows, never its
+		// address, cluster or epoch (a planted answer would otherwise
+		// redirect the probe of a holder it listed), and never to more
+		// than the grace after the first listing a word claimed for it
+		// (word; for a holder it listed, that last listing): a peer that
+		// names a holder as listed a moment ago at every observation (a
+		// planted /status, a provider that never drops it while this
+		// member's does) no longer keeps this member waiting beside it
+		// forever: it is named no longer than twice the grace.
+		at := now.Add(-ago)
+		e, ok := m.known.holders[h.Name]
+		if !ok {
+			e = knownHolder{k: knownMember{name: h.Name, clientURLs: []string{h.ClientURL}}, clusterID: h.ClusterID, epoch: h.Epoch, word: at}
+		} else {
+			if e.word.IsZero() {
+				e.word = e.at
+			}
+			if limit := e.word.Add(grace); at.After(limit) {
+				at = limit
+			}
+			if !e.at.Before(at) {
+				continue
+			}
+		}
+		e.at = at
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[h.Name] = e
+	}
+}
+
+// lapsed reports whether holder e may be forgotten at now: the recovery
+// grace has passed since its last listing and, for one a peer's word
+// named (word), no peer names it any more (named): until then it is
+// kept, neither named nor probed nor shared, so that a word repeated
+// past its bound (takeSharedHolders) does not take it again as new.
+func (m *Member) lapsed(e knownHolder, now time.Time, named bool) bool {
+	return now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace && (e.word.IsZero() || !named)
+}
+
+// wordNames reports whether a peer's /status named holder name in the
+// last observation (peersHolders), within the grace.
+func (m *Member) wordNames(name string) bool {
+	return slices.ContainsFunc(m.known.peersHolders, func(h status.Holder) bool {
+		return h.Name == name && time.Duration(max(h.AgoMillis, 0))*time.Millisecond < m.opts.Cluster.RecoveryGrace
+	})
+}
+
+// shareHolders keeps a copy of known.holders for /status (health), which
+// reads it from another goroutine.
+func (m *Member) shareHolders() {
+	held := make([]knownHolder, 0, len(m.known.holders))
+	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
+		if e := m.known.holders[name]; len(e.k.clientURLs) > 0 && len(held) < maxFoundShared {
+			held = append(held, e)
+		}
+	}
+	m.mu.Lock()
+	m.known.held = held
+	m.mu.Unlock()
+}
+
+// sharedHolders is /status's Holders: held (shareHolders' copy) within
+// the recovery grace of their last listing at now.
+func (m *Member) sharedHolders(held []knownHolder, now time.Time) []status.Holder {
+	var out []status.Holder
+	for _, e := range held {
+		ago := max(now.Sub(e.at), 0)
+		if ago >= m.opts.Cluster.RecoveryGrace {
+			continue
+		}
+		out = append(out, status.Holder{Name: e.k.name, ClientURL: e.k.clientURLs[0], ClusterID: e.clusterID, Epoch: e.epoch, AgoMillis: ago.Milliseconds()})
+	}
+	return out
 }
 
 // maxFoundShared bounds the found voters a member names in its /status,

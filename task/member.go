@@ -232,6 +232,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
+	m.loadHolders(m.now())
 	tr, err := trust.New(ctx, trust.Config{Cluster: o.Cluster, Name: o.Name, Self: m.self, Dir: m.dir, KEK: o.CAKEK, Identities: o.Identities,
 		Log: m.log, Now: m.now, Metrics: m.metrics.reg, Labels: prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name},
 		Coordinator: o.Coordinator, Reads: m.caReads(), Instances: o.Provider.Instances})

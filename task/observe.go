@@ -171,6 +171,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		unreachable int
 		damaged     []string
 		found       []status.FoundVoter
+		held        []status.Holder
 	)
 	var voters []listedVoter
 	var holders []listedHolder
@@ -202,6 +203,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			}
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
+			held = append(held, st.Holders[:min(len(st.Holders), maxFoundShared)]...)
 		}(in)
 	}
 	wg.Wait()
@@ -210,7 +212,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	slices.SortFunc(voters, func(a, b listedVoter) int { return strings.Compare(a.name, b.name) })
 	m.known.listedVoters = voters
 	slices.SortFunc(holders, func(a, b listedHolder) int { return strings.Compare(a.name, b.name) })
-	m.known.listedHolders, m.known.listedEmpty = holders, empty
+	m.known.listedHolders, m.known.listedEmpty, m.known.peersHolders = holders, empty, held
 	return out, unreachable
 }
 

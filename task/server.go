@@ -32,9 +32,10 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	starting := m.starting
 	st.CAMismatch = m.trust.Mismatch()
 	st.SnapshotError = m.backups.SnapshotErr()
-	found := m.known.found
+	found, held := m.known.found, m.known.held
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
+	st.Holders = m.sharedHolders(held, m.opts.Clock.Now())
 	st.Asides, st.AsidesMore = m.backups.Asides()
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
