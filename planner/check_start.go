@@ -120,7 +120,27 @@ func checkRejoin(o Observation, _ Decision) error {
 	if err := checkRejoinSupersededLine(o); err != nil {
 		return err
 	}
+	if err := checkRejoinLineUnknown(o); err != nil {
+		return err
+	}
 	return checkRejoinUnderOlderRecord(o)
+}
+
+// checkRejoinLineUnknown keeps invariant 9 where the store cannot say: data
+// that would re-record its epoch (no record, or a confirmed older one) is
+// not started while the snapshot store's listing does not answer and no
+// line epoch is known, unless its cluster answers with a member list
+// (review rev18f F4: a lost or rolled-back record is how a newer epoch of
+// the data's line gets forgotten, and the store is where it shows).
+func checkRejoinLineUnknown(o Observation) error {
+	rec, l := o.Record, o.Local
+	if o.ListingUnanswered == "" || l.ClusterID == 0 || rec != nil && (rec.ClusterID == 0 || rec.Epoch >= l.Epoch) {
+		return nil
+	}
+	if o.MembersKnown && o.MembersClusterID == l.ClusterID {
+		return nil
+	}
+	return fmt.Errorf("invariant 9: starting data of epoch %d (cluster id %x) to re-record it while the snapshot store's listing does not answer (%s): a newer epoch of its line may have run", l.Epoch, l.ClusterID, o.ListingUnanswered)
 }
 
 // checkRejoinSupersededLine keeps invariant 9, "epochs only grow": data

@@ -247,6 +247,21 @@ type Faults struct {
 	// data's cluster id at a newer epoch than the data's (review rev18c
 	// N2).
 	RejoinSupersededWithoutRecord bool
+	// RejoinLineUnknown (invariant 9): start stopped data that re-records
+	// its epoch (no record, or an older one) while the snapshot store's
+	// listing does not answer, so that nothing says whether a newer epoch
+	// of the data's line ran (review rev18f F4).
+	RejoinLineUnknown bool
+	// RerecordSupersededLine (invariant 9): a running member re-records
+	// its epoch (no record, or an older one) although the store holds a
+	// snapshot under its cluster id at a newer epoch than its own and
+	// any the record names (review rev18f F5).
+	RerecordSupersededLine bool
+	// RerecordRemoved (invariant 9): a running member re-records its
+	// epoch although the member list of its cluster id that answers no
+	// longer names it (a recovery from another member's data dropped
+	// it; review rev18f F5, sim seed 1531).
+	RerecordRemoved bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -530,6 +545,9 @@ const (
 	notSupersededLine                          // data never starts once a newer epoch of its cluster id ran (LineEpoch)
 	notSupersededAboveRecord                   // ...nor data above an older record's epoch
 	notSupersededWithoutRecord                 // ...nor data without a record
+	notBlindToLine                             // ...nor data that re-records its epoch while the listing does not answer
+	notRerecordSupersededLine                  // a running member never re-records an epoch its line superseded
+	notRerecordRemoved                         // ...nor from data the answering membership of its cluster id dropped
 )
 
 // dataGuard reports whether rule holds.
@@ -557,6 +575,12 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.RejoinSupersededAboveRecord
 	case notSupersededWithoutRecord:
 		return !f.RejoinSupersededWithoutRecord
+	case notBlindToLine:
+		return !f.RejoinLineUnknown
+	case notRerecordSupersededLine:
+		return !f.RerecordSupersededLine
+	case notRerecordRemoved:
+		return !f.RerecordRemoved
 	}
 	return true
 }

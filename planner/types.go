@@ -78,7 +78,9 @@ type Observation struct {
 	// keeps a cluster id and a restore takes a new one, so an epoch
 	// above the data's is of an incarnation recovered from this data's
 	// line after it: the data's incarnation was superseded, whatever
-	// record Consul holds now (it may have restored an older one).
+	// record Consul holds now (it may have restored an older one). While
+	// the listing does not answer it is the last listing's that did (task
+	// keeps it: a snapshot of that epoch existed), 0 if none did.
 	LineEpoch uint64
 	// RefusedSnapshot is the newest object (snapshot or delta) of this
 	// cluster in the store that members refuse (no MAC: written before
@@ -97,8 +99,11 @@ type Observation struct {
 	// RefusedSnapshot say nothing (nil is "none or unknown"). No seed,
 	// and no new recovery or restore, is decided on the store's contents
 	// then: it may hold the cluster's snapshots, or an object members
-	// refuse, newer than anything the members hold. Empty without a store
-	// configured, and while the store answers.
+	// refuse, newer than anything the members hold; nor does stopped data
+	// start to re-record its epoch (no record, or an older one: a lost or
+	// rolled-back record may have forgotten a newer epoch of its line,
+	// lineUnknown). Empty without a store configured, and while the store
+	// answers.
 	ListingUnanswered string
 	// Unreachable counts the provider's other instances whose status did
 	// not answer: a hidden member may hold newer data or a working quorum

@@ -354,6 +354,12 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
+		if o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && (rec == nil || rec.Epoch < o.Local.Epoch) && !w.cfg.Defects.NoLineWhenRerecording {
+			// task: a running member that re-records its epoch lists
+			// the store for a newer epoch of its line (planner's
+			// rerecordSuperseded, review rev18f F5).
+			w.latestSnapshot(n, o)
+		}
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
 			w.knownHealthy(n, o) // a recovery of its own data it may resume
 			if !o.Local.Empty {

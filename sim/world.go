@@ -95,6 +95,10 @@ type Defects struct {
 	// and probes no one (LineEpoch and KnownHealthy stay empty), as task
 	// did before review rev18c N2.
 	NoLineWithoutRecord bool
+	// NoLineWhenRerecording: a running member that re-records its epoch
+	// (no record, or an older one) lists no store (LineEpoch stays
+	// empty), as task did before review rev18f F5.
+	NoLineWhenRerecording bool
 	// OperatorSeesAll: the operator's commands see the store's newest
 	// snapshot of any lineage as Latest, not the record's lineage's
 	// newest (what 'etcd-nomad recover' computes: storeView), as the

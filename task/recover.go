@@ -56,6 +56,13 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.heldSince.hold(quorumLost, false, now)
+		if o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && (o.Record == nil || o.Record.Epoch < o.Local.Epoch) {
+			// A running member that re-records its epoch (no record,
+			// or an older one): the store may hold a newer epoch of its
+			// line, which that record would supersede (planner's
+			// rerecordSuperseded, review rev18f F5).
+			m.observeLatestSnapshot(ctx, o, now)
+		}
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
 			// A recovery of its own data it may resume: not beside a
 			// voter it knows, nor below a newer snapshot
@@ -117,6 +124,16 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.refusedSnapshot = newestRefused(refused, all, m.opts.Cluster.Name)
 		}
 	}
+	if !o.Local.Empty && o.Local.ClusterID != 0 {
+		// A newer epoch under this data's cluster id is a recovery from
+		// its line (planner's supersededLine). It holds while the
+		// listing fails: lineEpochs is the last listing that answered,
+		// and a snapshot of that epoch existed (review rev18f F4: a
+		// listing that failed once hid it, and the data rejoined). Only
+		// a listing that answers forgets it (an operator who deleted
+		// that epoch's snapshots to keep this line).
+		o.LineEpoch = m.lineEpochs[strconv.FormatUint(o.Local.ClusterID, 16)]
+	}
 	if m.snapshotListErr != nil {
 		o.ListingUnanswered = m.snapshotListErr.Error()
 		return
@@ -124,11 +141,6 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
 	o.SnapshotEpoch = m.snapshotEpoch
-	if !o.Local.Empty && o.Local.ClusterID != 0 {
-		// A newer epoch under this data's cluster id is a recovery from
-		// its line (planner's supersededLine).
-		o.LineEpoch = m.lineEpochs[strconv.FormatUint(o.Local.ClusterID, 16)]
-	}
 }
 
 // newestRefused is the newest object of cluster the member refused (the
