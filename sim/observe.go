@@ -156,6 +156,10 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// epoch 1). task's /status does the same (server.go:
 			// Member.starting).
 			st.Token, st.Epoch, st.ClusterID = d.token, d.epoch, d.clusterID
+		} else if !w.cfg.Defects.NoPeerMetaEpoch {
+			// task/server.go: metadata without data reports the epoch it
+			// names (review rev18c N3): a new epoch goes above it.
+			st.MetaEpoch = d.epoch
 		}
 		st.MemberID = d.memberID
 		if d.name != "" {

@@ -51,6 +51,11 @@ type Defects struct {
 	// allocations whose client is disconnected (unknown) from the
 	// instance list, so they never count as unreachable.
 	ProviderDropsUnknown bool
+	// NoPeerMetaEpoch (invariant 9): a member's /status does not report
+	// the epoch its metadata names without data (PeerStatus.MetaEpoch),
+	// as task's did before review rev18c N3: only the member choosing a
+	// new epoch counted its own.
+	NoPeerMetaEpoch bool
 	// LeaveOnce (invariant 12): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool
