@@ -347,6 +347,14 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		w.latestSnapshot(n, o)
 		return
 	}
+	if rec == nil && o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown && !w.cfg.Defects.NoLineWhenRunningWithoutRecord {
+		// task: no record, and this running member's cluster has no
+		// quorum: the store may hold a newer epoch of its line, which a
+		// leaving member stops beside (superseded; review rev18e F3).
+		n.quorumLostSince = -1
+		w.latestSnapshot(n, o)
+		return
+	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {

@@ -51,6 +51,12 @@ type Defects struct {
 	// allocations whose client is disconnected (unknown) from the
 	// instance list, so they never count as unreachable.
 	ProviderDropsUnknown bool
+	// NoLineWhenRunningWithoutRecord (invariant 10): a running member
+	// without a record whose cluster has no quorum lists no store
+	// (LineEpoch stays 0), as task did before review rev18e F3: a leaving
+	// one never saw that a recovery from its data's line replaced its
+	// incarnation, and ran on through its leave.
+	NoLineWhenRunningWithoutRecord bool
 	// NoPeerMetaEpoch (invariant 9): a member's /status does not report
 	// the epoch its metadata names without data (PeerStatus.MetaEpoch),
 	// as task's did before review rev18c N3: only the member choosing a
