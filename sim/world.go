@@ -57,6 +57,17 @@ type Defects struct {
 	// one never saw that a recovery from its data's line replaced its
 	// incarnation, and ran on through its leave.
 	NoLineWhenRunningWithoutRecord bool
+	// LeaveSnapshotWithoutQuorum (invariant 6, acknowledged writes): a
+	// voter leaving for good without a quorum saves a full snapshot of
+	// its own data before its allocation (and its disk) goes: the fix
+	// review rev18e F4 suggested, which task does not make. It cannot
+	// tell a lost quorum from a partition with a majority that writes on:
+	// its snapshot, newer than the lineage's last full one, outranks it
+	// (snapshot.Later: epoch, then the full snapshot's revision), and
+	// with it the delta chain that reaches further, so a recovery
+	// restores less than the store holds (sim seed 870: revision 13
+	// over a chain to 19).
+	LeaveSnapshotWithoutQuorum bool
 	// NoPeerMetaEpoch (invariant 9): a member's /status does not report
 	// the epoch its metadata names without data (PeerStatus.MetaEpoch),
 	// as task's did before review rev18c N3: only the member choosing a
