@@ -24,7 +24,10 @@ func checkSeed(o Observation, d Decision) error {
 	if seedTakeover(o, d) {
 		return checkSeedTakeover(o, d)
 	}
-	return checkSeedAlone(o)
+	if err := checkSeedAlone(o); err != nil {
+		return err
+	}
+	return checkSeedAboveMeta(o, d)
 }
 
 // checkSeedStartsEmpty keeps invariant 1, "at most one seed per cluster
@@ -69,6 +72,9 @@ func checkSeedTakeover(o Observation, d Decision) error {
 	if l := o.Local; l.Empty && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
 		want = l.MetaEpoch + 1 // above an epoch this member's metadata names (aboveOwnMeta)
 	}
+	if e := answeredMetaEpoch(o.Peers); e >= want {
+		want = e + 1 // ...and a peer's (review rev18c N3)
+	}
 	if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != want {
 		return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
 	}
@@ -104,6 +110,25 @@ func checkSeedAlone(o Observation) error {
 	}
 	if o.Record == nil && o.Unreachable > 0 {
 		return fmt.Errorf("invariant 8: seed with no record while %d instance(s) do not answer (they may hold the cluster's data)", o.Unreachable)
+	}
+	return nil
+}
+
+// checkSeedAboveMeta keeps invariant 9, "epochs only grow", for a first
+// seed with no record: its epoch is above every epoch this member's or a
+// peer's metadata names without data (a record of it existed before
+// Consul lost its state, and a voter of it Nomad collected may run on;
+// review rev18c N3).
+func checkSeedAboveMeta(o Observation, d Decision) error {
+	if o.Record != nil || d.Record == nil {
+		return nil
+	}
+	e := answeredMetaEpoch(o.Peers)
+	if l := o.Local; l.Empty && (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch < math.MaxUint64 {
+		e = max(e, l.MetaEpoch)
+	}
+	if d.Record.Epoch <= e {
+		return fmt.Errorf("invariant 9: seed with no record as epoch %d, not above epoch %d a member's metadata names", d.Record.Epoch, e)
 	}
 	return nil
 }

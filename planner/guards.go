@@ -138,6 +138,11 @@ type Faults struct {
 	// snapshot:NAME' goes ahead without -accept-data-loss although the
 	// store's newest snapshot with its deltas is newer than the source.
 	OperatorBelowStore bool
+	// OperatorBelowMetaEpoch (invariant 9): 'recover' records its epoch
+	// without regard to the epoch a member's metadata names without data
+	// (PeerStatus.MetaEpoch): Consul lost or rolled back that epoch's
+	// record, and a collected voter of it may still run (review rev18c N3).
+	OperatorBelowMetaEpoch bool
 	// OperatorBelowReplacedRestore: '-from snapshot:NAME' replaces an
 	// unconfirmed restore record whose command verified its source to a
 	// higher revision than NAME reaches without -accept-data-loss, naming
@@ -180,6 +185,16 @@ type Faults struct {
 	// metadata names without data (Local.MetaEpoch): two incarnations of
 	// one epoch when Consul lost or rolled back the record of that one.
 	RecoverBelowOwnMetaEpoch bool
+	// RecoverBelowPeerMetaEpoch (invariant 9): a new epoch (a seed, a
+	// takeover, a recovery, a restore without a record) is chosen without
+	// regard to the epoch a peer's metadata names without data
+	// (PeerStatus.MetaEpoch), as if only the chooser's own counted
+	// (review rev18c N3).
+	RecoverBelowPeerMetaEpoch bool
+	// SeedBelowMetaEpoch (invariant 9): a first seed with no record
+	// records epoch 1 although this member's or a peer's metadata names a
+	// later epoch whose record Consul lost (review rev18c N3).
+	SeedBelowMetaEpoch bool
 	// MetaOfAnyCluster (invariants 9 and 10): the epoch this member's
 	// metadata names without data counts whatever cluster that metadata
 	// names, and one too close to 2^64 for a next epoch stalls the
@@ -325,6 +340,7 @@ const (
 	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
 	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
 	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
+	seedAboveMeta                        // a first seed records above every epoch a member's metadata names without data
 	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
 	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
 	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
@@ -345,6 +361,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.RestoreWithoutGrace
 	case noSeedWithoutListing:
 		return !f.SeedWithoutListing
+	case seedAboveMeta:
+		return !f.SeedBelowMetaEpoch
 	}
 	return true
 }
@@ -402,6 +420,7 @@ const (
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
 	epochAboveOwnMeta                             // ...and above the epoch this member's metadata names without data
+	epochAbovePeersMeta                           // ...and above the epochs peers' metadata names without data
 	metaOfThisCluster                             // ...metadata of this cluster only, and an operator asked when it leaves no room
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
@@ -437,6 +456,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowForeignSnapshotEpoch
 	case epochAboveOwnMeta:
 		return !f.RecoverBelowOwnMetaEpoch
+	case epochAbovePeersMeta:
+		return !f.RecoverBelowPeerMetaEpoch
 	case metaOfThisCluster:
 		return !f.MetaOfAnyCluster
 	case notBesideUnlistedVoter:
@@ -594,6 +615,7 @@ const (
 	notBelowReplacedRestore                     // a restore short of the unconfirmed restore record it replaces needs -accept-data-loss
 	keepOnlyAQuorum                             // -keep-running records only an incarnation a quorum of the instances answers for
 	acceptBeyondLineage                         // a recovery from a member records the acceptance of what it showed outside the lineage
+	aboveMetaEpochs                             // the new epoch is above every epoch a member's metadata names without data
 )
 
 // operatorGuard reports whether rule holds.
@@ -607,6 +629,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 		return !f.KeepWithoutQuorum
 	case acceptBeyondLineage:
 		return !f.OperatorForgetsBeyond
+	case aboveMetaEpochs:
+		return !f.OperatorBelowMetaEpoch
 	}
 	return true
 }

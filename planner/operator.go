@@ -167,6 +167,9 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch)
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if f.operatorGuard(aboveMetaEpochs) {
+		epoch = max(epoch, answeredMetaEpoch(v.Answered))
+	}
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}
@@ -192,6 +195,21 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
 }
 
+// answeredMetaEpoch is the highest epoch a member's metadata names
+// without data (PeerStatus.MetaEpoch), as the automatic path's
+// aboveOwnMeta counts it: a record of that epoch existed before Consul
+// lost or rolled it back, and a voter of it Nomad collected may still run
+// (review rev18c N3). One too close to 2^64 counts for nothing, as there.
+func answeredMetaEpoch(answered []PeerStatus) uint64 {
+	var e uint64
+	for _, p := range answered {
+		if p.Token == "" && p.MetaEpoch <= math.MaxUint64-maxEpochAhead {
+			e = max(e, p.MetaEpoch)
+		}
+	}
+	return e
+}
+
 // roomAbove refuses a new epoch above epoch that would come too close to
 // 2^64 (Record.implausibleTop): epochs never wrap.
 func roomAbove(epoch uint64) error {
@@ -211,6 +229,32 @@ func (r *Record) NextEpochAbove(e uint64) (uint64, error) {
 		return 0, err
 	}
 	return top + 1, nil
+}
+
+// HandRestoreEpoch is the epoch a restore by hand ('etcd-nomad snapshot
+// restore') records over r (the zero record when there is none) for a
+// snapshot of epoch e, beside the members that answered: above r's
+// plausible top and e (NextEpochAbove), and above every epoch a member's
+// data or its metadata without data names (review rev18c N3: Consul lost
+// or rolled back that epoch's record, and a voter of it Nomad collected
+// may run on; a member holding data of a higher epoch would re-record it
+// over the restore, epochs only growing, and set the restore aside).
+func HandRestoreEpoch(r *Record, e uint64, answered []PeerStatus) (uint64, error) {
+	return rules{}.HandRestoreEpoch(r, e, answered)
+}
+
+// HandRestoreEpoch decides like the package's HandRestoreEpoch with the
+// rules f switches off.
+func (f Faults) HandRestoreEpoch(r *Record, e uint64, answered []PeerStatus) (uint64, error) {
+	if f.operatorGuard(aboveMetaEpochs) {
+		e = max(e, answeredMetaEpoch(answered))
+		for _, p := range answered {
+			if p.Token != "" {
+				e = max(e, p.Epoch)
+			}
+		}
+	}
+	return r.NextEpochAbove(e)
 }
 
 // OperatorSnapshotRecovery decides an operator's recovery from a stored
@@ -301,6 +345,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if f.operatorGuard(aboveMetaEpochs) {
+		epoch = max(epoch, answeredMetaEpoch(v.Answered))
+	}
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}

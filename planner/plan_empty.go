@@ -54,8 +54,22 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		if !o.HoldsLock {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "no cluster record: taking the lock to seed"}
 		}
-		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: 1, Seeder: name},
-			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
+		if d, ok := r.metaLeavesNoRoom(o, name, "no cluster record and no data anywhere"); ok && r.seedGuard(seedAboveMeta) {
+			return d
+		}
+		// Epoch 1, or above an epoch a member's metadata names without
+		// data: Consul lost that record (review rev18c N3), and a
+		// collected voter of it that comes back would take this seed's
+		// epoch 1 for older and re-record its own over it (invariant 9).
+		next := uint64(1)
+		if r.seedGuard(seedAboveMeta) {
+			next = r.aboveOwnMeta(o, next)
+		}
+		why := "no cluster record and no data anywhere: seeding a new one-member cluster"
+		if next > 1 {
+			why += fmt.Sprintf(" as epoch %d, above the epoch %d a member's metadata names (its record was lost)", next, next-1)
+		}
+		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name}, Reason: why}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
 		if rec.Seeder == name && o.Unreachable > 0 && r.resumeGuard(resumeWhenAllAnswer) {

@@ -370,8 +370,21 @@ func (r rules) aboveOwnMeta(o Observation, next uint64) uint64 {
 	if e := r.ownMetaEpoch(o); e >= next && e < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
 		next = e + 1
 	}
+	if e := r.peersMetaEpoch(o); e >= next && r.recoveryGuard(epochAbovePeersMeta) {
+		next = e + 1
+	}
 	return next
 }
+
+// peersMetaEpoch is the highest epoch a peer's metadata names without
+// data (PeerStatus.MetaEpoch): a record of it existed as surely as of
+// this member's own, and its incarnation may run where Nomad collected
+// it, whichever member chooses the next epoch (review rev18c N3: seed
+// 1009859's shape with the metadata on a peer of the restorer). One too
+// close to 2^64 for a next epoch counts for nothing (not written by
+// etcd-nomad; this member's own such metadata asks an operator instead:
+// metaLeavesNoRoom).
+func (r rules) peersMetaEpoch(o Observation) uint64 { return answeredMetaEpoch(o.Peers) }
 
 // ownMetaEpoch is the epoch this member's metadata names without data
 // (Local.MetaEpoch) when that metadata is of this cluster (Local.Cluster:

@@ -503,6 +503,13 @@ type PeerStatus struct {
 	// Unstarted is the peer's Local.Unstarted: its stopped data never
 	// started as the incarnation it names.
 	Unstarted bool
+	// MetaEpoch is the peer's Local.MetaEpoch (Token empty): the epoch
+	// its metadata names without data, of this cluster. A record of
+	// that epoch existed, whatever Consul holds now, and its
+	// incarnation may still run where Nomad collected it: a new epoch
+	// chosen anywhere is recorded above it, as above this member's own
+	// (knownMetaEpoch; review rev18c N3: only the restorer's own counted).
+	MetaEpoch uint64
 }
 
 // Kind names a decision.

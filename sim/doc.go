@@ -137,7 +137,14 @@
 //     RecoverBelowOwnMetaEpoch (a recovery or restore records its epoch
 //     above the one the member's metadata without data names,
 //     Local.MetaEpoch: a record of it existed before Consul lost it, sim
-//     seed 1009859; a failed seed drops that metadata, as task's does);
+//     seed 1009859; a failed seed drops that metadata, as task's does),
+//     RecoverBelowPeerMetaEpoch and SeedBelowMetaEpoch (the same for the
+//     epoch a peer's metadata names, which /status reports:
+//     PeerStatus.MetaEpoch, and for a first seed; NoPeerMetaEpoch drops it
+//     from the model's /status; review rev18c N3, no seed reaches it yet),
+//     NoLineWhenRunningWithoutRecord (a running member without a record
+//     or a quorum lists the store, so a leaving one sees a newer epoch of
+//     its data's line: review rev18e F3, no seed reaches it yet);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and

@@ -165,6 +165,10 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// epoch 1). task's /status does the same (server.go:
 			// Member.starting).
 			st.Token, st.Epoch, st.ClusterID = d.token, d.epoch, d.clusterID
+		} else if !w.cfg.Defects.NoPeerMetaEpoch {
+			// task/server.go: metadata without data reports the epoch it
+			// names (review rev18c N3): a new epoch goes above it.
+			st.MetaEpoch = d.epoch
 		}
 		st.MemberID = d.memberID
 		if d.name != "" {
@@ -349,6 +353,14 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		// member of it may serve unlisted (supersededWithoutRecord).
 		n.quorumLostSince = -1
 		w.knownHealthy(n, o)
+		w.latestSnapshot(n, o)
+		return
+	}
+	if rec == nil && o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown && !w.cfg.Defects.NoLineWhenRunningWithoutRecord {
+		// task: no record, and this running member's cluster has no
+		// quorum: the store may hold a newer epoch of its line, which a
+		// leaving member stops beside (superseded; review rev18e F3).
+		n.quorumLostSince = -1
 		w.latestSnapshot(n, o)
 		return
 	}

@@ -51,6 +51,28 @@ type Defects struct {
 	// allocations whose client is disconnected (unknown) from the
 	// instance list, so they never count as unreachable.
 	ProviderDropsUnknown bool
+	// NoLineWhenRunningWithoutRecord (invariant 10): a running member
+	// without a record whose cluster has no quorum lists no store
+	// (LineEpoch stays 0), as task did before review rev18e F3: a leaving
+	// one never saw that a recovery from its data's line replaced its
+	// incarnation, and ran on through its leave.
+	NoLineWhenRunningWithoutRecord bool
+	// LeaveSnapshotWithoutQuorum (invariant 6, acknowledged writes): a
+	// voter leaving for good without a quorum saves a full snapshot of
+	// its own data before its allocation (and its disk) goes: the fix
+	// review rev18e F4 suggested, which task does not make. It cannot
+	// tell a lost quorum from a partition with a majority that writes on:
+	// its snapshot, newer than the lineage's last full one, outranks it
+	// (snapshot.Later: epoch, then the full snapshot's revision), and
+	// with it the delta chain that reaches further, so a recovery
+	// restores less than the store holds (sim seed 870: revision 13
+	// over a chain to 19).
+	LeaveSnapshotWithoutQuorum bool
+	// NoPeerMetaEpoch (invariant 9): a member's /status does not report
+	// the epoch its metadata names without data (PeerStatus.MetaEpoch),
+	// as task's did before review rev18c N3: only the member choosing a
+	// new epoch counted its own.
+	NoPeerMetaEpoch bool
 	// LeaveOnce (invariant 12): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool

@@ -27,7 +27,11 @@ type Member struct {
 	ForceNewPending bool `json:"force_new_pending,omitempty"`
 	// Unstarted: stopped data that no etcd start ever ran on as the
 	// incarnation it names (planner.Local.Unstarted).
-	Unstarted bool   `json:"unstarted,omitempty"`
+	Unstarted bool `json:"unstarted,omitempty"`
+	// MetaEpoch, with no Token, is the epoch this member's metadata
+	// names without data, when that metadata is of this cluster
+	// (planner.PeerStatus.MetaEpoch): a new epoch is chosen above it.
+	MetaEpoch uint64 `json:"meta_epoch,omitempty"`
 	DBSize    int64  `json:"db_size"`
 	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`

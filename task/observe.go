@@ -191,7 +191,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted})
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted, MetaEpoch: st.MetaEpoch})
 			if st.Running && st.Healthy && !st.Learner && st.ClusterID != 0 && in.ClientPort != 0 {
 				voters = append(voters, listedVoter{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token})
 			}

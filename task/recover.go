@@ -54,6 +54,17 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
+	if o.Record == nil && o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown {
+		// No record, and this running member's cluster has no quorum:
+		// the store may hold a newer epoch of the data's line (a
+		// recovery from it ran, then Consul lost its state), and a
+		// leaving member stops at once beside it rather than wait out
+		// its leave with its old incarnation running (review rev18e F3;
+		// planner.superseded: LineEpoch).
+		m.heldSince.hold(quorumLost, false, now)
+		m.observeLatestSnapshot(ctx, o, now)
+		return
+	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.heldSince.hold(quorumLost, false, now)
 		if o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && (o.Record == nil || o.Record.Epoch < o.Local.Epoch) {

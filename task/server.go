@@ -52,6 +52,11 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 			// hold: peers must not wait for it to re-record (it sees
 			// itself empty).
 			st.Token, st.Epoch = meta.Token, meta.Epoch
+		} else if meta.Cluster == "" || meta.Cluster == st.Cluster {
+			// But it names an epoch whose record existed: whichever
+			// member chooses a new epoch goes above it (review rev18c
+			// N3; planner.PeerStatus.MetaEpoch).
+			st.MetaEpoch = meta.Epoch
 		}
 		if meta.Name != "" {
 			st.Name = meta.Name // the persisted identity

@@ -395,12 +395,25 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
+	// What the members' data and metadata name: the new epoch goes
+	// above it (planner.HandRestoreEpoch; review rev18c N3), this
+	// member's own data dir included, which the restore sets aside.
+	var answered []planner.PeerStatus
 	if st, err := status.Gather(ctx, bc); err == nil {
 		for _, m := range st.Members {
 			if m.Name == member && m.Running {
 				return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
 			}
+			if !m.Unreachable {
+				answered = append(answered, planner.PeerStatus{Name: m.Name, Token: m.Token, Epoch: m.Epoch, MetaEpoch: m.MetaEpoch})
+			}
 		}
+	}
+	if meta, err := (datadir.Dir{Root: filepath.Join(cl.DataDir, member)}).ReadMeta(); err == nil && meta.Cluster == cl.Name {
+		// Its data's epoch or, without data, its metadata's: either way
+		// an epoch whose record existed (the backend is not opened: the
+		// member's etcd may hold it).
+		answered = append(answered, planner.PeerStatus{Name: member, MetaEpoch: meta.Epoch})
 	}
 	all, err := env.store.List(ctx)
 	if err != nil {
@@ -466,7 +479,7 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			// longer of its lineage.
 			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
 		}
-		if epoch, err = rec.NextEpochAbove(m.Epoch); err != nil {
+		if epoch, err = planner.HandRestoreEpoch(&rec, m.Epoch, answered); err != nil {
 			return datadir.Incarnation{}, fmt.Errorf("record epoch %d, highest_epoch %d, snapshot epoch %d: %w; not restoring", rec.Epoch, rec.HighestEpoch, m.Epoch, err)
 		}
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
