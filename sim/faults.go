@@ -93,6 +93,7 @@ func (w *World) kill(n *node) {
 	n.damaged, n.found, n.healthySeen, n.holders, n.tls = nil, nil, nil, nil, nil
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 	n.snapshotCheckAt = 0
+	n.fenceStreak, n.fenced, n.listed = 0, false, nil
 }
 
 func (w *World) partition() {
