@@ -361,7 +361,7 @@ func (r rules) lineUnknown(o Observation, name string) (Decision, bool) {
 	if o.RecoveryGrace > 0 && lost < o.RecoveryGrace {
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s (waiting the recovery grace, %s, before asking an operator)", why, o.RecoveryGrace)}, true
 	}
-	out := fmt.Sprintf("'etcd-nomad recover -from %s -accept-data-loss' recovers a new epoch from this data without comparing it with the store (the store's epochs are not raised above)", name)
+	out := fmt.Sprintf("'etcd-nomad recover -from %s -accept-data-loss' recovers a new epoch from this data without comparing it with the store; with the store down its new epoch is not raised above the store's, so if a newer epoch of this line did run, the two lines' snapshots then rank wrongly: prefer bringing the store back", name)
 	if rec == nil {
 		// 'etcd-nomad recover' needs a record.
 		out = "to start this data without the store, remove the snapshot block from the cluster definition and redeploy the job (the members re-record this epoch; put the block back once they run)"

@@ -228,9 +228,11 @@ func (r rules) rerecordSuperseded(o Observation, name, why string) (Decision, bo
 	}
 	newer := "'etcd-nomad recover -from snapshot:NAME -accept-data-loss' once this incarnation is stopped"
 	if rec == nil {
-		newer = "'etcd-nomad snapshot restore' once this incarnation is stopped"
+		// 'etcd-nomad recover' needs a record; 'snapshot restore' runs
+		// on a stopped member's data dir (docs/operations.md).
+		newer = "'etcd-nomad snapshot restore' on a stopped member's data dir, once this incarnation is stopped (docs/operations.md, CLI: snapshot restore)"
 	}
-	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s; an operator must choose which line's writes to keep: this incarnation's, by deleting epoch %d's snapshots (and any newer of cluster id %x) from the store ('etcd-nomad snapshot list' names them), after which the members re-record it; or epoch %d's, by restoring its newest snapshot with %s (this data is set aside)", why, o.LineEpoch, l.ClusterID, o.LineEpoch, newer)}, true
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s; an operator must choose which line's writes to keep: this incarnation's, by deleting epoch %d's snapshots (and any newer of cluster id %x) from the store with the store's own tools ('etcd-nomad snapshot list' names them; etcd-nomad has no delete command), after which the members re-record it at the next listing; or epoch %d's, by restoring its newest snapshot with %s (this data is set aside)", why, o.LineEpoch, l.ClusterID, o.LineEpoch, newer)}, true
 }
 
 // fellowVoter reports whether p runs as a healthy voter of this running

@@ -22,6 +22,14 @@ var quorumLost = condition{what: condQuorumLost}
 // snapshot store.
 const snapshotListEvery = 15 * time.Second
 
+// snapshotListTimeout bounds one listing inside the loop: a store that
+// accepts the connection and then stalls (an overloaded proxy, a
+// black-holed route; the S3 client has no response-header timeout) would
+// otherwise stop the loop of every member that lists, running ones too
+// (no re-record, no summary heartbeat) for as long as it hangs (review
+// rev19c F1). A listing that times out counts as unanswered.
+var snapshotListTimeout = 5 * time.Second
+
 // observeQuorumLoss fills the recovery inputs: how long quorum has been
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
@@ -104,7 +112,9 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
-		list, refused, err := m.listSplit(ctx)
+		lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
+		list, refused, err := m.listSplit(lctx)
+		cancel()
 		m.snapshotListErr = err
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
