@@ -86,6 +86,10 @@ func (r rules) resumeFenced(o Observation, name string) Decision {
 		wait.Reason = fmt.Sprintf("stopped as superseded while the provider does not answer; the cluster is paused (%s): not starting", o.Paused)
 		return wait
 	}
+	if rec := o.Record; rec != nil && rec.ClusterID != 0 && rec.Epoch > l.Epoch && rec.Seeder != name && rec.Seeder != o.Self.Name {
+		wait.Reason = fmt.Sprintf("stopped as superseded while the provider does not answer, and the record still names epoch %d (confirmed, by %s), newer than this member's epoch %d: a peer serving this incarnation is an old quorum beside the new one, and this member does not add a voter to it; not starting", rec.Epoch, rec.Seeder, l.Epoch)
+		return wait
+	}
 	for _, p := range o.Peers {
 		if p.Running && !p.Learner && p.Healthy && p.Token == l.Token && p.Epoch == l.Epoch && p.ClusterID == l.ClusterID {
 			return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("stopped as superseded while the provider does not answer, and %s serves this member's incarnation (epoch %d, token %s, cluster %x) with a quorum: the reason for the stop is gone; starting the data again", p.Name, l.Epoch, short(l.Token), l.ClusterID)}

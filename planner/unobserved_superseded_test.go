@@ -85,9 +85,18 @@ func TestAFencedMemberStartsAgainBesideItsOwnServingQuorum(t *testing.T) {
 			},
 		}
 	}
+	// The record withdrawn (a planted one, or Consul lost its state)
+	// and its incarnation serving: it starts again. Under the newer
+	// record it does not (review rev19e F1: it would add a voter to an
+	// old quorum serving beside the new one).
 	o := seed()
+	o.Record = nil
 	if d := PlanUnobserved(o); d.Kind != Rejoin || !strings.Contains(d.Reason, "m0-2") {
-		t.Fatalf("fenced, its incarnation serves (m0-2): %s (%s), want %s", d.Kind, d.Reason, Rejoin)
+		t.Fatalf("fenced, no record, its incarnation serves (m0-2): %s (%s), want %s", d.Kind, d.Reason, Rejoin)
+	}
+	o.Record = &Record{ClusterID: 0x30b, Token: "tok773", Epoch: 2, Seeder: "m0-2"}
+	if d := PlanUnobserved(o); d.Kind != Rejoin {
+		t.Fatalf("fenced, the record names its own incarnation, which serves: %s (%s), want %s", d.Kind, d.Reason, Rejoin)
 	}
 	if d := (Faults{FencedWaitsForProvider: true}).PlanUnobserved(o); d.Kind != Wait {
 		t.Fatalf("with FencedWaitsForProvider: %s (%s), want a wait", d.Kind, d.Reason)
@@ -96,6 +105,8 @@ func TestAFencedMemberStartsAgainBesideItsOwnServingQuorum(t *testing.T) {
 		why    string
 		change func(*Observation)
 	}{
+		{"the record names a newer confirmed epoch by another seeder (two incarnations serve)", func(o *Observation) {}},
+		{"the record names a newer confirmed epoch, and only the old incarnation answers", func(o *Observation) { o.Peers = o.Peers[:1] }},
 		// The record alone, back at its own epoch (Consul restored an
 		// older record) or gone (Consul lost its state), proves nothing:
 		// the newer incarnation may run.

@@ -816,7 +816,8 @@ func (w *World) fenceUnobserved(n *node) {
 // resumeFenced is task's resumeFenced: a member whose etcd the fence
 // stopped asks the instances it last listed, while its observation still
 // fails, and starts its data again once planner.PlanUnobserved says one
-// of them serves its own incarnation with a quorum (review rev18g R3).
+// of them serves its own incarnation with a quorum and the record names
+// no newer epoch (review rev18g R3, rev19e F1).
 func (w *World) resumeFenced(n *node) {
 	o := planner.Observation{
 		ClusterName: clusterName,
@@ -826,7 +827,11 @@ func (w *World) resumeFenced(n *node) {
 		Paused:      w.coord.pause,
 	}
 	if n.noConsul {
-		o.Paused = "pause flag unreadable" // task's: unknown counts as paused
+		return // task's: the record is read too (review rev19e F1)
+	}
+	if w.coord.record != nil {
+		rec := *w.coord.record
+		o.Record = &rec
 	}
 	for _, in := range n.listed {
 		if in != n && reachable(n, in) {

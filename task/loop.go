@@ -255,6 +255,11 @@ func (m *Member) resumeFenced(ctx context.Context) {
 	} else if !errors.Is(err, coord.ErrNotPaused) {
 		o.Paused = "pause flag unreadable"
 	}
+	if rec, err := m.opts.Coordinator.Record(ctx); err == nil {
+		o.Record = &rec
+	} else if !errors.Is(err, coord.ErrNoRecord) {
+		return
+	}
 	m.mu.Lock()
 	listed := m.listed
 	m.mu.Unlock()
@@ -273,6 +278,27 @@ func (m *Member) resumeFenced(ctx context.Context) {
 	}
 	d := planner.PlanUnobserved(o)
 	if d.Kind != planner.Rejoin {
+		return
+	}
+	// A quorum serves without this member: compare its data with the
+	// peers' first, as every rejoin beside a serving quorum does (review
+	// rev19e F2: the resume skipped it, its observation has no member
+	// list). Through the instances it last listed: the provider does not
+	// answer. Any doubt keeps it stopped; the next loop asks again.
+	var eps []string
+	for _, in := range listed {
+		if in.Name != m.opts.Name && in.ClientPort != 0 {
+			eps = append(eps, m.clientURL(in))
+		}
+	}
+	why, err := m.checkBeforeStartAt(ctx, eps)
+	if err != nil {
+		m.log.Warn("fenced: cannot compare this member's data with its peers' before starting; staying stopped", "error", err)
+		return
+	}
+	if why != "" {
+		m.startCorrupt = why
+		m.log.Error("fenced: not starting: data found corrupt", "reason", why)
 		return
 	}
 	m.setDecision(d)
