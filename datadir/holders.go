@@ -25,6 +25,9 @@ const HoldersVersion = 1
 // Holders is HoldersFile's content.
 type Holders struct {
 	Version int `json:"version"`
+	// Cluster is the cluster's name: a replacement on the same host
+	// reads a predecessor's file only for its own cluster.
+	Cluster string `json:"cluster,omitempty"`
 	// Written is when it was written (the member's wall clock).
 	Written time.Time `json:"written"`
 	Holders []Holder  `json:"holders"`
@@ -49,6 +52,16 @@ type Holder struct {
 	// Note, when set, says why the holder is not a listed peer (an
 	// unreadable file's stand-in).
 	Note string `json:"note,omitempty"`
+	// Words are the addresses peers' words gave for it (ClientURL is
+	// only the member's own listing's), the most recently named last.
+	Words []HolderWord `json:"words,omitempty"`
+}
+
+// HolderWord is an address a peer's word gave for a holder, and the
+// cluster id it named there.
+type HolderWord struct {
+	ClientURL string `json:"client_url"`
+	ClusterID uint64 `json:"cluster_id"`
 }
 
 // HoldersPath is HoldersFile's path.

@@ -3,6 +3,7 @@ package datadir
 import (
 	"errors"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -16,12 +17,13 @@ func TestHoldersFile(t *testing.T) {
 		t.Fatalf("no file: %v, want os.ErrNotExist", err)
 	}
 	at := time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC)
-	want := Holders{Written: at, Holders: []Holder{{Name: "b", ClientURL: "http://b:2379", ClusterID: 0x17, Epoch: 1, ListedAt: at, Listed: true}}}
+	want := Holders{Cluster: "c", Written: at, Holders: []Holder{{Name: "b", ClientURL: "http://b:2379", ClusterID: 0x17, Epoch: 1, ListedAt: at, Listed: true,
+		Words: []HolderWord{{ClientURL: "http://b2:2379", ClusterID: 0x17}}}}}
 	if err := d.WriteHolders(want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := d.ReadHolders()
-	if err != nil || got.Version != HoldersVersion || len(got.Holders) != 1 || got.Holders[0] != want.Holders[0] {
+	if err != nil || got.Version != HoldersVersion || len(got.Holders) != 1 || got.Cluster != "c" || !reflect.DeepEqual(got.Holders[0], want.Holders[0]) {
 		t.Fatalf("read back %+v (%v), want %+v", got, err, want)
 	}
 	if _, err := os.Stat(d.HoldersPath() + ".tmp"); !errors.Is(err, os.ErrNotExist) {

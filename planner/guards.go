@@ -326,6 +326,11 @@ type Faults struct {
 	// compare: the newer line's writes after the fork are lost (review
 	// rev18f F1).
 	RecoverAcrossLines bool
+	// SeedWithHoldersUnsaved (invariant 8): with no record, seed or
+	// restore while the member's last write of the data holders it
+	// remembers failed: a restart forgets them and seeds beside one
+	// (review rev19b D).
+	SeedWithHoldersUnsaved bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -343,14 +348,15 @@ type rules = Faults
 type seedRule int
 
 const (
-	noSeedOverRecord     seedRule = iota // never seed while a record exists and the member list is unknown
-	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
-	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
-	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
-	seedAboveMeta                        // a first seed records above every epoch a member's metadata names without data
-	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
-	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
-	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
+	noSeedOverRecord         seedRule = iota // never seed while a record exists and the member list is unknown
+	noSeedBesidePeerData                     // never seed while a peer reports data: it re-records
+	noSeedWhileSilent                        // never seed while an instance does not answer: it may hold the data
+	restoreBeforeSeed                        // restore the newest snapshot rather than seed empty
+	seedAboveMeta                            // a first seed records above every epoch a member's metadata names without data
+	noSeedBesideRefused                      // never seed, nor restore an older snapshot, beside a newer object members refuse
+	restoreAfterGrace                        // ...only once the record has been missing for RecoveryGrace
+	noSeedWithoutListing                     // never seed or restore while the store's listing does not answer
+	noSeedWithHoldersUnsaved                 // never seed or restore while the holders memory could not be written
 )
 
 // seedGuard reports whether rule holds.
@@ -370,6 +376,8 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.SeedWithoutListing
 	case seedAboveMeta:
 		return !f.SeedBelowMetaEpoch
+	case noSeedWithHoldersUnsaved:
+		return !f.SeedWithHoldersUnsaved
 	}
 	return true
 }

@@ -5,6 +5,7 @@ package planner
 
 import (
 	"fmt"
+	"time"
 )
 
 // planEmpty: etcd is stopped and the data dir is empty.
@@ -27,6 +28,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// majority the provider no longer lists still serves: a
 			// seed or a restore here would start a second cluster.
 			return d
+		}
+		if o.HoldersUnsaved != "" && r.seedGuard(noSeedWithHoldersUnsaved) {
+			return holdersUnsaved(o, name)
 		}
 		if r.seedGuard(noSeedWithoutListing) {
 			// Nor on a store whose listing did not answer: it may hold
@@ -410,4 +414,19 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	next := r.aboveOwnMeta(o, rec.top()+1)
 	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name},
 		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, next)}, true
+}
+
+// holdersUnsaved is the wait of a member that would seed or restore
+// without a record while its last write of the data holders it remembers
+// failed (Observation.HoldersUnsaved): a restart would forget a holder
+// Nomad collected while it runs behind a partition, and seed beside it.
+// Once the writes have failed for the recovery grace, an operator must
+// fix what makes them fail.
+func holdersUnsaved(o Observation, name string) Decision {
+	d := Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no data anywhere, but %s: a restart would forget the data holders this member saw listed (one Nomad collected may still run behind a partition); not seeding while the write fails", o.HoldersUnsaved)}
+	if o.RecoveryGrace > 0 && o.HoldersUnsavedFor >= o.RecoveryGrace {
+		d.AwaitsOperator = true
+		d.Reason += fmt.Sprintf("; it has failed for %s: make the member's data directory writable (free space, a read-write mount, its owner), or stop this member (etcd-nomad does not seed while it cannot remember)", o.HoldersUnsavedFor.Round(time.Second))
+	}
+	return d
 }

@@ -131,6 +131,14 @@ type Observation struct {
 	// grace and no longer lists that does not answer either: it may run
 	// behind a partition (task's rememberListedHolders).
 	UnlistedVoters []string
+	// HoldersUnsaved, when set, says why this member's last write of the
+	// data holders it remembers (task's holders file) failed, naming the
+	// file and the error; HoldersUnsavedFor is how long its writes have
+	// failed. A restart would forget a holder Nomad collected while it
+	// runs behind a partition, so without a record no seed or restore
+	// starts meanwhile (review rev19b D).
+	HoldersUnsaved    string
+	HoldersUnsavedFor time.Duration
 	// DataInherited is true for a leaving member whose replacement
 	// inherits its data (Nomad moves a sticky, migrating disk).
 	DataInherited bool

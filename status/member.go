@@ -62,6 +62,14 @@ type Member struct {
 	// that listing: its peers probe them too and, without a record, seed
 	// nothing beside them while they are named.
 	Holders []Holder `json:"holders,omitempty"`
+	// HoldersError, when set, is why the member's last write of the
+	// holders it remembers failed (the file and the error): a restart
+	// would forget them, so it seeds nothing without a record meanwhile.
+	HoldersError string `json:"holders_error,omitempty"`
+	// MetaError, when set, is why the member could not read its own
+	// metadata for this answer: its Token and ClusterID say nothing,
+	// and peers take it as silent, not as empty.
+	MetaError string `json:"meta_error,omitempty"`
 	// Asides are the copies of data this member set aside (its data
 	// dir's aside/: renamed, never deleted on the spot), newest first, at
 	// most MaxAsides; AsidesMore counts those left out. A recovery that

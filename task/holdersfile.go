@@ -4,6 +4,7 @@ import (
 	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -42,7 +43,37 @@ func (m *Member) holdersRefresh() time.Duration {
 // lapses by then. A missing file is no memory (a first start, or a
 // directory lost with the data: the member knows then only what its
 // peers' /status share, as a fresh replacement).
-func (m *Member) loadHolders(now time.Time) {
+//
+// siblings are the directories beside this member's of instances that
+// do not run (siblingDirs): the holders files there of this cluster are
+// read too, merged (each entry keeps its time; the latest listing of a
+// name wins). Nomad's replacement of an allocation on the same host has
+// a new member name: adoptPrevious takes the predecessor's directory
+// only when it holds data, and an empty predecessor's file, written by
+// exactly the member about to seed that it protects, was left unread
+// (review rev19b C).
+func (m *Member) loadHolders(now time.Time, siblings []string) {
+	defer m.shareHolders(now)
+	for _, dir := range siblings {
+		d := datadir.Dir{Root: dir}
+		h, err := d.ReadHolders()
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue
+		case err != nil:
+			m.log.Warn("a previous member's remembered data holders beside this member's are unreadable: not taken", "path", d.HoldersPath(), "error", err)
+			continue
+		case h.Cluster != m.opts.Cluster.Name:
+			continue
+		}
+		m.takeFileHolders(h, now)
+		m.log.Info("remembered data holders of a previous member on this host read", "path", d.HoldersPath(), "holders", len(h.Holders))
+	}
+	m.loadOwnHolders(now)
+}
+
+// loadOwnHolders reads this member's own holders file (loadHolders).
+func (m *Member) loadOwnHolders(now time.Time) {
 	grace, refresh := m.opts.Cluster.RecoveryGrace, m.holdersRefresh()
 	p := m.dir.HoldersPath()
 	h, err := m.dir.ReadHolders()
@@ -64,11 +95,26 @@ func (m *Member) loadHolders(now time.Time) {
 			return
 		}
 		m.log.Error("remembered data holders unreadable: without a cluster record this member seeds nothing until the recovery grace has passed since the file was written", "path", p, "error", err, "until", at.Add(grace).UTC())
-		m.known.holders = map[string]knownHolder{unreadableHolders: {k: knownMember{name: unreadableHolders}, at: at, note: "unreadable holders file " + p + ": " + err.Error()}}
-		m.shareHolders()
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[unreadableHolders] = knownHolder{k: knownMember{name: unreadableHolders}, at: at, note: "unreadable holders file " + p + ": " + err.Error()}
 		return
 	}
+	m.takeFileHolders(h, now)
+	if len(m.known.holders) > 0 {
+		m.log.Info("remembered data holders read back", "path", p, "holders", slices.Sorted(maps.Keys(m.known.holders)))
+	}
+}
+
+// takeFileHolders adds a holders file's entries to known.holders, each
+// with its time; of two for one name, the later listing wins.
+func (m *Member) takeFileHolders(h datadir.Holders, now time.Time) {
+	refresh := m.holdersRefresh()
 	for _, e := range h.Holders {
+		if e.Name == m.opts.Name {
+			continue
+		}
 		at := e.ListedAt
 		if e.Listed {
 			at = at.Add(refresh) // listed when written: possibly until the next rewrite
@@ -95,12 +141,38 @@ func (m *Member) loadHolders(now time.Time) {
 			urls = []string{e.ClientURL}
 		}
 		h.k = knownMember{name: e.Name, clientURLs: urls}
+		for _, w := range e.Words {
+			if w.ClientURL != "" && w.ClusterID != 0 {
+				h.words = addWord(h.words, holderWord{url: w.ClientURL, clusterID: w.ClusterID}, urls)
+			}
+		}
+		if prev, ok := m.known.holders[e.Name]; ok && !prev.at.Before(h.at) {
+			continue
+		}
 		m.known.holders[e.Name] = h
 	}
-	if len(m.known.holders) > 0 {
-		m.log.Info("remembered data holders read back", "path", p, "holders", slices.Sorted(maps.Keys(m.known.holders)))
+}
+
+// siblingDirs returns the directories beside root (this member's) of no
+// running instance (owner: listed, and whether it runs), for
+// loadHolders.
+func siblingDirs(root string, owner func(name string) (listed, live bool)) []string {
+	parent := filepath.Dir(root)
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return nil
 	}
-	m.shareHolders()
+	var out []string
+	for _, e := range ents {
+		if !e.IsDir() || e.Name() == filepath.Base(root) || !mayBeMember(e.Name()) {
+			continue
+		}
+		if _, live := owner(e.Name()); live {
+			continue
+		}
+		out = append(out, filepath.Join(parent, e.Name()))
+	}
+	return out
 }
 
 // saveHolders writes known.holders to the holders file (loadHolders
@@ -111,8 +183,11 @@ func (m *Member) loadHolders(now time.Time) {
 // longer; a listed holder's time only once it lags holdersRefresh
 // behind. Atomic and durable (datadir.WriteHolders). A failed write is
 // logged and retried at the next observation; meanwhile a restart reads
-// the last written file, whose holders lapse no later than they would
-// have.
+// the last written file, which may lack a holder: so the planner is told
+// (Observation.HoldersUnsaved, rememberListedHolders) and, without a
+// record, seeds nothing while the writes fail, and /status says so
+// (review rev19b D: before, it was only logged, and a restart seeded
+// beside the collected holder).
 func (m *Member) saveHolders(now time.Time) {
 	view := make([]datadir.Holder, 0, len(m.known.holders))
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
@@ -124,19 +199,31 @@ func (m *Member) saveHolders(now time.Time) {
 		if len(e.k.clientURLs) > 0 {
 			h.ClientURL = e.k.clientURLs[0]
 		}
+		for _, w := range e.words {
+			h.Words = append(h.Words, datadir.HolderWord{ClientURL: w.url, ClusterID: w.clusterID})
+		}
 		view = append(view, h)
 	}
 	if m.known.holdersWritten && !m.holdersChanged(view, now) {
 		return
 	}
-	if err := m.dir.WriteHolders(datadir.Holders{Written: now.UTC().Round(0), Holders: view}); err != nil {
+	if err := m.dir.WriteHolders(datadir.Holders{Cluster: m.opts.Cluster.Name, Written: now.UTC().Round(0), Holders: view}); err != nil {
+		if m.known.holdersErr == "" {
+			m.known.holdersErrSince = now
+		}
 		if msg := err.Error(); msg != m.known.holdersErr {
 			m.known.holdersErr = msg
+			m.mu.Lock()
+			m.known.holdersUnsaved = m.dir.HoldersPath() + ": " + msg
+			m.mu.Unlock()
 			m.log.Error("remembered data holders not written: a restart reads the last written file", "path", m.dir.HoldersPath(), "error", err)
 		}
 		return
 	}
 	m.known.holdersWritten, m.known.holdersSaved, m.known.holdersErr = true, view, ""
+	m.mu.Lock()
+	m.known.holdersUnsaved = ""
+	m.mu.Unlock()
 }
 
 // holdersChanged reports whether view differs from what the holders file
@@ -148,7 +235,7 @@ func (m *Member) holdersChanged(view []datadir.Holder, now time.Time) bool {
 	}
 	for i, v := range view {
 		s := saved[i]
-		if v.Name != s.Name || v.ClientURL != s.ClientURL || v.ClusterID != s.ClusterID || v.Epoch != s.Epoch || v.Listed != s.Listed || v.Note != s.Note || !v.WordAt.Equal(s.WordAt) {
+		if v.Name != s.Name || v.ClientURL != s.ClientURL || v.ClusterID != s.ClusterID || v.Epoch != s.Epoch || v.Listed != s.Listed || v.Note != s.Note || !v.WordAt.Equal(s.WordAt) || !slices.Equal(v.Words, s.Words) {
 			return true
 		}
 		if v.Listed && v.ListedAt.Sub(s.ListedAt) >= m.holdersRefresh() || !v.Listed && !v.ListedAt.Equal(s.ListedAt) {

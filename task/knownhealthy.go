@@ -70,11 +70,14 @@ type knownState struct {
 	peersHolders []status.Holder
 	held         []knownHolder
 	// holdersSaved: what the holders file holds (saveHolders), once
-	// holdersWritten; holdersErr: the last write's error, logged once.
-	// Loop only.
-	holdersSaved   []datadir.Holder
-	holdersWritten bool
-	holdersErr     string
+	// holdersWritten; holdersErr: the last write's error, logged once,
+	// failing since holdersErrSince. Loop only. holdersUnsaved (under
+	// mu): holdersErr with the file's path, for /status.
+	holdersSaved    []datadir.Holder
+	holdersWritten  bool
+	holdersErr      string
+	holdersErrSince time.Time
+	holdersUnsaved  string
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -213,7 +216,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			known = append(known, id)
 		}
 	}
-	m.narrowPeersWord(o, known)
+	known = m.narrowPeersWord(o, known)
 	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
 		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 {
 			probes = append(probes, e.probe)
@@ -222,8 +225,23 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 		// The data holders the provider listed within the grace and no
 		// longer does (rememberListedHolders).
-		if e := m.known.holders[name]; !m.known.listed[name] && len(e.k.clientURLs) > 0 && now.Sub(e.at) < o.RecoveryGrace {
+		// Its own listing's address is probed as this member's own
+		// find; every address a peer's word gave, as a word
+		// (knownProbe.peers): for a cluster id this member does not
+		// know, its answers do not extend it (narrowPeersWord), so a
+		// forged /status naming another cluster's serving voter as a
+		// holder no longer holds recoveries back after the forger
+		// stops (review rev19b A).
+		e := m.known.holders[name]
+		if m.known.listed[name] || now.Sub(e.at) >= o.RecoveryGrace {
+			continue
+		}
+		if len(e.k.clientURLs) > 0 {
 			probes = append(probes, knownProbe{k: e.k, clusterIDs: []uint64{e.clusterID}})
+		}
+		for _, w := range e.words {
+			unknown := len(known) > 0 && !slices.Contains(known, w.clusterID)
+			probes = append(probes, knownProbe{k: knownMember{name: name, clientURLs: []string{w.url}}, clusterIDs: []uint64{w.clusterID}, peers: true, unknown: unknown})
 		}
 	}
 	answered := m.probeKnown(ctx, o, probes)
@@ -403,7 +421,32 @@ type knownHolder struct {
 	// zero while this member's own listing is the last it took
 	// (takeSharedHolders bounds words by it).
 	word time.Time
+	// words: the addresses (and cluster ids) peers' words gave for it,
+	// the most recently named last, at most maxHolderWords: each is
+	// probed as a word (observeKnownHealthy). k.clientURLs holds only
+	// this member's own listing's address.
+	words []holderWord
 }
+
+// holderWord is an address a peer's word gave for a data holder, and
+// the cluster id it named there.
+type holderWord struct {
+	url       string
+	clusterID uint64
+}
+
+// addressed reports whether e has an address to probe or share.
+func (e knownHolder) addressed() bool { return len(e.k.clientURLs)+len(e.words) > 0 }
+
+// maxHolderWords bounds the addresses words give one holder
+// (knownHolder.words) and the entries one peer's /status gives one
+// holder (peerHolders); maxPeerHolders the holders one peer's /status
+// gives.
+const (
+	maxHolderWords = 8
+	maxPeerWords   = 4
+	maxPeerHolders = 8
+)
 
 // rememberListedHolders remembers the listed peers whose /status named
 // data of a cluster this member knows (as rememberListedVoters: the
@@ -455,8 +498,12 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 		}
 	}
 	m.takeSharedHolders(o, now)
-	m.shareHolders()
+	m.shareHolders(now)
 	m.saveHolders(now)
+	if m.known.holdersErr != "" {
+		o.HoldersUnsaved = fmt.Sprintf("the data holders this member remembers were not written to %s (%s)", m.dir.HoldersPath(), m.known.holdersErr)
+		o.HoldersUnsavedFor = max(now.Sub(m.known.holdersErrSince), 0)
+	}
 }
 
 // takeSharedHolders adds the data holders peers remember (their
@@ -489,8 +536,9 @@ func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
 			continue
 		}
 		// A word moves the time of a holder this member knows, never its
-		// address, cluster or epoch (a planted answer would otherwise
-		// redirect the probe of a holder it listed), and never to more
+		// own listing's address, cluster or epoch (a planted answer would
+		// otherwise redirect the probe of a holder it listed: it adds a
+		// probe, as a word, instead), and never to more
 		// than the grace after the first listing a word claimed for it
 		// (word; for a holder it listed, that last listing): a peer that
 		// names a holder as listed a moment ago at every observation (a
@@ -500,8 +548,17 @@ func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
 		at := now.Add(-ago)
 		e, ok := m.known.holders[h.Name]
 		if !ok {
-			e = knownHolder{k: knownMember{name: h.Name, clientURLs: []string{h.ClientURL}}, clusterID: h.ClusterID, epoch: h.Epoch, word: at}
-		} else {
+			e = knownHolder{k: knownMember{name: h.Name}, clusterID: h.ClusterID, epoch: h.Epoch, word: at}
+		}
+		// Every address a word gives is probed (as a word), not only
+		// the first: a forged first word with a dead address hid the
+		// real one an honest peer gave later (review rev19b E).
+		e.words = addWord(e.words, holderWord{url: h.ClientURL, clusterID: h.ClusterID}, e.k.clientURLs)
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[h.Name] = e
+		if ok {
 			if e.word.IsZero() {
 				e.word = e.at
 			}
@@ -513,11 +570,39 @@ func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
 			}
 		}
 		e.at = at
-		if m.known.holders == nil {
-			m.known.holders = map[string]knownHolder{}
-		}
 		m.known.holders[h.Name] = e
 	}
+}
+
+// addWord adds w to words (moved last when already there) unless it is
+// one of own (this member's listing's address), dropping the least
+// recently named beyond maxHolderWords.
+func addWord(words []holderWord, w holderWord, own []string) []holderWord {
+	if slices.Contains(own, w.url) {
+		return words
+	}
+	words = slices.DeleteFunc(slices.Clone(words), func(x holderWord) bool { return x == w })
+	words = append(words, w)
+	return words[max(len(words)-maxHolderWords, 0):]
+}
+
+// peerHolders is what this member takes of one peer's /status Holders:
+// at most maxPeerWords entries per holder and maxPeerHolders holders
+// (the first it names), so one planted /status cannot fill a holder's
+// words nor, through this member's /status, crowd out the holders it
+// shares (review rev19b B, E).
+func peerHolders(hs []status.Holder) []status.Holder {
+	var out []status.Holder
+	per := map[string]int{}
+	for _, h := range hs {
+		n, ok := per[h.Name]
+		if !ok && len(per) >= maxPeerHolders || n >= maxPeerWords {
+			continue
+		}
+		per[h.Name] = n + 1
+		out = append(out, h)
+	}
+	return out
 }
 
 // lapsed reports whether holder e may be forgotten at now: the recovery
@@ -538,14 +623,29 @@ func (m *Member) wordNames(name string) bool {
 }
 
 // shareHolders keeps a copy of known.holders for /status (health), which
-// reads it from another goroutine.
-func (m *Member) shareHolders() {
+// reads it from another goroutine: those within the recovery grace of
+// their last listing at now, the ones this member listed itself first,
+// then the most recently listed, so that entries a peer's word planted
+// (any names, listed a moment ago) do not push out a holder this member
+// listed, nor (peerHolders bounding each peer) one an honest word gave
+// (review rev19b B: the list was cut by name before the age was looked
+// at). sharedHolders cuts at maxFoundShared entries.
+func (m *Member) shareHolders(now time.Time) {
 	held := make([]knownHolder, 0, len(m.known.holders))
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
-		if e := m.known.holders[name]; len(e.k.clientURLs) > 0 && len(held) < maxFoundShared {
+		if e := m.known.holders[name]; e.addressed() && now.Sub(e.at) < m.opts.Cluster.RecoveryGrace {
 			held = append(held, e)
 		}
 	}
+	slices.SortStableFunc(held, func(a, b knownHolder) int {
+		if ao, bo := a.word.IsZero(), b.word.IsZero(); ao != bo {
+			if ao {
+				return -1
+			}
+			return 1
+		}
+		return b.at.Compare(a.at)
+	})
 	m.mu.Lock()
 	m.known.held = held
 	m.mu.Unlock()
@@ -560,7 +660,21 @@ func (m *Member) sharedHolders(held []knownHolder, now time.Time) []status.Holde
 		if ago >= m.opts.Cluster.RecoveryGrace {
 			continue
 		}
-		out = append(out, status.Holder{Name: e.k.name, ClientURL: e.k.clientURLs[0], ClusterID: e.clusterID, Epoch: e.epoch, AgoMillis: ago.Milliseconds()})
+		// Its own listing's address, then the words' (the most recently
+		// named first), at most maxPeerWords: what a peer takes of it.
+		var addrs []holderWord
+		if len(e.k.clientURLs) > 0 {
+			addrs = append(addrs, holderWord{url: e.k.clientURLs[0], clusterID: e.clusterID})
+		}
+		for i := len(e.words) - 1; i >= 0; i-- {
+			addrs = append(addrs, e.words[i])
+		}
+		for _, a := range addrs[:min(len(addrs), maxPeerWords)] {
+			if len(out) >= maxFoundShared {
+				return out
+			}
+			out = append(out, status.Holder{Name: e.k.name, ClientURL: a.url, ClusterID: a.clusterID, Epoch: e.epoch, AgoMillis: ago.Milliseconds()})
+		}
 	}
 	return out
 }
@@ -682,7 +796,10 @@ type knownProbe struct {
 // snapshot beside it as a second cluster
 // (TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter). A real voter
 // a peer keeps finding is named for as long as it keeps finding it.
-func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
+//
+// It returns known with those ids added: the ids a holder's word is
+// asked for without being extended (observeKnownHealthy).
+func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) []uint64 {
 	if !o.Local.Empty && o.Local.ClusterID != 0 {
 		known = append(known, o.Local.ClusterID)
 	}
@@ -718,6 +835,7 @@ func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 		}
 		m.known.seen[name] = e
 	}
+	return known
 }
 
 // knownAnswer is a probe's answer: a voter, with a leader or not.
@@ -741,7 +859,7 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 	asked := map[string]bool{}
 	for _, p := range probes {
 		k := p.k
-		key := fmt.Sprintf("%s %x %v", k.name, p.clusterIDs, k.clientURLs)
+		key := fmt.Sprintf("%s %x %v %v", k.name, p.clusterIDs, k.clientURLs, p.peers)
 		if k.id != 0 && k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 || asked[key] {
 			continue
 		}
@@ -754,7 +872,9 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 				return
 			}
 			mu.Lock()
-			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader {
+			// A first-hand probe's answer wins over a word's of the
+			// same kind: it extends what the word's would not.
+			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader || leader == prev.leader && prev.probe.peers && !p.peers {
 				out[p.k.name] = knownAnswer{probe: p, url: url, leader: leader}
 			}
 			mu.Unlock()

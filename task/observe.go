@@ -190,6 +190,12 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			st, err := status.Fetch(ctx, hc, m.statusURL(in))
 			mu.Lock()
 			defer mu.Unlock()
+			if err == nil && st.MetaError != "" {
+				// Its metadata unreadable for the moment: its Token says
+				// nothing (not "no data"), so it counts as silent (review
+				// rev19b F).
+				err = fmt.Errorf("metadata unreadable: %s", st.MetaError)
+			}
 			if err != nil {
 				unreachable++
 				return
@@ -206,7 +212,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			}
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
-			held = append(held, st.Holders[:min(len(st.Holders), maxFoundShared)]...)
+			held = append(held, peerHolders(st.Holders)...)
 		}(in)
 	}
 	wg.Wait()

@@ -2,8 +2,10 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -33,6 +35,7 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.CAMismatch = m.trust.Mismatch()
 	st.SnapshotError = m.backups.SnapshotErr()
 	found, held := m.known.found, m.known.held
+	st.HoldersError = m.known.holdersUnsaved
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
 	st.Holders = m.sharedHolders(held, m.opts.Clock.Now())
@@ -45,7 +48,14 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.CertWarning = m.trust.CertWarning(now)
 	st.CA = m.trust.RotationView()
 	st.CAKeyExposed = m.trust.KeyExposed()
-	if meta, err := m.dir.ReadMeta(); err == nil {
+	meta, merr := m.dir.ReadMeta()
+	if merr != nil && (!errors.Is(merr, os.ErrNotExist) || e != nil || m.dir.HasEtcdData()) {
+		// Its token and cluster id are unknown, not empty: peers that
+		// took this answer as "no data" forgot this member as a data
+		// holder (review rev19b F); they take it as silent.
+		st.MetaError = merr.Error()
+	}
+	if merr == nil {
 		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
 			// between the two) names an incarnation this member does not
