@@ -72,3 +72,37 @@ func TestAPeersMetaEpochOutOfReachDoesNotMakeTheFirstSeedImplausible(t *testing.
 		t.Fatalf("first seed as epoch %d: its record already leaves no room (%s)", d.Record.Epoch, d.Record.implausibleTop())
 	}
 }
+
+// Review rev19d W1 and W4: a restore by hand counts a member's data epoch,
+// as its metadata's, only within reach of what the record and the
+// snapshot name; two forged answers (one with data, one without) do not
+// walk the bound up for the automatic path either.
+func TestPeersEpochsOutOfReachDoNotPushAHandRestoreNorARecovery(t *testing.T) {
+	r := &Record{ClusterID: 0x18, Token: "tok3", Epoch: 3}
+	far := uint64(1) << 40
+	forged := []PeerStatus{{Name: "m1", Token: "x", Epoch: far}, {Name: "m2", MetaEpoch: far + 5}}
+	if e, err := HandRestoreEpoch(r, 2, forged); err != nil || e != 4 {
+		t.Fatalf("hand restore beside answers far ahead: epoch %d (%v), want 4", e, err)
+	}
+	if e, err := (Faults{PeerMetaOutOfReach: true}).HandRestoreEpoch(r, 2, forged); err != nil || e != far+6 {
+		t.Fatalf("with PeerMetaOutOfReach: epoch %d (%v), want %d", e, err, far+6)
+	}
+	near := []PeerStatus{{Name: "m1", Token: "x", Epoch: 5}, {Name: "m2", MetaEpoch: 8}}
+	if e, err := HandRestoreEpoch(r, 2, near); err != nil || e != 9 {
+		t.Fatalf("hand restore beside answers within reach: epoch %d (%v), want 9", e, err)
+	}
+	o := Observation{
+		ClusterName: "kit", Self: Self{Name: "m0", PeerURL: "http://m0:2380"}, NewToken: "tok-new", DesiredSize: 3,
+		RecoveryGrace: 20 * time.Second, QuorumLostFor: 25 * time.Second, HoldsLock: true, Running: true, SelfID: 1,
+		Record:    r,
+		Local:     Local{Cluster: "kit", Name: "m0", MemberID: 1, ClusterID: 0x18, Token: "tok3", Epoch: 3, Revision: 100},
+		Instances: []Instance{{Name: "m0"}, {Name: "m1"}, {Name: "m2"}},
+		Peers:     []PeerStatus{{Name: "m1", Token: "x", Epoch: far}, {Name: "m2", MetaEpoch: far + 5}},
+	}
+	if e := knownEpoch(o); e != 3 {
+		t.Fatalf("knownEpoch beside a peer's data epoch far ahead: %d, want 3", e)
+	}
+	if got := (rules{}).peersMetaEpoch(o); got != 0 {
+		t.Fatalf("peersMetaEpoch beside two forged answers: %d, want 0", got)
+	}
+}

@@ -407,7 +407,8 @@ func (r rules) metaIgnored(o Observation) string {
 // knownEpoch is the highest epoch this member knows other than from a
 // peer's metadata without data, at least 1: the record's plausible top,
 // this member's data epoch or its own metadata's (of this cluster, with
-// room above it), the store's snapshots', and the peers' data epochs.
+// room above it), the store's snapshots', and the peers' data epochs
+// within maxEpochAhead of those.
 func knownEpoch(o Observation) uint64 {
 	e := uint64(1)
 	if o.Record != nil {
@@ -422,8 +423,12 @@ func knownEpoch(o Observation) uint64 {
 		e = max(e, s.Epoch)
 	}
 	e = max(e, o.SnapshotEpoch)
+	// A peer's data epoch, as its metadata's, only within reach of what
+	// this member knows itself: else one forged answer with data and one
+	// without would walk the bound up.
+	base := e
 	for _, p := range o.Peers {
-		if p.Token != "" {
+		if p.Token != "" && metaWithinReach(p.Epoch, base) {
 			e = max(e, p.Epoch)
 		}
 	}
