@@ -69,10 +69,10 @@ func seedTakeover(o Observation, d Decision) bool {
 func checkSeedTakeover(o Observation, d Decision) error {
 	r := o.Record
 	want := r.top() + 1
-	if l := o.Local; l.Empty && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
-		want = l.MetaEpoch + 1 // above an epoch this member's metadata names (aboveOwnMeta)
+	if l := o.Local; l.Empty && (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
+		want = l.MetaEpoch + 1 // above an epoch this member's metadata names, of this cluster (aboveOwnMeta, ownMetaEpoch; review rev19d W3)
 	}
-	if e := answeredMetaEpoch(o.Peers); e >= want {
+	if e := answeredMetaEpoch(o.Peers, knownEpoch(o)); e >= want {
 		want = e + 1 // ...and a peer's (review rev18c N3)
 	}
 	if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != want {
@@ -123,7 +123,7 @@ func checkSeedAboveMeta(o Observation, d Decision) error {
 	if o.Record != nil || d.Record == nil {
 		return nil
 	}
-	e := answeredMetaEpoch(o.Peers)
+	e := answeredMetaEpoch(o.Peers, knownEpoch(o))
 	if l := o.Local; l.Empty && (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch < math.MaxUint64 {
 		e = max(e, l.MetaEpoch)
 	}

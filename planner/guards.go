@@ -195,6 +195,15 @@ type Faults struct {
 	// records epoch 1 although this member's or a peer's metadata names a
 	// later epoch whose record Consul lost (review rev18c N3).
 	SeedBelowMetaEpoch bool
+	// PeerMetaOutOfReach (invariant 9, liveness): a peer's metadata
+	// epoch counts however far above every epoch otherwise known (up to
+	// 2^64-2^20): one forged /status answer pushes the record to the top
+	// for good (review rev19d W1).
+	PeerMetaOutOfReach bool
+	// TakeoverBesideFullMeta (invariant 9, liveness): a seed takeover
+	// records above this member's metadata even when that leaves no room
+	// for a next epoch, instead of asking an operator (review rev19d W3b).
+	TakeoverBesideFullMeta bool
 	// MetaOfAnyCluster (invariants 9 and 10): the epoch this member's
 	// metadata names without data counts whatever cluster that metadata
 	// names, and one too close to 2^64 for a next epoch stalls the
@@ -437,6 +446,7 @@ const (
 	epochAboveOwnMeta                             // ...and above the epoch this member's metadata names without data
 	epochAbovePeersMeta                           // ...and above the epochs peers' metadata names without data
 	metaOfThisCluster                             // ...metadata of this cluster only, and an operator asked when it leaves no room
+	peersMetaWithinReach                          // ...a peer's metadata only within maxEpochAhead of every epoch otherwise known
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 	notAcrossLines                                // never beside a snapshot of a newer epoch of this data's line: an operator chooses
@@ -475,6 +485,8 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowPeerMetaEpoch
 	case metaOfThisCluster:
 		return !f.MetaOfAnyCluster
+	case peersMetaWithinReach:
+		return !f.PeerMetaOutOfReach
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
@@ -495,6 +507,7 @@ const (
 	takeoverNotBesideNewer                        // never while a member holds an epoch newer than the record's
 	takeoverFromLastConfirmed                     // from the last confirmed incarnation the record carries
 	takeoverGoneSeed                              // an empty seed whose seeder is gone for good is taken over (else the cluster waits forever)
+	takeoverAsksWhenMetaFull                      // a takeover asks an operator when this member's metadata leaves no room for a next epoch
 )
 
 // takeoverGuard reports whether rule holds.
@@ -508,6 +521,8 @@ func (f Faults) takeoverGuard(rule takeoverRule) bool {
 		return !f.TakeoverFromPrevEpoch
 	case takeoverGoneSeed:
 		return !f.NoSeedTakeover
+	case takeoverAsksWhenMetaFull:
+		return !f.TakeoverBesideFullMeta
 	}
 	return true
 }

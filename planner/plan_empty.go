@@ -73,6 +73,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		if next > 1 {
 			why += fmt.Sprintf(" as epoch %d, above the epoch %d a member's metadata names (its record was lost)", next, next-1)
 		}
+		if r.seedGuard(seedAboveMeta) {
+			why += r.metaIgnored(o)
+		}
 		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name}, Reason: why}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
@@ -290,7 +293,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	next := r.aboveOwnMeta(o, s.Epoch+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
-		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, next)}
+		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster%s", s.Name, s.Revision, next, r.metaIgnored(o))}
 }
 
 // restoreOverOwnRecord: this member recorded a seed or a restore, holds no
@@ -405,15 +408,18 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
 	}
+	if d, ok := r.metaLeavesNoRoom(o, name, why+" and no member holds data"); ok && r.takeoverGuard(takeoverAsksWhenMetaFull) {
+		return d, true // review rev19d W3b: as a first seed does
+	}
 	if s := o.LatestSnapshot; s != nil {
 		next := r.aboveOwnMeta(o, max(rec.top(), s.Epoch)+1)
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 			Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
-			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, next)}, true
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d%s", why, s.Name, s.Revision, next, r.metaIgnored(o))}, true
 	}
 	next := r.aboveOwnMeta(o, rec.top()+1)
 	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name},
-		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, next)}, true
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place%s", why, next, r.metaIgnored(o))}, true
 }
 
 // holdersUnsaved is the wait of a member that would seed or restore

@@ -221,6 +221,11 @@ var defects = []struct {
 		"no seed found: the model never brings back data of the old line above the fork after the newer line's recovery (a volume reused by a replacement would); the planner's checker catches it, and planner TestDataOfASupersededIncarnationDoesNotRejoin, TestDataAboveAnOlderRecordOfASupersededLineDoesNotRejoin pin it (review rev18f F1)"},
 	{"MetaOfAnyCluster", Defects{Planner: planner.Faults{MetaOfAnyCluster: true}}, 1, true,
 		"the model writes no metadata of another cluster nor of an epoch near 2^64; planner TestMetadataWithoutDataCountsOnlyForItsClusterAndAsksWhenFull pins it"},
+	// Review rev19d W1 and W3b.
+	{"PeerMetaOutOfReach", Defects{Planner: planner.Faults{PeerMetaOutOfReach: true}}, 1, true,
+		"no seed found: the model forges no /status answer and writes no metadata far above every epoch known; planner TestAPeersMetaEpochOutOfReachDoesNotPushTheRecordToTheTop, TestAPeersMetaEpochOutOfReachDoesNotMakeTheFirstSeedImplausible pin it"},
+	{"TakeoverBesideFullMeta", Defects{Planner: planner.Faults{TakeoverBesideFullMeta: true}}, 1, true,
+		"no seed found: the model writes no metadata of an epoch near 2^64; planner TestASeedTakeoverBesideOwnFullMetadataAsksAnOperator pins it"},
 	// Seed 28743 of the 100 M run (session 18): Consul restored an
 	// operator's unconfirmed restore record of epoch 2 after it ran as
 	// cluster 295 and epoch 3 recovered from its data and was

@@ -200,7 +200,14 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted, MetaEpoch: st.MetaEpoch})
+			metaEpoch := st.MetaEpoch
+			if st.Cluster != "" && st.Cluster != m.opts.Cluster.Name {
+				// Another cluster's member at a stale address (a CA
+				// shared by clusters): its metadata names no record of
+				// this one (review rev19d W1).
+				metaEpoch = 0
+			}
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted, MetaEpoch: metaEpoch})
 			if st.Running && st.Healthy && !st.Learner && st.ClusterID != 0 && in.ClientPort != 0 {
 				voters = append(voters, listedVoter{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token})
 			}
