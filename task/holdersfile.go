@@ -204,7 +204,11 @@ func (m *Member) saveHolders(now time.Time) {
 		}
 		view = append(view, h)
 	}
-	if m.known.holdersWritten && !m.holdersChanged(view, now) {
+	// While the last write failed, retry even when nothing changed:
+	// the list may be back to what the file holds (a holder lapsed
+	// meanwhile), and only a write that succeeds clears the wait it
+	// holds the seed with (review rev19f 1).
+	if m.known.holdersWritten && m.known.holdersErr == "" && !m.holdersChanged(view, now) {
 		return
 	}
 	if err := m.dir.WriteHolders(datadir.Holders{Cluster: m.opts.Cluster.Name, Written: now.UTC().Round(0), Holders: view}); err != nil {

@@ -76,6 +76,13 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
+	if _, err := m.dir.EtcdData(); err != nil && !running {
+		// Whether this stopped member holds data is unknown: neither
+		// empty (it would join or seed as one) nor unusable (set aside)
+		// for what may be a passing read error; the loop skips until
+		// it reads (review rev19f 4).
+		return planner.Observation{}, fmt.Errorf("data dir: %w", err)
+	}
 	local := m.dir.Observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())

@@ -55,6 +55,11 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 		// holder (review rev19b F); they take it as silent.
 		st.MetaError = merr.Error()
 	}
+	if _, derr := m.dir.EtcdData(); derr != nil && st.MetaError == "" {
+		// The same for a WAL directory that cannot be read: whether
+		// this member holds data is unknown (review rev19f 4).
+		st.MetaError = derr.Error()
+	}
 	if merr == nil {
 		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
