@@ -231,22 +231,42 @@ func (d Dir) mark(change func(*Meta)) error {
 // and is written again by the next start; metadata beside etcd data is
 // never touched.
 func (d Dir) DropMetaWithoutData() {
-	if !d.HasEtcdData() {
+	if has, err := d.EtcdData(); err == nil && !has {
 		_ = os.Remove(filepath.Join(d.Current(), MetaFile))
 	}
 }
 
-// HasEtcdData reports whether etcd data (a WAL) exists.
+// HasEtcdData reports whether etcd data (a WAL) exists; false also when
+// the WAL directory cannot be read (EtcdData tells the two apart).
 func (d Dir) HasEtcdData() bool {
+	has, _ := d.EtcdData()
+	return has
+}
+
+// EtcdData reports whether etcd data (a WAL) exists. A WAL directory that
+// is missing means no data; one that cannot be read (EIO, EMFILE, a
+// permission) is an error, never "no data": a holder answering "empty"
+// for a moment was forgotten by its peers, which could then seed beside
+// it (review rev19f 4).
+func (d Dir) EtcdData() (bool, error) {
 	ents, err := os.ReadDir(filepath.Join(d.EtcdDir(), "member", "wal"))
-	return err == nil && len(ents) > 0
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read etcd data in %s: %w", d.EtcdDir(), err)
+	}
+	return len(ents) > 0, nil
 }
 
 // Observe describes the data dir for the planner. Revision is read from
 // the backend only when etcd is not running (bbolt is single-writer).
 func (d Dir) Observe(running bool) planner.Local {
 	meta, merr := d.ReadMeta()
-	data := d.HasEtcdData()
+	data, derr := d.EtcdData()
+	if derr != nil && running {
+		data = true // a running etcd holds data
+	}
 	if !data {
 		if merr == nil && running {
 			return planner.Local{Cluster: meta.Cluster, Name: meta.Name, Token: meta.Token, Epoch: meta.Epoch, MemberID: meta.MemberID, ClusterID: meta.ClusterID}

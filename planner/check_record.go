@@ -65,6 +65,13 @@ func checkRerecord(o Observation, d Decision) error {
 	if !o.Running || !o.MembersKnown && o.Unreachable > 0 {
 		return fmt.Errorf("invariant 9: re-recording epoch %d without this incarnation's quorum while %d instance(s) do not answer", d.Record.Epoch, o.Unreachable)
 	}
+	if top := max(d.Record.Epoch, d.Record.top()); o.Local.ClusterID != 0 && d.Record.ClusterID == o.Local.ClusterID && o.LineEpoch > top {
+		// Review rev18f F5: a newer epoch of this line ran after it.
+		return fmt.Errorf("invariant 9: re-recording epoch %d (cluster id %x) while the store holds a snapshot of its cluster id at epoch %d", d.Record.Epoch, d.Record.ClusterID, o.LineEpoch)
+	}
+	if o.MembersKnown && o.Local.ClusterID != 0 && o.MembersClusterID == o.Local.ClusterID && findID(o.Members, o.SelfID) < 0 {
+		return fmt.Errorf("invariant 9: re-recording epoch %d from member %x, which the member list of its cluster %x that answers no longer names", d.Record.Epoch, o.SelfID, o.Local.ClusterID)
+	}
 	for _, p := range o.Peers {
 		// A voter of this member's own cluster runs its incarnation,
 		// whatever epoch its metadata names.

@@ -215,6 +215,9 @@ func checkRestoreWithoutRecord(o Observation, d Decision) error {
 	if o.Local.Empty && (o.Local.Cluster == "" || o.Local.Cluster == o.ClusterName) && d.Record.Epoch <= o.Local.MetaEpoch {
 		return fmt.Errorf("invariant 9: restore with no record as epoch %d, not above epoch %d this member's metadata names", d.Record.Epoch, o.Local.MetaEpoch)
 	}
+	if e := answeredMetaEpoch(o.Peers, knownEpoch(o)); d.Record.Epoch <= e {
+		return fmt.Errorf("invariant 9: restore with no record as epoch %d, not above epoch %d a peer's metadata names (review rev18c N3)", d.Record.Epoch, e)
+	}
 	if o.RecoveryGrace <= 0 || o.RecordMissingFor < o.RecoveryGrace {
 		return fmt.Errorf("invariant 10: restore with no record after %s without one (grace %s): a majority the provider no longer lists may still serve", o.RecordMissingFor, o.RecoveryGrace)
 	}

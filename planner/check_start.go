@@ -24,7 +24,10 @@ func checkSeed(o Observation, d Decision) error {
 	if seedTakeover(o, d) {
 		return checkSeedTakeover(o, d)
 	}
-	return checkSeedAlone(o)
+	if err := checkSeedAlone(o); err != nil {
+		return err
+	}
+	return checkSeedAboveMeta(o, d)
 }
 
 // checkSeedStartsEmpty keeps invariant 1, "at most one seed per cluster
@@ -66,8 +69,11 @@ func seedTakeover(o Observation, d Decision) bool {
 func checkSeedTakeover(o Observation, d Decision) error {
 	r := o.Record
 	want := r.top() + 1
-	if l := o.Local; l.Empty && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
-		want = l.MetaEpoch + 1 // above an epoch this member's metadata names (aboveOwnMeta)
+	if l := o.Local; l.Empty && (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch >= want && l.MetaEpoch < math.MaxUint64 {
+		want = l.MetaEpoch + 1 // above an epoch this member's metadata names, of this cluster (aboveOwnMeta, ownMetaEpoch; review rev19d W3)
+	}
+	if e := answeredMetaEpoch(o.Peers, knownEpoch(o)); e >= want {
+		want = e + 1 // ...and a peer's (review rev18c N3)
 	}
 	if o.MembersKnown || o.RecoveryGrace <= 0 || o.SeederGoneFor < o.RecoveryGrace || inInstances(o.Instances, r.Seeder) || o.Unreachable > 0 || o.LatestSnapshot != nil || d.Record.Epoch != want {
 		return fmt.Errorf("invariant 1: took over the seed of %s (gone %s, grace %s, listed %v, %d silent, snapshot %v, epoch %d over %d)", r.Seeder, o.SeederGoneFor, o.RecoveryGrace, inInstances(o.Instances, r.Seeder), o.Unreachable, o.LatestSnapshot != nil, d.Record.Epoch, r.Epoch)
@@ -108,6 +114,25 @@ func checkSeedAlone(o Observation) error {
 	return nil
 }
 
+// checkSeedAboveMeta keeps invariant 9, "epochs only grow", for a first
+// seed with no record: its epoch is above every epoch this member's or a
+// peer's metadata names without data (a record of it existed before
+// Consul lost its state, and a voter of it Nomad collected may run on;
+// review rev18c N3).
+func checkSeedAboveMeta(o Observation, d Decision) error {
+	if o.Record != nil || d.Record == nil {
+		return nil
+	}
+	e := answeredMetaEpoch(o.Peers, knownEpoch(o))
+	if l := o.Local; l.Empty && (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch < math.MaxUint64 {
+		e = max(e, l.MetaEpoch)
+	}
+	if d.Record.Epoch <= e {
+		return fmt.Errorf("invariant 9: seed with no record as epoch %d, not above epoch %d a member's metadata names", d.Record.Epoch, e)
+	}
+	return nil
+}
+
 // checkRejoin checks a start of this member's own data (invariants 10, 4,
 // 5 and 9).
 func checkRejoin(o Observation, _ Decision) error {
@@ -120,7 +145,27 @@ func checkRejoin(o Observation, _ Decision) error {
 	if err := checkRejoinSupersededLine(o); err != nil {
 		return err
 	}
+	if err := checkRejoinLineUnknown(o); err != nil {
+		return err
+	}
 	return checkRejoinUnderOlderRecord(o)
+}
+
+// checkRejoinLineUnknown keeps invariant 9 where the store cannot say: data
+// that would re-record its epoch (no record, or a confirmed older one) is
+// not started while the snapshot store's listing does not answer and no
+// line epoch is known, unless its cluster answers with a member list
+// (review rev18f F4: a lost or rolled-back record is how a newer epoch of
+// the data's line gets forgotten, and the store is where it shows).
+func checkRejoinLineUnknown(o Observation) error {
+	rec, l := o.Record, o.Local
+	if o.ListingUnanswered == "" || l.ClusterID == 0 || rec != nil && (rec.ClusterID == 0 || rec.Epoch >= l.Epoch) {
+		return nil
+	}
+	if o.MembersKnown && o.MembersClusterID == l.ClusterID {
+		return nil
+	}
+	return fmt.Errorf("invariant 9: starting data of epoch %d (cluster id %x) to re-record it while the snapshot store's listing does not answer (%s): a newer epoch of its line may have run", l.Epoch, l.ClusterID, o.ListingUnanswered)
 }
 
 // checkRejoinSupersededLine keeps invariant 9, "epochs only grow": data

@@ -138,6 +138,11 @@ type Faults struct {
 	// snapshot:NAME' goes ahead without -accept-data-loss although the
 	// store's newest snapshot with its deltas is newer than the source.
 	OperatorBelowStore bool
+	// OperatorBelowMetaEpoch (invariant 9): 'recover' records its epoch
+	// without regard to the epoch a member's metadata names without data
+	// (PeerStatus.MetaEpoch): Consul lost or rolled back that epoch's
+	// record, and a collected voter of it may still run (review rev18c N3).
+	OperatorBelowMetaEpoch bool
 	// OperatorBelowReplacedRestore: '-from snapshot:NAME' replaces an
 	// unconfirmed restore record whose command verified its source to a
 	// higher revision than NAME reaches without -accept-data-loss, naming
@@ -180,6 +185,25 @@ type Faults struct {
 	// metadata names without data (Local.MetaEpoch): two incarnations of
 	// one epoch when Consul lost or rolled back the record of that one.
 	RecoverBelowOwnMetaEpoch bool
+	// RecoverBelowPeerMetaEpoch (invariant 9): a new epoch (a seed, a
+	// takeover, a recovery, a restore without a record) is chosen without
+	// regard to the epoch a peer's metadata names without data
+	// (PeerStatus.MetaEpoch), as if only the chooser's own counted
+	// (review rev18c N3).
+	RecoverBelowPeerMetaEpoch bool
+	// SeedBelowMetaEpoch (invariant 9): a first seed with no record
+	// records epoch 1 although this member's or a peer's metadata names a
+	// later epoch whose record Consul lost (review rev18c N3).
+	SeedBelowMetaEpoch bool
+	// PeerMetaOutOfReach (invariant 9, liveness): a peer's metadata
+	// epoch counts however far above every epoch otherwise known (up to
+	// 2^64-2^20): one forged /status answer pushes the record to the top
+	// for good (review rev19d W1).
+	PeerMetaOutOfReach bool
+	// TakeoverBesideFullMeta (invariant 9, liveness): a seed takeover
+	// records above this member's metadata even when that leaves no room
+	// for a next epoch, instead of asking an operator (review rev19d W3b).
+	TakeoverBesideFullMeta bool
 	// MetaOfAnyCluster (invariants 9 and 10): the epoch this member's
 	// metadata names without data counts whatever cluster that metadata
 	// names, and one too close to 2^64 for a next epoch stalls the
@@ -247,6 +271,21 @@ type Faults struct {
 	// data's cluster id at a newer epoch than the data's (review rev18c
 	// N2).
 	RejoinSupersededWithoutRecord bool
+	// RejoinLineUnknown (invariant 9): start stopped data that re-records
+	// its epoch (no record, or an older one) while the snapshot store's
+	// listing does not answer, so that nothing says whether a newer epoch
+	// of the data's line ran (review rev18f F4).
+	RejoinLineUnknown bool
+	// RerecordSupersededLine (invariant 9): a running member re-records
+	// its epoch (no record, or an older one) although the store holds a
+	// snapshot under its cluster id at a newer epoch than its own and
+	// any the record names (review rev18f F5).
+	RerecordSupersededLine bool
+	// RerecordRemoved (invariant 9): a running member re-records its
+	// epoch although the member list of its cluster id that answers no
+	// longer names it (a recovery from another member's data dropped
+	// it; review rev18f F5, sim seed 1531).
+	RerecordRemoved bool
 	// KeepWithoutQuorum: 'recover -keep-running' records the running
 	// incarnation although fewer than a quorum of the instances answer as
 	// its healthy voters (another incarnation may be the one with data).
@@ -281,6 +320,13 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 41704).
 	RunBlindBesideNewerEpoch bool
+	// FencedWaitsForProvider: a member the blind fence stopped
+	// (StopSuperseded) starts its data again only once its provider
+	// answers, although a peer answers as a healthy voter of its own
+	// incarnation: a planted record, or a partition that healed while
+	// Nomad is down, keeps it out of the quorum it belongs to for as long
+	// as Nomad is down (review rev18g R2, R3).
+	FencedWaitsForProvider bool
 
 	// RecoverAcrossLines (invariants 4 and 9): a quorum-loss recovery
 	// beside an authentic snapshot of a newer epoch of this data's line
@@ -289,6 +335,11 @@ type Faults struct {
 	// compare: the newer line's writes after the fork are lost (review
 	// rev18f F1).
 	RecoverAcrossLines bool
+	// SeedWithHoldersUnsaved (invariant 8): with no record, seed or
+	// restore while the member's last write of the data holders it
+	// remembers failed: a restart forgets them and seeds beside one
+	// (review rev19b D).
+	SeedWithHoldersUnsaved bool
 }
 
 // rules is the name the planner's code uses for Faults.
@@ -306,13 +357,15 @@ type rules = Faults
 type seedRule int
 
 const (
-	noSeedOverRecord     seedRule = iota // never seed while a record exists and the member list is unknown
-	noSeedBesidePeerData                 // never seed while a peer reports data: it re-records
-	noSeedWhileSilent                    // never seed while an instance does not answer: it may hold the data
-	restoreBeforeSeed                    // restore the newest snapshot rather than seed empty
-	noSeedBesideRefused                  // never seed, nor restore an older snapshot, beside a newer object members refuse
-	restoreAfterGrace                    // ...only once the record has been missing for RecoveryGrace
-	noSeedWithoutListing                 // never seed or restore while the store's listing does not answer
+	noSeedOverRecord         seedRule = iota // never seed while a record exists and the member list is unknown
+	noSeedBesidePeerData                     // never seed while a peer reports data: it re-records
+	noSeedWhileSilent                        // never seed while an instance does not answer: it may hold the data
+	restoreBeforeSeed                        // restore the newest snapshot rather than seed empty
+	seedAboveMeta                            // a first seed records above every epoch a member's metadata names without data
+	noSeedBesideRefused                      // never seed, nor restore an older snapshot, beside a newer object members refuse
+	restoreAfterGrace                        // ...only once the record has been missing for RecoveryGrace
+	noSeedWithoutListing                     // never seed or restore while the store's listing does not answer
+	noSeedWithHoldersUnsaved                 // never seed or restore while the holders memory could not be written
 )
 
 // seedGuard reports whether rule holds.
@@ -330,6 +383,10 @@ func (f Faults) seedGuard(rule seedRule) bool {
 		return !f.RestoreWithoutGrace
 	case noSeedWithoutListing:
 		return !f.SeedWithoutListing
+	case seedAboveMeta:
+		return !f.SeedBelowMetaEpoch
+	case noSeedWithHoldersUnsaved:
+		return !f.SeedWithHoldersUnsaved
 	}
 	return true
 }
@@ -387,7 +444,9 @@ const (
 	epochAboveSnapshots                           // the next epoch is above the newest snapshot's too
 	epochAboveEverySnapshot                       // ...and above every snapshot's that authenticates, of the lineage or not
 	epochAboveOwnMeta                             // ...and above the epoch this member's metadata names without data
+	epochAbovePeersMeta                           // ...and above the epochs peers' metadata names without data
 	metaOfThisCluster                             // ...metadata of this cluster only, and an operator asked when it leaves no room
+	peersMetaWithinReach                          // ...a peer's metadata only within maxEpochAhead of every epoch otherwise known
 	notBesideUnlistedVoter                        // never while an unlisted member of a known membership answers as a voter, with a leader or not
 	notWithoutListing                             // never while the store's listing does not answer (it may hold a newer source)
 	notAcrossLines                                // never beside a snapshot of a newer epoch of this data's line: an operator chooses
@@ -422,8 +481,12 @@ func (f Faults) recoveryGuard(rule recoveryRule) bool {
 		return !f.RecoverBelowForeignSnapshotEpoch
 	case epochAboveOwnMeta:
 		return !f.RecoverBelowOwnMetaEpoch
+	case epochAbovePeersMeta:
+		return !f.RecoverBelowPeerMetaEpoch
 	case metaOfThisCluster:
 		return !f.MetaOfAnyCluster
+	case peersMetaWithinReach:
+		return !f.PeerMetaOutOfReach
 	case notBesideUnlistedVoter:
 		return !f.RecoverBesideUnlistedVoter
 	case notWithoutListing:
@@ -444,6 +507,7 @@ const (
 	takeoverNotBesideNewer                        // never while a member holds an epoch newer than the record's
 	takeoverFromLastConfirmed                     // from the last confirmed incarnation the record carries
 	takeoverGoneSeed                              // an empty seed whose seeder is gone for good is taken over (else the cluster waits forever)
+	takeoverAsksWhenMetaFull                      // a takeover asks an operator when this member's metadata leaves no room for a next epoch
 )
 
 // takeoverGuard reports whether rule holds.
@@ -457,6 +521,8 @@ func (f Faults) takeoverGuard(rule takeoverRule) bool {
 		return !f.TakeoverFromPrevEpoch
 	case takeoverGoneSeed:
 		return !f.NoSeedTakeover
+	case takeoverAsksWhenMetaFull:
+		return !f.TakeoverBesideFullMeta
 	}
 	return true
 }
@@ -530,6 +596,9 @@ const (
 	notSupersededLine                          // data never starts once a newer epoch of its cluster id ran (LineEpoch)
 	notSupersededAboveRecord                   // ...nor data above an older record's epoch
 	notSupersededWithoutRecord                 // ...nor data without a record
+	notBlindToLine                             // ...nor data that re-records its epoch while the listing does not answer
+	notRerecordSupersededLine                  // a running member never re-records an epoch its line superseded
+	notRerecordRemoved                         // ...nor from data the answering membership of its cluster id dropped
 )
 
 // dataGuard reports whether rule holds.
@@ -557,6 +626,12 @@ func (f Faults) dataGuard(rule dataRule) bool {
 		return !f.RejoinSupersededAboveRecord
 	case notSupersededWithoutRecord:
 		return !f.RejoinSupersededWithoutRecord
+	case notBlindToLine:
+		return !f.RejoinLineUnknown
+	case notRerecordSupersededLine:
+		return !f.RerecordSupersededLine
+	case notRerecordRemoved:
+		return !f.RerecordRemoved
 	}
 	return true
 }
@@ -570,6 +645,7 @@ const (
 	notBelowReplacedRestore                     // a restore short of the unconfirmed restore record it replaces needs -accept-data-loss
 	keepOnlyAQuorum                             // -keep-running records only an incarnation a quorum of the instances answers for
 	acceptBeyondLineage                         // a recovery from a member records the acceptance of what it showed outside the lineage
+	aboveMetaEpochs                             // the new epoch is above every epoch a member's metadata names without data
 )
 
 // operatorGuard reports whether rule holds.
@@ -583,6 +659,8 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 		return !f.KeepWithoutQuorum
 	case acceptBeyondLineage:
 		return !f.OperatorForgetsBeyond
+	case aboveMetaEpochs:
+		return !f.OperatorBelowMetaEpoch
 	}
 	return true
 }
@@ -591,9 +669,10 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 type leaveRule int
 
 const (
-	stopWhenSuperseded      leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
-	stopBlindWhenSuperseded                  // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
-	staleBeforeHandover                      // a leaving member whose replacement inherits its data removes a stale voter first when only that voter keeps the others below quorum
+	stopWhenSuperseded          leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopBlindWhenSuperseded                      // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
+	staleBeforeHandover                          // a leaving member whose replacement inherits its data removes a stale voter first when only that voter keeps the others below quorum
+	resumeFencedBesideOwnQuorum                  // a member the blind fence stopped starts again once a peer serves its own incarnation with a quorum (PlanUnobserved)
 )
 
 // leaveGuard reports whether rule holds.
@@ -605,6 +684,8 @@ func (f Faults) leaveGuard(rule leaveRule) bool {
 		return !f.RunBlindBesideNewerEpoch
 	case staleBeforeHandover:
 		return !f.LeaveBesideStaleVoter
+	case resumeFencedBesideOwnQuorum:
+		return !f.FencedWaitsForProvider
 	}
 	return true
 }

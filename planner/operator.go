@@ -167,6 +167,9 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch)
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if f.operatorGuard(aboveMetaEpochs) {
+		epoch = max(epoch, answeredMetaEpoch(v.Answered, f.metaReach(epoch)))
+	}
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}
@@ -192,6 +195,58 @@ func (f Faults) OperatorRecovery(v OperatorView) (Record, error) {
 		LastConfirmedToken: src.Token, LastConfirmedEpoch: src.Epoch, Operator: true, Accepted: accepted, AcceptedRevision: narrowest(accepted)}, nil
 }
 
+// answeredMetaEpoch is the highest epoch a member's metadata names
+// without data (PeerStatus.MetaEpoch), as the automatic path's
+// aboveOwnMeta counts it: a record of that epoch existed before Consul
+// lost or rolled it back, and a voter of it Nomad collected may still run
+// (review rev18c N3). One too close to 2^64 counts for nothing, as there,
+// and so does one more than maxEpochAhead above known, the highest epoch
+// otherwise known (the record's plausible top, data and snapshot epochs;
+// at least 1): etcd-nomad records one epoch above the last it knows, so
+// an answer that far ahead was not written by it (one forged /status
+// answer would otherwise push every later epoch to the top for good;
+// review rev19d W1). known = math.MaxUint64 leaves only the first bound.
+func answeredMetaEpoch(answered []PeerStatus, known uint64) uint64 {
+	var e uint64
+	for _, p := range answered {
+		if p.Token == "" && p.MetaEpoch <= math.MaxUint64-maxEpochAhead && metaWithinReach(p.MetaEpoch, known) {
+			e = max(e, p.MetaEpoch)
+		}
+	}
+	return e
+}
+
+// metaWithinReach reports whether epoch e lies at most maxEpochAhead
+// above known (at least 1).
+func metaWithinReach(e, known uint64) bool {
+	known = max(known, 1)
+	return known > math.MaxUint64-maxEpochAhead || e <= known+maxEpochAhead
+}
+
+// ignoredMetaEpochs names the answers whose metadata answeredMetaEpoch
+// leaves out for lying too far above known: a reason says so.
+func ignoredMetaEpochs(answered []PeerStatus, known uint64) string {
+	var out []string
+	for _, p := range answered {
+		if p.Token == "" && p.MetaEpoch != 0 && (p.MetaEpoch > math.MaxUint64-maxEpochAhead || !metaWithinReach(p.MetaEpoch, known)) {
+			out = append(out, fmt.Sprintf("%s's epoch %d", p.Name, p.MetaEpoch))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (ignoring the metadata of %s: more than %d above every epoch otherwise known, %d; not written by etcd-nomad)", strings.Join(out, ", "), maxEpochAhead, max(known, 1))
+}
+
+// metaReach is the known bound answeredMetaEpoch takes under f: known,
+// or no bound with the rule switched off.
+func (f Faults) metaReach(known uint64) uint64 {
+	if !f.recoveryGuard(peersMetaWithinReach) {
+		return math.MaxUint64
+	}
+	return known
+}
+
 // roomAbove refuses a new epoch above epoch that would come too close to
 // 2^64 (Record.implausibleTop): epochs never wrap.
 func roomAbove(epoch uint64) error {
@@ -211,6 +266,38 @@ func (r *Record) NextEpochAbove(e uint64) (uint64, error) {
 		return 0, err
 	}
 	return top + 1, nil
+}
+
+// HandRestoreEpoch is the epoch a restore by hand ('etcd-nomad snapshot
+// restore') records over r (the zero record when there is none) for a
+// snapshot of epoch e, beside the members that answered: above r's
+// plausible top and e (NextEpochAbove), and above every epoch a member's
+// data or its metadata without data names (review rev18c N3: Consul lost
+// or rolled back that epoch's record, and a voter of it Nomad collected
+// may run on; a member holding data of a higher epoch would re-record it
+// over the restore, epochs only growing, and set the restore aside).
+func HandRestoreEpoch(r *Record, e uint64, answered []PeerStatus) (uint64, error) {
+	return rules{}.HandRestoreEpoch(r, e, answered)
+}
+
+// HandRestoreEpoch decides like the package's HandRestoreEpoch with the
+// rules f switches off.
+func (f Faults) HandRestoreEpoch(r *Record, e uint64, answered []PeerStatus) (uint64, error) {
+	if f.operatorGuard(aboveMetaEpochs) {
+		// A member's data epoch, as its metadata's, counts within
+		// maxEpochAhead of what the record and the snapshot name (review
+		// rev19d W1, W4): an answer further ahead was not written by
+		// etcd-nomad.
+		known := max(r.plausibleTop(), e)
+		reach := f.metaReach(known)
+		for _, p := range answered {
+			if p.Token != "" && p.Epoch <= math.MaxUint64-maxEpochAhead && metaWithinReach(p.Epoch, reach) {
+				e = max(e, p.Epoch)
+			}
+		}
+		e = max(e, answeredMetaEpoch(answered, f.metaReach(max(known, e))))
+	}
+	return r.NextEpochAbove(e)
 }
 
 // OperatorSnapshotRecovery decides an operator's recovery from a stored
@@ -301,6 +388,9 @@ func (f Faults) OperatorSnapshotRecovery(v OperatorView) (Record, error) {
 		epoch = max(epoch, v.Latest.Epoch) // as for a recovery from a member
 	}
 	epoch = max(epoch, v.SnapshotEpoch)
+	if f.operatorGuard(aboveMetaEpochs) {
+		epoch = max(epoch, answeredMetaEpoch(v.Answered, f.metaReach(epoch)))
+	}
 	if err := roomAbove(epoch); err != nil {
 		return Record{}, err
 	}

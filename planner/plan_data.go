@@ -65,6 +65,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 		if d, ok := r.supersededWithoutRecord(o, name); ok {
 			return d
 		}
+		if d, ok := r.lineUnknown(o, name); ok {
+			return d
+		}
 		// Invariant 8: a lost record is re-written from the data once the
 		// member runs; data never means "seed".
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("no cluster record; starting with local data of epoch %d (revision %d) to re-record the cluster", l.Epoch, l.Revision)}
@@ -161,6 +164,9 @@ func (r rules) planWithData(o Observation, name string) Decision {
 			return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d, and the member list that answered does not name member %x: waiting for a current record", rec.Epoch, l.Epoch, l.MemberID)}
 		}
 		if d, ok := r.supersededAboveRecord(o, name); ok {
+			return d
+		}
+		if d, ok := r.lineUnknown(o, name); ok {
 			return d
 		}
 		return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("the record names epoch %d, older than this data's epoch %d (epochs only grow): starting it to re-record the cluster", rec.Epoch, l.Epoch)}
@@ -311,6 +317,56 @@ func (r rules) supersededWithoutRecord(o Observation, name string) (Decision, bo
 	}
 	// 'etcd-nomad recover' needs a record; 'snapshot restore' writes one.
 	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and no member of it answers: an operator must choose: 'etcd-nomad snapshot restore' restores the newest snapshot of epoch %d ('etcd-nomad snapshot list' names it) and records it, and this data is set aside once it runs; or, to start this data as it is and lose what the newer epoch wrote, delete that epoch's snapshots from the store", why, o.LineEpoch)}, true
+}
+
+// lineUnknown holds back the start of stopped data that would re-record
+// its epoch (no record: Consul lost its state; or a confirmed record
+// older than the data: Consul restored one) while the snapshot store's
+// listing does not answer (ListingUnanswered): LineEpoch is unknown then,
+// and a lost or rolled-back record is how a recovery of the data's line
+// after this incarnation (sim seed 16514) gets forgotten, so the
+// superseded-line rules above cannot tell (review rev18f F4: the data
+// started to re-record its epoch beside or below the newer line). A line
+// epoch remembered from the member's last listing (task keeps it) lets
+// those rules decide instead; the store answering ends the wait. Not
+// while the data's cluster answers with a member list (a quorum of it
+// serves, and the member joins it). Not under the record that names the
+// data's incarnation: nothing tells a record Consul rolled back from the
+// current one there, and every full restart of a healthy cluster during
+// a store outage would wait (TestAFullRestartUnderItsRecordStartsWhileTheStoreIsDown).
+// It waits while a member of the data's membership answers (it
+// re-records), and through the recovery grace since the record went
+// missing (or the quorum was lost, under an older record); then, since
+// nothing but the store can end it, an operator chooses. ok is false when
+// the rule does not apply.
+func (r rules) lineUnknown(o Observation, name string) (Decision, bool) {
+	l, rec := o.Local, o.Record
+	if o.ListingUnanswered == "" || l.ClusterID == 0 || !r.dataGuard(notBlindToLine) {
+		return Decision{}, false
+	}
+	if rec != nil && (rec.ClusterID == 0 || rec.Epoch >= l.Epoch) {
+		return Decision{}, false
+	}
+	if o.MembersKnown && o.MembersClusterID == l.ClusterID {
+		return Decision{}, false
+	}
+	under, lost := "no cluster record", o.RecordMissingFor
+	if rec != nil {
+		under, lost = fmt.Sprintf("the record names epoch %d, older than this data's epoch %d", rec.Epoch, l.Epoch), o.QuorumLostFor
+	}
+	why := fmt.Sprintf("%s, and the snapshot store's listing does not answer (%s): whether a recovery of this data's line (cluster id %x) ran after its epoch %d is unknown; not starting this data to re-record its epoch until the store answers", under, o.ListingUnanswered, l.ClusterID, l.Epoch)
+	if known := slices.Concat(o.KnownHealthy, o.UnlistedVoters); len(known) > 0 {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; member(s) %s answer for a cluster: waiting for them to re-record it", why, strings.Join(known, ", "))}, true
+	}
+	if o.RecoveryGrace > 0 && lost < o.RecoveryGrace {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s (waiting the recovery grace, %s, before asking an operator)", why, o.RecoveryGrace)}, true
+	}
+	out := fmt.Sprintf("'etcd-nomad recover -from %s -accept-data-loss' recovers a new epoch from this data without comparing it with the store; with the store down its new epoch is not raised above the store's, so if a newer epoch of this line did run, the two lines' snapshots then rank wrongly: prefer bringing the store back", name)
+	if rec == nil {
+		// 'etcd-nomad recover' needs a record.
+		out = "to start this data without the store, remove the snapshot block from the cluster definition and redeploy the job (the members re-record this epoch; put the block back once they run)"
+	}
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s, and it has not answered for the grace: an operator must choose: bring the store back (the members decide as soon as its listing answers), or, knowing that no newer epoch of this line ran, %s", why, out)}, true
 }
 
 // peerNewerThanRecord holds back the start of data of the record's epoch while

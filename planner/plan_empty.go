@@ -5,6 +5,7 @@ package planner
 
 import (
 	"fmt"
+	"time"
 )
 
 // planEmpty: etcd is stopped and the data dir is empty.
@@ -27,6 +28,9 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 			// majority the provider no longer lists still serves: a
 			// seed or a restore here would start a second cluster.
 			return d
+		}
+		if o.HoldersUnsaved != "" && r.seedGuard(noSeedWithHoldersUnsaved) {
+			return holdersUnsaved(o, name)
 		}
 		if r.seedGuard(noSeedWithoutListing) {
 			// Nor on a store whose listing did not answer: it may hold
@@ -54,8 +58,25 @@ func (r rules) planEmpty(o Observation, name string) Decision {
 		if !o.HoldsLock {
 			return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: "no cluster record: taking the lock to seed"}
 		}
-		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: 1, Seeder: name},
-			Reason: "no cluster record and no data anywhere: seeding a new one-member cluster"}
+		if d, ok := r.metaLeavesNoRoom(o, name, "no cluster record and no data anywhere"); ok && r.seedGuard(seedAboveMeta) {
+			return d
+		}
+		// Epoch 1, or above an epoch a member's metadata names without
+		// data: Consul lost that record (review rev18c N3), and a
+		// collected voter of it that comes back would take this seed's
+		// epoch 1 for older and re-record its own over it (invariant 9).
+		next := uint64(1)
+		if r.seedGuard(seedAboveMeta) {
+			next = r.aboveOwnMeta(o, next)
+		}
+		why := "no cluster record and no data anywhere: seeding a new one-member cluster"
+		if next > 1 {
+			why += fmt.Sprintf(" as epoch %d, above the epoch %d a member's metadata names (its record was lost)", next, next-1)
+		}
+		if r.seedGuard(seedAboveMeta) {
+			why += r.metaIgnored(o)
+		}
+		return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name}, Reason: why}
 	}
 	if rec.ClusterID == 0 && !o.MembersKnown {
 		if rec.Seeder == name && o.Unreachable > 0 && r.resumeGuard(resumeWhenAllAnswer) {
@@ -272,7 +293,7 @@ func (r rules) seedFromSnapshot(o Observation, name string) Decision {
 	next := r.aboveOwnMeta(o, s.Epoch+1)
 	return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 		Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
-		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster", s.Name, s.Revision, next)}
+		Reason: fmt.Sprintf("no cluster record and no member holds data, but the store holds snapshot %s (revision %d): restoring it as epoch %d instead of seeding an empty cluster%s", s.Name, s.Revision, next, r.metaIgnored(o))}
 }
 
 // restoreOverOwnRecord: this member recorded a seed or a restore, holds no
@@ -387,13 +408,31 @@ func (r rules) takeoverSeed(o Observation, name string) (Decision, bool) {
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + " and no member holds data: taking the lock to take over"}, true
 	}
+	if d, ok := r.metaLeavesNoRoom(o, name, why+" and no member holds data"); ok && r.takeoverGuard(takeoverAsksWhenMetaFull) {
+		return d, true // review rev19d W3b: as a first seed does
+	}
 	if s := o.LatestSnapshot; s != nil {
 		next := r.aboveOwnMeta(o, max(rec.top(), s.Epoch)+1)
 		return Decision{Kind: RecoverQuorum, Name: name, From: FromSnapshot, Snapshot: s.Name,
 			Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name, Source: SnapshotSource(s.Name)},
-			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d", why, s.Name, s.Revision, next)}, true
+			Reason: fmt.Sprintf("%s and no member holds data: restoring snapshot %s (revision %d) as epoch %d%s", why, s.Name, s.Revision, next, r.metaIgnored(o))}, true
 	}
 	next := r.aboveOwnMeta(o, rec.top()+1)
 	return Decision{Kind: Seed, Name: name, Record: &Record{Token: o.NewToken, Epoch: next, Seeder: name},
-		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place", why, next)}, true
+		Reason: fmt.Sprintf("%s, no member holds data and there is no snapshot: seeding epoch %d in its place%s", why, next, r.metaIgnored(o))}, true
+}
+
+// holdersUnsaved is the wait of a member that would seed or restore
+// without a record while its last write of the data holders it remembers
+// failed (Observation.HoldersUnsaved): a restart would forget a holder
+// Nomad collected while it runs behind a partition, and seed beside it.
+// Once the writes have failed for the recovery grace, an operator must
+// fix what makes them fail.
+func holdersUnsaved(o Observation, name string) Decision {
+	d := Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("no cluster record and no data anywhere, but %s: a restart would forget the data holders this member saw listed (one Nomad collected may still run behind a partition); not seeding while the write fails", o.HoldersUnsaved)}
+	if o.RecoveryGrace > 0 && o.HoldersUnsavedFor >= o.RecoveryGrace {
+		d.AwaitsOperator = true
+		d.Reason += fmt.Sprintf("; it has failed for %s: make the member's data directory writable (free space, a read-write mount, its owner), or stop this member (etcd-nomad does not seed while it cannot remember)", o.HoldersUnsavedFor.Round(time.Second))
+	}
+	return d
 }

@@ -172,11 +172,67 @@ func (r rules) rerecord(o Observation, name string) Decision {
 		// a lost quorum can still be recovered.
 		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s: %d instance(s) do not answer and this incarnation has no quorum: not re-recording", why, o.Unreachable)}
 	}
+	if o.MembersKnown && o.Local.ClusterID != 0 && o.MembersClusterID == o.Local.ClusterID && findID(o.Members, o.SelfID) < 0 && r.dataGuard(notRerecordRemoved) {
+		// The member list of this data's cluster id that answers has no
+		// place for this member: a recovery from another member's data
+		// (ForceNewCluster keeps the id and drops every other member)
+		// or a removal ran without it, and that cluster, not this
+		// data, is the one to record (review rev18f F5, sim seed 1531:
+		// an epoch-1 learner the epoch-2 recovery dropped re-recorded
+		// epoch 1 after Consul lost its state, beside epoch 2's quorum;
+		// the store held no snapshot of epoch 2 in a real cluster yet).
+		// Its members re-record it; then this member sets its data
+		// aside.
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s, but the member list of this member's cluster %x that answers no longer names member %x (a recovery from another member's data, or a removal, ran without it): not re-recording from this data; a member of that cluster re-records it", why, o.Local.ClusterID, o.SelfID)}
+	}
+	if d, ok := r.rerecordSuperseded(o, name, why); ok {
+		return d
+	}
 	if !o.HoldsLock {
 		return Decision{Kind: Wait, Name: name, NeedsLock: true, Reason: why + ": taking the lock to re-record it"}
 	}
 	return Decision{Kind: RecordCluster, Name: name, Record: &Record{ClusterID: o.Local.ClusterID, Token: o.Local.Token, Epoch: o.Local.Epoch, Seeder: name, HighestEpoch: o.Record.carried(o.Local.Epoch)},
 		Reason: why + ": re-recording it from this member's data"}
+}
+
+// rerecordSuperseded holds back the re-record of a running member's epoch
+// once the store holds an authentic snapshot under its cluster id at a
+// newer epoch than its own and any the record names (LineEpoch): a
+// recovery from this line ran after this incarnation, and its record was
+// lost (Consul lost its state) or rolled back (Consul restored an older
+// one). Re-recorded, the superseded incarnation becomes the one every
+// member follows, and the newer line's writes, which may be in the store
+// only, are abandoned without anyone choosing it (review rev18f F5: it
+// takes two incarnations running, as a healed partition beside a
+// recovery leaves them; the stopped members' rules, supersededLine and
+// its kin, already refuse to start such data). The incarnation keeps
+// serving, unrecorded: within the grace (no record) a member of the newer
+// line may re-record it; then an operator chooses which line's writes to
+// keep. With the listing down the member re-records as before: it runs
+// with a quorum or every instance answering, and holding back the record
+// of a serving cluster for as long as its store is down would stop its
+// replacements from joining (task feeds a line epoch remembered from an
+// earlier listing). ok is false when the rule does not apply.
+func (r rules) rerecordSuperseded(o Observation, name, why string) (Decision, bool) {
+	l, rec := o.Local, o.Record
+	top := l.Epoch
+	if rec != nil {
+		top = max(top, rec.top())
+	}
+	if l.ClusterID == 0 || o.LineEpoch <= top || !r.dataGuard(notRerecordSupersededLine) {
+		return Decision{}, false
+	}
+	why = fmt.Sprintf("%s, but the store holds a snapshot of epoch %d taken under this incarnation's cluster id %x, newer than its epoch %d and any the record names: a recovery from this line ran after it, and its record was lost or rolled back; not re-recording epoch %d, which would make the superseded incarnation the current one (it keeps serving, unrecorded)", why, o.LineEpoch, l.ClusterID, l.Epoch, l.Epoch)
+	if rec == nil && o.RecoveryGrace > 0 && o.RecordMissingFor < o.RecoveryGrace {
+		return Decision{Kind: Wait, Name: name, Reason: fmt.Sprintf("%s; waiting the recovery grace (%s) for a member of epoch %d to re-record the cluster", why, o.RecoveryGrace, o.LineEpoch)}, true
+	}
+	newer := "'etcd-nomad recover -from snapshot:NAME -accept-data-loss' once this incarnation is stopped"
+	if rec == nil {
+		// 'etcd-nomad recover' needs a record; 'snapshot restore' runs
+		// on a stopped member's data dir (docs/operations.md).
+		newer = "'etcd-nomad snapshot restore' on a stopped member's data dir, once this incarnation is stopped (docs/operations.md, CLI: snapshot restore)"
+	}
+	return Decision{Kind: Wait, AwaitsOperator: true, Name: name, Reason: fmt.Sprintf("%s; an operator must choose which line's writes to keep: this incarnation's, by deleting epoch %d's snapshots (and any newer of cluster id %x) from the store with the store's own tools ('etcd-nomad snapshot list' names them; etcd-nomad has no delete command), after which the members re-record it at the next listing; or epoch %d's, by restoring its newest snapshot with %s (this data is set aside)", why, o.LineEpoch, l.ClusterID, o.LineEpoch, newer)}, true
 }
 
 // fellowVoter reports whether p runs as a healthy voter of this running

@@ -324,6 +324,7 @@ func (r rules) pickRecovery(o Observation, name string, dataEpoch uint64, dataTo
 	} else {
 		d.Reason = fmt.Sprintf("%s: recovering epoch %d from this member's data (revision %d)", why, next, best.revision)
 	}
+	d.Reason += r.metaIgnored(o)
 	return d, true
 }
 
@@ -370,7 +371,68 @@ func (r rules) aboveOwnMeta(o Observation, next uint64) uint64 {
 	if e := r.ownMetaEpoch(o); e >= next && e < math.MaxUint64 && r.recoveryGuard(epochAboveOwnMeta) {
 		next = e + 1
 	}
+	if e := r.peersMetaEpoch(o); e >= next && r.recoveryGuard(epochAbovePeersMeta) {
+		next = e + 1
+	}
 	return next
+}
+
+// peersMetaEpoch is the highest epoch a peer's metadata names without
+// data (PeerStatus.MetaEpoch): a record of it existed as surely as of
+// this member's own, and its incarnation may run where Nomad collected
+// it, whichever member chooses the next epoch (review rev18c N3: seed
+// 1009859's shape with the metadata on a peer of the restorer). One too
+// close to 2^64 for a next epoch counts for nothing (not written by
+// etcd-nomad; this member's own such metadata asks an operator instead:
+// metaLeavesNoRoom).
+//
+// A peer's counts only within maxEpochAhead of the highest epoch
+// otherwise known (knownEpoch; review rev19d W1): one forged /status
+// answer naming 2^64-2^20 would otherwise push the record to the top for
+// good, and no command frees it. Ignoring it cannot wedge; the reasons
+// say so (metaIgnored).
+func (r rules) peersMetaEpoch(o Observation) uint64 {
+	return answeredMetaEpoch(o.Peers, r.metaReach(knownEpoch(o)))
+}
+
+// metaIgnored is the note a reason carries when peersMetaEpoch leaves a
+// peer's metadata out, "" when it leaves none out.
+func (r rules) metaIgnored(o Observation) string {
+	if !r.recoveryGuard(epochAbovePeersMeta) {
+		return ""
+	}
+	return ignoredMetaEpochs(o.Peers, r.metaReach(knownEpoch(o)))
+}
+
+// knownEpoch is the highest epoch this member knows other than from a
+// peer's metadata without data, at least 1: the record's plausible top,
+// this member's data epoch or its own metadata's (of this cluster, with
+// room above it), the store's snapshots', and the peers' data epochs
+// within maxEpochAhead of those.
+func knownEpoch(o Observation) uint64 {
+	e := uint64(1)
+	if o.Record != nil {
+		e = max(e, o.Record.plausibleTop())
+	}
+	if l := o.Local; !l.Empty {
+		e = max(e, l.Epoch)
+	} else if (l.Cluster == "" || l.Cluster == o.ClusterName) && l.MetaEpoch <= math.MaxUint64-maxEpochAhead {
+		e = max(e, l.MetaEpoch)
+	}
+	if s := o.LatestSnapshot; s != nil {
+		e = max(e, s.Epoch)
+	}
+	e = max(e, o.SnapshotEpoch)
+	// A peer's data epoch, as its metadata's, only within reach of what
+	// this member knows itself: else one forged answer with data and one
+	// without would walk the bound up.
+	base := e
+	for _, p := range o.Peers {
+		if p.Token != "" && metaWithinReach(p.Epoch, base) {
+			e = max(e, p.Epoch)
+		}
+	}
+	return e
 }
 
 // ownMetaEpoch is the epoch this member's metadata names without data

@@ -32,7 +32,12 @@ type Observation struct {
 	// Running is true when this member's etcd server is running; SelfID is
 	// then its member id.
 	Running bool
-	SelfID  uint64
+	// Fenced, read only by PlanUnobserved, is true while this process
+	// keeps the etcd it stopped as superseded (StopSuperseded) stopped,
+	// and no observation succeeded since: it may start its data again,
+	// without the provider, once its own incarnation serves (o.Peers).
+	Fenced bool
+	SelfID uint64
 	// Local describes this member's data dir.
 	Local Local
 	// Record is the cluster record from the coordinator; nil when absent.
@@ -78,7 +83,9 @@ type Observation struct {
 	// keeps a cluster id and a restore takes a new one, so an epoch
 	// above the data's is of an incarnation recovered from this data's
 	// line after it: the data's incarnation was superseded, whatever
-	// record Consul holds now (it may have restored an older one).
+	// record Consul holds now (it may have restored an older one). While
+	// the listing does not answer it is the last listing's that did (task
+	// keeps it: a snapshot of that epoch existed), 0 if none did.
 	LineEpoch uint64
 	// RefusedSnapshot is the newest object (snapshot or delta) of this
 	// cluster in the store that members refuse (no MAC: written before
@@ -97,8 +104,11 @@ type Observation struct {
 	// RefusedSnapshot say nothing (nil is "none or unknown"). No seed,
 	// and no new recovery or restore, is decided on the store's contents
 	// then: it may hold the cluster's snapshots, or an object members
-	// refuse, newer than anything the members hold. Empty without a store
-	// configured, and while the store answers.
+	// refuse, newer than anything the members hold; nor does stopped data
+	// start to re-record its epoch (no record, or an older one: a lost or
+	// rolled-back record may have forgotten a newer epoch of its line,
+	// lineUnknown). Empty without a store configured, and while the store
+	// answers.
 	ListingUnanswered string
 	// Unreachable counts the provider's other instances whose status did
 	// not answer: a hidden member may hold newer data or a working quorum
@@ -121,6 +131,14 @@ type Observation struct {
 	// grace and no longer lists that does not answer either: it may run
 	// behind a partition (task's rememberListedHolders).
 	UnlistedVoters []string
+	// HoldersUnsaved, when set, says why this member's last write of the
+	// data holders it remembers (task's holders file) failed, naming the
+	// file and the error; HoldersUnsavedFor is how long its writes have
+	// failed. A restart would forget a holder Nomad collected while it
+	// runs behind a partition, so without a record no seed or restore
+	// starts meanwhile (review rev19b D).
+	HoldersUnsaved    string
+	HoldersUnsavedFor time.Duration
 	// DataInherited is true for a leaving member whose replacement
 	// inherits its data (Nomad moves a sticky, migrating disk).
 	DataInherited bool
@@ -498,6 +516,13 @@ type PeerStatus struct {
 	// Unstarted is the peer's Local.Unstarted: its stopped data never
 	// started as the incarnation it names.
 	Unstarted bool
+	// MetaEpoch is the peer's Local.MetaEpoch (Token empty): the epoch
+	// its metadata names without data, of this cluster. A record of
+	// that epoch existed, whatever Consul holds now, and its
+	// incarnation may still run where Nomad collected it: a new epoch
+	// chosen anywhere is recorded above it, as above this member's own
+	// (knownMetaEpoch; review rev18c N3: only the restorer's own counted).
+	MetaEpoch uint64
 }
 
 // Kind names a decision.

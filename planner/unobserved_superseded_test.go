@@ -65,3 +65,74 @@ func TestABlindMemberStopsOnceARecoveryReplacedItsEpoch(t *testing.T) {
 		}
 	}
 }
+
+// Review rev18g R3 (and R2): a member the blind fence stopped stayed
+// stopped for as long as its provider did not answer, even once its own
+// incarnation served again (a planted record withdrawn and its peers back
+// with their quorum, or a partition that healed while Nomad is down). It
+// starts its data again, without the provider, once a peer answers as a
+// healthy voter of its own incarnation; never on a record alone (one
+// naming its epoch again may be an older one Consul restored while the
+// newer incarnation runs: seed 41704 again).
+func TestAFencedMemberStartsAgainBesideItsOwnServingQuorum(t *testing.T) {
+	seed := func() Observation {
+		return Observation{ClusterName: "c", Self: Self{Name: "m1-2"}, Fenced: true,
+			Local:  Local{Cluster: "c", Name: "m1-2", Token: "tok773", Epoch: 2, ClusterID: 0x30b, MemberID: 0x324, Revision: 1000278},
+			Record: &Record{ClusterID: 0x46f, Token: "tok1130", Epoch: 3, Seeder: "m9", Source: "snapshot:snap-1065"},
+			Peers: []PeerStatus{
+				{Name: "m0-2", MemberID: 0x111, Token: "tok773", Epoch: 2, ClusterID: 0x30b, Running: true, Healthy: true, Revision: 1000300},
+				{Name: "m2-3", Token: "tok1130", Epoch: 3, ClusterID: 0x46f, Running: true, Healthy: true},
+			},
+		}
+	}
+	// The record withdrawn (a planted one, or Consul lost its state)
+	// and its incarnation serving: it starts again. Under the newer
+	// record it does not (review rev19e F1: it would add a voter to an
+	// old quorum serving beside the new one).
+	o := seed()
+	o.Record = nil
+	if d := PlanUnobserved(o); d.Kind != Rejoin || !strings.Contains(d.Reason, "m0-2") {
+		t.Fatalf("fenced, no record, its incarnation serves (m0-2): %s (%s), want %s", d.Kind, d.Reason, Rejoin)
+	}
+	o.Record = &Record{ClusterID: 0x30b, Token: "tok773", Epoch: 2, Seeder: "m0-2"}
+	if d := PlanUnobserved(o); d.Kind != Rejoin {
+		t.Fatalf("fenced, the record names its own incarnation, which serves: %s (%s), want %s", d.Kind, d.Reason, Rejoin)
+	}
+	if d := (Faults{FencedWaitsForProvider: true}).PlanUnobserved(o); d.Kind != Wait {
+		t.Fatalf("with FencedWaitsForProvider: %s (%s), want a wait", d.Kind, d.Reason)
+	}
+	for _, c := range []struct {
+		why    string
+		change func(*Observation)
+	}{
+		{"the record names a newer confirmed epoch by another seeder (two incarnations serve)", func(o *Observation) {}},
+		{"the record names a newer confirmed epoch, and only the old incarnation answers", func(o *Observation) { o.Peers = o.Peers[:1] }},
+		// The record alone, back at its own epoch (Consul restored an
+		// older record) or gone (Consul lost its state), proves nothing:
+		// the newer incarnation may run.
+		{"the record names its own epoch again, no peer serves it", func(o *Observation) {
+			o.Record = &Record{ClusterID: 0x30b, Token: "tok773", Epoch: 2, Seeder: "m0-2"}
+			o.Peers = o.Peers[1:]
+		}},
+		{"no record, no peer serves it", func(o *Observation) { o.Record, o.Peers = nil, o.Peers[1:] }},
+		// A peer of its incarnation without a quorum: starting would
+		// give one back to the replaced incarnation.
+		{"its peer runs without a quorum", func(o *Observation) { o.Peers[0].Healthy = false }},
+		{"its peer is a learner", func(o *Observation) { o.Peers[0].Learner = true }},
+		{"its peer holds its data stopped", func(o *Observation) { o.Peers[0].Running = false }},
+		// The same cluster id under another epoch: a ForceNewCluster
+		// recovery keeps the cluster id.
+		{"its peer serves a newer epoch of the same cluster id", func(o *Observation) {
+			o.Peers[0].Epoch, o.Peers[0].Token = 3, "tok1130"
+		}},
+		{"paused", func(o *Observation) { o.Paused = "by ops: maintenance" }},
+		{"not stopped by the fence", func(o *Observation) { o.Fenced = false }},
+		{"its data's cluster id is unknown", func(o *Observation) { o.Local.ClusterID = 0 }},
+	} {
+		o := seed()
+		c.change(&o)
+		if d := PlanUnobserved(o); d.Kind != Wait {
+			t.Errorf("%s: %s (%s), want a wait", c.why, d.Kind, d.Reason)
+		}
+	}
+}

@@ -19,7 +19,9 @@
 //     sim seed 1002359); a running member whose observation failed on
 //     the provider reads the record all the same and stops its etcd when
 //     PlanUnobserved finds its incarnation replaced without a quorum
-//     (StopSuperseded, task's fenceUnobserved; sim seed 41704);
+//     (StopSuperseded, task's fenceUnobserved; sim seed 41704), and
+//     starts it again, still unobserved, once an instance it last listed
+//     serves its incarnation with a quorum (task's resumeFenced);
 //   - etcd: clusters as raft groups (voters, learners, quorum per
 //     partition side, leader, committed revision, catch-up), cluster ids
 //     kept by ForceNewCluster and new on a restore, one learner at a time,
@@ -113,7 +115,19 @@
 //     last listed it, probed once it no longer does, and without a
 //     record named while silent: a cluster without a quorum never
 //     answers as a healthy voter; sim seed 36353 with
-//     SnapshotUnconfirmed), NoRecordlessSummary (a leader whose observation fails
+//     SnapshotUnconfirmed), NoHoldersShared (a member's /status shares
+//     the data holders it remembers, with the age of their last listing:
+//     a restarted member or a replacement takes them as a peer's word,
+//     which moves only a known holder's time and keeps it named at most
+//     twice the grace after the first listing a word claimed;
+//     review rev18f F3, seed 36353 driven to step 296, m0-1 crashed
+//     with its data dir lost), NoHoldersPersisted (the holders a member
+//     remembers are a file beside its data, read back at a restart: a
+//     crash of every member that remembered them keeps them; the same
+//     seed and step, every member on m0-1's side crashed, data kept;
+//     a lost data dir loses the file, and the member knows only what
+//     its peers share, as a fresh replacement),
+//     NoRecordlessSummary (a leader whose observation fails
 //     and whose last record read was none beats the summary for its own
 //     data's confirmed cluster: the same seed, either fix enough there)
 //     and the
@@ -125,7 +139,14 @@
 //     RecoverBelowOwnMetaEpoch (a recovery or restore records its epoch
 //     above the one the member's metadata without data names,
 //     Local.MetaEpoch: a record of it existed before Consul lost it, sim
-//     seed 1009859; a failed seed drops that metadata, as task's does);
+//     seed 1009859; a failed seed drops that metadata, as task's does),
+//     RecoverBelowPeerMetaEpoch and SeedBelowMetaEpoch (the same for the
+//     epoch a peer's metadata names, which /status reports:
+//     PeerStatus.MetaEpoch, and for a first seed; NoPeerMetaEpoch drops it
+//     from the model's /status; review rev18c N3, no seed reaches it yet),
+//     NoLineWhenRunningWithoutRecord (a running member without a record
+//     or a quorum lists the store, so a leaving one sees a newer epoch of
+//     its data's line: review rev18e F3, no seed reaches it yet);
 //   - per-member clocks: every allocation's wall clock is off by up to
 //     90 s either way, and a snapshot's Created is its taker's clock;
 //     every ordering of snapshots (the newest a member observes and

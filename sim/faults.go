@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -75,24 +76,30 @@ func (w *World) crash() {
 			return "nothing to restart"
 		}
 		if wipe {
+			// The whole member directory: the holders file with it.
 			n.data, n.aside, n.tlsDisk = nil, nil, nil
+			n.holders, n.holdersDisk = nil, nil
 		}
 		n.up, n.nextAt = true, w.now
 		return fmt.Sprintf("%s restarted", n.name)
 	})
 }
 
-// kill ends n's process: etcd stops, the supervisor's memory is lost, its
-// lock session lingers in Consul until the TTL.
+// kill ends n's process: etcd stops, the supervisor's memory is lost
+// (but for the data holders it remembered, which its restart reads back
+// from their file in its directory), its lock session lingers in Consul
+// until the TTL.
 func (w *World) kill(n *node) {
 	w.stopEtcd(n)
 	n.up, n.pending, n.lockSession, n.nextAt = false, nil, 0, never
 	n.quorumLostSince, n.seederGoneSince, n.recordMissingSince = -1, -1, -1
 	n.absentAt, n.unhealthyAt = map[uint64]time.Duration{}, map[uint64]time.Duration{}
 	n.startFailures, n.record, n.answered = 0, nil, nil
-	n.damaged, n.found, n.healthySeen, n.holders, n.tls = nil, nil, nil, nil, nil
+	n.damaged, n.found, n.healthySeen, n.tls = nil, nil, nil, nil
+	n.holders = maps.Clone(n.holdersDisk) // task's loadHolders at the restart (nil: none written)
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 	n.snapshotCheckAt = 0
+	n.fenceStreak, n.fenced, n.listed = 0, false, nil
 }
 
 func (w *World) partition() {

@@ -56,7 +56,7 @@ func (w *World) loop(n *node) {
 		w.fenceUnobserved(n)
 		return
 	}
-	n.lastFail = ""
+	n.lastFail, n.fenced = "", false
 	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
@@ -441,12 +441,27 @@ const preStopSnapshotFresh = 10 * time.Minute
 // voter beside others (a leader known) saves one unless the store's newest
 // of the record's incarnation is under preStopSnapshotFresh old. The save
 // is of the incarnation the record confirms for n's data (snapshotSource).
-func (w *World) stopSnapshot(n *node) {
+func (w *World) stopSnapshot(n *node, leaving bool) {
 	if n.etcd == nil || n.noConsul || n.data == nil {
 		return
 	}
 	g, r, d := n.etcd.group, w.coord.record, n.data
-	if g.quorum != n.side || r == nil || r.ClusterID == 0 || r.Token != d.token || r.Epoch != d.epoch || r.ClusterID != d.clusterID {
+	if r == nil || r.ClusterID == 0 || r.Token != d.token || r.Epoch != d.epoch || r.ClusterID != d.clusterID {
+		return
+	}
+	if g.quorum != n.side {
+		// As task: no save without a quorum. LeaveSnapshotWithoutQuorum
+		// models the tempting fix of review rev18e F4 (a voter leaving
+		// for good saves its own data, which goes with its allocation),
+		// which loses writes: its full snapshot outranks the older
+		// snapshot whose delta chain reaches further (sim seed 870).
+		if self := g.member(n.etcd.memberID); !w.cfg.Defects.LeaveSnapshotWithoutQuorum || !leaving || self == nil || self.learner {
+			return
+		}
+		w.nextID++
+		s := snapshot{name: "snap-" + itoa(int(w.nextID)), branch: d.branch, rev: d.rev, epoch: d.epoch, created: w.now + n.skew, clusterID: d.clusterID, taker: n.peerURL}
+		w.store = append(w.store, s)
+		w.logf(n.name, "  snapshot of its own data, leaving without a quorum: %s (revision %d)", s.name, s.rev)
 		return
 	}
 	voters, self := 0, g.member(n.etcd.memberID)
@@ -586,7 +601,7 @@ func (w *World) runLeave(n *node) {
 	l := n.leave
 	exit := func(why string) {
 		if !strings.HasPrefix(why, "removed itself") && why != "already removed" {
-			w.stopSnapshot(n) // task's shutdown: leave, then stopSnapshot, then etcd stops
+			w.stopSnapshot(n, why != "superseded") // task's shutdown: leave, then stopSnapshot, then etcd stops
 		}
 		w.stopEtcd(n)
 		w.unlock(n)
@@ -760,6 +775,10 @@ func summary(o planner.Observation) string {
 // ran epoch 2 blind beside m0-3's recovery of epoch 3, and a healed
 // partition gave epoch 2 its quorum back).
 func (w *World) fenceUnobserved(n *node) {
+	if n.etcd == nil && n.fenced {
+		w.resumeFenced(n)
+		return
+	}
 	if n.etcd == nil || n.noConsul || w.coord.record == nil {
 		return
 	}
@@ -790,5 +809,45 @@ func (w *World) fenceUnobserved(n *node) {
 	n.fenceStreak = 0
 	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
 	w.stopEtcd(n)
+	n.fenced = true
 	w.logf(n.name, "  %s: stop etcd: ok (data kept)", d.Kind)
+}
+
+// resumeFenced is task's resumeFenced: a member whose etcd the fence
+// stopped asks the instances it last listed, while its observation still
+// fails, and starts its data again once planner.PlanUnobserved says one
+// of them serves its own incarnation with a quorum and the record names
+// no newer epoch (review rev18g R3, rev19e F1).
+func (w *World) resumeFenced(n *node) {
+	o := planner.Observation{
+		ClusterName: clusterName,
+		Self:        planner.Self{Name: n.name, PeerURL: n.peerURL},
+		Fenced:      true,
+		Local:       w.local(n),
+		Paused:      w.coord.pause,
+	}
+	if n.noConsul {
+		return // task's: the record is read too (review rev19e F1)
+	}
+	if w.coord.record != nil {
+		rec := *w.coord.record
+		o.Record = &rec
+	}
+	for _, in := range n.listed {
+		if in != n && reachable(n, in) {
+			o.Peers = append(o.Peers, w.status(in))
+		}
+	}
+	d := w.cfg.Defects.Planner.PlanUnobserved(o)
+	if d.Kind != planner.Rejoin {
+		return
+	}
+	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
+	eff, err := w.startExisting(n)
+	if err != nil {
+		w.logf(n.name, "  %s: start with local data: FAILED: %v", d.Kind, err)
+		return
+	}
+	n.fenced = false
+	w.logf(n.name, "  %s: start with local data: %s", d.Kind, eff)
 }

@@ -63,6 +63,7 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		rc2 := rc
 		n.record = &rc2
 	}
+	n.listed = insts
 	self := false
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.name, PeerURL: in.peerURL})
@@ -95,6 +96,9 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		if !w.cfg.Defects.NoFoundVotersShared {
 			w.takeFoundVoters(n, in, insts)
 		}
+		if !w.cfg.Defects.NoHoldersShared {
+			w.takeSharedHolders(n, in, insts, &o)
+		}
 		if !w.cfg.Defects.NoDamageShared {
 			// task's takeDamaged: the segments its /status names.
 			for _, name := range slices.Sorted(maps.Keys(in.found)) {
@@ -106,9 +110,15 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		}
 	}
 	for name, e := range n.holders {
-		if w.now-e.at >= recoveryGrace {
+		// task's lapsed: a word's is kept while a peer names it.
+		if w.now-e.at >= recoveryGrace && (!e.worded || !w.wordNames(n, insts, name)) {
 			delete(n.holders, name)
 		}
+	}
+	if !w.cfg.Defects.NoHoldersPersisted {
+		// task's saveHolders: the memory's file beside the data, read back
+		// by a restart (kill).
+		n.holdersDisk = maps.Clone(n.holders)
 	}
 	w.observeMembers(n, insts, &o)
 	if o.Running && n.data.forceNew && n.etcd.group.quorum >= 0 {
@@ -156,6 +166,10 @@ func (w *World) status(in *node) planner.PeerStatus {
 			// epoch 1). task's /status does the same (server.go:
 			// Member.starting).
 			st.Token, st.Epoch, st.ClusterID = d.token, d.epoch, d.clusterID
+		} else if !w.cfg.Defects.NoPeerMetaEpoch {
+			// task/server.go: metadata without data reports the epoch it
+			// names (review rev18c N3): a new epoch goes above it.
+			st.MetaEpoch = d.epoch
 		}
 		st.MemberID = d.memberID
 		if d.name != "" {
@@ -343,8 +357,22 @@ func (w *World) observeQuorumLoss(n *node, o *planner.Observation) {
 		w.latestSnapshot(n, o)
 		return
 	}
+	if rec == nil && o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown && !w.cfg.Defects.NoLineWhenRunningWithoutRecord {
+		// task: no record, and this running member's cluster has no
+		// quorum: the store may hold a newer epoch of its line, which a
+		// leaving member stops beside (superseded; review rev18e F3).
+		n.quorumLostSince = -1
+		w.latestSnapshot(n, o)
+		return
+	}
 	if o.MembersKnown || rec == nil || (rec.ClusterID == 0 && o.SeederGoneFor == 0) {
 		n.quorumLostSince = -1
+		if o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && (rec == nil || rec.Epoch < o.Local.Epoch) && !w.cfg.Defects.NoLineWhenRerecording {
+			// task: a running member that re-records its epoch lists
+			// the store for a newer epoch of its line (planner's
+			// rerecordSuperseded, review rev18f F5).
+			w.latestSnapshot(n, o)
+		}
 		if rec != nil && rec.ClusterID == 0 && rec.Seeder == n.name {
 			w.knownHealthy(n, o) // a recovery of its own data it may resume
 			if !o.Local.Empty {
@@ -659,6 +687,10 @@ type heldSeen struct {
 	peerURL   string
 	clusterID uint64
 	at        time.Duration
+	// word (when worded): the listing time a peer's word first claimed
+	// for it (task's knownHolder.word).
+	word   time.Duration
+	worded bool
 }
 
 // rememberListedHolder is task's rememberListedHolders: a listed peer
@@ -687,7 +719,7 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		// Silent, or metadata of a start whose cluster id is not known
 		// yet: listed, it is still possibly the holder n saw.
 		if had {
-			e.at = w.now
+			e.at, e.worded = w.now, false
 			n.holders[in.name] = e
 		}
 		return
@@ -706,6 +738,66 @@ func (w *World) rememberListedHolder(n, in *node, st *planner.PeerStatus, o *pla
 		n.holders = map[string]heldSeen{}
 	}
 	n.holders[in.name] = heldSeen{peerURL: in.peerURL, clusterID: st.ClusterID, at: w.now}
+}
+
+// takeSharedHolders is task's takeSharedHolders: the data holders peer
+// in remembers (its /status names them with their client URL, cluster id
+// and how long ago its provider last listed them) join n's own, with the
+// time of that original listing: n probes them and, without a record,
+// names a silent one until the recovery grace has passed since then. The
+// age only grows as it is passed on, so no two members keep each other's
+// word alive. One n's provider lists is seen through its /status. Under a
+// record only a holder of a cluster n knows is taken (as
+// rememberListedHolder). Before, the memory lived in one process: m0-1,
+// which had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected
+// them while they ran, crashed behind a partition, restarted knowing
+// nothing of them and seeded a second epoch 1 (review rev18f F3, sim
+// seed 36353 driven to step 296).
+func (w *World) takeSharedHolders(n, in *node, insts []*node, o *planner.Observation) {
+	for _, name := range slices.Sorted(maps.Keys(in.holders)) {
+		e := in.holders[name]
+		if name == n.name || e.peerURL == "" || w.now-e.at >= recoveryGrace {
+			continue
+		}
+		if slices.ContainsFunc(insts, func(x *node) bool { return x.name == name }) {
+			continue
+		}
+		if r := o.Record; r != nil && r.ClusterID != e.clusterID && (n.summarySeen == nil || n.summarySeen.clusterID != e.clusterID) && (o.Local.Empty || o.Local.ClusterID != e.clusterID) {
+			continue
+		}
+		// A word moves only the time of a holder n knows, and to no more
+		// than the grace after the first listing a word claimed for it.
+		at := e.at
+		have, ok := n.holders[name]
+		if !ok {
+			have = heldSeen{peerURL: e.peerURL, clusterID: e.clusterID, word: at, worded: true}
+		} else {
+			if !have.worded {
+				have.word, have.worded = have.at, true
+			}
+			at = min(at, have.word+recoveryGrace)
+			if have.at >= at {
+				continue
+			}
+		}
+		have.at = at
+		if n.holders == nil {
+			n.holders = map[string]heldSeen{}
+		}
+		n.holders[name] = have
+	}
+}
+
+// wordNames reports whether a peer n reaches names holder name within
+// the grace (task's wordNames).
+func (w *World) wordNames(n *node, insts []*node, name string) bool {
+	if w.cfg.Defects.NoHoldersShared {
+		return false
+	}
+	return slices.ContainsFunc(insts, func(in *node) bool {
+		e, ok := in.holders[name]
+		return in != n && reachable(n, in) && ok && w.now-e.at < recoveryGrace
+	})
 }
 
 // remember notes that name answered a probe at peerURL for clusterID.

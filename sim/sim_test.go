@@ -93,7 +93,16 @@ var defects = []struct {
 	// record restores it there instead; none of 1..3000 shows it, 8920
 	// (a second seed at 8 s) the first after
 	// (TestTwoSeedsCountATerminalCopyThatIsNamed).
-	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true}, 8920, true, ""},
+	// Since members share the data holders they remember
+	// (NoHoldersShared reverts it), which name the collected voter too,
+	// only with that sharing reverted as well, and since the holders a
+	// member remembers survive its restart (NoHoldersPersisted reverts
+	// it), with that too.
+	{"NoFoundVotersShared", Defects{NoFoundVotersShared: true, NoRecordlessSummary: true, NoHoldersShared: true, NoHoldersPersisted: true}, 8920, true, ""},
+	{"NoHoldersShared", Defects{NoHoldersShared: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
+		"no plain run found (review rev18f F3 injected a crash): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and m0-1 crashed with its data dir lost; sim TestARestartedMemberTakesItsPeersRememberedHolders and task TestARememberedHolderIsSharedThroughStatus pin it"},
+	{"NoHoldersPersisted", Defects{NoHoldersPersisted: true, Planner: planner.Faults{SnapshotUnconfirmed: true}}, 1, true,
+		"no plain run found (searched 1..1500 with the collectRunning fault, with and without SnapshotUnconfirmed, alone and with NoHoldersShared; review rev18f F3 injected crashes): seed 36353 with SnapshotUnconfirmed driven to step 296, the epoch 1 holders behind a partition and every member on the other side crashed at once, data kept; sim TestEveryRestartedMemberReadsItsRememberedHolders and task TestRememberedHoldersSurviveARestart pin it"},
 	// Found by 100 M steps. Since a leader whose last record read was
 	// none beats the summary for its own data's cluster
 	// (NoRecordlessSummary reverts it), seeds 8920 and 13315 break only
@@ -195,6 +204,15 @@ var defects = []struct {
 		"seed 4521 reaches the shape (Consul lost its state while epoch 4, recovered from epoch 3's line, had lost every copy but its snapshot), but the superseded data's member is a learner alone: it serves nothing, and the operator then restores epoch 4's snapshot; the planner's checker catches it, and planner TestDataWithoutRecordOfASupersededLineDoesNotRejoin pins it"},
 	{"NoLineWithoutRecord", Defects{NoLineWithoutRecord: true}, 4521, true,
 		"as RejoinSupersededWithoutRecord (seed 4521 reaches it, harmlessly); task TestTheListingNamesTheDatasLineWithoutARecord pins it"},
+	// Review rev18f F4 and F5.
+	{"RejoinLineUnknown", Defects{Planner: planner.Faults{RejoinLineUnknown: true}}, 1, true,
+		"the model's store always answers its listing (ListingUnanswered is never set); the planner's checker catches it, and planner TestDataReRecordingItsEpochWaitsForTheListing, task TestALineEpochOutlivesAListingThatFails pin it"},
+	{"RerecordSupersededLine", Defects{Planner: planner.Faults{RerecordSupersededLine: true}}, 1, true,
+		"seed 1531 reaches it (with RerecordRemoved too) without a violation: the epoch-1 record m0-2 writes beside epoch 2 is re-recorded by epoch 2's member a loop later, and the model checks no record's epoch; sim TestADroppedLearnerDoesNotReRecordItsEpoch reads it from the trace, the planner's checker catches it, and planner TestARunningMemberDoesNotReRecordASupersededEpoch pins it"},
+	{"RerecordRemoved", Defects{Planner: planner.Faults{RerecordRemoved: true}}, 1, true,
+		"as RerecordSupersededLine (seed 1531); planner TestADroppedMemberDoesNotReRecordItsEpoch pins it"},
+	{"NoLineWhenRerecording", Defects{NoLineWhenRerecording: true}, 1, true,
+		"as RerecordSupersededLine (seed 1531); task TestARunningMemberWithoutARecordListsItsLine pins it"},
 	{"OperatorForgetsBeyond", Defects{Planner: planner.Faults{OperatorForgetsBeyond: true}}, 1, true,
 		"no run changes (searched 7..2999 with collectRunning): the impatient operator's 'recover -from MEMBER -accept-data-loss' must run under a restored older record beside a snapshot of a newer incarnation of the data's line; planner TestOperatorAcceptsTheSnapshotBeyondTheLineageItShowed and cmd TestRecoverFromMemberRecordsTheSnapshotBeyondTheLineageItAccepted pin it"},
 	{"OperatorSeesAll", Defects{OperatorSeesAll: true}, 1, true,
@@ -203,6 +221,11 @@ var defects = []struct {
 		"no seed found: the model never brings back data of the old line above the fork after the newer line's recovery (a volume reused by a replacement would); the planner's checker catches it, and planner TestDataOfASupersededIncarnationDoesNotRejoin, TestDataAboveAnOlderRecordOfASupersededLineDoesNotRejoin pin it (review rev18f F1)"},
 	{"MetaOfAnyCluster", Defects{Planner: planner.Faults{MetaOfAnyCluster: true}}, 1, true,
 		"the model writes no metadata of another cluster nor of an epoch near 2^64; planner TestMetadataWithoutDataCountsOnlyForItsClusterAndAsksWhenFull pins it"},
+	// Review rev19d W1 and W3b.
+	{"PeerMetaOutOfReach", Defects{Planner: planner.Faults{PeerMetaOutOfReach: true}}, 1, true,
+		"no seed found: the model forges no /status answer and writes no metadata far above every epoch known; planner TestAPeersMetaEpochOutOfReachDoesNotPushTheRecordToTheTop, TestAPeersMetaEpochOutOfReachDoesNotMakeTheFirstSeedImplausible pin it"},
+	{"TakeoverBesideFullMeta", Defects{Planner: planner.Faults{TakeoverBesideFullMeta: true}}, 1, true,
+		"no seed found: the model writes no metadata of an epoch near 2^64; planner TestASeedTakeoverBesideOwnFullMetadataAsksAnOperator pins it"},
 	// Seed 28743 of the 100 M run (session 18): Consul restored an
 	// operator's unconfirmed restore record of epoch 2 after it ran as
 	// cluster 295 and epoch 3 recovered from its data and was

@@ -51,6 +51,28 @@ type Defects struct {
 	// allocations whose client is disconnected (unknown) from the
 	// instance list, so they never count as unreachable.
 	ProviderDropsUnknown bool
+	// NoLineWhenRunningWithoutRecord (invariant 10): a running member
+	// without a record whose cluster has no quorum lists no store
+	// (LineEpoch stays 0), as task did before review rev18e F3: a leaving
+	// one never saw that a recovery from its data's line replaced its
+	// incarnation, and ran on through its leave.
+	NoLineWhenRunningWithoutRecord bool
+	// LeaveSnapshotWithoutQuorum (invariant 6, acknowledged writes): a
+	// voter leaving for good without a quorum saves a full snapshot of
+	// its own data before its allocation (and its disk) goes: the fix
+	// review rev18e F4 suggested, which task does not make. It cannot
+	// tell a lost quorum from a partition with a majority that writes on:
+	// its snapshot, newer than the lineage's last full one, outranks it
+	// (snapshot.Later: epoch, then the full snapshot's revision), and
+	// with it the delta chain that reaches further, so a recovery
+	// restores less than the store holds (sim seed 870: revision 13
+	// over a chain to 19).
+	LeaveSnapshotWithoutQuorum bool
+	// NoPeerMetaEpoch (invariant 9): a member's /status does not report
+	// the epoch its metadata names without data (PeerStatus.MetaEpoch),
+	// as task's did before review rev18c N3: only the member choosing a
+	// new epoch counted its own.
+	NoPeerMetaEpoch bool
 	// LeaveOnce (invariant 12): a member whose allocation is stopped
 	// gracefully tries to remove itself once, then stops.
 	LeaveOnce bool
@@ -95,6 +117,10 @@ type Defects struct {
 	// and probes no one (LineEpoch and KnownHealthy stay empty), as task
 	// did before review rev18c N2.
 	NoLineWithoutRecord bool
+	// NoLineWhenRerecording: a running member that re-records its epoch
+	// (no record, or an older one) lists no store (LineEpoch stays
+	// empty), as task did before review rev18f F5.
+	NoLineWhenRerecording bool
 	// OperatorSeesAll: the operator's commands see the store's newest
 	// snapshot of any lineage as Latest, not the record's lineage's
 	// newest (what 'etcd-nomad recover' computes: storeView), as the
@@ -166,6 +192,23 @@ type Defects struct {
 	// replacement that had waited for one of them seeded a second epoch 1
 	// beside them; the partition healed and they served again).
 	ForgetListedHolder bool
+	// NoHoldersShared: a member's /status does not name the data holders
+	// it remembers (rememberListedHolder), so a member that restarts, or
+	// a fresh replacement, knows only those its own provider listed
+	// (before review rev18f F3, sim seed 36353 driven to step 296: m0-1
+	// crashed behind a partition, restarted knowing nothing of the epoch
+	// 1 holders Nomad had collected while they ran, and seeded a second
+	// epoch 1).
+	NoHoldersShared bool
+	// NoHoldersPersisted: the data holders a member remembers live only
+	// in its process (task's holders file beside the data is not
+	// written), so a crash of every member that remembered them loses
+	// them (before review rev18f F3: sim seed 36353 driven to step 296,
+	// m0-0 and m1-0 behind a partition and every member on the other
+	// side crashed at once, data kept: none knew of the epoch 1 holders
+	// Nomad had collected while they ran, and one seeded a second epoch
+	// 1).
+	NoHoldersPersisted bool
 	// NoRecordlessSummary: a leader whose observation fails writes no
 	// summary when the last record it read was none (Consul lost its
 	// state), although it leads its own data's confirmed cluster
@@ -298,6 +341,12 @@ type World struct {
 // node is one allocation: the supervisor process, its data dir and its
 // view of the world (the task.Member's in-memory state).
 type node struct {
+	// fenced, listed: task's, its etcd stopped by fenceUnobserved and no
+	// observation succeeded since; the instances of the last one that
+	// did (resumeFenced asks them).
+	fenced bool
+	listed []*node
+
 	// fenceStreak: task's, the loops in a row whose fenceUnobserved
 	// found it without a quorum under a newer recorded epoch.
 	fenceStreak int
@@ -360,6 +409,12 @@ type node struct {
 	// cluster, with when the provider last listed them (task's
 	// knownState.holders).
 	holders map[string]heldSeen
+	// holdersDisk is holders' file in the member's directory (task's
+	// datadir HoldersFile): written at the end of each observation, read
+	// back by a restart (kill), lost with the directory (a crash that
+	// loses the data dir), kept when data is set aside (it lives beside
+	// current/, not in it).
+	holdersDisk map[string]heldSeen
 	// summaryAt is when this member last wrote the summary (task's
 	// Member.summaryAt); summaryRead and summarySeen the summary its
 	// last probe read (task's Member.summaryRead).

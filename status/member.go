@@ -27,7 +27,11 @@ type Member struct {
 	ForceNewPending bool `json:"force_new_pending,omitempty"`
 	// Unstarted: stopped data that no etcd start ever ran on as the
 	// incarnation it names (planner.Local.Unstarted).
-	Unstarted bool   `json:"unstarted,omitempty"`
+	Unstarted bool `json:"unstarted,omitempty"`
+	// MetaEpoch, with no Token, is the epoch this member's metadata
+	// names without data, when that metadata is of this cluster
+	// (planner.PeerStatus.MetaEpoch): a new epoch is chosen above it.
+	MetaEpoch uint64 `json:"meta_epoch,omitempty"`
 	DBSize    int64  `json:"db_size"`
 	PID       int    `json:"pid"`
 	Decision  string `json:"decision"`
@@ -52,6 +56,20 @@ type Member struct {
 	// grace of their last answer: its peers probe them too and recover
 	// or seed nothing beside them while they are named.
 	FoundVoters []FoundVoter `json:"found_voters,omitempty"`
+	// Holders are the peers this member remembers holding data of a
+	// cluster (their /status named it while its provider listed them,
+	// or a peer's /status named them here), within the recovery grace of
+	// that listing: its peers probe them too and, without a record, seed
+	// nothing beside them while they are named.
+	Holders []Holder `json:"holders,omitempty"`
+	// HoldersError, when set, is why the member's last write of the
+	// holders it remembers failed (the file and the error): a restart
+	// would forget them, so it seeds nothing without a record meanwhile.
+	HoldersError string `json:"holders_error,omitempty"`
+	// MetaError, when set, is why the member could not read its own
+	// metadata for this answer: its Token and ClusterID say nothing,
+	// and peers take it as silent, not as empty.
+	MetaError string `json:"meta_error,omitempty"`
 	// Asides are the copies of data this member set aside (its data
 	// dir's aside/: renamed, never deleted on the spot), newest first, at
 	// most MaxAsides; AsidesMore counts those left out. A recovery that
@@ -96,6 +114,17 @@ type FoundVoter struct {
 	Leader bool `json:"leader"`
 	// AgoMillis is how long ago it last answered, in milliseconds (a
 	// duration: members' clocks differ).
+	AgoMillis int64 `json:"ago_ms"`
+}
+
+// Holder is a data holder a member remembers (Member.Holders).
+type Holder struct {
+	Name      string `json:"name"`
+	ClientURL string `json:"client_url"`
+	ClusterID uint64 `json:"cluster_id"`
+	Epoch     uint64 `json:"epoch"`
+	// AgoMillis is how long ago a provider last listed it, in
+	// milliseconds (a duration: members' clocks differ).
 	AgoMillis int64 `json:"ago_ms"`
 }
 

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
+	"github.com/etcd-nomad/etcd-nomad/datadir"
 	"github.com/etcd-nomad/etcd-nomad/planner"
 	"github.com/etcd-nomad/etcd-nomad/status"
 )
@@ -63,6 +64,20 @@ type knownState struct {
 	listedHolders []listedHolder
 	listedEmpty   []string
 	holders       map[string]knownHolder
+	// peersHolders: the holders peers' /status named in the last
+	// observation (takeSharedHolders); held (under mu): holders' copy
+	// that /status shares (shareHolders).
+	peersHolders []status.Holder
+	held         []knownHolder
+	// holdersSaved: what the holders file holds (saveHolders), once
+	// holdersWritten; holdersErr: the last write's error, logged once,
+	// failing since holdersErrSince. Loop only. holdersUnsaved (under
+	// mu): holdersErr with the file's path, for /status.
+	holdersSaved    []datadir.Holder
+	holdersWritten  bool
+	holdersErr      string
+	holdersErrSince time.Time
+	holdersUnsaved  string
 	// refusedWord: the voters peers named for clusters this member does
 	// not know (narrowPeersWord), logged once each (at most 64 remembered). Loop only.
 	refusedWord map[string]bool
@@ -201,7 +216,7 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 			known = append(known, id)
 		}
 	}
-	m.narrowPeersWord(o, known)
+	known = m.narrowPeersWord(o, known)
 	for _, name := range slices.Sorted(maps.Keys(m.known.seen)) {
 		if e := m.known.seen[name]; len(e.probe.k.clientURLs) > 0 {
 			probes = append(probes, e.probe)
@@ -210,8 +225,23 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 		// The data holders the provider listed within the grace and no
 		// longer does (rememberListedHolders).
-		if e := m.known.holders[name]; !m.known.listed[name] && now.Sub(e.at) < o.RecoveryGrace {
+		// Its own listing's address is probed as this member's own
+		// find; every address a peer's word gave, as a word
+		// (knownProbe.peers): for a cluster id this member does not
+		// know, its answers do not extend it (narrowPeersWord), so a
+		// forged /status naming another cluster's serving voter as a
+		// holder no longer holds recoveries back after the forger
+		// stops (review rev19b A).
+		e := m.known.holders[name]
+		if m.known.listed[name] || now.Sub(e.at) >= o.RecoveryGrace {
+			continue
+		}
+		if len(e.k.clientURLs) > 0 {
 			probes = append(probes, knownProbe{k: e.k, clusterIDs: []uint64{e.clusterID}})
+		}
+		for _, w := range e.words {
+			unknown := len(known) > 0 && !slices.Contains(known, w.clusterID)
+			probes = append(probes, knownProbe{k: knownMember{name: name, clientURLs: []string{w.url}}, clusterIDs: []uint64{w.clusterID}, peers: true, unknown: unknown})
 		}
 	}
 	answered := m.probeKnown(ctx, o, probes)
@@ -283,7 +313,12 @@ func (m *Member) observeKnownHealthy(ctx context.Context, o *planner.Observation
 		for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
 			e := m.known.holders[name]
 			_, named := m.known.seen[name]
-			if ago := now.Sub(e.at); !m.known.listed[name] && !named && ago < o.RecoveryGrace {
+			ago := now.Sub(e.at)
+			if e.note != "" && ago < o.RecoveryGrace {
+				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (%s; named until the recovery grace has passed, %s from now)", name, e.note, (o.RecoveryGrace-ago).Round(time.Second)))
+				continue
+			}
+			if !m.known.listed[name] && !named && ago < o.RecoveryGrace {
 				o.UnlistedVoters = append(o.UnlistedVoters, fmt.Sprintf("%s (held data of epoch %d, cluster %x, when the provider last listed it %s ago; silent now)", name, e.epoch, e.clusterID, ago.Round(time.Second)))
 			}
 		}
@@ -379,7 +414,39 @@ type knownHolder struct {
 	clusterID uint64
 	epoch     uint64
 	at        time.Time
+	// note, when set, stands for holders an unreadable holders file may
+	// have named (loadHolders): named, never probed.
+	note string
+	// word: the listing time a peer's word first claimed for it, or
+	// zero while this member's own listing is the last it took
+	// (takeSharedHolders bounds words by it).
+	word time.Time
+	// words: the addresses (and cluster ids) peers' words gave for it,
+	// the most recently named last, at most maxHolderWords: each is
+	// probed as a word (observeKnownHealthy). k.clientURLs holds only
+	// this member's own listing's address.
+	words []holderWord
 }
+
+// holderWord is an address a peer's word gave for a data holder, and
+// the cluster id it named there.
+type holderWord struct {
+	url       string
+	clusterID uint64
+}
+
+// addressed reports whether e has an address to probe or share.
+func (e knownHolder) addressed() bool { return len(e.k.clientURLs)+len(e.words) > 0 }
+
+// maxHolderWords bounds the addresses words give one holder
+// (knownHolder.words) and the entries one peer's /status gives one
+// holder (peerHolders); maxPeerHolders the holders one peer's /status
+// gives.
+const (
+	maxHolderWords = 8
+	maxPeerWords   = 4
+	maxPeerHolders = 8
+)
 
 // rememberListedHolders remembers the listed peers whose /status named
 // data of a cluster this member knows (as rememberListedVoters: the
@@ -424,12 +491,192 @@ func (m *Member) rememberListedHolders(o *planner.Observation, now time.Time) {
 	for name, e := range m.known.holders {
 		switch {
 		case m.known.listed[name]:
-			e.at = now // still listed: still possibly the holder it was
+			e.at, e.word = now, time.Time{} // still listed: still possibly the holder it was
 			m.known.holders[name] = e
-		case now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace:
+		case m.lapsed(e, now, m.wordNames(name)):
 			delete(m.known.holders, name)
 		}
 	}
+	m.takeSharedHolders(o, now)
+	m.shareHolders(now)
+	m.saveHolders(now)
+	if m.known.holdersErr != "" {
+		o.HoldersUnsaved = fmt.Sprintf("the data holders this member remembers were not written to %s (%s)", m.dir.HoldersPath(), m.known.holdersErr)
+		o.HoldersUnsavedFor = max(now.Sub(m.known.holdersErrSince), 0)
+	}
+}
+
+// takeSharedHolders adds the data holders peers remember (their
+// /status's Holders, peersHolders) to this member's own, with the time a
+// provider last listed them: this member probes them and, without a
+// record, names a silent one until the recovery grace has passed since
+// that original listing. The age (a duration, not the peer's clock) only
+// grows as it is passed on, so no two members keep each other's word
+// alive, and a peer's word never outlasts the grace. One this member's
+// provider lists is seen through its own /status; under a record only a
+// holder of a cluster this member knows is taken (as
+// rememberListedHolders). Before, the memory lived in one process: m0-1
+// had seen m0-0 and m1-0 hold epoch 1 data before Nomad collected them
+// while they ran; it crashed behind the partition that cut them off,
+// restarted knowing nothing of them, and seeded a second epoch 1 beside
+// them (review rev18f F3, sim seed 36353 driven to step 296). A fresh
+// replacement placed after the holder was dropped had the same blind
+// spot. A peer's word only adds probes and waits.
+func (m *Member) takeSharedHolders(o *planner.Observation, now time.Time) {
+	grace := m.opts.Cluster.RecoveryGrace
+	for _, h := range m.known.peersHolders {
+		ago := time.Duration(max(h.AgoMillis, 0)) * time.Millisecond
+		if h.Name == "" || h.Name == m.opts.Name || h.ClientURL == "" || h.ClusterID == 0 || ago >= grace ||
+			m.known.listed[h.Name] || m.known.listed[h.ClientURL] {
+			continue
+		}
+		rec := o.Record
+		known := rec != nil && rec.ClusterID == h.ClusterID || m.known.summaryID == h.ClusterID || !o.Local.Empty && o.Local.ClusterID == h.ClusterID
+		if !known && rec != nil {
+			continue
+		}
+		// A word moves the time of a holder this member knows, never its
+		// own listing's address, cluster or epoch (a planted answer would
+		// otherwise redirect the probe of a holder it listed: it adds a
+		// probe, as a word, instead), and never to more
+		// than the grace after the first listing a word claimed for it
+		// (word; for a holder it listed, that last listing): a peer that
+		// names a holder as listed a moment ago at every observation (a
+		// planted /status, a provider that never drops it while this
+		// member's does) no longer keeps this member waiting beside it
+		// forever: it is named no longer than twice the grace.
+		at := now.Add(-ago)
+		e, ok := m.known.holders[h.Name]
+		if !ok {
+			e = knownHolder{k: knownMember{name: h.Name}, clusterID: h.ClusterID, epoch: h.Epoch, word: at}
+		}
+		// Every address a word gives is probed (as a word), not only
+		// the first: a forged first word with a dead address hid the
+		// real one an honest peer gave later (review rev19b E).
+		e.words = addWord(e.words, holderWord{url: h.ClientURL, clusterID: h.ClusterID}, e.k.clientURLs)
+		if m.known.holders == nil {
+			m.known.holders = map[string]knownHolder{}
+		}
+		m.known.holders[h.Name] = e
+		if ok {
+			if e.word.IsZero() {
+				e.word = e.at
+			}
+			if limit := e.word.Add(grace); at.After(limit) {
+				at = limit
+			}
+			if !e.at.Before(at) {
+				continue
+			}
+		}
+		e.at = at
+		m.known.holders[h.Name] = e
+	}
+}
+
+// addWord adds w to words (moved last when already there) unless it is
+// one of own (this member's listing's address), dropping the least
+// recently named beyond maxHolderWords.
+func addWord(words []holderWord, w holderWord, own []string) []holderWord {
+	if slices.Contains(own, w.url) {
+		return words
+	}
+	words = slices.DeleteFunc(slices.Clone(words), func(x holderWord) bool { return x == w })
+	words = append(words, w)
+	return words[max(len(words)-maxHolderWords, 0):]
+}
+
+// peerHolders is what this member takes of one peer's /status Holders:
+// at most maxPeerWords entries per holder and maxPeerHolders holders
+// (the first it names), so one planted /status cannot fill a holder's
+// words nor, through this member's /status, crowd out the holders it
+// shares (review rev19b B, E).
+func peerHolders(hs []status.Holder) []status.Holder {
+	var out []status.Holder
+	per := map[string]int{}
+	for _, h := range hs {
+		n, ok := per[h.Name]
+		if !ok && len(per) >= maxPeerHolders || n >= maxPeerWords {
+			continue
+		}
+		per[h.Name] = n + 1
+		out = append(out, h)
+	}
+	return out
+}
+
+// lapsed reports whether holder e may be forgotten at now: the recovery
+// grace has passed since its last listing and, for one a peer's word
+// named (word), no peer names it any more (named): until then it is
+// kept, neither named nor probed nor shared, so that a word repeated
+// past its bound (takeSharedHolders) does not take it again as new.
+func (m *Member) lapsed(e knownHolder, now time.Time, named bool) bool {
+	return now.Sub(e.at) >= m.opts.Cluster.RecoveryGrace && (e.word.IsZero() || !named)
+}
+
+// wordNames reports whether a peer's /status named holder name in the
+// last observation (peersHolders), within the grace.
+func (m *Member) wordNames(name string) bool {
+	return slices.ContainsFunc(m.known.peersHolders, func(h status.Holder) bool {
+		return h.Name == name && time.Duration(max(h.AgoMillis, 0))*time.Millisecond < m.opts.Cluster.RecoveryGrace
+	})
+}
+
+// shareHolders keeps a copy of known.holders for /status (health), which
+// reads it from another goroutine: those within the recovery grace of
+// their last listing at now, the ones this member listed itself first,
+// then the most recently listed, so that entries a peer's word planted
+// (any names, listed a moment ago) do not push out a holder this member
+// listed, nor (peerHolders bounding each peer) one an honest word gave
+// (review rev19b B: the list was cut by name before the age was looked
+// at). sharedHolders cuts at maxFoundShared entries.
+func (m *Member) shareHolders(now time.Time) {
+	held := make([]knownHolder, 0, len(m.known.holders))
+	for _, name := range slices.Sorted(maps.Keys(m.known.holders)) {
+		if e := m.known.holders[name]; e.addressed() && now.Sub(e.at) < m.opts.Cluster.RecoveryGrace {
+			held = append(held, e)
+		}
+	}
+	slices.SortStableFunc(held, func(a, b knownHolder) int {
+		if ao, bo := a.word.IsZero(), b.word.IsZero(); ao != bo {
+			if ao {
+				return -1
+			}
+			return 1
+		}
+		return b.at.Compare(a.at)
+	})
+	m.mu.Lock()
+	m.known.held = held
+	m.mu.Unlock()
+}
+
+// sharedHolders is /status's Holders: held (shareHolders' copy) within
+// the recovery grace of their last listing at now.
+func (m *Member) sharedHolders(held []knownHolder, now time.Time) []status.Holder {
+	var out []status.Holder
+	for _, e := range held {
+		ago := max(now.Sub(e.at), 0)
+		if ago >= m.opts.Cluster.RecoveryGrace {
+			continue
+		}
+		// Its own listing's address, then the words' (the most recently
+		// named first), at most maxPeerWords: what a peer takes of it.
+		var addrs []holderWord
+		if len(e.k.clientURLs) > 0 {
+			addrs = append(addrs, holderWord{url: e.k.clientURLs[0], clusterID: e.clusterID})
+		}
+		for i := len(e.words) - 1; i >= 0; i-- {
+			addrs = append(addrs, e.words[i])
+		}
+		for _, a := range addrs[:min(len(addrs), maxPeerWords)] {
+			if len(out) >= maxFoundShared {
+				return out
+			}
+			out = append(out, status.Holder{Name: e.k.name, ClientURL: a.url, ClusterID: a.clusterID, Epoch: e.epoch, AgoMillis: ago.Milliseconds()})
+		}
+	}
+	return out
 }
 
 // maxFoundShared bounds the found voters a member names in its /status,
@@ -549,7 +796,10 @@ type knownProbe struct {
 // snapshot beside it as a second cluster
 // (TestAPeersWordForARestoredClusterIsTakenBesideAnOlderStoreWriter). A real voter
 // a peer keeps finding is named for as long as it keeps finding it.
-func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
+//
+// It returns known with those ids added: the ids a holder's word is
+// asked for without being extended (observeKnownHealthy).
+func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) []uint64 {
 	if !o.Local.Empty && o.Local.ClusterID != 0 {
 		known = append(known, o.Local.ClusterID)
 	}
@@ -585,6 +835,7 @@ func (m *Member) narrowPeersWord(o *planner.Observation, known []uint64) {
 		}
 		m.known.seen[name] = e
 	}
+	return known
 }
 
 // knownAnswer is a probe's answer: a voter, with a leader or not.
@@ -608,7 +859,7 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 	asked := map[string]bool{}
 	for _, p := range probes {
 		k := p.k
-		key := fmt.Sprintf("%s %x %v", k.name, p.clusterIDs, k.clientURLs)
+		key := fmt.Sprintf("%s %x %v %v", k.name, p.clusterIDs, k.clientURLs, p.peers)
 		if k.id != 0 && k.id == o.SelfID || k.name == m.opts.Name || len(k.clientURLs) == 0 || asked[key] {
 			continue
 		}
@@ -621,7 +872,9 @@ func (m *Member) probeKnown(ctx context.Context, o *planner.Observation, probes 
 				return
 			}
 			mu.Lock()
-			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader {
+			// A first-hand probe's answer wins over a word's of the
+			// same kind: it extends what the word's would not.
+			if prev, seen := out[p.k.name]; !seen || leader && !prev.leader || leader == prev.leader && prev.probe.peers && !p.peers {
 				out[p.k.name] = knownAnswer{probe: p, url: url, leader: leader}
 			}
 			mu.Unlock()

@@ -121,7 +121,13 @@ type Member struct {
 	// fenceStreak: the loops in a row whose fenceUnobserved found this
 	// member without a quorum under a newer recorded epoch.
 	fenceStreak int
-	access      accessState // access.go
+	// fenced: fenceUnobserved stopped etcd as superseded and no
+	// observation succeeded since; listed: the instances of the last
+	// observation that succeeded, whose /status a fenced member asks
+	// (resumeFenced; under mu).
+	fenced bool
+	listed []provider.Instance
+	access accessState // access.go
 
 	metrics *metrics
 	backups *backup.Backups
@@ -222,7 +228,8 @@ func New(ctx context.Context, o Options) (*Member, error) {
 		}
 	}
 	var unreadable *UnreadableDataError
-	if from, err := adoptPreviousLogged(m.dir.Root, o.Cluster.Name, m.self.Address, func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }, m.log); errors.As(err, &unreadable) {
+	owner := func(n string) (bool, bool) { live, listed := owners[n]; return listed, live }
+	if from, err := adoptPreviousLogged(m.dir.Root, o.Cluster.Name, m.self.Address, owner, m.log); errors.As(err, &unreadable) {
 		return nil, fmt.Errorf("data directory: %w", err)
 	} else if err != nil {
 		m.log.Error("previous data not adopted", "error", err)
@@ -232,6 +239,7 @@ func New(ctx context.Context, o Options) (*Member, error) {
 	if err := os.MkdirAll(m.dir.Root, 0o700); err != nil {
 		return nil, fmt.Errorf("create member dir: %w", err)
 	}
+	m.loadHolders(m.now(), siblingDirs(m.dir.Root, owner))
 	tr, err := trust.New(ctx, trust.Config{Cluster: o.Cluster, Name: o.Name, Self: m.self, Dir: m.dir, KEK: o.CAKEK, Identities: o.Identities,
 		Log: m.log, Now: m.now, Metrics: m.metrics.reg, Labels: prometheus.Labels{"cluster": o.Cluster.Name, "member": o.Name},
 		Coordinator: o.Coordinator, Reads: m.caReads(), Instances: o.Provider.Instances})

@@ -76,6 +76,13 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 	m.mu.Unlock()
 	running := e != nil
 	var selfID uint64
+	if _, err := m.dir.EtcdData(); err != nil && !running {
+		// Whether this stopped member holds data is unknown: neither
+		// empty (it would join or seed as one) nor unusable (set aside)
+		// for what may be a passing read error; the loop skips until
+		// it reads (review rev19f 4).
+		return planner.Observation{}, fmt.Errorf("data dir: %w", err)
+	}
 	local := m.dir.Observe(running)
 	if running {
 		selfID = uint64(e.Server.MemberID())
@@ -155,6 +162,9 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		o.ReplaceAfter, o.ReplacementInFlight = m.opts.Cluster.Provider.ReplaceAfter, inFlight
 	}
 	o.Peers, o.Unreachable = m.peerStatuses(ctx, insts)
+	m.mu.Lock()
+	m.listed = insts
+	m.mu.Unlock()
 	m.rememberListedVoters(&o, now)
 	m.rememberListedHolders(&o, now)
 	m.observeMembers(ctx, insts, &o, now)
@@ -171,6 +181,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 		unreachable int
 		damaged     []string
 		found       []status.FoundVoter
+		held        []status.Holder
 	)
 	var voters []listedVoter
 	var holders []listedHolder
@@ -186,11 +197,24 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			st, err := status.Fetch(ctx, hc, m.statusURL(in))
 			mu.Lock()
 			defer mu.Unlock()
+			if err == nil && st.MetaError != "" {
+				// Its metadata unreadable for the moment: its Token says
+				// nothing (not "no data"), so it counts as silent (review
+				// rev19b F).
+				err = fmt.Errorf("metadata unreadable: %s", st.MetaError)
+			}
 			if err != nil {
 				unreachable++
 				return
 			}
-			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted})
+			metaEpoch := st.MetaEpoch
+			if st.Cluster != "" && st.Cluster != m.opts.Cluster.Name {
+				// Another cluster's member at a stale address (a CA
+				// shared by clusters): its metadata names no record of
+				// this one (review rev19d W1).
+				metaEpoch = 0
+			}
+			out = append(out, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID, ForceNewPending: st.ForceNewPending, Unstarted: st.Unstarted, MetaEpoch: metaEpoch})
 			if st.Running && st.Healthy && !st.Learner && st.ClusterID != 0 && in.ClientPort != 0 {
 				voters = append(voters, listedVoter{name: in.Name, clientURL: m.clientURL(in), clusterID: st.ClusterID, token: st.Token})
 			}
@@ -202,6 +226,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 			}
 			damaged = append(damaged, st.DamagedDeltas[:min(len(st.DamagedDeltas), maxDamagedShared)]...)
 			found = append(found, st.FoundVoters[:min(len(st.FoundVoters), maxFoundShared)]...)
+			held = append(held, peerHolders(st.Holders)...)
 		}(in)
 	}
 	wg.Wait()
@@ -210,7 +235,7 @@ func (m *Member) peerStatuses(ctx context.Context, insts []provider.Instance) ([
 	slices.SortFunc(voters, func(a, b listedVoter) int { return strings.Compare(a.name, b.name) })
 	m.known.listedVoters = voters
 	slices.SortFunc(holders, func(a, b listedHolder) int { return strings.Compare(a.name, b.name) })
-	m.known.listedHolders, m.known.listedEmpty = holders, empty
+	m.known.listedHolders, m.known.listedEmpty, m.known.peersHolders = holders, empty, held
 	return out, unreachable
 }
 

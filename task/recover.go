@@ -22,6 +22,14 @@ var quorumLost = condition{what: condQuorumLost}
 // snapshot store.
 const snapshotListEvery = 15 * time.Second
 
+// snapshotListTimeout bounds one listing inside the loop: a store that
+// accepts the connection and then stalls (an overloaded proxy, a
+// black-holed route; the S3 client has no response-header timeout) would
+// otherwise stop the loop of every member that lists, running ones too
+// (no re-record, no summary heartbeat) for as long as it hangs (review
+// rev19c F1). A listing that times out counts as unanswered.
+var snapshotListTimeout = 5 * time.Second
+
 // observeQuorumLoss fills the recovery inputs: how long quorum has been
 // lost, the grace period, and the newest snapshot.
 func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, now time.Time) {
@@ -54,8 +62,26 @@ func (m *Member) observeQuorumLoss(ctx context.Context, o *planner.Observation, 
 		m.observeKnownHealthy(ctx, o, now)
 		return
 	}
+	if o.Record == nil && o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && !o.MembersKnown {
+		// No record, and this running member's cluster has no quorum:
+		// the store may hold a newer epoch of the data's line (a
+		// recovery from it ran, then Consul lost its state), and a
+		// leaving member stops at once beside it rather than wait out
+		// its leave with its old incarnation running (review rev18e F3;
+		// planner.superseded: LineEpoch).
+		m.heldSince.hold(quorumLost, false, now)
+		m.observeLatestSnapshot(ctx, o, now)
+		return
+	}
 	if o.MembersKnown || o.Record == nil || (o.Record.ClusterID == 0 && o.SeederGoneFor == 0) {
 		m.heldSince.hold(quorumLost, false, now)
+		if o.Running && !o.Local.Empty && o.Local.ClusterID != 0 && (o.Record == nil || o.Record.Epoch < o.Local.Epoch) {
+			// A running member that re-records its epoch (no record,
+			// or an older one): the store may hold a newer epoch of its
+			// line, which that record would supersede (planner's
+			// rerecordSuperseded, review rev18f F5).
+			m.observeLatestSnapshot(ctx, o, now)
+		}
 		if rec := o.Record; rec != nil && rec.ClusterID == 0 && rec.Seeder == o.Self.Name {
 			// A recovery of its own data it may resume: not beside a
 			// voter it knows, nor below a newer snapshot
@@ -86,7 +112,9 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	}
 	if now.Sub(m.snapshotListed) > snapshotListEvery {
 		m.snapshotListed = now
-		list, refused, err := m.listSplit(ctx)
+		lctx, cancel := context.WithTimeout(ctx, snapshotListTimeout)
+		list, refused, err := m.listSplit(lctx)
+		cancel()
 		m.snapshotListErr = err
 		if err != nil {
 			m.log.Warn("snapshot store unavailable during quorum loss", "error", err)
@@ -117,6 +145,16 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 			m.refusedSnapshot = newestRefused(refused, all, m.opts.Cluster.Name)
 		}
 	}
+	if !o.Local.Empty && o.Local.ClusterID != 0 {
+		// A newer epoch under this data's cluster id is a recovery from
+		// its line (planner's supersededLine). It holds while the
+		// listing fails: lineEpochs is the last listing that answered,
+		// and a snapshot of that epoch existed (review rev18f F4: a
+		// listing that failed once hid it, and the data rejoined). Only
+		// a listing that answers forgets it (an operator who deleted
+		// that epoch's snapshots to keep this line).
+		o.LineEpoch = m.lineEpochs[strconv.FormatUint(o.Local.ClusterID, 16)]
+	}
 	if m.snapshotListErr != nil {
 		o.ListingUnanswered = m.snapshotListErr.Error()
 		return
@@ -124,11 +162,6 @@ func (m *Member) observeLatestSnapshot(ctx context.Context, o *planner.Observati
 	o.LatestSnapshot = m.latestSnapshot
 	o.RefusedSnapshot = m.refusedSnapshot
 	o.SnapshotEpoch = m.snapshotEpoch
-	if !o.Local.Empty && o.Local.ClusterID != 0 {
-		// A newer epoch under this data's cluster id is a recovery from
-		// its line (planner's supersededLine).
-		o.LineEpoch = m.lineEpochs[strconv.FormatUint(o.Local.ClusterID, 16)]
-	}
 }
 
 // newestRefused is the newest object of cluster the member refused (the

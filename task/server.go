@@ -2,8 +2,10 @@ package task
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
@@ -32,9 +34,11 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	starting := m.starting
 	st.CAMismatch = m.trust.Mismatch()
 	st.SnapshotError = m.backups.SnapshotErr()
-	found := m.known.found
+	found, held := m.known.found, m.known.held
+	st.HoldersError = m.known.holdersUnsaved
 	m.mu.Unlock()
 	st.FoundVoters = m.foundVoters(found, m.opts.Clock.Now())
+	st.Holders = m.sharedHolders(held, m.opts.Clock.Now())
 	st.Asides, st.AsidesMore = m.backups.Asides()
 	now := time.Now()
 	st.Time = now.UTC().Format(time.RFC3339)
@@ -44,13 +48,30 @@ func (m *Member) health(ctx context.Context) (status.Member, error) {
 	st.CertWarning = m.trust.CertWarning(now)
 	st.CA = m.trust.RotationView()
 	st.CAKeyExposed = m.trust.KeyExposed()
-	if meta, err := m.dir.ReadMeta(); err == nil {
+	meta, merr := m.dir.ReadMeta()
+	if merr != nil && (!errors.Is(merr, os.ErrNotExist) || e != nil || m.dir.HasEtcdData()) {
+		// Its token and cluster id are unknown, not empty: peers that
+		// took this answer as "no data" forgot this member as a data
+		// holder (review rev19b F); they take it as silent.
+		st.MetaError = merr.Error()
+	}
+	if _, derr := m.dir.EtcdData(); derr != nil && st.MetaError == "" {
+		// The same for a WAL directory that cannot be read: whether
+		// this member holds data is unknown (review rev19f 4).
+		st.MetaError = derr.Error()
+	}
+	if merr == nil {
 		if e != nil || starting || m.dir.HasEtcdData() {
 			// Metadata written before etcd created any data (a crash
 			// between the two) names an incarnation this member does not
 			// hold: peers must not wait for it to re-record (it sees
 			// itself empty).
 			st.Token, st.Epoch = meta.Token, meta.Epoch
+		} else if meta.Cluster == "" || meta.Cluster == st.Cluster {
+			// But it names an epoch whose record existed: whichever
+			// member chooses a new epoch goes above it (review rev18c
+			// N3; planner.PeerStatus.MetaEpoch).
+			st.MetaEpoch = meta.Epoch
 		}
 		if meta.Name != "" {
 			st.Name = meta.Name // the persisted identity

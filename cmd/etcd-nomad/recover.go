@@ -532,7 +532,7 @@ func recordOperatorRecovery(ctx context.Context, cl *config.Cluster, decide func
 			continue
 		}
 		v.Answered = append(v.Answered, planner.PeerStatus{Name: m.Name, MemberID: m.MemberID, Token: m.Token, Epoch: m.Epoch,
-			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID, ForceNewPending: m.ForceNewPending, Unstarted: m.Unstarted})
+			Running: m.Running, Learner: m.Learner, Healthy: m.Healthy, Revision: m.Revision, ClusterID: m.ClusterID, ForceNewPending: m.ForceNewPending, Unstarted: m.Unstarted, MetaEpoch: m.MetaEpoch})
 	}
 	next, err := decide(v)
 	if loss := (*planner.LossError)(nil); errors.As(err, &loss) {

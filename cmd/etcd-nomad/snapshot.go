@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -395,12 +396,56 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 	if err != nil {
 		return err
 	}
-	if st, err := status.Gather(ctx, bc); err == nil {
-		for _, m := range st.Members {
-			if m.Name == member && m.Running {
-				return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
-			}
+	// What the members' data and metadata name: the new epoch goes
+	// above it (planner.HandRestoreEpoch; review rev18c N3), this
+	// member's own data dir included, which the restore sets aside.
+	// Without the members' answers nothing says that the member is
+	// stopped, nor which epochs the others hold: not restoring (review
+	// rev19d W2).
+	st, err := status.Gather(ctx, bc)
+	if err != nil {
+		return fmt.Errorf("gather the members' status (to check that %s is stopped and which epochs the others hold): %w; not restoring", member, err)
+	}
+	var (
+		answered []planner.PeerStatus
+		silent   []string
+	)
+	for _, m := range st.Members {
+		if m.Name == member && m.Running {
+			return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
 		}
+		switch {
+		case m.Unreachable:
+			if m.Name != member {
+				silent = append(silent, m.Name)
+			}
+		case m.Cluster != "" && m.Cluster != cl.Name:
+			// Another cluster's member at a stale address: its
+			// epochs are not this cluster's (review rev19d W1).
+		default:
+			answered = append(answered, planner.PeerStatus{Name: m.Name, Token: m.Token, Epoch: m.Epoch, MetaEpoch: m.MetaEpoch})
+		}
+	}
+	sort.Strings(silent)
+	// With no record, a silent member may hold data of the epoch the
+	// restore would record (Consul lost that record): two incarnations
+	// of one epoch once it answers again, and its data set aside unasked
+	// (review rev19d W2; invariant 8: the automatic path waits for every
+	// instance without a record).
+	silentWithoutRecord := func(exists bool) error {
+		if exists || len(silent) == 0 || acc.loss {
+			return nil
+		}
+		return fmt.Errorf("there is no cluster record and member(s) %s do not answer: they may hold data of a newer epoch than the restore would record; bring them back, or run again with -accept-data-loss to restore all the same (their data is set aside when they come back, not deleted)", strings.Join(silent, ", "))
+	}
+	if err := silentWithoutRecord(st.ClusterID != "(none yet)"); err != nil {
+		return err
+	}
+	if meta, err := (datadir.Dir{Root: filepath.Join(cl.DataDir, member)}).ReadMeta(); err == nil && (meta.Cluster == cl.Name || meta.Cluster == "") {
+		// Its data's epoch or, without data, its metadata's: either way
+		// an epoch whose record existed (the backend is not opened: the
+		// member's etcd may hold it).
+		answered = append(answered, planner.PeerStatus{Name: member, MetaEpoch: meta.Epoch})
 	}
 	all, err := env.store.List(ctx)
 	if err != nil {
@@ -461,12 +506,15 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			return datadir.Incarnation{}, err
 		}
 		exists = err == nil
+		if err := silentWithoutRecord(exists); err != nil {
+			return datadir.Incarnation{}, err
+		}
 		if now := (snapshot.Lineage{ClusterID: rec.ClusterID, Epoch: rec.Epoch}); latest && !now.Of(m) {
 			// The record moved on since "latest" was chosen: it is no
 			// longer of its lineage.
 			return datadir.Incarnation{}, fmt.Errorf("%s: the cluster record changed since \"latest\" was chosen; run it again", now.WhyNot(m))
 		}
-		if epoch, err = rec.NextEpochAbove(m.Epoch); err != nil {
+		if epoch, err = planner.HandRestoreEpoch(&rec, m.Epoch, answered); err != nil {
 			return datadir.Incarnation{}, fmt.Errorf("record epoch %d, highest_epoch %d, snapshot epoch %d: %w; not restoring", rec.Epoch, rec.HighestEpoch, m.Epoch, err)
 		}
 		return datadir.Incarnation{Cluster: cl.Name, Name: member, PeerURL: peerURL, Token: token, Epoch: epoch, RevisionBump: bump}, nil
