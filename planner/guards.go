@@ -320,13 +320,6 @@ type Faults struct {
 	// that heals gives the old incarnation its quorum back beside the new
 	// one (sim seed 41704).
 	RunBlindBesideNewerEpoch bool
-	// FencedWaitsForProvider: a member the blind fence stopped
-	// (StopSuperseded) starts its data again only once its provider
-	// answers, although a peer answers as a healthy voter of its own
-	// incarnation: a planted record, or a partition that healed while
-	// Nomad is down, keeps it out of the quorum it belongs to for as long
-	// as Nomad is down (review rev18g R2, R3).
-	FencedWaitsForProvider bool
 
 	// RecoverAcrossLines (invariants 4 and 9): a quorum-loss recovery
 	// beside an authentic snapshot of a newer epoch of this data's line
@@ -669,10 +662,9 @@ func (f Faults) operatorGuard(rule operatorRule) bool {
 type leaveRule int
 
 const (
-	stopWhenSuperseded          leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
-	stopBlindWhenSuperseded                      // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
-	staleBeforeHandover                          // a leaving member whose replacement inherits its data removes a stale voter first when only that voter keeps the others below quorum
-	resumeFencedBesideOwnQuorum                  // a member the blind fence stopped starts again once a peer serves its own incarnation with a quorum (PlanUnobserved)
+	stopWhenSuperseded      leaveRule = iota // without a quorum, a leaving member stops at once once a newer epoch of its cluster is known
+	stopBlindWhenSuperseded                  // without a quorum and the provider, a running member stops once the record names a newer confirmed epoch (PlanUnobserved)
+	staleBeforeHandover                      // a leaving member whose replacement inherits its data removes a stale voter first when only that voter keeps the others below quorum
 )
 
 // leaveGuard reports whether rule holds.
@@ -684,8 +676,6 @@ func (f Faults) leaveGuard(rule leaveRule) bool {
 		return !f.RunBlindBesideNewerEpoch
 	case staleBeforeHandover:
 		return !f.LeaveBesideStaleVoter
-	case resumeFencedBesideOwnQuorum:
-		return !f.FencedWaitsForProvider
 	}
 	return true
 }

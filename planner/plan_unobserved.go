@@ -36,28 +36,12 @@ func (f Faults) PlanUnobserved(o Observation) Decision { return f.planUnobserved
 // while its incarnation has a quorum (then the normal loop's settles
 // decides once the provider answers: stopping a serving quorum on a
 // record alone would trust a planted record over a live cluster).
-//
-// A member it stopped (o.Fenced: not running, no observation succeeded
-// since) starts its data again (Rejoin) without the provider once a
-// peer (o.Peers: the instances last listed, asked again) answers as a
-// healthy voter, with a quorum, of its own incarnation: the fence's
-// reason, an incarnation without a quorum that a heal could give one
-// back, is gone, and its start gives no quorum to an incarnation that
-// has none (review rev18g R3; and R2: a member a planted record stopped
-// comes back beside its serving peers). Never on the record alone: a
-// record naming its epoch again may be an older one Consul restored from
-// a backup, or no record one Consul lost, while the newer incarnation
-// runs (41704 again); those wait for the provider, whose observation
-// decides what the data becomes.
 func PlanUnobserved(o Observation) Decision { return rules{}.PlanUnobserved(o) }
 
 func (r rules) planUnobserved(o Observation) Decision {
 	name := o.Self.Name
 	if o.Local.Name != "" {
 		name = o.Local.Name
-	}
-	if !o.Running && o.Fenced {
-		return r.resumeFenced(o, name)
 	}
 	if !o.Running || o.MembersKnown || !r.leaveGuard(stopBlindWhenSuperseded) {
 		return Decision{Kind: Wait, Name: name, Reason: "observation failed: skipping until the provider answers"}
@@ -72,28 +56,4 @@ func (r rules) planUnobserved(o Observation) Decision {
 		return Decision{Kind: Wait, Name: name, Reason: "observation failed, running without a quorum: skipping until the provider answers"}
 	}
 	return Decision{Kind: StopSuperseded, Name: name, Reason: fmt.Sprintf("observation failed, running without a quorum, and the record names epoch %d (token %s, cluster %x, by %s), newer than this member's epoch %d: its incarnation was replaced; stopping etcd, keeping the data, so that it never gives the old incarnation its quorum back beside the new one", rec.Epoch, short(rec.Token), rec.ClusterID, rec.Seeder, l.Epoch)}
-}
-
-// resumeFenced decides for a member the blind fence stopped, while its
-// observation still fails (PlanUnobserved).
-func (r rules) resumeFenced(o Observation, name string) Decision {
-	l := o.Local
-	wait := Decision{Kind: Wait, Name: name, Reason: "stopped as superseded while the provider does not answer: starting again once the provider answers or a peer serves this member's incarnation with a quorum"}
-	if !r.leaveGuard(resumeFencedBesideOwnQuorum) || l.Token == "" || l.ClusterID == 0 {
-		return wait
-	}
-	if o.Paused != "" {
-		wait.Reason = fmt.Sprintf("stopped as superseded while the provider does not answer; the cluster is paused (%s): not starting", o.Paused)
-		return wait
-	}
-	if rec := o.Record; rec != nil && rec.ClusterID != 0 && rec.Epoch > l.Epoch && rec.Seeder != name && rec.Seeder != o.Self.Name {
-		wait.Reason = fmt.Sprintf("stopped as superseded while the provider does not answer, and the record still names epoch %d (confirmed, by %s), newer than this member's epoch %d: a peer serving this incarnation is an old quorum beside the new one, and this member does not add a voter to it; not starting", rec.Epoch, rec.Seeder, l.Epoch)
-		return wait
-	}
-	for _, p := range o.Peers {
-		if p.Running && !p.Learner && p.Healthy && p.Token == l.Token && p.Epoch == l.Epoch && p.ClusterID == l.ClusterID {
-			return Decision{Kind: Rejoin, Name: name, Reason: fmt.Sprintf("stopped as superseded while the provider does not answer, and %s serves this member's incarnation (epoch %d, token %s, cluster %x) with a quorum: the reason for the stop is gone; starting the data again", p.Name, l.Epoch, short(l.Token), l.ClusterID)}
-		}
-	}
-	return wait
 }

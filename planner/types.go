@@ -32,12 +32,7 @@ type Observation struct {
 	// Running is true when this member's etcd server is running; SelfID is
 	// then its member id.
 	Running bool
-	// Fenced, read only by PlanUnobserved, is true while this process
-	// keeps the etcd it stopped as superseded (StopSuperseded) stopped,
-	// and no observation succeeded since: it may start its data again,
-	// without the provider, once its own incarnation serves (o.Peers).
-	Fenced bool
-	SelfID uint64
+	SelfID  uint64
 	// Local describes this member's data dir.
 	Local Local
 	// Record is the cluster record from the coordinator; nil when absent.

@@ -19,9 +19,7 @@
 //     sim seed 1002359); a running member whose observation failed on
 //     the provider reads the record all the same and stops its etcd when
 //     PlanUnobserved finds its incarnation replaced without a quorum
-//     (StopSuperseded, task's fenceUnobserved; sim seed 41704), and
-//     starts it again, still unobserved, once an instance it last listed
-//     serves its incarnation with a quorum (task's resumeFenced);
+//     (StopSuperseded, task's fenceUnobserved; sim seed 41704);
 //   - etcd: clusters as raft groups (voters, learners, quorum per
 //     partition side, leader, committed revision, catch-up), cluster ids
 //     kept by ForceNewCluster and new on a restore, one learner at a time,

@@ -99,7 +99,6 @@ func (w *World) kill(n *node) {
 	n.holders = maps.Clone(n.holdersDisk) // task's loadHolders at the restart (nil: none written)
 	n.summaryAt, n.summaryRead, n.summarySeen = 0, false, nil
 	n.snapshotCheckAt = 0
-	n.fenceStreak, n.fenced, n.listed = 0, false, nil
 }
 
 func (w *World) partition() {

@@ -56,7 +56,7 @@ func (w *World) loop(n *node) {
 		w.fenceUnobserved(n)
 		return
 	}
-	n.lastFail, n.fenced = "", false
+	n.lastFail = ""
 	w.followRotation(n)
 	d := w.cfg.Defects.Planner.Plan(o)
 	w.checkDecision(o, d)
@@ -775,10 +775,6 @@ func summary(o planner.Observation) string {
 // ran epoch 2 blind beside m0-3's recovery of epoch 3, and a healed
 // partition gave epoch 2 its quorum back).
 func (w *World) fenceUnobserved(n *node) {
-	if n.etcd == nil && n.fenced {
-		w.resumeFenced(n)
-		return
-	}
 	if n.etcd == nil || n.noConsul || w.coord.record == nil {
 		return
 	}
@@ -809,45 +805,5 @@ func (w *World) fenceUnobserved(n *node) {
 	n.fenceStreak = 0
 	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
 	w.stopEtcd(n)
-	n.fenced = true
 	w.logf(n.name, "  %s: stop etcd: ok (data kept)", d.Kind)
-}
-
-// resumeFenced is task's resumeFenced: a member whose etcd the fence
-// stopped asks the instances it last listed, while its observation still
-// fails, and starts its data again once planner.PlanUnobserved says one
-// of them serves its own incarnation with a quorum and the record names
-// no newer epoch (review rev18g R3, rev19e F1).
-func (w *World) resumeFenced(n *node) {
-	o := planner.Observation{
-		ClusterName: clusterName,
-		Self:        planner.Self{Name: n.name, PeerURL: n.peerURL},
-		Fenced:      true,
-		Local:       w.local(n),
-		Paused:      w.coord.pause,
-	}
-	if n.noConsul {
-		return // task's: the record is read too (review rev19e F1)
-	}
-	if w.coord.record != nil {
-		rec := *w.coord.record
-		o.Record = &rec
-	}
-	for _, in := range n.listed {
-		if in != n && reachable(n, in) {
-			o.Peers = append(o.Peers, w.status(in))
-		}
-	}
-	d := w.cfg.Defects.Planner.PlanUnobserved(o)
-	if d.Kind != planner.Rejoin {
-		return
-	}
-	w.logf(n.name, "unobserved: %s -> %s (%s)", summary(o), d.Kind, d.Reason)
-	eff, err := w.startExisting(n)
-	if err != nil {
-		w.logf(n.name, "  %s: start with local data: FAILED: %v", d.Kind, err)
-		return
-	}
-	n.fenced = false
-	w.logf(n.name, "  %s: start with local data: %s", d.Kind, eff)
 }

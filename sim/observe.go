@@ -63,7 +63,6 @@ func (w *World) observeWith(n *node, insts []*node, token string) (planner.Obser
 		rc2 := rc
 		n.record = &rc2
 	}
-	n.listed = insts
 	self := false
 	for _, in := range insts {
 		o.Instances = append(o.Instances, planner.Instance{Name: in.name, PeerURL: in.peerURL})

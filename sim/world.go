@@ -341,12 +341,6 @@ type World struct {
 // node is one allocation: the supervisor process, its data dir and its
 // view of the world (the task.Member's in-memory state).
 type node struct {
-	// fenced, listed: task's, its etcd stopped by fenceUnobserved and no
-	// observation succeeded since; the instances of the last one that
-	// did (resumeFenced asks them).
-	fenced bool
-	listed []*node
-
 	// fenceStreak: task's, the loops in a row whose fenceUnobserved
 	// found it without a quorum under a newer recorded epoch.
 	fenceStreak int

@@ -61,18 +61,11 @@ func (m *Member) observeCorrupt(e *embed.Etcd, o *planner.Observation) {
 // does not hold the start back: the leader's compaction hash check
 // decides by majority once the member runs.
 func (m *Member) checkBeforeStart(ctx context.Context) (string, error) {
-	return m.checkBeforeStartAt(ctx, m.clientEndpoints())
-}
-
-// checkBeforeStartAt is checkBeforeStart asking the peers at eps (a fenced
-// member resuming asks the instances it last listed: its provider does
-// not answer).
-func (m *Member) checkBeforeStartAt(ctx context.Context, eps []string) (string, error) {
 	local, err := etcdproc.DataHash(filepath.Join(m.dir.EtcdDir(), "member", "snap", "db"))
 	if err != nil {
 		return "", fmt.Errorf("hash of this member's data: %w", err)
 	}
-	cli, err := m.etcdClient(eps)
+	cli, err := m.etcdClient(m.clientEndpoints())
 	if err != nil {
 		return "", err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/etcd-nomad/etcd-nomad/coord"
 	"github.com/etcd-nomad/etcd-nomad/planner"
-	"github.com/etcd-nomad/etcd-nomad/status"
 )
 
 // Run supervises the member until ctx ends, then stops it gracefully:
@@ -51,7 +50,7 @@ func (m *Member) loop(ctx context.Context) bool {
 		m.fenceUnobserved(ctx)
 		return false
 	}
-	m.fenceStreak, m.fenced = 0, false
+	m.fenceStreak = 0
 	if planner.PlanSideJobs(o).Depart {
 		// Leaving changes the membership: the rest of the loop works
 		// from what the cluster looks like afterwards.
@@ -184,9 +183,6 @@ func (m *Member) fenceUnobserved(ctx context.Context) {
 	e := m.proc.Server()
 	m.mu.Unlock()
 	if e == nil { // never call into etcd while holding m.mu
-		if m.fenced {
-			m.resumeFenced(ctx)
-		}
 		return
 	}
 	rec, err := m.opts.Coordinator.Record(ctx)
@@ -232,81 +228,4 @@ func (m *Member) fenceUnobserved(ctx context.Context) {
 	m.setDecision(d)
 	m.log.Warn("decision", "kind", d.Kind, "reason", d.Reason)
 	m.stopEtcd()
-	m.fenced = true
-}
-
-// resumeFenced runs, while the observation still fails, for a member
-// whose etcd fenceUnobserved stopped: it asks the instances the last
-// successful observation listed for their /status and starts its data
-// again when planner.PlanUnobserved says a peer serves its own
-// incarnation with a quorum (review rev18g R3: it stayed stopped until
-// the provider answered, even beside its serving peers). Never on the
-// record alone: one naming its epoch again may be an older one Consul
-// restored while the newer incarnation runs.
-func (m *Member) resumeFenced(ctx context.Context) {
-	o := planner.Observation{
-		ClusterName: m.opts.Cluster.Name,
-		Self:        planner.Self{Name: m.opts.Name},
-		Fenced:      true,
-		Local:       m.dir.Observe(false),
-	}
-	if p, err := m.opts.Coordinator.Pause(ctx); err == nil {
-		o.Paused = p.String()
-	} else if !errors.Is(err, coord.ErrNotPaused) {
-		o.Paused = "pause flag unreadable"
-	}
-	if rec, err := m.opts.Coordinator.Record(ctx); err == nil {
-		o.Record = &rec
-	} else if !errors.Is(err, coord.ErrNoRecord) {
-		return
-	}
-	m.mu.Lock()
-	listed := m.listed
-	m.mu.Unlock()
-	hc := m.httpClient()
-	for _, in := range listed {
-		if in.Name == m.opts.Name {
-			continue
-		}
-		fctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		st, err := status.Fetch(fctx, hc, m.statusURL(in))
-		cancel()
-		if err != nil {
-			continue
-		}
-		o.Peers = append(o.Peers, planner.PeerStatus{Name: st.Name, MemberID: st.MemberID, Token: st.Token, Epoch: st.Epoch, Running: st.Running, Learner: st.Learner, Healthy: st.Healthy, Revision: st.Revision, ClusterID: st.ClusterID})
-	}
-	d := planner.PlanUnobserved(o)
-	if d.Kind != planner.Rejoin {
-		return
-	}
-	// A quorum serves without this member: compare its data with the
-	// peers' first, as every rejoin beside a serving quorum does (review
-	// rev19e F2: the resume skipped it, its observation has no member
-	// list). Through the instances it last listed: the provider does not
-	// answer. Any doubt keeps it stopped; the next loop asks again.
-	var eps []string
-	for _, in := range listed {
-		if in.Name != m.opts.Name && in.ClientPort != 0 {
-			eps = append(eps, m.clientURL(in))
-		}
-	}
-	why, err := m.checkBeforeStartAt(ctx, eps)
-	if err != nil {
-		m.log.Warn("fenced: cannot compare this member's data with its peers' before starting; staying stopped", "error", err)
-		return
-	}
-	if why != "" {
-		m.startCorrupt = why
-		m.log.Error("fenced: not starting: data found corrupt", "reason", why)
-		return
-	}
-	m.setDecision(d)
-	m.log.Warn("decision", "kind", d.Kind, "reason", d.Reason)
-	if err := m.act(ctx, o, d); err != nil {
-		m.metrics.failures.Inc()
-		m.log.Warn("action failed", "kind", d.Kind, "error", err)
-		return // still fenced: the next loop asks again
-	}
-	m.fenced = false
 }

@@ -121,13 +121,7 @@ type Member struct {
 	// fenceStreak: the loops in a row whose fenceUnobserved found this
 	// member without a quorum under a newer recorded epoch.
 	fenceStreak int
-	// fenced: fenceUnobserved stopped etcd as superseded and no
-	// observation succeeded since; listed: the instances of the last
-	// observation that succeeded, whose /status a fenced member asks
-	// (resumeFenced; under mu).
-	fenced bool
-	listed []provider.Instance
-	access accessState // access.go
+	access      accessState // access.go
 
 	metrics *metrics
 	backups *backup.Backups

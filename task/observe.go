@@ -162,9 +162,6 @@ func (m *Member) observeFrom(ctx context.Context, reads Reads) (planner.Observat
 		o.ReplaceAfter, o.ReplacementInFlight = m.opts.Cluster.Provider.ReplaceAfter, inFlight
 	}
 	o.Peers, o.Unreachable = m.peerStatuses(ctx, insts)
-	m.mu.Lock()
-	m.listed = insts
-	m.mu.Unlock()
 	m.rememberListedVoters(&o, now)
 	m.rememberListedHolders(&o, now)
 	m.observeMembers(ctx, insts, &o, now)
