@@ -168,7 +168,7 @@ func Format(st Cluster) string {
 			fmt.Fprintf(&b, "\n%s: DATA HOLDERS NOT SAVED (no seed without a record until written): %s", m.Name, m.HoldersError)
 		}
 		if m.MetaError != "" {
-			fmt.Fprintf(&b, "\n%s: METADATA UNREADABLE: %s", m.Name, m.MetaError)
+			fmt.Fprintf(&b, "\n%s: DATA DIR UNREADABLE (metadata or WAL): %s", m.Name, m.MetaError)
 		}
 		if m.CAMismatch != nil {
 			fmt.Fprintf(&b, "\n%s: CA MISMATCH: runs with %s, the coordinator holds %s (members that start without a saved CA cannot join)", m.Name, m.CAMismatch.Member, m.CAMismatch.Coordinator)

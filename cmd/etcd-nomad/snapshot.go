@@ -415,7 +415,11 @@ func restore(ctx context.Context, ui cli.Ui, env *snapshotEnv, member, name stri
 			return fmt.Errorf("member %s is running: stop it first (its data is set aside, never overwritten under a running etcd)", member)
 		}
 		switch {
-		case m.Unreachable:
+		case m.Unreachable || m.MetaError != "":
+			// A member whose metadata or data dir cannot be read holds
+			// data in an unknown state: silent, as the planner takes it
+			// (task's peerStatuses), never empty (review rev19g H2: its
+			// epoch went unseen and the restore recorded it again).
 			if m.Name != member {
 				silent = append(silent, m.Name)
 			}
