@@ -22,7 +22,6 @@ import (
 func TestLineEpochCountsOnlyAuthenticatedSnapshots(t *testing.T) {
 	f := newAuthFixture(t, func(e snapshot.Encryption) snapshot.Encryption { return e })
 	ctx := context.Background()
-	time.Sleep(1100 * time.Millisecond) // object names carry the second
 	plant := snapshot.Source{Cluster: f.k.cl.Name, ClusterID: strconv.FormatUint(f.rec.ClusterID, 16), Epoch: 5}
 	if _, err := snapshot.Save(ctx, snapshot.From{Endpoint: f.m.clientURL(f.m.self), SpoolDir: f.k.dir}, f.store, plant, snapshot.Encryption{}, nil); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,6 @@ func (s flakyListStore) List(ctx context.Context) ([]snapshot.Meta, error) {
 // epoch: a recovery from its line (ForceNewCluster keeps the id).
 func saveLine(t *testing.T, f authFixture, epoch uint64) {
 	t.Helper()
-	time.Sleep(1100 * time.Millisecond) // object names carry the second
 	src := snapshot.Source{Cluster: f.k.cl.Name, ClusterID: strconv.FormatUint(f.rec.ClusterID, 16), Epoch: epoch}
 	if _, err := snapshot.Save(context.Background(), snapshot.From{Endpoint: f.m.clientURL(f.m.self), SpoolDir: f.k.dir}, f.store, src, f.enc, nil); err != nil {
 		t.Fatal(err)
